@@ -1,0 +1,38 @@
+# The README's two commands: `make demo` and `make test`. Both set themselves up.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: install test test-fast lint format demo bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)  ## venv with sgpatch (editable) and the test tools
+
+test: $(STAMP)  ## the whole suite, real-release tests included (wheels cached in ~/.cache/sgpatch)
+	$(PY) -m pytest
+
+test-fast: $(STAMP)  ## unit tests only
+	$(PY) -m pytest -m "not real"
+
+lint: $(STAMP)
+	$(PY) -m ruff check src tests bench
+	$(PY) -m ruff format --check src tests bench
+
+format: $(STAMP)
+	$(PY) -m ruff format src tests bench
+	$(PY) -m ruff check --fix src tests bench
+
+demo: $(STAMP)  ## fetch a real SGLang release and apply kimi-eagle3-sm120 to it
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash examples/demo.sh
+
+bench: $(STAMP)  ## accuracy and speed benchmarks -> docs/benchmarks.md
+	$(PY) bench/accuracy.py --out docs/benchmarks.md
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,86 @@
+"""`sgpatch patch`: a GNU-patch-like front end on the engine, all-or-nothing."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from sgpatch import report
+from sgpatch.diffs import read_patch
+from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.plan import Overlay, default_mapper, patch_status, plan_patch
+from sgpatch.txn import commit, locked, recover
+
+STATE_DIR = ".sgpatch"
+
+
+def run(
+    patchfiles: list[Path],
+    strip: int,
+    directory: Path,
+    fuzz: int,
+    dry_run: bool,
+    reverse: bool,
+    as_json: bool,
+) -> int:
+    """Plan every file of every patch in memory; write only if every hunk found its place."""
+    if not 0 <= fuzz <= 2:
+        raise SgpatchError(f"--fuzz must be 0, 1 or 2 (got {fuzz})")
+    root = directory.resolve()
+    if not root.is_dir():
+        raise SgpatchError(f"-d {directory}: not a directory")
+    state = root / STATE_DIR
+    restored = recover(root, state) if (state / "journal.json").exists() else None
+    if restored is not None:
+        raise SgpatchError(
+            f"an interrupted sgpatch run was rolled back in {root} ({len(restored)} files "
+            "restored); run the command again",
+            ExitCode.UNSAFE,
+        )
+    patches = [read_patch(p) for p in patchfiles]
+    overlay = Overlay(root)
+    results = []
+    code = ExitCode.OK
+    for patch in patches:
+        files = plan_patch(
+            overlay, patch, default_mapper(strip, patch.name), fuzz=fuzz, reverse=reverse
+        )
+        results.append((patch, files))
+        code = max(code, patch_status(files))
+    if code == ExitCode.OK and not dry_run and overlay.changes():
+        made_state = not state.exists()
+        with locked(state):
+            commit(root, state, overlay.changes())
+        if made_state:
+            _cleanup(state)
+    if as_json:
+        report.emit_json(
+            {
+                "command": "patch",
+                "ok": code == ExitCode.OK,
+                "exit_code": int(code),
+                "dry_run": dry_run,
+                "reverse": reverse,
+                "written": code == ExitCode.OK and not dry_run,
+                "patches": [
+                    {"patch": p.name, "files": [report.file_json(f) for f in files]}
+                    for p, files in results
+                ],
+            }
+        )
+    else:
+        for _, files in results:
+            for f in files:
+                for line in report.file_lines(f, dry_run, reverse):
+                    report.err(line)
+        if code != ExitCode.OK:
+            report.err("sgpatch: nothing was written (a hunk was refused)")
+    return int(code)
+
+
+def _cleanup(state: Path) -> None:
+    """A one-off `sgpatch patch` leaves no state folder behind."""
+    for name in ("lock",):
+        (state / name).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        state.rmdir()

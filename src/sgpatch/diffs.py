@@ -1,0 +1,267 @@
+"""Read unified diffs byte-exactly, on top of unidiff.
+
+unidiff does the parsing; this module feeds it lines split on LF only (so CR, form feeds and other
+characters `str.splitlines` would split on survive), decodes with `surrogateescape` (so non-UTF-8
+bytes round-trip), turns its `UnidiffParseError`s into one-line errors that name the patch file and
+line, refuses binary patches, and freezes the result into small immutable views (`Patch`,
+`FilePatch`, `Hunk`, `HunkLine`) that mirror unidiff's `PatchSet`, `PatchedFile`, `Hunk` and
+`Line` but carry exactly what the placement engine needs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
+
+from sgpatch.errors import bad_input, unsafe
+
+DEV_NULL = "/dev/null"
+_EOL = re.compile(r"\r?\n\Z")
+_FILE_START = re.compile(r"^(diff --git |--- )")
+_BINARY = re.compile(r"^(GIT binary patch|Binary files .* differ)\r?$")
+_GIT_MODE = re.compile(r"^(?:new file mode|new mode) (\d+)\r?$")
+
+
+def decode(data: bytes) -> str:
+    """Bytes -> str that encodes back to the very same bytes (non-UTF-8 survives)."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def encode(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+def split_lines(text: str) -> list[str]:
+    """Split on LF only, keeping line endings; the last line may lack one."""
+    if not text:
+        return []
+    parts = text.split("\n")
+    lines = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def strip_eol(line: str) -> str:
+    return _EOL.sub("", line)
+
+
+@dataclass(frozen=True)
+class HunkLine:
+    """One body line of a hunk: kind is ' ' (context), '-' (removed) or '+' (added)."""
+
+    kind: str
+    text: str  # without its line ending
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """A hunk as the engine sees it (unidiff's Hunk, frozen, line endings stripped)."""
+
+    index: int  # 1-based position within its file
+    source_start: int
+    source_length: int
+    target_start: int
+    target_length: int
+    section_header: str
+    lines: tuple[HunkLine, ...]
+    old_no_eol: bool = False  # the pre-image's last line has no newline
+    new_no_eol: bool = False  # the post-image's last line has no newline
+    patch_line: int = 0  # line of the @@ header in the patch file
+
+    @property
+    def before(self) -> tuple[str, ...]:
+        return tuple(ln.text for ln in self.lines if ln.kind != "+")
+
+    @property
+    def after(self) -> tuple[str, ...]:
+        return tuple(ln.text for ln in self.lines if ln.kind != "-")
+
+    def reversed(self) -> Hunk:
+        """The same hunk read backwards (for -R): added and removed swap sides."""
+        swap = {"+": "-", "-": "+", " ": " "}
+        return replace(
+            self,
+            source_start=self.target_start,
+            source_length=self.target_length,
+            target_start=self.source_start,
+            target_length=self.source_length,
+            lines=tuple(HunkLine(swap[ln.kind], ln.text) for ln in self.lines),
+            old_no_eol=self.new_no_eol,
+            new_no_eol=self.old_no_eol,
+        )
+
+
+@dataclass(frozen=True)
+class FilePatch:
+    """The changes to one file (unidiff's PatchedFile, frozen)."""
+
+    source: str  # path as written in the patch ('a/...'), or /dev/null
+    target: str  # path as written ('b/...'), or /dev/null
+    hunks: tuple[Hunk, ...]
+    new_mode: int | None = None  # git 'new file mode' / 'new mode'
+    patch_line: int = 0
+
+    @property
+    def is_new(self) -> bool:
+        return self.source == DEV_NULL
+
+    @property
+    def is_delete(self) -> bool:
+        return self.target == DEV_NULL
+
+    @property
+    def is_rename(self) -> bool:
+        return not (self.is_new or self.is_delete) and _drop1(self.source) != _drop1(self.target)
+
+    @property
+    def path(self) -> str:
+        """The path the change is about (the target, or the source for a deletion)."""
+        return self.source if self.is_delete else self.target
+
+    def reversed(self) -> FilePatch:
+        return replace(
+            self,
+            source=self.target,
+            target=self.source,
+            hunks=tuple(h.reversed() for h in self.hunks),
+        )
+
+
+@dataclass(frozen=True)
+class Patch:
+    """A patch file: its free-text header (what and why) and the file changes it holds."""
+
+    name: str  # how to refer to it in messages (usually its path)
+    header: str
+    files: tuple[FilePatch, ...]
+
+    def reversed(self) -> Patch:
+        return replace(self, files=tuple(f.reversed() for f in self.files))
+
+
+def _drop1(path: str) -> str:
+    parts = PurePosixPath(path).parts
+    return "/".join(parts[1:]) if len(parts) > 1 else path
+
+
+def strip_path(path: str, strip: int, patch_name: str = "patch") -> str:
+    """Apply `-p strip` to a patch path; refuse absolute paths and `..` (exit 4)."""
+    if path.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", path):
+        raise unsafe(f"{patch_name}: refusing absolute path {path!r}")
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise unsafe(f"{patch_name}: refusing path with '..': {path!r}")
+    if strip >= len(parts):
+        raise bad_input(f"{patch_name}: -p{strip} strips all of {path!r}; wrong -p level?")
+    return "/".join(parts[strip:])
+
+
+class _Counter:
+    """Iterates lines while remembering the number of the last one handed out."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines = lines
+        self.n = 0
+
+    def __iter__(self) -> Iterator[str]:
+        for line in self.lines:
+            self.n += 1
+            yield line
+
+
+def parse_patch(data: bytes | str, name: str = "patch") -> Patch:
+    """Parse a unified diff (plain, git, or format-patch style) into a `Patch`.
+
+    Raises SgpatchError (exit 2) with `name:line: problem` for malformed or binary input.
+    """
+    from unidiff import PatchSet
+    from unidiff.errors import UnidiffParseError
+
+    text = decode(data) if isinstance(data, bytes) else data
+    lines = split_lines(text)
+    if not any(ln.strip() for ln in lines):
+        raise bad_input(f"{name}: empty patch file")
+    for no, line in enumerate(lines, 1):
+        if _BINARY.match(line):
+            raise bad_input(f"{name}:{no}: binary patches are not supported ({strip_eol(line)})")
+    counter = _Counter(lines)
+    try:
+        patchset = PatchSet(counter)
+    except UnidiffParseError as exc:
+        msg = str(exc).strip().rstrip(":")
+        raise bad_input(f"{name}:{counter.n}: malformed diff: {msg}") from None
+    if len(patchset) == 0:
+        raise bad_input(f"{name}: no diff found (expected '--- a/...' / '+++ b/...' and hunks)")
+    header_end = next((i for i, ln in enumerate(lines) if _FILE_START.match(ln)), 0)
+    files = tuple(_freeze_file(pf, lines, name) for pf in patchset)
+    return Patch(name=name, header="".join(lines[:header_end]), files=files)
+
+
+def read_patch(path: Path, name: str | None = None) -> Patch:
+    """Read and parse a patch file; unreadable files are bad input (exit 2)."""
+    label = name or str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise bad_input(f"{label}: cannot read patch file: {exc.strerror or exc}") from None
+    return parse_patch(data, label)
+
+
+def _freeze_file(pf, lines: Sequence[str], name: str) -> FilePatch:  # pf: unidiff PatchedFile
+    hunks = []
+    for idx, h in enumerate(pf, 1):
+        body: list[HunkLine] = []
+        old_no_eol = new_no_eol = False
+        for line in h:
+            if line.line_type == "\\":
+                prev = body[-1].kind if body else " "
+                old_no_eol |= prev in (" ", "-")
+                new_no_eol |= prev in (" ", "+")
+                continue
+            body.append(HunkLine(line.line_type, strip_eol(line.value)))
+        first = _first_body_line(h)
+        hunks.append(
+            Hunk(
+                index=idx,
+                source_start=h.source_start,
+                source_length=h.source_length,
+                target_start=h.target_start,
+                target_length=h.target_length,
+                section_header=(h.section_header or "").strip(),
+                lines=tuple(body),
+                old_no_eol=old_no_eol,
+                new_no_eol=new_no_eol,
+                patch_line=first - 1 if first else 0,
+            )
+        )
+    mode = None
+    for info in pf.patch_info or ():
+        m = _GIT_MODE.match(info)
+        if m:
+            mode = int(m.group(1)[-3:], 8)
+    return FilePatch(
+        source=_clean_path(pf.source_file),
+        target=_clean_path(pf.target_file),
+        hunks=tuple(hunks),
+        new_mode=mode,
+        patch_line=getattr(pf, "diff_line_no", 0) or 0,
+    )
+
+
+def _first_body_line(h) -> int:
+    for line in h:
+        if line.diff_line_no:
+            return int(line.diff_line_no)
+    return 0
+
+
+def _clean_path(path: str | None) -> str:
+    if not path:
+        return DEV_NULL
+    path = strip_eol(path).split("\t")[0].strip()
+    if path.startswith('"') and path.endswith('"'):
+        path = path[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+    return path

@@ -1,0 +1,461 @@
+"""Place the hunks of one file's diff into that file's lines: never in the wrong place, never
+silently. Pure functions, no I/O.
+
+Search order per hunk, stopping at the first level that finds a place (docs/engine.md):
+  1. exact at the expected line (stated line, carried forward from where earlier hunks landed);
+  2. exact elsewhere;
+  3. whitespace-tolerant (trailing blanks and runs of inner blanks ignored; indentation kept);
+  4. fuzz 1..F: drop up to F *outer context* lines (least dropped first; never all context).
+At every level the hunk's post-image is searched too: found where the pre-image is not, the hunk
+is "already applied" and skipped (so a patch is never applied twice, and -R on an unpatched file
+changes nothing). Beyond level 1 a place must be unique after the later-than-previous-hunk rule,
+or made unique by the hunk header's scope (`@@ ... @@ class Name`); otherwise the hunk is refused
+as ambiguous with the candidates listed. A fuzzed place outside the scope the header names is
+refused too: that is how GNU patch lands code after a `return` in an unrelated function.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from sgpatch.diffs import Hunk, strip_eol
+
+Status = Literal["applied", "already-applied", "conflict", "ambiguous"]
+Level = Literal["exact", "moved", "whitespace", "fuzz", "none"]
+
+_SCOPE = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)")
+_FUNCNAME_DEFAULT = re.compile(r"^[A-Za-z_$]")
+
+
+@dataclass(frozen=True)
+class HunkResult:
+    """What happened to one hunk, with enough detail to explain it to a person."""
+
+    index: int
+    status: Status
+    level: Level = "none"
+    line: int | None = None  # 1-based line where the post-image starts in the result file
+    offset: int = 0  # line - stated target line
+    fuzz: int = 0  # context lines dropped (max of leading/trailing)
+    whitespace: bool = False  # matched only when ignoring whitespace differences
+    candidates: tuple[int, ...] = ()  # 1-based lines (in the input file) considered
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("applied", "already-applied")
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """The file after placing every hunk, and one result per hunk."""
+
+    lines: tuple[str, ...]
+    hunks: tuple[HunkResult, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(h.ok for h in self.hunks)
+
+    @property
+    def changed(self) -> bool:
+        return any(h.status == "applied" for h in self.hunks)
+
+
+def exact_key(line: str) -> str:
+    return strip_eol(line)
+
+
+def ws_key(line: str) -> str:
+    """Whitespace-tolerant key: indentation width kept, inner runs collapsed, trailing dropped."""
+    text = strip_eol(line).expandtabs(8)
+    body = text.lstrip()
+    return f"{len(text) - len(body)}|{' '.join(body.split())}"
+
+
+def dominant_eol(lines: Sequence[str]) -> str:
+    crlf = sum(1 for ln in lines if ln.endswith("\r\n"))
+    lf = sum(1 for ln in lines if ln.endswith("\n")) - crlf
+    return "\r\n" if crlf > lf else "\n"
+
+
+class _Index:
+    """Line keys of the input file plus a first-line index, per normalisation."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines = lines
+        self._keys: dict[str, list[str]] = {}
+        self._pos: dict[str, dict[str, list[int]]] = {}
+
+    def keys(self, mode: str) -> list[str]:
+        if mode not in self._keys:
+            fn = exact_key if mode == "exact" else ws_key
+            keys = [fn(ln) for ln in self.lines]
+            pos: dict[str, list[int]] = {}
+            for i, k in enumerate(keys):
+                pos.setdefault(k, []).append(i)
+            self._keys[mode], self._pos[mode] = keys, pos
+        return self._keys[mode]
+
+    def find(self, pattern: Sequence[str], mode: str, lo: int, at_eof: bool) -> list[int]:
+        """Every position >= lo where `pattern` (already keyed) matches."""
+        keys = self.keys(mode)
+        n, m = len(keys), len(pattern)
+        if m == 0:
+            return []
+        out = []
+        for p in self._pos[mode].get(pattern[0], ()):
+            if p < lo or p + m > n:
+                continue
+            if at_eof and p + m != n:
+                continue
+            if keys[p : p + m] == list(pattern):
+                out.append(p)
+        return out
+
+    def matches_at(self, pattern: Sequence[str], mode: str, p: int, at_eof: bool) -> bool:
+        keys = self.keys(mode)
+        m = len(pattern)
+        if p < 0 or p + m > len(keys) or (at_eof and p + m != len(keys)):
+            return False
+        return keys[p : p + m] == list(pattern)
+
+
+@dataclass(frozen=True)
+class _Image:
+    """One side of a hunk (pre or post), possibly trimmed by fuzz."""
+
+    kinds: tuple[str, ...]  # kind of each hunk line kept on this side
+    texts: tuple[str, ...]
+    lead: int  # context lines dropped at the start
+    trail: int  # context lines dropped at the end
+    at_eof: bool
+
+
+@dataclass(frozen=True)
+class _Place:
+    pos: int  # 0-based start in the input file of the matched (trimmed) image
+    new_side: bool  # the post-image matched: already applied
+    lead: int
+    trail: int
+
+
+def _side(hunk: Hunk, new: bool, lead: int, trail: int) -> _Image:
+    drop = "-" if new else "+"
+    body = [ln for ln in hunk.lines if ln.kind != drop]
+    body = body[lead : len(body) - trail]
+    no_eol = hunk.new_no_eol if new else hunk.old_no_eol
+    return _Image(
+        kinds=tuple(ln.kind for ln in body),
+        texts=tuple(ln.text for ln in body),
+        lead=lead,
+        trail=trail,
+        at_eof=no_eol and trail == 0,
+    )
+
+
+def _context_edges(hunk: Hunk) -> tuple[int, int]:
+    """Leading and trailing context line counts (what fuzz may drop)."""
+    kinds = [ln.kind for ln in hunk.lines]
+    lead = next((i for i, k in enumerate(kinds) if k != " "), len(kinds))
+    trail = next((i for i, k in enumerate(reversed(kinds)) if k != " "), len(kinds))
+    return lead, trail
+
+
+def _fuzz_steps(hunk: Hunk, fuzz: int) -> list[list[tuple[int, int]]]:
+    """Groups of (lead, trail) drops by total dropped: least context dropped is tried first."""
+    lead_max, trail_max = _context_edges(hunk)
+    context = sum(1 for ln in hunk.lines if ln.kind == " ")
+    groups: list[list[tuple[int, int]]] = []
+    for total in range(1, 2 * fuzz + 1):
+        group = [
+            (i, total - i)
+            for i in range(0, total + 1)
+            if i <= min(fuzz, lead_max)
+            and total - i <= min(fuzz, trail_max)
+            and context - total >= 1  # never drop all of the context
+        ]
+        if group:
+            groups.append(group)
+    return groups
+
+
+def enclosing_scopes(lines: Sequence[str], pos: int, indent: int) -> list[str]:
+    """Names of the def/class blocks enclosing a line at `pos` indented by `indent` (innermost
+    first), then the nearest def/class above it (what git's Python funcname would show)."""
+    names: list[str] = []
+    nearest: str | None = None
+    for j in range(min(pos, len(lines)) - 1, -1, -1):
+        text = strip_eol(lines[j])
+        if not text.strip():
+            continue
+        m = _SCOPE.match(text)
+        if m and nearest is None:
+            nearest = m.group(1)
+        ind = _indent(text)
+        if ind < indent:
+            if m:
+                names.append(m.group(1))
+            indent = ind
+        if indent == 0 and nearest is not None:
+            break
+    if nearest is not None:
+        names.append(nearest)
+    return names
+
+
+def _funcname_above(lines: Sequence[str], pos: int) -> str | None:
+    """git's default funcname: the nearest line above `pos` starting with a letter, _ or $."""
+    for j in range(min(pos, len(lines)) - 1, -1, -1):
+        text = strip_eol(lines[j])
+        if _FUNCNAME_DEFAULT.match(text):
+            return text.strip()
+    return None
+
+
+def _indent(line: str) -> int:
+    text = strip_eol(line).expandtabs(8)
+    return len(text) - len(text.lstrip())
+
+
+def _scope_name(hunk: Hunk) -> str | None:
+    m = re.search(r"(?:^|\s)(?:def|class)\s+(\w+)", hunk.section_header)
+    return m.group(1) if m else None
+
+
+def _in_scope(hunk: Hunk, lines: Sequence[str], place: _Place) -> bool:
+    """Does the candidate sit where the hunk header says it should?"""
+    header = hunk.section_header
+    if not header:
+        return False
+    name = _scope_name(hunk)
+    if not name:
+        return _funcname_above(lines, place.pos - place.lead) == header.strip()
+    lead_ctx, _ = _context_edges(hunk)
+    first = lead_ctx - place.lead  # first changed line (or the insertion point)
+    changed = [ln.text for ln in hunk.lines if ln.kind != " " and ln.text.strip()]
+    indent = _indent(changed[0]) if changed else 0
+    return name in enclosing_scopes(lines, place.pos + first, indent)
+
+
+def _name_defined(hunk: Hunk, lines: Sequence[str]) -> bool:
+    name = _scope_name(hunk)
+    if not name:
+        return False
+    pat = re.compile(rf"^\s*(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b")
+    return any(pat.match(ln) for ln in lines)
+
+
+def _search(
+    hunk: Hunk,
+    idx: _Index,
+    mode: str,
+    lead: int,
+    trail: int,
+    lo: int,
+) -> list[_Place]:
+    places: dict[int, _Place] = {}
+    key = (lambda t: t) if mode == "exact" else ws_key
+    for new_side in (True, False):  # post-image first: at the same spot, "already applied" wins
+        img = _side(hunk, new_side, lead, trail)
+        pattern = [key(t) for t in img.texts]
+        for p in idx.find(pattern, mode, lo, img.at_eof):
+            places.setdefault(p, _Place(p, new_side, lead, trail))
+    return sorted(places.values(), key=lambda pl: pl.pos)
+
+
+def place_hunk(
+    hunk: Hunk, lines: Sequence[str], idx: _Index, expected: int, lo: int, fuzz: int
+) -> tuple[_Place | None, HunkResult]:
+    """Find where one hunk goes (or why it cannot), without changing anything."""
+    # Level 1: exact at the expected line (post-image first, so nothing is applied twice).
+    for new_side in (True, False):
+        img = _side(hunk, new_side, 0, 0)
+        if not img.texts:
+            continue
+        if expected >= lo and idx.matches_at(list(img.texts), "exact", expected, img.at_eof):
+            place = _Place(expected, new_side, 0, 0)
+            return place, _result(hunk, place, "exact", ())
+    if not hunk.before:
+        # Pure insertion with no context at all: only the stated line is acceptable.
+        if lo <= expected <= len(lines):
+            place = _Place(expected, False, 0, 0)
+            return place, _result(hunk, place, "exact", ())
+        return None, HunkResult(hunk.index, "conflict", reason="no context to place it by")
+
+    levels: list[tuple[Level, str, list[tuple[int, int]]]] = [
+        ("moved", "exact", [(0, 0)]),
+        ("whitespace", "ws", [(0, 0)]),
+    ]
+    for group in _fuzz_steps(hunk, fuzz):
+        levels.append(("fuzz", "exact", group))
+        levels.append(("fuzz", "ws", group))
+    for level, mode, drops in levels:
+        found: dict[int, _Place] = {}
+        for lead, trail in drops:
+            for pl in _search(hunk, idx, mode, lead, trail, lo):
+                start = pl.pos - pl.lead  # where the full hunk would start
+                found.setdefault(start, pl)
+        if not found:
+            continue
+        places = sorted(found.values(), key=lambda pl: (abs(pl.pos - pl.lead - expected), pl.pos))
+        cands = tuple(pl.pos - pl.lead + 1 for pl in places)
+        old = [pl for pl in places if not pl.new_side]
+        new = [pl for pl in places if pl.new_side]
+        chosen: _Place | None = None
+        if len(places) == 1:
+            chosen = places[0]
+        else:
+            scoped = [pl for pl in places if _in_scope(hunk, lines, pl)]
+            if len(scoped) == 1:
+                chosen = scoped[0]
+            elif not old:
+                chosen = new[0]  # post-image in several places, pre-image nowhere: nothing to do
+        if chosen is None:
+            what = "pre-image" if not new else ("post-image" if not old else "pre/post-image")
+            return None, HunkResult(
+                hunk.index,
+                "ambiguous",
+                level=level,
+                candidates=cands,
+                reason=f"{what} matches at {len(places)} places (lines "
+                + ", ".join(map(str, cands[:8]))
+                + "); the hunk header does not single one out",
+            )
+        if level == "fuzz" and _name_defined(hunk, lines) and not _in_scope(hunk, lines, chosen):
+            return None, HunkResult(
+                hunk.index,
+                "ambiguous",
+                level=level,
+                fuzz=max(chosen.lead, chosen.trail),
+                candidates=cands,
+                reason=f"fuzzy match at line {chosen.pos - chosen.lead + 1} lies outside "
+                f"'{hunk.section_header}' named by the hunk header",
+            )
+        return chosen, _result(hunk, chosen, level, cands, whitespace=mode == "ws")
+    return None, _conflict(hunk, idx, expected, lo)
+
+
+def _result(
+    hunk: Hunk, place: _Place, level: Level, cands: tuple[int, ...], whitespace: bool = False
+) -> HunkResult:
+    return HunkResult(
+        hunk.index,
+        "already-applied" if place.new_side else "applied",
+        level=level,
+        fuzz=max(place.lead, place.trail),
+        whitespace=whitespace,
+        candidates=cands,
+    )
+
+
+def _conflict(hunk: Hunk, idx: _Index, expected: int, lo: int) -> HunkResult:
+    """Explain a hunk that fits nowhere: the nearest partial matches of its pre-image."""
+    pattern = [ws_key(t) for t in hunk.before]
+    keys = idx.keys("ws")
+    m = len(pattern)
+    scored: list[tuple[int, int, int]] = []
+    for p in range(max(lo, 0), max(len(keys) - m + 1, 0)):
+        score = sum(1 for a, b in zip(keys[p : p + m], pattern, strict=False) if a == b)
+        if score:
+            scored.append((-score, abs(p - expected), p))
+    scored.sort()
+    best = scored[:3]
+    if not best:
+        return HunkResult(hunk.index, "conflict", reason="none of its lines occur in the file")
+    score, _, p = best[0]
+    diff_at = next(
+        (i for i, (a, b) in enumerate(zip(keys[p : p + m], pattern, strict=False)) if a != b),
+        min(m, len(keys) - p),
+    )
+    want = hunk.before[diff_at] if diff_at < m else ""
+    got = strip_eol(idx.lines[p + diff_at]) if p + diff_at < len(idx.lines) else "<end of file>"
+    return HunkResult(
+        hunk.index,
+        "conflict",
+        candidates=tuple(b[2] + 1 for b in best),
+        reason=f"best match at line {p + 1} ({-score}/{m} lines); line {p + diff_at + 1} is "
+        f"{got.strip()!r}, the patch expects {want.strip()!r}",
+    )
+
+
+def apply_hunks(
+    lines: Sequence[str], hunks: Sequence[Hunk], *, fuzz: int = 0, reverse: bool = False
+) -> FileResult:
+    """Place every hunk of one file and build the result (the input is not modified).
+
+    `lines` keep their line endings (see diffs.split_lines). Hunks are placed in order, each after
+    the previous one; a refused hunk leaves the others' results intact so every hunk is reported.
+    Expected lines are carried forward: the gap between two hunks in the patch is the gap
+    expected in the file, counted from where the previous hunk really was.
+    """
+    if reverse:
+        hunks = [h.reversed() for h in hunks]
+    idx = _Index(lines)
+    results: list[tuple[HunkResult, Hunk, _Place | None]] = []
+    lo = 0
+    prev_end: int | None = None
+    prev_stated_end = 0
+    for hunk in hunks:
+        stated = hunk.source_start - 1 if hunk.source_length else hunk.source_start
+        expected = stated if prev_end is None else prev_end + (stated - prev_stated_end)
+        place, res = place_hunk(hunk, lines, idx, expected, lo, fuzz)
+        if place is not None:
+            end = place.pos + len(_side(hunk, place.new_side, place.lead, place.trail).texts)
+            lo = end
+            prev_end = end + place.trail
+            prev_stated_end = stated + hunk.source_length
+        results.append((res, hunk, place))
+    splices = [(pl, h) for r, h, pl in results if pl is not None and r.status == "applied"]
+    out, shifts = _splice(lines, splices)
+    final = []
+    for res, hunk, place in results:
+        if place is not None:
+            start = place.pos - place.lead
+            line = start + sum(d for at, d in shifts if at < start) + 1
+            final.append(
+                HunkResult(**{**res.__dict__, "line": line, "offset": line - hunk.target_start})
+            )
+        else:
+            final.append(res)
+    return FileResult(tuple(out), tuple(final))
+
+
+def _splice(
+    lines: Sequence[str], splices: Sequence[tuple[_Place, Hunk]]
+) -> tuple[list[str], list[tuple[int, int]]]:
+    """Build the result; also return (input position, line delta) per applied hunk."""
+    eol = dominant_eol(lines)
+    out: list[str] = []
+    shifts: list[tuple[int, int]] = []
+    cur = 0
+    n = len(lines)
+    for place, hunk in sorted(splices, key=lambda s: s[0].pos):
+        out.extend(lines[cur : place.pos])
+        i = place.pos
+        body = hunk.lines[place.lead : len(hunk.lines) - place.trail]
+        for ln in body:
+            if ln.kind == " ":
+                out.append(lines[i])
+                i += 1
+            elif ln.kind == "-":
+                i += 1
+            else:
+                out.append(ln.text + eol)
+        if i == n and out:
+            if hunk.new_no_eol and place.trail == 0:
+                out[-1] = strip_eol(out[-1])
+            elif hunk.old_no_eol and not hunk.new_no_eol:
+                out[-1] = strip_eol(out[-1]) + eol
+        added = sum(1 for ln in body if ln.kind == "+")
+        removed = sum(1 for ln in body if ln.kind == "-")
+        shifts.append((place.pos, added - removed))
+        cur = i
+    out.extend(lines[cur:])
+    for k in range(len(out) - 1):  # only the very last line may lack a line ending
+        if not out[k].endswith("\n"):
+            out[k] = out[k] + eol
+    return out, shifts

@@ -1,0 +1,507 @@
+"""Evaluate probes against a target tree: does upstream already contain a patch's change?
+
+A probe is a small tree of nodes (see docs/manifest.md). Evaluation never raises for what it finds
+in the tree (missing files, syntax errors): those make a node false and say why in the evidence, so
+`sgpatch probe -v` can show file:line and the matched text for every verdict. Only a probe that
+would look outside the package root is refused (exit 4).
+
+Evidence kinds:
+    match      a regex matched (file, line, the line's text)
+    no-match   a regex did not match in a file (or in N files)
+    missing    no file matches the glob / the file does not exist / the class is not there
+    class      the class a symbol probe looks at, with its bases
+    method     the method was found (where, and through which class)
+    no-method  the method is not defined in a class
+    base       a base class that cannot be followed (not defined in the tree, or not resolvable)
+    error      a file could not be parsed or read
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from sgpatch.errors import unsafe
+
+
+@dataclass(frozen=True)
+class RegexProbe:
+    """Some file matching `file_glob` has a match for `regex` (or, if `absent`, none has)."""
+
+    file_glob: str
+    regex: str
+    absent: bool = False
+
+
+@dataclass(frozen=True)
+class SymbolProbe:
+    """Class `cls` in `file` has `method`, defined in it or inherited from a base in the tree."""
+
+    file: str
+    cls: str
+    method: str
+
+
+@dataclass(frozen=True)
+class AllProbe:
+    nodes: tuple[ProbeNode, ...]
+
+
+@dataclass(frozen=True)
+class AnyProbe:
+    nodes: tuple[ProbeNode, ...]
+
+
+@dataclass(frozen=True)
+class NotProbe:
+    node: ProbeNode
+
+
+ProbeNode = RegexProbe | SymbolProbe | AllProbe | AnyProbe | NotProbe
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One observation behind a verdict; `file` is relative to the package root (posix)."""
+
+    kind: str
+    file: str
+    line: int | None
+    text: str
+    note: str
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """The verdict of one node, what it rests on, and (for all/any/not) the verdicts below it."""
+
+    value: bool
+    evidence: tuple[Evidence, ...]
+    node: ProbeNode | None = None
+    children: tuple[ProbeResult, ...] = field(default=())
+
+
+REGEX_FLAGS = re.MULTILINE
+_MAX_NO_MATCH_FILES = 5  # beyond this, one summary line instead of one per file
+_MAX_TEXT = 200
+_SKIP_DIRS = frozenset({".sgpatch", "__pycache__"})  # our own state (original bytes!) and caches
+_MAX_DEPTH = 50  # inheritance / re-export chains; guards against pathological trees
+
+
+def check_relative(pattern: str, what: str) -> None:
+    """Refuse a probe path that could leave the package root (absolute, `..`, drive letters)."""
+    pure = PurePosixPath(pattern)
+    if not pattern or pure.is_absolute() or pattern.startswith(("\\", "~")) or ":" in pattern:
+        raise unsafe(f"{what} {pattern!r} must be a path relative to the SGLang package root")
+    if ".." in pure.parts or "\\" in pattern:
+        raise unsafe(f"{what} {pattern!r} must not contain '..' or backslashes")
+
+
+def describe(node: ProbeNode) -> str:
+    """A compact one-line rendering of a probe node, for reports."""
+    if isinstance(node, RegexProbe):
+        word = "absent" if node.absent else "regex"
+        return f"{word} {node.file_glob} /{node.regex}/"
+    if isinstance(node, SymbolProbe):
+        return f"symbol {node.file} {node.cls}.{node.method}"
+    if isinstance(node, AllProbe):
+        return "all(" + ", ".join(describe(n) for n in node.nodes) + ")"
+    if isinstance(node, AnyProbe):
+        return "any(" + ", ".join(describe(n) for n in node.nodes) + ")"
+    return f"not({describe(node.node)})"
+
+
+def _clip(text: str) -> str:
+    text = text.rstrip("\r\n")
+    return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 1] + "…"
+
+
+@dataclass
+class _Module:
+    rel: str
+    tree: ast.Module | None
+    lines: list[str]
+    error: Evidence | None
+
+
+class _Context:
+    """Per-evaluate caches: file texts, parsed modules, compiled regexes."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self.texts: dict[Path, str | None] = {}
+        self.modules: dict[Path, _Module] = {}
+        self.regexes: dict[str, re.Pattern[str]] = {}
+
+    def rel(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    def inside(self, path: Path) -> bool:
+        try:
+            path.resolve().relative_to(self.root)
+        except (ValueError, OSError):
+            return False
+        return True
+
+    def text(self, path: Path) -> str | None:
+        if path not in self.texts:
+            try:
+                self.texts[path] = path.read_bytes().decode("utf-8", errors="replace")
+            except OSError:
+                self.texts[path] = None
+        return self.texts[path]
+
+    def module(self, path: Path) -> _Module:
+        if path not in self.modules:
+            rel = self.rel(path)
+            try:
+                data = path.read_bytes()
+            except OSError as e:
+                ev = Evidence("error", rel, None, "", f"cannot read: {e.strerror or e}")
+                self.modules[path] = _Module(rel, None, [], ev)
+                return self.modules[path]
+            lines = data.decode("utf-8", errors="replace").splitlines()
+            try:
+                tree = ast.parse(data, filename=rel)
+                self.modules[path] = _Module(rel, tree, lines, None)
+            except (SyntaxError, ValueError) as e:
+                line = getattr(e, "lineno", None)
+                text = lines[line - 1] if line and 0 < line <= len(lines) else ""
+                msg = getattr(e, "msg", None) or str(e)
+                ev = Evidence("error", rel, line, _clip(text), f"syntax error: {msg}")
+                self.modules[path] = _Module(rel, None, lines, ev)
+        return self.modules[path]
+
+    def regex(self, pattern: str) -> re.Pattern[str]:
+        if pattern not in self.regexes:
+            self.regexes[pattern] = re.compile(pattern, REGEX_FLAGS)
+        return self.regexes[pattern]
+
+
+def evaluate(node: ProbeNode, root: Path) -> ProbeResult:
+    """Evaluate a probe tree against the package root `root` (files are parsed once per call)."""
+    return _eval(node, _Context(root))
+
+
+def _eval(node: ProbeNode, ctx: _Context) -> ProbeResult:
+    if isinstance(node, RegexProbe):
+        return _eval_regex(node, ctx)
+    if isinstance(node, SymbolProbe):
+        return _eval_symbol(node, ctx)
+    if isinstance(node, (AllProbe, AnyProbe)):
+        # Every child is evaluated (no short-circuit) so -v shows the whole picture.
+        children = tuple(_eval(child, ctx) for child in node.nodes)
+        values = [c.value for c in children]
+        value = all(values) if isinstance(node, AllProbe) else any(values)
+        evidence = tuple(ev for c in children for ev in c.evidence)
+        return ProbeResult(value, evidence, node, children)
+    if isinstance(node, NotProbe):
+        child = _eval(node.node, ctx)
+        return ProbeResult(not child.value, child.evidence, node, (child,))
+    raise TypeError(f"not a probe node: {node!r}")  # a bug, not user input
+
+
+def _glob(pattern: str, ctx: _Context) -> list[Path]:
+    check_relative(pattern, "probe file")
+    found = []
+    for path in ctx.root.glob(pattern):
+        if any(part in _SKIP_DIRS for part in path.relative_to(ctx.root).parts):
+            continue
+        if path.is_file() and ctx.inside(path):
+            found.append(path)
+    return sorted(found)
+
+
+def _eval_regex(node: RegexProbe, ctx: _Context) -> ProbeResult:
+    files = _glob(node.file_glob, ctx)
+    if not files:
+        ev = Evidence("missing", node.file_glob, None, "", f"no file matches {node.file_glob}")
+        return ProbeResult(False, (ev,), node)
+    rx = ctx.regex(node.regex)
+    unreadable: list[Evidence] = []
+    for path in files:
+        text = ctx.text(path)
+        if text is None:
+            unreadable.append(Evidence("error", ctx.rel(path), None, "", "cannot read"))
+            continue
+        m = rx.search(text)
+        if m is None:
+            continue
+        line_no = text.count("\n", 0, m.start()) + 1
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.start())
+        line = text[start : end if end >= 0 else len(text)]
+        note = f"/{node.regex}/ matches"
+        if node.absent:
+            note += ", so it is not absent"
+        ev = Evidence("match", ctx.rel(path), line_no, _clip(line), note)
+        return ProbeResult(not node.absent, (*unreadable, ev), node)
+    searched = [p for p in files if ctx.texts.get(p) is not None]
+    if len(searched) <= _MAX_NO_MATCH_FILES:
+        misses = tuple(
+            Evidence("no-match", ctx.rel(p), None, "", f"no match for /{node.regex}/")
+            for p in searched
+        )
+    else:
+        note = f"no match for /{node.regex}/ in {len(searched)} files"
+        misses = (Evidence("no-match", node.file_glob, None, "", note),)
+    value = node.absent and bool(searched)
+    return ProbeResult(value, (*unreadable, *misses), node)
+
+
+# --- symbol probes -------------------------------------------------------------------------------
+
+
+def _walk_block(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Statements of a block, looking into if/try/with (definitions are often guarded)."""
+    out: list[ast.stmt] = []
+    for stmt in body:
+        out.append(stmt)
+        if isinstance(stmt, ast.If):
+            out.extend(_walk_block(stmt.body))
+            out.extend(_walk_block(stmt.orelse))
+        elif isinstance(stmt, ast.Try):
+            for block in (stmt.body, stmt.orelse, stmt.finalbody):
+                out.extend(_walk_block(block))
+            for handler in stmt.handlers:
+                out.extend(_walk_block(handler.body))
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            out.extend(_walk_block(stmt.body))
+    return out
+
+
+def _defines(stmt: ast.stmt, name: str) -> bool:
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return stmt.name == name
+    if isinstance(stmt, ast.Assign):
+        return any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets)
+    if isinstance(stmt, ast.AnnAssign):
+        target = stmt.target
+        return stmt.value is not None and isinstance(target, ast.Name) and target.id == name
+    return False
+
+
+def _dotted(expr: ast.expr) -> str | None:
+    """`a.b.C` -> "a.b.C"; `Generic[T]` -> "Generic"; anything else -> None."""
+    if isinstance(expr, ast.Subscript):
+        expr = expr.value
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return ".".join(reversed(parts))
+
+
+@dataclass(frozen=True)
+class _ClassRef:
+    path: Path
+    node: ast.ClassDef
+
+
+class _Resolver:
+    """Follows names through a tree's imports with `ast`, the way Python would bind them."""
+
+    def __init__(self, ctx: _Context) -> None:
+        self.ctx = ctx
+
+    def module_file(self, dotted: str) -> Path | None:
+        """`sglang.srt.x.y` -> root/srt/x/y.py or root/srt/x/y/__init__.py, if in the tree."""
+        parts = dotted.split(".")
+        if parts[0] != "sglang" or any(not p.isidentifier() for p in parts):
+            return None
+        return self._package_file(self.ctx.root.joinpath(*parts[1:]))
+
+    def _package_file(self, base: Path) -> Path | None:
+        if base != self.ctx.root and base.with_suffix(".py").is_file():
+            return base.with_suffix(".py")
+        init = base / "__init__.py"
+        if init.is_file():
+            return init
+        return None
+
+    def relative_base(self, path: Path, level: int) -> Path | None:
+        """The package directory `from .` (level 1), `from ..` (level 2) ... refers to."""
+        base = path.parent
+        for _ in range(level - 1):
+            if base == self.ctx.root:
+                return None
+            base = base.parent
+        return base if self.ctx.inside(base) else None
+
+    def import_from_target(self, path: Path, stmt: ast.ImportFrom) -> Path | None:
+        """The directory-or-module path (without suffix) an ImportFrom's module names."""
+        if stmt.level:
+            base = self.relative_base(path, stmt.level)
+            if base is None:
+                return None
+            if stmt.module:
+                base = base.joinpath(*stmt.module.split("."))
+            return base
+        module = stmt.module or ""
+        parts = module.split(".")
+        if parts[0] != "sglang":
+            return None
+        return self.ctx.root.joinpath(*parts[1:])
+
+    def bindings(self, path: Path, name: str) -> list[ast.stmt]:
+        """Module-level statements of `path` that bind `name`, last one last."""
+        mod = self.ctx.module(path)
+        if mod.tree is None:
+            return []
+        found = []
+        for stmt in _walk_block(mod.tree.body):
+            if isinstance(stmt, ast.ClassDef) and stmt.name == name:
+                found.append(stmt)
+            elif isinstance(stmt, ast.ImportFrom):
+                if any((a.asname or a.name) == name for a in stmt.names):
+                    found.append(stmt)
+            elif isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    bound = alias.asname or alias.name.split(".")[0]
+                    if bound == name:
+                        found.append(stmt)
+            elif isinstance(stmt, ast.Assign) and _defines(stmt, name):
+                found.append(stmt)
+        return found
+
+    def lookup(
+        self, path: Path, dotted: str, depth: int = 0
+    ) -> tuple[_ClassRef | None, str | None]:
+        """Find the class `dotted` names in module `path`: (class, None) or (None, why not)."""
+        if depth > _MAX_DEPTH:
+            return None, "import chain too deep"
+        mod = self.ctx.module(path)
+        if mod.tree is None:
+            error = mod.error
+            where = f"{mod.rel}:{error.line}" if error and error.line else mod.rel
+            return None, f"{where}: {error.note if error else 'cannot be parsed'}"
+        head, _, rest = dotted.partition(".")
+        bindings = self.bindings(path, head)
+        if not bindings:
+            return None, f"{head} is not defined or imported in {mod.rel}"
+        stmt = bindings[-1]
+        if isinstance(stmt, ast.ClassDef):
+            if rest:
+                return None, f"{dotted} is an attribute of class {head}"
+            return _ClassRef(path, stmt), None
+        if isinstance(stmt, ast.Assign):
+            value = _dotted(stmt.value)
+            if value is None or value == dotted:
+                return None, f"{head} in {mod.rel} is not a class"
+            full = f"{value}.{rest}" if rest else value
+            return self.lookup(path, full, depth + 1)
+        if isinstance(stmt, ast.ImportFrom):
+            alias = next(a for a in stmt.names if (a.asname or a.name) == head)
+            target = self.import_from_target(path, stmt)
+            if target is None:
+                return None, f"module {_import_text(stmt)} is not in the tree"
+            # `from pkg import sub` may bind a submodule rather than a name in pkg/__init__.py
+            submodule = self._package_file(target / alias.name)
+            if submodule is not None and self.ctx.inside(submodule):
+                if not rest:
+                    return None, f"{head} is a module, not a class"
+                return self.lookup(submodule, rest, depth + 1)
+            module_file = self._package_file(target)
+            if module_file is None or not self.ctx.inside(module_file):
+                return None, f"module {_import_text(stmt)} is not in the tree"
+            full = f"{alias.name}.{rest}" if rest else alias.name
+            return self.lookup(module_file, full, depth + 1)
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if alias.asname == head:
+                    module_name = alias.name
+                    break
+                if alias.asname is None and alias.name.split(".")[0] == head:
+                    module_name = head
+                    break
+            else:  # pragma: no cover - bindings() guarantees a match
+                return None, f"{head} not found"
+            # `import a.b` binds `a`: walk the rest of the dotted name as submodules.
+            parts = (module_name + ("." + rest if rest else "")).split(".")
+            for cut in range(len(parts) - 1, 0, -1):
+                module_file = self.module_file(".".join(parts[:cut]))
+                if module_file is not None:
+                    return self.lookup(module_file, ".".join(parts[cut:]), depth + 1)
+            return None, f"module {module_name} is not in the tree"
+        return None, f"{head} not resolvable"  # pragma: no cover
+
+
+def _import_text(stmt: ast.ImportFrom) -> str:
+    return "." * stmt.level + (stmt.module or "")
+
+
+def _class_header(ref: _ClassRef) -> str:
+    bases = ", ".join(ast.unparse(b) for b in ref.node.bases)
+    return f"class {ref.node.name}({bases})" if bases else f"class {ref.node.name}"
+
+
+def _find_method(
+    ref: _ClassRef, method: str, ctx: _Context, resolver: _Resolver, chain: list[str]
+) -> tuple[bool, list[Evidence]]:
+    """Depth-first, left-to-right search of the class and its bases (a fair MRO approximation)."""
+    visited: set[tuple[Path, str]] = set()
+    evidence: list[Evidence] = []
+
+    def visit(ref: _ClassRef, via: list[str]) -> bool:
+        key = (ref.path, ref.node.name)
+        if key in visited or len(via) > _MAX_DEPTH:
+            return False
+        visited.add(key)
+        mod = ctx.module(ref.path)
+        line = ref.node.lineno
+        text = _clip(mod.lines[line - 1]) if line <= len(mod.lines) else ""
+        evidence.append(Evidence("class", mod.rel, line, text, _class_header(ref)))
+        for stmt in _walk_block(ref.node.body):
+            if _defines(stmt, method):
+                where = stmt.lineno
+                where_text = _clip(mod.lines[where - 1]) if where <= len(mod.lines) else ""
+                note = f"{method} defined in {ref.node.name}"
+                if via:
+                    note += ", inherited by " + " <- ".join(reversed(via))
+                evidence.append(Evidence("method", mod.rel, where, where_text, note))
+                return True
+        note = f"method {method} not defined in {ref.node.name}"
+        evidence.append(Evidence("no-method", mod.rel, line, text, note))
+        for base in ref.node.bases:
+            dotted = _dotted(base)
+            base_text = ast.unparse(base)
+            if dotted is None:
+                note = f"base {base_text} cannot be resolved statically"
+                evidence.append(Evidence("base", mod.rel, base.lineno, base_text, note))
+                continue
+            found, why = resolver.lookup(ref.path, dotted)
+            if found is None:
+                note = f"base {base_text} is not defined in the tree ({why})"
+                evidence.append(Evidence("base", mod.rel, base.lineno, base_text, note))
+                continue
+            if visit(found, [*via, ref.node.name]):
+                return True
+        return False
+
+    return visit(ref, chain), evidence
+
+
+def _eval_symbol(node: SymbolProbe, ctx: _Context) -> ProbeResult:
+    check_relative(node.file, "probe file")
+    path = ctx.root / node.file
+    if not path.is_file() or not ctx.inside(path):
+        ev = Evidence("missing", node.file, None, "", f"{node.file} does not exist")
+        return ProbeResult(False, (ev,), node)
+    mod = ctx.module(path)
+    if mod.error is not None:
+        return ProbeResult(False, (mod.error,), node)
+    assert mod.tree is not None
+    classes = [
+        s for s in _walk_block(mod.tree.body) if isinstance(s, ast.ClassDef) and s.name == node.cls
+    ]
+    if not classes:
+        ev = Evidence("missing", mod.rel, None, "", f"class {node.cls} not defined in {mod.rel}")
+        return ProbeResult(False, (ev,), node)
+    ref = _ClassRef(path, classes[-1])  # the last definition is the one Python keeps
+    found, evidence = _find_method(ref, node.method, ctx, _Resolver(ctx), [])
+    return ProbeResult(found, tuple(evidence), node)

@@ -1,0 +1,316 @@
+"""Find the SGLang package root and its version from whatever the user points at.
+
+The package root is the `sglang` folder that holds `srt/`. It can live in site-packages (with a
+`sglang-V.dist-info` beside it), in a repository checkout (`<repo>/python/sglang`), or be a bare
+copy of the package. Nothing here imports SGLang: importing it pulls in torch and takes seconds.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from packaging.version import InvalidVersion, Version
+
+from sgpatch.errors import SgpatchError, bad_input
+
+Layout = Literal["site-packages", "checkout", "package"]
+
+ENV_SGLANG_DIR = "SGLANG_DIR"
+
+#: Where each version came from, in the order they are tried (the override comes first).
+VERSION_SOURCES = ("--sglang-version", "_version.py", "version.py", "METADATA", "git describe")
+
+
+@dataclass(frozen=True)
+class Target:
+    """An SGLang tree to patch: where its package root is, how it is laid out, which release."""
+
+    root: Path  # the `sglang` folder that holds srt/ (resolved, absolute)
+    layout: Layout
+    version: Version
+    version_source: str  # one of VERSION_SOURCES
+    repo_root: Path | None  # the checkout root (holds python/sglang) if layout == "checkout"
+    dist_info: Path | None  # <site-packages>/sglang-V.dist-info if present
+    # What the tree itself says, when --sglang-version overrode it (None if it could not tell).
+    detected_version: Version | None = None
+    detected_source: str | None = None
+
+
+def is_package_root(path: Path) -> bool:
+    """An SGLang package root is a directory holding `srt/` (the runtime every patch touches)."""
+    return path.is_dir() and (path / "srt").is_dir()
+
+
+def find_root(sglang_dir: str | Path) -> Path:
+    """Resolve what the user passed as `--sglang-dir` to the package root.
+
+    Accepts the package root itself, a site-packages directory (`<dir>/sglang`), the `python/`
+    folder of a checkout (`<dir>/sglang`) or a repository root (`<dir>/python/sglang`).
+    """
+    given = Path(sglang_dir).expanduser()
+    if not given.exists():
+        raise bad_input(f"SGLang directory {given} does not exist")
+    if not given.is_dir():
+        raise bad_input(f"SGLang directory {given} is not a directory")
+    candidates = [given, given / "sglang", given / "python" / "sglang"]
+    for candidate in candidates:
+        if is_package_root(candidate):
+            return candidate.resolve()
+    looked = ", ".join(str(c) for c in candidates)
+    raise bad_input(f"not an SGLang tree (no folder holding srt/): looked at {looked}")
+
+
+def _installed_root() -> tuple[Path | None, str]:
+    """The installed `sglang` package, located without importing it.
+
+    `importlib.util.find_spec` only imports the *parents* of a dotted name; `sglang` is top-level,
+    so its `__init__` is never executed (tests/test_target.py checks that). Going through the
+    import system rather than scanning sys.path also honours editable installs and .pth files.
+    Returns the root (or None) and a description of where we looked, for the error message.
+    """
+    where = f"the Python path of {sys.executable}"
+    try:
+        spec = importlib.util.find_spec("sglang")
+    except (ImportError, ValueError):  # ValueError: sglang in sys.modules with no __spec__
+        spec = None
+    if spec is None:
+        return None, where
+    locations: list[Path] = []
+    if spec.origin and spec.origin not in ("namespace", "built-in", "frozen"):
+        locations.append(Path(spec.origin).parent)
+    locations.extend(Path(p) for p in (spec.submodule_search_locations or ()))
+    for location in locations:
+        if is_package_root(location):
+            return location.resolve(), where
+    shown = ", ".join(str(p) for p in locations) or "no location"
+    return None, f"{where} (found 'sglang' at {shown}, but no srt/ in it)"
+
+
+def _parse_version(text: str, where: str) -> Version:
+    try:
+        return Version(text.strip())
+    except InvalidVersion:
+        raise bad_input(f"{where}: {text.strip()!r} is not a PEP 440 version") from None
+
+
+def _literal_version(path: Path) -> str | None:
+    """The string assigned to `__version__` by a module-level statement of `path`, if literal.
+
+    Only top-level statements count: from 0.5.7, version.py assigns the fallback "0.0.0.dev0"
+    inside an `except` block, which must not be mistaken for the release.
+    """
+    try:
+        module = ast.parse(path.read_bytes(), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    found: str | None = None
+    for stmt in module.body:
+        if isinstance(stmt, ast.Assign):
+            targets = stmt.targets
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            targets = [stmt.target]
+        else:
+            continue
+        names = {t.id for t in targets if isinstance(t, ast.Name)}
+        if "__version__" not in names:
+            continue
+        value = stmt.value
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            found = value.value
+        else:
+            found = None  # a later non-literal assignment overrides an earlier literal
+    return found
+
+
+def find_dist_info(root: Path) -> Path | None:
+    """The `sglang-*.dist-info` beside the package root (site-packages layout), if any.
+
+    With several (a broken upgrade), the highest version wins; unparsable names are ignored.
+    """
+    if root.name != "sglang":
+        return None
+    best: tuple[Version, Path] | None = None
+    for candidate in root.parent.glob("sglang-*.dist-info"):
+        if not candidate.is_dir():
+            continue
+        try:
+            version = Version(candidate.name[len("sglang-") : -len(".dist-info")])
+        except InvalidVersion:
+            continue
+        if best is None or version > best[0]:
+            best = (version, candidate)
+    return best[1] if best else None
+
+
+def _metadata_version(dist_info: Path) -> str | None:
+    try:
+        text = (dist_info / "METADATA").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if not line.strip():
+            break  # end of the headers
+        if line.lower().startswith("version:"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+_DESCRIBE = re.compile(r"^v?(?P<tag>.+)-(?P<distance>\d+)-g(?P<sha>[0-9a-f]+)$")
+
+
+def describe_to_version(describe: str) -> Version:
+    """Turn `git describe --tags --long` output into a PEP 440 version.
+
+    `v0.5.9-0-gabc123` is the release itself (`0.5.9`). `v0.5.9-3-gabc123` becomes
+    `0.5.9.post1.dev3+gabc123` (setuptools-scm's "no-guess-dev" scheme): it sorts after 0.5.9 and
+    before 0.5.9.post1 and 0.5.10, so a variant for `>=0.5.9,<0.5.10` matches, but `==0.5.9` does
+    not claim a tree that is not the release. Guessing `0.5.10.dev3` (setuptools-scm's default)
+    would instead pick the 0.5.10 variants for code that is mostly 0.5.9. After a post-release tag
+    `v0.5.8.post1-3-g...` the result is `0.5.8.post2.dev3+g...`.
+    """
+    match = _DESCRIBE.match(describe.strip())
+    if not match:
+        raise InvalidVersion(describe)
+    base = Version(match["tag"])
+    distance = int(match["distance"])
+    if distance == 0:
+        return base
+    sha = match["sha"]
+    if base.dev is not None or base.local is not None:
+        return Version(f"{base.public}+{distance}.g{sha}")
+    text = ".".join(str(p) for p in base.release)
+    if base.epoch:
+        text = f"{base.epoch}!{text}"
+    if base.pre:
+        text += f"{base.pre[0]}{base.pre[1]}"
+    post = (base.post or 0) + 1
+    return Version(f"{text}.post{post}.dev{distance}+g{sha}")
+
+
+def _git_describe(repo_root: Path) -> str | None:
+    """`git describe --tags --long` of the checkout, or None (no git, no .git, no tags)."""
+    if not (repo_root / ".git").exists():
+        return None  # never describe an enclosing repository that merely vendors this tree
+    try:
+        import git  # lazy: GitPython start-up is slow and git may not be installed
+
+        repo = git.Repo(repo_root)
+        try:
+            return str(repo.git.describe("--tags", "--long", "--match", "v[0-9]*"))
+        finally:
+            repo.close()
+    except Exception:  # ImportError (no git binary), GitCommandError (no tags), bad repo, ...
+        return None
+
+
+def detect_layout(root: Path) -> tuple[Layout, Path | None, Path | None]:
+    """Layout, checkout root and dist-info of a package root."""
+    dist_info = find_dist_info(root)
+    if dist_info is not None:
+        return "site-packages", None, dist_info
+    if root.name == "sglang" and root.parent.name == "python":
+        return "checkout", root.parent.parent, None
+    return "package", None, None
+
+
+def detect_version(
+    root: Path, dist_info: Path | None = None, repo_root: Path | None = None
+) -> tuple[Version, str] | None:
+    """What the tree says its version is, and where that came from; None if it cannot tell.
+
+    Order: `_version.py` (0.5.7+, written by setuptools-scm), a literal in `version.py`
+    (0.5.5-0.5.6), `Version:` in the dist-info METADATA, then `git describe` on a checkout.
+    A source that exists but holds an unparsable version is an error, not a fall-through.
+    """
+    for name in ("_version.py", "version.py"):
+        text = _literal_version(root / name)
+        if text is not None:
+            return _parse_version(text, str(root / name)), name
+    if dist_info is not None:
+        text = _metadata_version(dist_info)
+        if text is not None:
+            return _parse_version(text, str(dist_info / "METADATA")), "METADATA"
+    if repo_root is not None:
+        described = _git_describe(repo_root)
+        if described is not None:
+            try:
+                return describe_to_version(described), "git describe"
+            except InvalidVersion:
+                raise bad_input(
+                    f"{repo_root}: git describe gave {described!r}, not a vX.Y.Z tag "
+                    "(pass --sglang-version)"
+                ) from None
+    return None
+
+
+def find_target(
+    sglang_dir: str | Path | None = None,
+    sglang_version: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Target:
+    """Locate the SGLang tree (`--sglang-dir`, else `$SGLANG_DIR`, else the installed package).
+
+    An explicit `sglang_version` wins over detection: the user said so on purpose (a fork whose
+    `_version.py` is stale, a fresh clone without tags). What the tree itself says is still kept
+    in `detected_version` so a caller can point out a disagreement.
+    """
+    env = os.environ if environ is None else environ
+    if sglang_dir is not None and str(sglang_dir) != "":
+        root = find_root(sglang_dir)
+    elif env.get(ENV_SGLANG_DIR):
+        root = find_root(env[ENV_SGLANG_DIR])
+    else:
+        installed, where = _installed_root()
+        if installed is None:
+            raise bad_input(
+                f"no SGLang tree: --sglang-dir not given, ${ENV_SGLANG_DIR} not set, "
+                f"and no 'sglang' package on {where}"
+            )
+        root = installed
+
+    layout, repo_root, dist_info = detect_layout(root)
+    override = None
+    if sglang_version is not None:
+        override = _parse_version(sglang_version, "--sglang-version")
+    try:
+        detected = detect_version(root, dist_info, repo_root)
+    except SgpatchError:
+        if override is None:
+            raise
+        detected = None  # the user told us; a broken version file does not matter then
+
+    if override is not None:
+        return Target(
+            root=root,
+            layout=layout,
+            version=override,
+            version_source="--sglang-version",
+            repo_root=repo_root,
+            dist_info=dist_info,
+            detected_version=detected[0] if detected else None,
+            detected_source=detected[1] if detected else None,
+        )
+    if detected is None:
+        raise bad_input(
+            f"cannot tell the SGLang version of {root}: no _version.py, no literal __version__ in "
+            "version.py, no sglang-*.dist-info beside it, no vX.Y.Z git tag; "
+            "pass --sglang-version"
+        )
+    return Target(
+        root=root,
+        layout=layout,
+        version=detected[0],
+        version_source=detected[1],
+        repo_root=repo_root,
+        dist_info=dist_info,
+        detected_version=detected[0],
+        detected_source=detected[1],
+    )

@@ -1,0 +1,328 @@
+"""Release cache: RECORD checks, layouts and index parsing on tiny fake wheels (one real test)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from sgpatch import releases
+from sgpatch.errors import ExitCode, SgpatchError
+
+FILES = {
+    "sglang/__init__.py": b"from sglang.version import __version__\n",
+    "sglang/_version.py": b"__version__ = version = '9.9.9'\n",
+    "sglang/srt/models/kimi_k25.py": b"class Kimi:\n    pass\n",
+    "sglang/srt/data/table.json": b"{}\n",
+    "sglang/bin/run.sh": b"#!/bin/sh\necho hi\n",
+}
+
+
+def _digest(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def make_wheel(
+    where: Path,
+    version: str = "9.9.9",
+    files: dict[str, bytes] | None = None,
+    *,
+    record_overrides: dict[str, str] | None = None,
+    unlisted: dict[str, bytes] | None = None,
+    tag: str = "py3-none-any",
+) -> Path:
+    """Write a minimal sglang wheel whose RECORD matches `files` (unless told otherwise)."""
+    files = dict(FILES if files is None else files)
+    dist = f"sglang-{version}.dist-info"
+    files[f"{dist}/METADATA"] = (
+        f"Metadata-Version: 2.1\nName: sglang\nVersion: {version}\n".encode()
+    )
+    rows = {name: _digest(data) for name, data in files.items()}
+    rows.update(record_overrides or {})
+    record = "".join(f"{n},{h},{len(files.get(n, b''))}\n" for n, h in rows.items())
+    record += f"{dist}/RECORD,,\n"
+    where.mkdir(parents=True, exist_ok=True)
+    path = where / f"sglang-{version}-{tag}.whl"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in {**files, **(unlisted or {})}.items():
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (0o755 if name.endswith(".sh") else 0o644) << 16
+            zf.writestr(info, data)
+        zf.writestr(f"{dist}/RECORD", record)
+    return path
+
+
+def _move(wheel: Path, dest: Path) -> Path:
+    """What a successful `pip download -d dest` leaves behind."""
+    os.replace(wheel, dest / wheel.name)
+    return dest / wheel.name
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty cache dir; downloads fail loudly unless a test provides them."""
+    c = tmp_path / "cache"
+    monkeypatch.setenv("SGPATCH_CACHE", str(c))
+
+    def no_network(version: str, dest: Path) -> Path:
+        raise SgpatchError(f"test tried to download sglang=={version}")
+
+    monkeypatch.setattr(releases, "_pip_download", no_network)
+    return c
+
+
+def test_cache_dir_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SGPATCH_CACHE", str(tmp_path / "x"))
+    assert releases.cache_dir() == tmp_path / "x"
+    monkeypatch.delenv("SGPATCH_CACHE")
+    assert releases.cache_dir() == Path.home() / ".cache" / "sgpatch"
+
+
+def test_wheel_path_verifies_and_records(cache: Path) -> None:
+    whl = make_wheel(cache / "wheels")
+    assert releases.wheel_path("9.9.9") == whl
+    rec = releases.record("9.9.9")
+    assert rec["sglang/srt/models/kimi_k25.py"] == _digest(FILES["sglang/srt/models/kimi_k25.py"])
+    assert "sglang-9.9.9.dist-info/RECORD" not in rec  # RECORD carries no hash of itself
+    assert releases.cached_versions() == [Version("9.9.9")]
+
+
+def test_local_label_names_the_same_release(cache: Path) -> None:
+    whl = make_wheel(cache / "wheels")
+    assert releases.wheel_path("9.9.9+cu130") == whl
+
+
+def test_bad_version_is_bad_input(cache: Path) -> None:
+    with pytest.raises(SgpatchError, match="not a PEP 440 version") as e:
+        releases.wheel_path("latest")
+    assert e.value.code == ExitCode.BAD_INPUT
+
+
+def test_corrupted_member_is_refused(cache: Path) -> None:
+    make_wheel(cache / "wheels", record_overrides={"sglang/_version.py": _digest(b"other\n")})
+    with pytest.raises(SgpatchError, match=r"_version\.py does not match its RECORD hash"):
+        releases.wheel_path("9.9.9")
+
+
+def test_member_missing_from_record_is_refused(cache: Path) -> None:
+    make_wheel(cache / "wheels", unlisted={"sglang/sneaky.py": b"x = 1\n"})
+    with pytest.raises(SgpatchError, match=r"sneaky\.py is not listed"):
+        releases.wheel_path("9.9.9")
+
+
+def test_record_entry_missing_from_zip_is_refused(cache: Path) -> None:
+    make_wheel(cache / "wheels", record_overrides={"sglang/gone.py": _digest(b"")})
+    with pytest.raises(SgpatchError, match=r"RECORD lists sglang/gone\.py"):
+        releases.wheel_path("9.9.9")
+
+
+def test_not_a_zip_is_refused(cache: Path) -> None:
+    (cache / "wheels").mkdir(parents=True)
+    (cache / "wheels" / "sglang-9.9.9-py3-none-any.whl").write_bytes(b"<html>rate limited</html>")
+    with pytest.raises(SgpatchError, match="not a readable wheel"):
+        releases.wheel_path("9.9.9")
+
+
+def test_unsafe_member_path_is_refused(cache: Path) -> None:
+    make_wheel(cache / "wheels", files={**FILES, "../evil.py": b"x\n"})
+    with pytest.raises(SgpatchError, match="unsafe member path") as e:
+        releases.wheel_path("9.9.9")
+    assert e.value.code == ExitCode.UNSAFE
+
+
+def test_verification_is_stamped_and_redone_when_the_wheel_changes(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whl = make_wheel(cache / "wheels")
+    releases.wheel_path("9.9.9")
+    calls = []
+    real_verify = releases.verify_wheel
+    monkeypatch.setattr(releases, "verify_wheel", lambda p: calls.append(p) or real_verify(p))
+    releases.wheel_path("9.9.9")
+    assert calls == []  # stamp matches: no re-hash
+    make_wheel(cache / "wheels", record_overrides={"sglang/__init__.py": _digest(b"")})
+    st = whl.stat()
+    os.utime(whl, ns=(st.st_atime_ns, st.st_mtime_ns + 10_000_000))
+    with pytest.raises(SgpatchError, match="does not match"):
+        releases.wheel_path("9.9.9")
+    assert calls == [whl]
+
+
+def test_read_member_accepts_wheel_and_package_relative_paths(cache: Path) -> None:
+    make_wheel(cache / "wheels")
+    want = FILES["sglang/srt/models/kimi_k25.py"]
+    assert releases.read_member("9.9.9", "sglang/srt/models/kimi_k25.py") == want
+    assert releases.read_member("9.9.9", "srt/models/kimi_k25.py") == want
+    assert releases.read_member("9.9.9", "python/sglang/srt/models/kimi_k25.py") == want
+    assert releases.read_member("9.9.9", "sglang-9.9.9.dist-info/METADATA").startswith(b"Meta")
+    with pytest.raises(SgpatchError, match=r"has no file sglang/srt/nope\.py"):
+        releases.read_member("9.9.9", "srt/nope.py")
+
+
+def test_extract_site_packages_layout(cache: Path, tmp_path: Path) -> None:
+    make_wheel(cache / "wheels")
+    root = releases.extract("9.9.9", tmp_path / "sp", "site-packages")
+    assert root == tmp_path / "sp" / "sglang"
+    assert (root / "srt/models/kimi_k25.py").read_bytes() == FILES["sglang/srt/models/kimi_k25.py"]
+    assert (tmp_path / "sp/sglang-9.9.9.dist-info/RECORD").is_file()
+    assert os.access(root / "bin/run.sh", os.X_OK)
+    assert not os.access(root / "_version.py", os.X_OK)
+
+
+def test_extract_checkout_layout_has_no_dist_info(cache: Path, tmp_path: Path) -> None:
+    make_wheel(cache / "wheels")
+    root = releases.extract("9.9.9", tmp_path / "repo", "checkout")
+    assert root == tmp_path / "repo" / "python" / "sglang"
+    assert (root / "_version.py").is_file()
+    assert sorted(p.name for p in (tmp_path / "repo").iterdir()) == ["python"]
+    assert sorted(p.name for p in (tmp_path / "repo/python").iterdir()) == ["sglang"]
+
+
+def test_extract_members_filter(cache: Path, tmp_path: Path) -> None:
+    make_wheel(cache / "wheels")
+    seen: list[str] = []
+
+    def only_py(name: str) -> bool:
+        seen.append(name)
+        return name.endswith(".py")
+
+    root = releases.extract("9.9.9", tmp_path / "sp", "site-packages", members=only_py)
+    got = sorted(str(p.relative_to(tmp_path / "sp")) for p in (tmp_path / "sp").rglob("*.py"))
+    assert got == sorted(n for n in FILES if n.endswith(".py"))
+    assert not (root / "srt/data/table.json").exists()
+    assert "sglang/srt/models/kimi_k25.py" in seen  # the filter sees wheel-relative paths
+
+
+def test_extract_unknown_layout(cache: Path, tmp_path: Path) -> None:
+    make_wheel(cache / "wheels")
+    with pytest.raises(SgpatchError, match="unknown layout"):
+        releases.extract("9.9.9", tmp_path, "venv")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("layout", ["site-packages", "checkout"])
+def test_pristine_tree_is_shared_read_only_and_copies_are_writable(
+    cache: Path, tmp_path: Path, layout: releases.Layout
+) -> None:
+    make_wheel(cache / "wheels")
+    pristine = releases.pristine_tree("9.9.9", layout)
+    assert pristine.is_relative_to(cache / "trees" / f"9.9.9-{layout}")
+    assert releases.pristine_tree("9.9.9", layout) == pristine
+    assert not (pristine / "_version.py").stat().st_mode & 0o222
+    copy = releases.copy_tree("9.9.9", tmp_path / "work", layout)
+    assert copy.name == "sglang"
+    (copy / "_version.py").write_bytes(b"edited\n")  # writable
+    (copy / "srt" / "new.py").write_bytes(b"")  # directories writable too
+    assert (pristine / "_version.py").read_bytes() == FILES["sglang/_version.py"]
+    assert (copy.parent / "sglang-9.9.9.dist-info").is_dir() == (layout == "site-packages")
+
+
+def test_copy_tree_with_members_skips_the_full_tree(cache: Path, tmp_path: Path) -> None:
+    make_wheel(cache / "wheels")
+    root = releases.copy_tree(
+        "9.9.9", tmp_path / "w", "checkout", members=lambda n: n.endswith("kimi_k25.py")
+    )
+    assert [p.name for p in root.rglob("*") if p.is_file()] == ["kimi_k25.py"]
+    assert not (cache / "trees").exists()
+
+
+def test_missing_wheel_is_downloaded_verified_and_moved_in(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built = make_wheel(tmp_path / "index", version="9.9.10")
+    calls: list[str] = []
+
+    def fake_download(version: str, dest: Path) -> Path:
+        calls.append(version)
+        return _move(built, dest)
+
+    monkeypatch.setattr(releases, "_pip_download", fake_download)
+    path = releases.wheel_path("9.9.10")
+    assert path == cache / "wheels" / "sglang-9.9.10-py3-none-any.whl"
+    assert calls == ["9.9.10"]
+    assert releases.wheel_path("9.9.10") == path and calls == ["9.9.10"]
+    assert [p.name for p in (cache / "wheels").iterdir() if p.name.startswith(".download")] == []
+
+
+def test_corrupt_download_never_enters_the_cache(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built = make_wheel(
+        tmp_path / "index", version="9.9.10", record_overrides={"sglang/__init__.py": _digest(b"")}
+    )
+    monkeypatch.setattr(
+        releases,
+        "_pip_download",
+        lambda v, dest: _move(built, dest),
+    )
+    with pytest.raises(SgpatchError, match="does not match"):
+        releases.wheel_path("9.9.10")
+    assert list((cache / "wheels").glob("*.whl")) == []
+
+
+def test_pip_download_command_and_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[list[str]] = []
+
+    def fake_run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+        seen.append(cmd)
+        return subprocess.CompletedProcess(
+            cmd, 1, "", "ERROR: No matching distribution found for sglang==0.0.1\n"
+        )
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    with pytest.raises(SgpatchError, match=r"cannot download sglang==0\.0\.1: ERROR: No matching"):
+        releases._pip_download("0.0.1", tmp_path)
+    cmd = seen[0]
+    assert cmd[1:4] == ["-m", "pip", "download"]
+    assert "--no-deps" in cmd and "--only-binary=:all:" in cmd and "sglang==0.0.1" in cmd
+    platforms = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--platform"]
+    assert platforms == ["manylinux_2_34_x86_64", "any"]
+
+
+PIP_INDEX = """sglang (0.5.23)
+Available versions: 0.6.0rc1, 0.5.23, 0.5.22.dev1, 0.5.10.post1, 0.5.10, 0.5.9, 0.5.4, 0.4.10
+"""
+
+
+def test_index_versions_parses_pip_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(releases, "_pip_index_versions", lambda pre: PIP_INDEX)
+    got = releases.index_versions()
+    assert got == [Version(v) for v in ["0.5.9", "0.5.10", "0.5.10.post1", "0.5.23"]]
+    pre = releases.index_versions(">=0.5.20", prereleases=True)
+    assert pre == [Version("0.5.22.dev1"), Version("0.5.23"), Version("0.6.0rc1")]
+
+
+def test_index_versions_falls_back_to_cached_wheels(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def offline(pre: bool) -> str:
+        raise subprocess.CalledProcessError(1, "pip")
+
+    monkeypatch.setattr(releases, "_pip_index_versions", offline)
+    with pytest.raises(SgpatchError, match="index is unreachable"):
+        releases.index_versions()
+    make_wheel(cache / "wheels", version="0.5.9")
+    make_wheel(cache / "wheels", version="0.5.4")
+    assert releases.index_versions() == [Version("0.5.9")]
+
+
+def test_index_versions_bad_spec() -> None:
+    with pytest.raises(SgpatchError, match="specifier"):
+        releases.index_versions("0.5.x")
+
+
+@pytest.mark.real
+def test_real_0_5_9_wheel() -> None:
+    """The cached 0.5.9 wheel checks out and its files hash to RECORD."""
+    rec = releases.record("0.5.9")
+    assert releases.wheel_path("0.5.9").name == "sglang-0.5.9-py3-none-any.whl"
+    data = releases.read_member("0.5.9", "srt/models/kimi_k25.py")
+    assert rec["sglang/srt/models/kimi_k25.py"] == _digest(data)
+    assert b"class KimiK25ForConditionalGeneration" in data
+    assert b"get_embed_and_head" not in data  # upstream added it in 0.5.10
+    assert b"__version__ = version = '0.5.9'" in releases.read_member("0.5.9", "_version.py")

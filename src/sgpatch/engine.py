@@ -257,34 +257,58 @@ def _search(
     trail: int,
     lo: int,
 ) -> list[_Place]:
-    places: dict[int, _Place] = {}
+    places: dict[int, tuple[int, _Place]] = {}
     key = (lambda t: t) if mode == "exact" else ws_key
-    for new_side in (True, False):  # post-image first: at the same spot, "already applied" wins
+    for new_side in (True, False):
         img = _side(hunk, new_side, lead, trail)
         pattern = [key(t) for t in img.texts]
         for p in idx.find(pattern, mode, lo, img.at_eof):
-            places.setdefault(p, _Place(p, new_side, lead, trail))
-    return sorted(places.values(), key=lambda pl: pl.pos)
+            # both images at one spot: the longer match wins (post-image on a tie)
+            if p not in places or len(pattern) > places[p][0]:
+                places[p] = (len(pattern), _Place(p, new_side, lead, trail))
+    return sorted((pl for _, pl in places.values()), key=lambda pl: pl.pos)
+
+
+def _independent(hunk: Hunk, places) -> list[_Place]:
+    """Drop matches of one image that overlap a longer match of the other image: a short
+    post-image found inside the pre-image (or vice versa) is an echo, not a second place."""
+
+    def span(pl: _Place) -> tuple[int, int]:
+        return pl.pos, pl.pos + len(_side(hunk, pl.new_side, pl.lead, pl.trail).texts)
+
+    kept: list[_Place] = []
+    for pl in sorted(places, key=lambda p: -(span(p)[1] - span(p)[0])):
+        a, b = span(pl)
+        if not any(k.new_side != pl.new_side and a < span(k)[1] and span(k)[0] < b for k in kept):
+            kept.append(pl)
+    return kept
 
 
 def place_hunk(
     hunk: Hunk, lines: Sequence[str], idx: _Index, expected: int, lo: int, fuzz: int
 ) -> tuple[_Place | None, HunkResult]:
     """Find where one hunk goes (or why it cannot), without changing anything."""
-    # Level 1: exact at the expected line (post-image first, so nothing is applied twice).
+    # Level 1: exact at the expected line. When both images match there (one is a prefix of
+    # the other: appending at EOF, deleting a repeated line) the longer match is the evidence.
+    hits = []
     for new_side in (True, False):
         img = _side(hunk, new_side, 0, 0)
-        if not img.texts:
-            continue
-        if expected >= lo and idx.matches_at(list(img.texts), "exact", expected, img.at_eof):
-            place = _Place(expected, new_side, 0, 0)
-            return place, _result(hunk, place, "exact", ())
+        at_expected = expected >= lo and img.texts
+        if at_expected and idx.matches_at(list(img.texts), "exact", expected, img.at_eof):
+            hits.append((len(img.texts), new_side))
+    if hits:
+        _, new_side = max(hits)
+        place = _Place(expected, new_side, 0, 0)
+        return place, _result(hunk, place, "exact", ())
     if not hunk.before:
         # Pure insertion with no context at all: only the stated line is acceptable.
-        if lo <= expected <= len(lines):
-            place = _Place(expected, False, 0, 0)
+        # Pure insertion with no context at all: only into an empty file.
+        if not lines and expected == 0:
+            place = _Place(0, False, 0, 0)
             return place, _result(hunk, place, "exact", ())
-        return None, HunkResult(hunk.index, "conflict", reason="no context to place it by")
+        return None, HunkResult(
+            hunk.index, "conflict", reason="the hunk has no context lines to place it by"
+        )
 
     levels: list[tuple[Level, str, list[tuple[int, int]]]] = [
         ("moved", "exact", [(0, 0)]),
@@ -301,7 +325,10 @@ def place_hunk(
                 found.setdefault(start, pl)
         if not found:
             continue
-        places = sorted(found.values(), key=lambda pl: (abs(pl.pos - pl.lead - expected), pl.pos))
+        places = sorted(
+            _independent(hunk, found.values()),
+            key=lambda pl: (abs(pl.pos - pl.lead - expected), pl.pos),
+        )
         cands = tuple(pl.pos - pl.lead + 1 for pl in places)
         old = [pl for pl in places if not pl.new_side]
         new = [pl for pl in places if pl.new_side]

@@ -309,7 +309,10 @@ def load_manifest(path: Path) -> SetManifest:
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = f":{mark.line + 1}" if mark is not None else ""
-        problem = " ".join(str(p) for p in (e.context, e.problem) if p)
+        context = e.context or ""
+        if context and e.context_mark is not None and e.context_mark is not mark:
+            context += f" (from line {e.context_mark.line + 1})"
+        problem = ", ".join(str(p) for p in (context, e.problem) if p)
         raise bad_input(f"{chk.shown}{line}: invalid YAML: {problem}") from None
     except yaml.YAMLError as e:
         raise bad_input(f"{chk.shown}: invalid YAML: {str(e).splitlines()[0]}") from None

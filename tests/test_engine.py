@@ -1,0 +1,384 @@
+"""The placement engine: every rule of docs/engine.md, the anchors' failures as regressions, and
+property tests (diff -> apply -> reverse round trips)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import lines, make_diff, numbered, patch_of, run, statuses, text
+from sgpatch.diffs import parse_patch
+
+BLOCK = ["def f():", "    x = 1", "    y = 2", "    return x + y", ""]
+
+
+def test_clean_patch_applies_at_the_stated_line():
+    old = lines(*numbered("l", 30))
+    new = old.replace("l15\n", "FIFTEEN\n")
+    res = run(old, patch_of(old, new))
+    assert text(res) == new
+    (h,) = res.hunks
+    assert (h.status, h.level, h.line, h.offset, h.fuzz) == ("applied", "exact", 13, 0, 0)
+
+
+def test_offset_is_found_and_reported_when_lines_were_inserted_above():
+    old = lines(*numbered("l", 30))
+    new = old.replace("l15\n", "FIFTEEN\n")
+    drifted = lines(*numbered("extra", 7)) + old
+    res = run(drifted, patch_of(old, new))
+    assert text(res) == lines(*numbered("extra", 7)) + new
+    (h,) = res.hunks
+    assert (h.status, h.level, h.offset) == ("applied", "moved", 7)
+
+
+def test_offset_carries_forward_to_later_hunks():
+    old = lines(*numbered("l", 80))
+    new = old.replace("l10\n", "TEN\n").replace("l60\n", "SIXTY\n")
+    drifted = lines("a", "b", "c") + old
+    res = run(drifted, patch_of(old, new))
+    assert text(res) == lines("a", "b", "c") + new
+    assert [h.offset for h in res.hunks] == [3, 3]
+
+
+def _dup_case():
+    """anchor-failures.sh #1: the block to change appears twice; the target drifted."""
+    orig = ["# header", *numbered("pad", 10), *BLOCK, *numbered("mid", 10), *BLOCK]
+    orig += numbered("tail", 10)
+    new = list(orig)
+    new[[i for i, ln in enumerate(new) if ln == "    y = 2"][1]] = "    y = 3"
+    tgt = ["# header", *numbered("pad", 10), *BLOCK, *numbered("mid", 9)]
+    tgt += ["mid9 renamed upstream", *numbered("new", 40), *BLOCK, *numbered("tail", 10)]
+    return lines(*orig), lines(*new), lines(*tgt)
+
+
+def test_gnu_wrong_duplicate_block_is_placed_right_with_fuzz():
+    """GNU patch -F2 changes the FIRST def f (wrong) and exits 0; sgpatch keeps the trailing
+    context that tells the copies apart and changes the second one."""
+    orig, new, tgt = _dup_case()
+    res = run(tgt, patch_of(orig, new), fuzz=2)
+    out = text(res).splitlines()
+    assert statuses(res) == ["applied"]
+    assert [i for i, ln in enumerate(out) if ln == "    y = 3"] == [68]
+    assert out[13] == "    y = 2"  # the first copy is untouched
+    assert res.hunks[0].fuzz == 1
+
+
+def test_fuzz_zero_refuses_the_drifted_duplicate_case_as_a_conflict():
+    orig, new, tgt = _dup_case()
+    res = run(tgt, patch_of(orig, new), fuzz=0)
+    assert statuses(res) == ["conflict"]
+    assert "best match at line" in res.hunks[0].reason
+    assert text(res) == tgt
+
+
+def test_identical_copies_after_fuzz_are_refused_as_ambiguous_with_candidates():
+    body = ["x0", *BLOCK, "x1", *BLOCK, "x2"]
+    old = lines("start", *body, "end")
+    new = old.replace("    y = 2\n", "    y = 3\n", 1)
+    # both copies lose their distinguishing outer context
+    tgt = lines("start!", "x0!", *BLOCK, "x1!", *BLOCK, "x2!", "end!")
+    p = patch_of(old, new, n=3)
+    res = run(tgt, p, fuzz=2)
+    assert statuses(res) == ["ambiguous"]
+    assert len(res.hunks[0].candidates) == 2
+    assert text(res) == tgt
+
+
+def test_hunk_header_scope_picks_the_copy_inside_the_named_class():
+    method = [
+        "    def go(self):",
+        "        a = 1",
+        "        q = 5",
+        "        r = 6",
+        "        b = 2",
+    ]
+    method += ["        return a"]
+    src = ["class A:", *method, "", "", "class B:", *method, ""]
+    old = lines(*src)
+    new_src = list(src)
+    new_src[src.index("        b = 2", 10)] = "        b = 3"
+    diff = make_diff(old, lines(*new_src))
+    diff = diff.replace("@@\n", "@@ class B:\n", 1)
+    # drift: 5 lines above move the stated line; both copies match exactly elsewhere
+    tgt = lines(*numbered("import", 5), *src)
+    res = run(tgt, diff)
+    assert statuses(res) == ["applied"]
+    out = text(res).splitlines()
+    assert out.index("class B:") < out.index("        b = 3")
+    assert out.count("        b = 2") == 1
+
+
+def test_without_scope_two_exact_copies_elsewhere_are_ambiguous():
+    method = [
+        "    def go(self):",
+        "        a = 1",
+        "        q = 5",
+        "        r = 6",
+        "        b = 2",
+    ]
+    method += ["        return a"]
+    src = ["class A:", *method, "", "", "class B:", *method, ""]
+    new_src = list(src)
+    new_src[src.index("        b = 2", 10)] = "        b = 3"
+    tgt = lines(*numbered("import", 5), *src)
+    res = run(tgt, make_diff(lines(*src), lines(*new_src)))
+    assert statuses(res) == ["ambiguous"]
+
+
+def test_fuzzed_place_outside_the_named_scope_is_refused():
+    """The 0.5.16 Kimi trap in miniature: with the class's context gone, fuzz would land the
+    new method after a `return` in a module-level function."""
+    old = lines(
+        "class Kimi:",
+        "    def forward(self, x):",
+        "        return x",
+        "",
+        "    def load(self):",
+        "        pass",
+    )
+    new = old.replace(
+        "        return x\n", "        return x\n\n    def hook(self):\n        return 1\n"
+    )
+    diff = make_diff(old, new).replace("@@\n", "@@ class Kimi:\n", 1)
+    tgt = lines(
+        "class Kimi:",
+        "    def forward(self, x, y):",
+        "        z = x",
+        "",
+        "    def load(self, w):",
+        "        pass",
+        "",
+        "def helper(x):",
+        "        return x",
+        "",
+        "    def unrelated(self):",
+        "        pass",
+    )
+    res = run(tgt, diff, fuzz=2)
+    assert statuses(res) == ["ambiguous"]
+    assert "outside" in res.hunks[0].reason
+    assert text(res) == tgt
+
+
+def test_already_applied_is_reported_and_never_applied_twice():
+    old = lines(*numbered("l", 30))
+    new = old.replace("l15\n", "FIFTEEN\n")
+    p = patch_of(old, new)
+    res = run(new, p, fuzz=2)
+    assert statuses(res) == ["already-applied"]
+    assert text(res) == new
+    assert not res.changed
+
+
+def test_appending_at_eof_twice_is_detected_even_though_the_preimage_still_matches():
+    old = lines("a", "b", "c")
+    new = lines("a", "b", "c", "d", "e")
+    res = run(new, patch_of(old, new))
+    assert statuses(res) == ["already-applied"]
+    assert text(res) == new
+
+
+def test_partial_upstreaming_reports_hunk_by_hunk():
+    """anchor #4: hunk 1 is already upstream; GNU `patch -t` reverts it. sgpatch skips it."""
+    old = lines(*numbered("l", 60))
+    new = old.replace("l10\n", "TEN\n").replace("l50\n", "FIFTY\n")
+    tree = old.replace("l10\n", "TEN\n")
+    res = run(tree, patch_of(old, new), fuzz=2)
+    assert statuses(res) == ["already-applied", "applied"]
+    assert text(res) == new
+
+
+def test_reverse_on_an_unpatched_file_changes_nothing():
+    """anchor #3: `patch -R` on a clean tree must not 'un-apply' anything."""
+    old = lines(*numbered("l", 30))
+    new = old.replace("l15\n", "FIFTEEN\n")
+    res = run(old, patch_of(old, new), reverse=True, fuzz=2)
+    assert statuses(res) == ["already-applied"]
+    assert text(res) == old
+
+
+def test_reverse_undoes_an_applied_patch():
+    old = lines(*numbered("l", 60))
+    new = old.replace("l10\n", "TEN\n").replace("l50\n", "FIFTY\n")
+    res = run(new, patch_of(old, new), reverse=True)
+    assert statuses(res) == ["applied", "applied"]
+    assert text(res) == old
+
+
+def test_lf_patch_on_crlf_file_keeps_crlf_everywhere():
+    old = "a\nb\nc\nd\ne\n"
+    new = "a\nb\nC\nX\nd\ne\n"
+    crlf = old.replace("\n", "\r\n")
+    res = run(crlf, patch_of(old, new))
+    assert text(res) == new.replace("\n", "\r\n")
+
+
+def test_crlf_patch_on_lf_file_adds_lf_lines():
+    old = "a\nb\nc\nd\ne\n"
+    new = "a\nb\nC\nd\ne\n"
+    res = run(old, make_diff(old, new).replace("\n", "\r\n"))
+    assert text(res) == new
+
+
+def test_mixed_line_endings_keep_untouched_lines_byte_exact():
+    old = "a\r\nb\nc\r\nd\ne\r\nf\n"
+    res = run(old, patch_of("a\nb\nc\nd\ne\nf\n", "a\nb\nc\nD\ne\nf\n"))
+    assert text(res) == "a\r\nb\nc\r\nD\ne\r\nf\n"
+
+
+def test_no_newline_at_eof_on_the_old_side_only():
+    old = "a\nb\nc"
+    new = "a\nb\nC\n"
+    res = run(old, patch_of(old, new))
+    assert text(res) == new
+
+
+def test_no_newline_at_eof_on_the_new_side_only():
+    old = "a\nb\nc\n"
+    new = "a\nb\nC"
+    res = run(old, patch_of(old, new))
+    assert text(res) == new
+
+
+def test_no_newline_at_eof_on_both_sides():
+    old = "a\nb\nc"
+    new = "a\nB\nc"
+    res = run(old, patch_of(old, new))
+    assert text(res) == new
+    assert statuses(run(new, patch_of(old, new))) == ["already-applied"]
+
+
+def test_whitespace_tolerant_match_keeps_the_files_own_context_lines():
+    old = lines(*numbered("l", 20))
+    new = old.replace("l10\n", "TEN\n")
+    tgt = old.replace("l8\n", "l8   \n").replace("l12\n", "l12\t\n")
+    res = run(tgt, patch_of(old, new))
+    (h,) = res.hunks
+    assert (h.status, h.whitespace, h.level) == ("applied", True, "whitespace")
+    assert text(res) == tgt.replace("l10\n", "TEN\n")
+
+
+def test_whitespace_tolerance_does_not_ignore_indentation():
+    old = lines("def f():", "    a = 1", "    b = 2", "    c = 3", "    d = 4")
+    new = old.replace("    b = 2", "    b = 3")
+    tgt = old.replace("    ", "        ")
+    assert statuses(run(tgt, patch_of(old, new), fuzz=0)) == ["conflict"]
+
+
+def test_conflict_on_a_changed_removed_line_names_the_difference():
+    old = lines(*numbered("l", 20))
+    new = old.replace("l10\n", "TEN\n")
+    tgt = old.replace("l10\n", "l10 changed upstream\n")
+    res = run(tgt, patch_of(old, new), fuzz=2)
+    (h,) = res.hunks
+    assert h.status == "conflict"
+    assert "l10 changed upstream" in h.reason
+    assert text(res) == tgt
+
+
+def test_fuzz_never_drops_all_context():
+    old = lines("a", "b", "c")
+    new = lines("a", "B", "c")
+    p = patch_of(old, new, n=1)
+    tgt = lines("x", "b", "y")  # only the removed line matches
+    assert statuses(run(tgt, p, fuzz=2)) == ["conflict"]
+
+
+def test_fuzz_drops_outer_context_only():
+    old = lines(*numbered("l", 20))
+    new = old.replace("l10\n", "TEN\n")
+    tgt = old.replace("l7\n", "seven\n").replace("l13\n", "thirteen\n")
+    res = run(tgt, patch_of(old, new), fuzz=1)
+    assert statuses(res) == ["applied"]
+    assert res.hunks[0].fuzz == 1
+    assert text(res) == tgt.replace("l10\n", "TEN\n")
+    assert statuses(run(tgt, patch_of(old, new), fuzz=0)) == ["conflict"]
+
+
+def test_new_lines_in_a_later_hunk_are_placed_after_earlier_ones():
+    old = lines(*numbered("l", 40))
+    new = old.replace("l5\n", "l5\nADD\n").replace("l30\n", "l30\nADD2\n")
+    res = run(old, patch_of(old, new))
+    assert text(res) == new
+    assert [h.line for h in res.hunks] == [4, 30]  # l3 is line 4; +1 for ADD
+
+
+def test_hunk_lines_record_offset_relative_to_the_stated_new_line():
+    old = lines(*numbered("l", 40))
+    new = old.replace("l5\n", "l5\nADD\n").replace("l30\n", "l30\nADD2\n")
+    res = run(lines("pre") + old, patch_of(old, new))
+    assert [h.offset for h in res.hunks] == [1, 1]
+
+
+def test_parse_then_reverse_roundtrip_on_a_real_looking_python_file():
+    old = lines(
+        "import os",
+        "",
+        "class A:",
+        "    def f(self):",
+        "        return 1",
+        "",
+        "    def g(self):",
+        "        return 2",
+    )
+    new = old.replace("        return 1\n", "        return 11\n")
+    p = parse_patch(make_diff(old, new), "x")
+    assert text(run(text(run(old, p)), p, reverse=True)) == old
+
+
+# ---------------------------------------------------------------- property tests
+
+LINE = st.sampled_from([f"line {i}" for i in range(40)] + ["", "    pass", "    return x"])
+FILE = st.lists(LINE, min_size=0, max_size=60)
+
+
+@st.composite
+def edited(draw):
+    base = draw(FILE)
+    out = list(base)
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(["ins", "del", "chg"]))
+        pos = draw(st.integers(0, len(out)))
+        if op == "ins":
+            out.insert(pos, draw(st.text("abcxyz", min_size=1, max_size=6)))
+        elif out and pos < len(out):
+            if op == "del":
+                out.pop(pos)
+            else:
+                out[pos] = "changed " + out[pos]
+    return lines(*base), lines(*out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(edited())
+def test_property_apply_gives_the_edited_file(pair):
+    old, new = pair
+    if old == new:
+        return
+    res = run(old, patch_of(old, new))
+    assert res.ok, res.hunks
+    assert text(res) == new
+
+
+@settings(max_examples=300, deadline=None)
+@given(edited())
+def test_property_apply_then_reverse_gives_the_original(pair):
+    old, new = pair
+    if old == new:
+        return
+    p = patch_of(old, new)
+    back = run(text(run(old, p)), p, reverse=True)
+    assert back.ok, back.hunks
+    assert text(back) == old
+
+
+@settings(max_examples=200, deadline=None)
+@given(edited(), st.integers(1, 30))
+def test_property_unrelated_lines_above_only_shift_the_result(pair, count):
+    old, new = pair
+    if old == new or not old:  # a hunk without context goes only into an empty file
+        return
+    pad = lines(*[f"unrelated {i} ~" for i in range(count)])
+    res = run(pad + old, patch_of(old, new))
+    assert res.ok, res.hunks
+    assert text(res) == pad + new

@@ -77,7 +77,7 @@ def patch_cmd(
 def main(argv: list[str] | None = None) -> None:
     """Entry point: turn SgpatchError into one line on stderr and its exit code."""
     try:
-        app(args=argv, standalone_mode=False)
+        rc = app(args=argv, standalone_mode=False)
     except SgpatchError as exc:
         sys.stderr.write(f"sgpatch: error: {exc.message}\n")
         sys.exit(int(exc.code))
@@ -96,4 +96,4 @@ def main(argv: list[str] | None = None) -> None:
             exc.show()
             sys.exit(int(ExitCode.BAD_INPUT))
         raise
-    sys.exit(0)
+    sys.exit(rc if isinstance(rc, int) else 0)

@@ -187,6 +187,7 @@ def parse_patch(data: bytes | str, name: str = "patch") -> Patch:
     for no, line in enumerate(lines, 1):
         if _BINARY.match(line):
             raise bad_input(f"{name}:{no}: binary patches are not supported ({strip_eol(line)})")
+    _check_hunk_lengths(lines, name)
     counter = _Counter(lines)
     try:
         patchset = PatchSet(counter)
@@ -198,6 +199,46 @@ def parse_patch(data: bytes | str, name: str = "patch") -> Patch:
     header_end = next((i for i, ln in enumerate(lines) if _FILE_START.match(ln)), 0)
     files = tuple(_freeze_file(pf, lines, name) for pf in patchset)
     return Patch(name=name, header="".join(lines[:header_end]), files=files)
+
+
+_HUNK_HEADER = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+
+
+def _check_hunk_lengths(lines: Sequence[str], name: str) -> None:
+    """unidiff stops a hunk when its header's counts are used up and skips what follows as
+    prose; a body line right after that means the counts are wrong, so say so."""
+    i = 0
+    while i < len(lines):
+        m = _HUNK_HEADER.match(lines[i])
+        i += 1
+        if not m:
+            continue
+        old = int(m.group(1) if m.group(1) is not None else 1)
+        new = int(m.group(2) if m.group(2) is not None else 1)
+        while i < len(lines) and (old > 0 or new > 0):
+            kind = lines[i][:1]
+            if kind == "\\":
+                pass
+            elif kind == "-":
+                old -= 1
+            elif kind == "+":
+                new -= 1
+            elif kind in (" ", "\n", "\r"):
+                old -= 1
+                new -= 1
+            else:
+                break
+            i += 1
+        while i < len(lines) and lines[i].startswith("\\"):
+            i += 1
+        if i < len(lines) and old <= 0 and new <= 0:
+            nxt = lines[i]
+            body_like = nxt[:1] in ("+", "-", " ") and strip_eol(nxt) != "--"
+            if body_like and not nxt.startswith(("--- ", "+++ ", "-- ")):
+                raise bad_input(
+                    f"{name}:{i + 1}: malformed diff: hunk at line {i} is longer than its "
+                    "@@ header says"
+                )
 
 
 def read_patch(path: Path, name: str | None = None) -> Patch:

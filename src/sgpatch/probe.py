@@ -380,11 +380,25 @@ class _Resolver:
             error = mod.error
             where = f"{mod.rel}:{error.line}" if error and error.line else mod.rel
             return None, f"{where}: {error.note if error else 'cannot be parsed'}"
-        head, _, rest = dotted.partition(".")
+        head = dotted.partition(".")[0]
         bindings = self.bindings(path, head)
         if not bindings:
             return None, f"{head} is not defined or imported in {mod.rel}"
-        stmt = bindings[-1]
+        # The last binding usually wins; earlier ones matter for `try: import ... except: X = None`.
+        why: str | None = None
+        for stmt in reversed(bindings):
+            found, reason = self._follow(path, stmt, dotted, depth)
+            if found is not None:
+                return found, None
+            why = why or reason
+        return None, why
+
+    def _follow(
+        self, path: Path, stmt: ast.stmt, dotted: str, depth: int
+    ) -> tuple[_ClassRef | None, str | None]:
+        """Resolve `dotted` through one statement of `path` that binds its first part."""
+        mod = self.ctx.module(path)
+        head, _, rest = dotted.partition(".")
         if isinstance(stmt, ast.ClassDef):
             if rest:
                 return None, f"{dotted} is an attribute of class {head}"
@@ -462,7 +476,9 @@ def _find_method(
                 where_text = _clip(mod.lines[where - 1]) if where <= len(mod.lines) else ""
                 note = f"{method} defined in {ref.node.name}"
                 if via:
-                    note += ", inherited by " + " <- ".join(reversed(via))
+                    note += f", inherited by {via[0]}"
+                    if len(via) > 1:
+                        note += " through " + ", ".join(via[1:])
                 evidence.append(Evidence("method", mod.rel, where, where_text, note))
                 return True
         note = f"method {method} not defined in {ref.node.name}"

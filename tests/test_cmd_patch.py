@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import lines, make_diff, numbered
 
+from helpers import lines, make_diff, numbered
 from sgpatch.cli import main
 
 

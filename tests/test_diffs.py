@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from helpers import make_diff
 
+from helpers import make_diff
 from sgpatch.diffs import decode, encode, parse_patch, split_lines, strip_path
 from sgpatch.errors import ExitCode, SgpatchError
 

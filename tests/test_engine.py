@@ -52,8 +52,8 @@ def _dup_case():
 
 
 def test_gnu_wrong_duplicate_block_is_placed_right_with_fuzz():
-    """GNU patch -F2 changes the FIRST def f (wrong) and exits 0; sgpatch keeps the trailing
-    context that tells the copies apart and changes the second one."""
+    """anchor #1: GNU patch -F2 changes the FIRST def f (wrong) and exits 0. sgpatch drops as
+    little context as it can: keeping the trailing context singles out the second copy."""
     orig, new, tgt = _dup_case()
     res = run(tgt, patch_of(orig, new), fuzz=2)
     out = text(res).splitlines()
@@ -61,6 +61,36 @@ def test_gnu_wrong_duplicate_block_is_placed_right_with_fuzz():
     assert [i for i, ln in enumerate(out) if ln == "    y = 3"] == [68]
     assert out[13] == "    y = 2"  # the first copy is untouched
     assert res.hunks[0].fuzz == 1
+
+
+def test_duplicate_blocks_with_no_distinguishing_context_are_refused_with_candidates():
+    orig, new, tgt = _dup_case()
+    tgt = tgt.replace("tail0\n", "tail0 renamed\n")  # now both copies fit equally well
+    res = run(tgt, patch_of(orig, new), fuzz=2)
+    (h,) = res.hunks
+    assert h.status == "ambiguous"
+    assert len(h.candidates) == 2
+    assert text(res) == tgt
+
+
+def test_less_drifted_wrong_copy_does_not_beat_the_right_one():
+    """From the accuracy bench (0.5.17->0.5.18 shape.py): upstream edited two context lines at
+    the right place, so a copy elsewhere matches with *less* fuzz. Refuse, do not misplace."""
+    head = ["    def __init__(self, config):", "        self.vae = vae"]
+    tail = ["        self.config = config", "", "    @property", "    def role_affinity(self):"]
+    tail += ["        return 1"]
+    old = lines("class A:", *head, *tail, *numbered("pad", 30), "class B:", head[0], *tail)
+    add = "    def extra(self):\n        return 2\n\n"
+    new = old.replace("\n\n    @property", "\n\n" + add + "    @property", 1)  # in class A
+    # upstream edits the two lines above the insertion point in class A only
+    tgt = old.replace(
+        "        self.vae = vae\n        self.config = config\n",
+        "        self.vae = vae  # e\n        self.config = config  # e\n",
+        1,
+    )
+    res = run(tgt, patch_of(old, new), fuzz=2)
+    assert statuses(res) == ["ambiguous"]
+    assert text(res) == tgt
 
 
 def test_fuzz_zero_refuses_the_drifted_duplicate_case_as_a_conflict():
@@ -126,8 +156,8 @@ def test_without_scope_two_exact_copies_elsewhere_are_ambiguous():
 
 
 def test_fuzzed_place_outside_the_named_scope_is_refused():
-    """The 0.5.16 Kimi trap in miniature: with the class's context gone, fuzz would land the
-    new method after a `return` in a module-level function."""
+    """The 0.5.16 Kimi trap in miniature: with Kimi's context gone, fuzz finds one place, in
+    another class; the header names `class Kimi`, so the place is refused."""
     old = lines(
         "class Kimi:",
         "    def forward(self, x):",
@@ -136,22 +166,19 @@ def test_fuzzed_place_outside_the_named_scope_is_refused():
         "    def load(self):",
         "        pass",
     )
-    new = old.replace(
-        "        return x\n", "        return x\n\n    def hook(self):\n        return 1\n"
-    )
+    hook = "\n    def hook(self):\n        return 1\n"
+    new = old.replace("        return x\n", "        return x\n" + hook)
     diff = make_diff(old, new).replace("@@\n", "@@ class Kimi:\n", 1)
     tgt = lines(
         "class Kimi:",
         "    def forward(self, x, y):",
-        "        z = x",
+        "        return x + y",
         "",
-        "    def load(self, w):",
+        "class Other:",
+        "    def go(self):",
         "        pass",
         "",
-        "def helper(x):",
-        "        return x",
-        "",
-        "    def unrelated(self):",
+        "    def load(self):",
         "        pass",
     )
     res = run(tgt, diff, fuzz=2)
@@ -326,6 +353,21 @@ def test_parse_then_reverse_roundtrip_on_a_real_looking_python_file():
     assert text(run(text(run(old, p)), p, reverse=True)) == old
 
 
+def test_hunk_order_resolves_an_ambiguous_first_hunk():
+    """From the accuracy bench (batch.py): hunk 1 fits two places under fuzz, but hunk 2 is
+    placed exactly, and hunks keep their order, so only the copy above hunk 2 is possible."""
+    block = ["    def a(self):", "        x = 1", "        y = 2", "        return x"]
+    old = lines("top", *block, *numbered("mid", 12), "last", *numbered("tail", 5), *block, "end")
+    new = old.replace("        y = 2\n", "        y = 3\n", 1).replace("last\n", "LAST\n")
+    tgt = old.replace("top\n", "top edited\n")  # hunk 1 needs fuzz; then both blocks fit
+    tgt = tgt.replace("    def a(self):\n", "    def a(self):  # e\n", 1)
+    tgt = lines(*numbered("new", 4)) + tgt
+    res = run(tgt, patch_of(old, new), fuzz=2)
+    assert statuses(res) == ["applied", "applied"]
+    out = text(res)
+    assert out.count("        y = 3\n") == 1 and out.index("y = 3") < out.index("LAST")
+
+
 # ---------------------------------------------------------------- property tests
 
 LINE = st.sampled_from([f"line {i}" for i in range(40)] + ["", "    pass", "    return x"])
@@ -376,8 +418,8 @@ def test_property_apply_then_reverse_gives_the_original(pair):
 @given(edited(), st.integers(1, 30))
 def test_property_unrelated_lines_above_only_shift_the_result(pair, count):
     old, new = pair
-    if old == new or not old:  # a hunk without context goes only into an empty file
-        return
+    if old == new or patch_of(old, new).files[0].hunks[0].source_start <= 1:
+        return  # a hunk that starts at line 1 is anchored to the top: padding is not "away"
     pad = lines(*[f"unrelated {i} ~" for i in range(count)])
     res = run(pad + old, patch_of(old, new))
     assert res.ok, res.hunks

@@ -165,22 +165,16 @@ def _context_edges(hunk: Hunk) -> tuple[int, int]:
     return lead, trail
 
 
-def _fuzz_steps(hunk: Hunk, fuzz: int) -> list[list[tuple[int, int]]]:
-    """Groups of (lead, trail) drops by total dropped: least context dropped is tried first."""
+def _fuzz_drops(hunk: Hunk, fuzz: int) -> list[tuple[int, int]]:
+    """Every (lead, trail) drop of outer context up to `fuzz`, least context dropped first.
+
+    A side that has context keeps at least one line of it, so an insertion stays pinned
+    between two known lines (stricter than GNU patch, which may drop a whole side)."""
     lead_max, trail_max = _context_edges(hunk)
-    context = sum(1 for ln in hunk.lines if ln.kind == " ")
-    groups: list[list[tuple[int, int]]] = []
-    for total in range(1, 2 * fuzz + 1):
-        group = [
-            (i, total - i)
-            for i in range(0, total + 1)
-            if i <= min(fuzz, lead_max)
-            and total - i <= min(fuzz, trail_max)
-            and context - total >= 1  # never drop all of the context
-        ]
-        if group:
-            groups.append(group)
-    return groups
+    lead_cap = min(fuzz, max(lead_max - 1, 0))
+    trail_cap = min(fuzz, max(trail_max - 1, 0))
+    drops = [(i, j) for i in range(lead_cap + 1) for j in range(trail_cap + 1) if i + j > 0]
+    return sorted(drops, key=lambda d: (d[0] + d[1], max(d)))
 
 
 def enclosing_scopes(lines: Sequence[str], pos: int, indent: int) -> list[str]:
@@ -284,9 +278,50 @@ def _independent(hunk: Hunk, places) -> list[_Place]:
     return kept
 
 
+@dataclass(frozen=True)
+class _Outcome:
+    place: _Place | None
+    result: HunkResult
+    alternatives: tuple[_Place, ...] = ()  # for a plain multi-candidate ambiguity
+
+
+def _levels(hunk: Hunk, fuzz: int) -> list[tuple[Level, tuple[str, ...], list[tuple[int, int]]]]:
+    """Search levels after 'exact at the expected line', in order. Fuzz goes by total context
+    dropped (1, 2, ...), each total one level, exact and whitespace-tolerant together."""
+    levels: list[tuple[Level, tuple[str, ...], list[tuple[int, int]]]] = [
+        ("moved", ("exact",), [(0, 0)]),
+        ("whitespace", ("ws",), [(0, 0)]),
+    ]
+    by_total: dict[int, list[tuple[int, int]]] = {}
+    for drop in _fuzz_drops(hunk, fuzz):
+        by_total.setdefault(drop[0] + drop[1], []).append(drop)
+    levels += [("fuzz", ("exact", "ws"), group) for _, group in sorted(by_total.items())]
+    return levels
+
+
+def _find_level(
+    hunk: Hunk, idx: _Index, modes: tuple[str, ...], drops: list[tuple[int, int]], lo: int
+) -> tuple[dict[int, _Place], set[int]]:
+    found: dict[int, _Place] = {}
+    loose: set[int] = set()
+    for lead, trail in drops:
+        for mode in modes:
+            for pl in _search(hunk, idx, mode, lead, trail, lo):
+                start = pl.pos - pl.lead  # where the full hunk would start
+                if start not in found:
+                    found[start] = pl
+                    if mode == "ws":
+                        loose.add(start)
+    return found, loose
+
+
+def _start(pl: _Place) -> int:
+    return pl.pos - pl.lead
+
+
 def place_hunk(
     hunk: Hunk, lines: Sequence[str], idx: _Index, expected: int, lo: int, fuzz: int
-) -> tuple[_Place | None, HunkResult]:
+) -> _Outcome:
     """Find where one hunk goes (or why it cannot), without changing anything."""
     # Level 1: exact at the expected line. When both images match there (one is a prefix of
     # the other: appending at EOF, deleting a repeated line) the longer match is the evidence.
@@ -299,37 +334,29 @@ def place_hunk(
     if hits:
         _, new_side = max(hits)
         place = _Place(expected, new_side, 0, 0)
-        return place, _result(hunk, place, "exact", ())
+        return _Outcome(place, _result(hunk, place, "exact", ()))
     if not hunk.before:
-        # Pure insertion with no context at all: only the stated line is acceptable.
         # Pure insertion with no context at all: only into an empty file.
         if not lines and expected == 0:
             place = _Place(0, False, 0, 0)
-            return place, _result(hunk, place, "exact", ())
-        return None, HunkResult(
-            hunk.index, "conflict", reason="the hunk has no context lines to place it by"
+            return _Outcome(place, _result(hunk, place, "exact", ()))
+        return _Outcome(
+            None,
+            HunkResult(
+                hunk.index, "conflict", reason="the hunk has no context lines to place it by"
+            ),
         )
 
-    levels: list[tuple[Level, str, list[tuple[int, int]]]] = [
-        ("moved", "exact", [(0, 0)]),
-        ("whitespace", "ws", [(0, 0)]),
-    ]
-    for group in _fuzz_steps(hunk, fuzz):
-        levels.append(("fuzz", "exact", group))
-        levels.append(("fuzz", "ws", group))
-    for level, mode, drops in levels:
-        found: dict[int, _Place] = {}
-        for lead, trail in drops:
-            for pl in _search(hunk, idx, mode, lead, trail, lo):
-                start = pl.pos - pl.lead  # where the full hunk would start
-                found.setdefault(start, pl)
+    levels = _levels(hunk, fuzz)
+    for n, (level, modes, drops) in enumerate(levels):
+        found, loose = _find_level(hunk, idx, modes, drops, lo)
         if not found:
             continue
         places = sorted(
             _independent(hunk, found.values()),
-            key=lambda pl: (abs(pl.pos - pl.lead - expected), pl.pos),
+            key=lambda pl: (abs(_start(pl) - expected), pl.pos),
         )
-        cands = tuple(pl.pos - pl.lead + 1 for pl in places)
+        cands = tuple(_start(pl) + 1 for pl in places)
         old = [pl for pl in places if not pl.new_side]
         new = [pl for pl in places if pl.new_side]
         chosen: _Place | None = None
@@ -343,27 +370,85 @@ def place_hunk(
                 chosen = new[0]  # post-image in several places, pre-image nowhere: nothing to do
         if chosen is None:
             what = "pre-image" if not new else ("post-image" if not old else "pre/post-image")
-            return None, HunkResult(
-                hunk.index,
-                "ambiguous",
-                level=level,
-                candidates=cands,
-                reason=f"{what} matches at {len(places)} places (lines "
-                + ", ".join(map(str, cands[:8]))
-                + "); the hunk header does not single one out",
+            return _Outcome(
+                None,
+                _ambiguous(
+                    hunk,
+                    level,
+                    cands,
+                    f"{what} matches at {len(places)} places (lines "
+                    + ", ".join(map(str, cands[:8]))
+                    + "); the hunk header does not single one out",
+                ),
+                alternatives=tuple(places) if not new else (),
             )
+        at = _start(chosen) + 1
         if level == "fuzz" and _name_defined(hunk, lines) and not _in_scope(hunk, lines, chosen):
-            return None, HunkResult(
-                hunk.index,
-                "ambiguous",
-                level=level,
-                fuzz=max(chosen.lead, chosen.trail),
-                candidates=cands,
-                reason=f"fuzzy match at line {chosen.pos - chosen.lead + 1} lies outside "
-                f"'{hunk.section_header}' named by the hunk header",
+            return _Outcome(
+                None,
+                _ambiguous(
+                    hunk,
+                    level,
+                    cands,
+                    f"fuzzy match at line {at} lies outside '{hunk.section_header}' named by the "
+                    "hunk header",
+                ),
             )
-        return chosen, _result(hunk, chosen, level, cands, whitespace=mode == "ws")
-    return None, _conflict(hunk, idx, expected, lo)
+        rival = _near_miss(hunk, idx, expected, lo, chosen) if level == "fuzz" else None
+        if rival is not None:
+            return _Outcome(
+                None,
+                _ambiguous(
+                    hunk,
+                    level,
+                    (at, rival + 1),
+                    f"fuzzy match at line {at} competes with a partial match at the expected line "
+                    f"{rival + 1}",
+                ),
+            )
+        if chosen.new_side:
+            # The post-image is here, but is the pre-image somewhere too (within the allowance)?
+            span = len(_side(hunk, True, chosen.lead, chosen.trail).texts)
+            for _, later_modes, later_drops in levels[n:]:
+                pre, _ = _find_level(hunk, idx, later_modes, later_drops, lo)
+                clash = [
+                    p
+                    for p, pl in pre.items()
+                    if not pl.new_side and not (chosen.pos - span < pl.pos < chosen.pos + span)
+                ]
+                if clash:
+                    return _Outcome(
+                        None,
+                        _ambiguous(
+                            hunk,
+                            level,
+                            (at, clash[0] + 1),
+                            f"post-image at line {at} but pre-image at line {clash[0] + 1}",
+                        ),
+                    )
+        loose_match = level == "whitespace" or _start(chosen) in loose
+        return _Outcome(chosen, _result(hunk, chosen, level, cands, whitespace=loose_match))
+    return _Outcome(None, _conflict(hunk, idx, expected, lo))
+
+
+def _ambiguous(hunk: Hunk, level: Level, cands: tuple[int, ...], reason: str) -> HunkResult:
+    return HunkResult(hunk.index, "ambiguous", level=level, candidates=cands, reason=reason)
+
+
+def _near_miss(hunk: Hunk, idx: _Index, expected: int, lo: int, chosen: _Place) -> int | None:
+    """A fuzzy match far from the expected line must not win over the expected place itself
+    when most of the hunk is still there (upstream edited more context than fuzz allows)."""
+    pattern = [ws_key(t) for t in hunk.before]
+    keys = idx.keys("ws")
+    m = len(pattern)
+    start = chosen.pos - chosen.lead
+    need = max(2, -(-3 * m // 5))  # at least 60% of the pre-image, aligned
+    for p in range(max(lo, expected - 3), expected + 4):
+        if abs(p - start) <= m or p + m > len(keys):
+            continue
+        if sum(1 for a, b in zip(keys[p : p + m], pattern, strict=True) if a == b) >= need:
+            return p
+    return None
 
 
 def _result(
@@ -423,19 +508,25 @@ def apply_hunks(
         hunks = [h.reversed() for h in hunks]
     idx = _Index(lines)
     results: list[tuple[HunkResult, Hunk, _Place | None]] = []
+    alternatives: dict[int, tuple[_Place, ...]] = {}
     lo = 0
     prev_end: int | None = None
     prev_stated_end = 0
     for hunk in hunks:
         stated = hunk.source_start - 1 if hunk.source_length else hunk.source_start
         expected = stated if prev_end is None else prev_end + (stated - prev_stated_end)
-        place, res = place_hunk(hunk, lines, idx, expected, lo, fuzz)
+        out = place_hunk(hunk, lines, idx, expected, lo, fuzz)
+        place = out.place
         if place is not None:
             end = place.pos + len(_side(hunk, place.new_side, place.lead, place.trail).texts)
             lo = end
             prev_end = end + place.trail
             prev_stated_end = stated + hunk.source_length
-        results.append((res, hunk, place))
+        elif out.alternatives:
+            alternatives[len(results)] = out.alternatives
+        results.append((out.result, hunk, place))
+    for i, alts in alternatives.items():
+        results[i] = _by_order(results, i, alts)
     splices = [(pl, h) for r, h, pl in results if pl is not None and r.status == "applied"]
     out, shifts = _splice(lines, splices)
     final = []
@@ -449,6 +540,31 @@ def apply_hunks(
         else:
             final.append(res)
     return FileResult(tuple(out), tuple(final))
+
+
+def _by_order(
+    results: Sequence[tuple[HunkResult, Hunk, _Place | None]], i: int, alts: tuple[_Place, ...]
+) -> tuple[HunkResult, Hunk, _Place | None]:
+    """Second pass for an ambiguous hunk: hunks keep their order, so only a candidate between
+    the placed hunks before and after it can be right. One left: take it."""
+    res, hunk, _ = results[i]
+    before = [(h, pl) for _, h, pl in results[:i] if pl is not None]
+    after = [(h, pl) for _, h, pl in results[i + 1 :] if pl is not None]
+    lo = 0
+    if before:
+        h, pl = before[-1]
+        lo = pl.pos + len(_side(h, pl.new_side, pl.lead, pl.trail).texts)
+    hi = after[0][1].pos if after else None
+    fits = [
+        pl
+        for pl in alts
+        if pl.pos >= lo
+        and (hi is None or pl.pos + len(_side(hunk, pl.new_side, pl.lead, pl.trail).texts) <= hi)
+    ]
+    if len(fits) != 1 or not (before or after):
+        return results[i]
+    chosen = fits[0]
+    return (_result(hunk, chosen, res.level, res.candidates), hunk, chosen)
 
 
 def _splice(

@@ -12,9 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from sgpatch.diffs import FilePatch, Patch, decode, encode, split_lines, strip_path
-from sgpatch.engine import FileResult, HunkResult, apply_hunks, dominant_eol
-from sgpatch.errors import ExitCode
+from packaging.version import Version
+
+from sgpatch.diffs import FilePatch, Patch, decode, encode, parse_patch, split_lines, strip_path
+from sgpatch.engine import FileResult, HunkResult, apply_hunks
+from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.ledger import Ledger, SetRecord, sha256
+from sgpatch.manifest import PatchSpec, SetManifest, select_variant
+from sgpatch.probe import ProbeResult
+from sgpatch.probe import evaluate as evaluate_probe
 from sgpatch.txn import FileChange, read_bytes
 
 Action = Literal["modify", "create", "delete", "rename"]
@@ -189,11 +195,239 @@ def _new_file_lines(fp: FilePatch) -> list[str]:
     return out
 
 
-__all__ = [
-    "FilePlan",
-    "Overlay",
-    "default_mapper",
-    "dominant_eol",
-    "patch_status",
-    "plan_patch",
-]
+# ---------------------------------------------------------------------------- patch sets
+
+State = Literal["applied", "modified", "present", "upstream", "pending", "conflict", "n/a"]
+DONE_STATES = ("applied", "present", "upstream", "n/a")
+
+
+@dataclass(frozen=True)
+class PatchPlan:
+    """One patch of a set on one tree: its state, how it would apply, and the evidence."""
+
+    id: str
+    state: State
+    optional: bool
+    selected: bool  # will apply act on it (required, or optional and chosen with --with)
+    how: str  # clean / offset / fuzz / whitespace / partial / upstream / ... for the table
+    note: str = ""
+    variant: str | None = None  # patch file relative to the set directory
+    patch_sha256: str | None = None
+    files: tuple[FilePlan, ...] = ()
+    probe: ProbeResult | None = None  # when the probe ran
+    exit_code: ExitCode = ExitCode.OK
+
+    @property
+    def done(self) -> bool:
+        return self.state in DONE_STATES
+
+
+@dataclass(frozen=True)
+class SetPlan:
+    """A whole set on one tree, planned in memory: nothing has been written."""
+
+    name: str
+    version: str
+    patches: tuple[PatchPlan, ...]
+    changes: tuple[FileChange, ...]  # what apply would write (patched files only)
+
+    @property
+    def done(self) -> bool:
+        return all(p.done for p in self.patches if p.selected)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        codes = [p.exit_code for p in self.patches if p.selected]
+        return max(codes, default=ExitCode.OK)
+
+
+def package_mapper(name: str) -> PathMapper:
+    """Upstream-form paths (a/python/sglang/x) or bare ones (sglang/x, x) -> package-relative."""
+
+    def mapper(path: str) -> str:
+        rel = strip_path(path, 1 if path.startswith(("a/", "b/")) else 0, name)
+        for prefix in ("python/sglang/", "sglang/"):
+            if rel.startswith(prefix):
+                return rel[len(prefix) :]
+        return rel
+
+    return mapper
+
+
+def _how(files: tuple[FilePlan, ...]) -> str:
+    hunks = [h for f in files for h in f.hunks]
+    if any(h.status == "already-applied" for h in hunks) and any(
+        h.status == "applied" for h in hunks
+    ):
+        return "partial"
+    applied = [h for h in hunks if h.status == "applied"]
+    if any(h.fuzz for h in applied):
+        return f"fuzz {max(h.fuzz for h in applied)}"
+    if any(h.whitespace for h in applied):
+        return "whitespace"
+    if any(h.offset for h in applied):
+        return "offset"
+    return "clean"
+
+
+def _refusal(files: tuple[FilePlan, ...]) -> str:
+    for f in files:
+        if f.note and not f.ok:
+            return f"{f.path}: {f.note}"
+        for h in f.hunks:
+            if not h.ok:
+                return f"{f.path} hunk #{h.index}: {h.reason}"
+    return ""
+
+
+def plan_set(
+    manifest: SetManifest,
+    root: Path,
+    version: Version,
+    ledger: Ledger,
+    *,
+    with_ids: tuple[str, ...] = (),
+    without_ids: tuple[str, ...] = (),
+    strict: bool = False,
+) -> SetPlan:
+    """Decide every patch's state in manifest order, over one overlay (later patches see
+    earlier ones). Order of evidence: ledger -> post-image present -> probe -> engine."""
+    ids = {p.id for p in manifest.patches}
+    for pid in (*with_ids, *without_ids):
+        if pid not in ids:
+            raise SgpatchError(f"unknown patch id {pid!r} in set {manifest.name}")
+    record = ledger.sets.get(manifest.name)
+    overlay = Overlay(root)
+    fuzz = 0 if strict else manifest.fuzz
+    plans: list[PatchPlan] = []
+    by_id: dict[str, PatchPlan] = {}
+    for spec in manifest.patches:
+        selected = (not spec.optional or spec.id in with_ids) and spec.id not in without_ids
+        plan = _plan_one(spec, manifest, root, version, record, overlay, fuzz, selected, by_id)
+        plans.append(plan)
+        by_id[spec.id] = plan
+    pending_files = {f.path for p in plans if p.state == "pending" and p.selected for f in p.files}
+    pending_files |= {
+        f.source for p in plans if p.state == "pending" and p.selected for f in p.files
+    }
+    changes = tuple(c for c in overlay.changes() if c.path in pending_files)
+    return SetPlan(manifest.name, str(version), tuple(plans), changes)
+
+
+def _plan_one(
+    spec: PatchSpec,
+    manifest: SetManifest,
+    root: Path,
+    version: Version,
+    record: SetRecord | None,
+    overlay: Overlay,
+    fuzz: int,
+    selected: bool,
+    by_id: Mapping[str, PatchPlan],
+) -> PatchPlan:
+    base = {"id": spec.id, "optional": spec.optional, "selected": selected}
+    # 1. the ledger: sgpatch applied it; do the files still hash to what it wrote?
+    rec = record.patch(spec.id) if record else None
+    if rec is not None:
+        edited = [f for f in rec.files if sha256(overlay.read(f)) != record.files[f].after]
+        if edited:
+            return PatchPlan(
+                **base,
+                state="modified",
+                how="edited",
+                note="changed since sgpatch applied it: " + ", ".join(edited),
+                variant=rec.variant,
+                exit_code=ExitCode.NOT_DONE,
+            )
+        return PatchPlan(**base, state="applied", how="ledger", variant=rec.variant)
+    variant = select_variant(spec, version)
+    probe_result = evaluate_probe(spec.probe, root) if spec.probe is not None else None
+    if variant is not None and variant.na is not None:
+        return PatchPlan(**base, state="n/a", how="n/a", note=variant.na, probe=probe_result)
+    if variant is None:
+        if probe_result is not None and probe_result.value:
+            return PatchPlan(
+                **base, state="upstream", how="probe", note=_upstream_note(spec), probe=probe_result
+            )
+        raise SgpatchError(
+            f"no variant of patch {spec.id!r} (set {manifest.name}) for sglang {version}, "
+            "and its probe does not find it upstream"
+        )
+    rel = _set_relative(variant.patch, manifest.base_dir)
+    data = _read_patch_bytes(variant.patch, rel)
+    patch = parse_patch(data, f"{manifest.name}/{rel}")
+    mapper = package_mapper(patch.name)
+    # 2. post-image exactly in place (applied by hand or by an older tool)?
+    present = plan_patch(
+        Overlay(root, dict(overlay.changed), dict(overlay.original)), patch, mapper, fuzz=0
+    )
+    common = {**base, "variant": rel, "patch_sha256": sha256(data), "probe": probe_result}
+    if present and all(f.status == "already-applied" for f in present):
+        return PatchPlan(
+            **common,
+            state="present",
+            how="present",
+            files=present,
+            note="post-image already in the tree (not applied by sgpatch)",
+        )
+    # 3. the probe: upstream contains it -> never apply (fuzz must not decide this)
+    if probe_result is not None and probe_result.value:
+        return PatchPlan(**common, state="upstream", how="probe", note=_upstream_note(spec))
+    missing = [
+        r
+        for r in spec.requires
+        if r in by_id
+        and not by_id[r].done
+        and not (by_id[r].state == "pending" and by_id[r].selected)
+    ]
+    if missing:
+        return PatchPlan(
+            **common,
+            state="conflict",
+            how="requires",
+            note="requires " + ", ".join(missing),
+            exit_code=ExitCode.CONFLICT,
+        )
+    # 4. the engine, on the overlay (so patches see each other), only for selected patches
+    target = overlay if selected else Overlay(root, dict(overlay.changed), dict(overlay.original))
+    files = plan_patch(target, patch, mapper, fuzz=fuzz)
+    code = patch_status(files)
+    if code != ExitCode.OK:
+        return PatchPlan(
+            **common,
+            state="conflict",
+            how="ambiguous" if code == 4 else "conflict",
+            note=_refusal(files),
+            files=files,
+            exit_code=code,
+        )
+    return PatchPlan(
+        **common,
+        state="pending",
+        how=_how(files),
+        files=files,
+        note="" if selected else "optional: apply with --with " + spec.id,
+        exit_code=ExitCode.NOT_DONE if selected else ExitCode.OK,
+    )
+
+
+def _upstream_note(spec) -> str:
+    up = spec.upstream
+    if up and up.ref:
+        since = f" (since {up.since})" if getattr(up, "since", None) else ""
+        return f"upstream has it: {up.ref}{since}"
+    return "upstream has it (probe matched)"
+
+
+def _set_relative(path: Path, base: Path) -> str:
+    try:
+        return Path(path).relative_to(base).as_posix()
+    except ValueError:
+        return Path(path).as_posix()
+
+
+def _read_patch_bytes(path: Path, rel: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise SgpatchError(f"patch file {rel}: {exc.strerror or exc}") from None

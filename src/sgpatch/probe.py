@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -164,7 +165,7 @@ class _Context:
                 return self.modules[path]
             lines = data.decode("utf-8", errors="replace").splitlines()
             try:
-                tree = ast.parse(data, filename=rel)
+                tree = _parse(data, rel)
                 self.modules[path] = _Module(rel, tree, lines, None)
             except (SyntaxError, ValueError) as e:
                 line = getattr(e, "lineno", None)
@@ -178,6 +179,14 @@ class _Context:
         if pattern not in self.regexes:
             self.regexes[pattern] = re.compile(pattern, REGEX_FLAGS)
         return self.regexes[pattern]
+
+
+def _parse(data: bytes, filename: str) -> ast.Module:
+    """ast.parse without the invalid-escape warnings real SGLang files trigger on stderr."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return ast.parse(data, filename=filename)
 
 
 def evaluate(node: ProbeNode, root: Path) -> ProbeResult:

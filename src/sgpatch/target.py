@@ -12,6 +12,7 @@ import importlib.util
 import os
 import re
 import sys
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,7 +109,9 @@ def _literal_version(path: Path) -> str | None:
     inside an `except` block, which must not be mistaken for the release.
     """
     try:
-        module = ast.parse(path.read_bytes(), filename=str(path))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes etc. are not our business here
+            module = ast.parse(path.read_bytes(), filename=str(path))
     except (OSError, SyntaxError, ValueError):
         return None
     found: str | None = None
@@ -223,13 +226,16 @@ def detect_layout(root: Path) -> tuple[Layout, Path | None, Path | None]:
 
 def detect_version(
     root: Path, dist_info: Path | None = None, repo_root: Path | None = None
-) -> tuple[Version, str] | None:
-    """What the tree says its version is, and where that came from; None if it cannot tell.
+) -> tuple[Version, str]:
+    """What the tree says its version is, and where that came from (bad_input if it cannot tell).
 
     Order: `_version.py` (0.5.7+, written by setuptools-scm), a literal in `version.py`
     (0.5.5-0.5.6), `Version:` in the dist-info METADATA, then `git describe` on a checkout.
     A source that exists but holds an unparsable version is an error, not a fall-through.
+    `dist_info` and `repo_root` default to what `detect_layout(root)` finds.
     """
+    if dist_info is None and repo_root is None:
+        _, repo_root, dist_info = detect_layout(root)
     for name in ("_version.py", "version.py"):
         text = _literal_version(root / name)
         if text is not None:
@@ -248,7 +254,10 @@ def detect_version(
                     f"{repo_root}: git describe gave {described!r}, not a vX.Y.Z tag "
                     "(pass --sglang-version)"
                 ) from None
-    return None
+    raise bad_input(
+        f"cannot tell the SGLang version of {root}: no _version.py, no literal __version__ in "
+        "version.py, no sglang-*.dist-info beside it, no vX.Y.Z git tag; pass --sglang-version"
+    )
 
 
 def find_target(
@@ -280,12 +289,13 @@ def find_target(
     override = None
     if sglang_version is not None:
         override = _parse_version(sglang_version, "--sglang-version")
+    detected: tuple[Version, str] | None
     try:
         detected = detect_version(root, dist_info, repo_root)
     except SgpatchError:
         if override is None:
             raise
-        detected = None  # the user told us; a broken version file does not matter then
+        detected = None  # the user told us; an unknown or broken version does not matter then
 
     if override is not None:
         return Target(
@@ -298,12 +308,7 @@ def find_target(
             detected_version=detected[0] if detected else None,
             detected_source=detected[1] if detected else None,
         )
-    if detected is None:
-        raise bad_input(
-            f"cannot tell the SGLang version of {root}: no _version.py, no literal __version__ in "
-            "version.py, no sglang-*.dist-info beside it, no vX.Y.Z git tag; "
-            "pass --sglang-version"
-        )
+    assert detected is not None  # detect_version raised otherwise
     return Target(
         root=root,
         layout=layout,

@@ -1,0 +1,607 @@
+#!/usr/bin/env python3
+"""Placement accuracy of patch tools on real SGLang diffs with known drift ("make bench").
+
+Cases come from real changes between consecutive SGLang releases (read from the cached wheels via
+`sgpatch.releases`). For each changed file we take a few hunks (difflib grouping, 3 lines of
+context), and make drifted copies of the OLD file whose correct outcome is known exactly: the
+expected bytes, or "must refuse". Every tool runs on its own fresh copy, and each run is scored:
+
+    correct     exit 0 and exactly the expected bytes; or, where refusing is right (conflict,
+                ambiguous duplicate), nonzero exit with the file untouched
+    refused     nonzero exit, file untouched, although a correct application existed (safe miss)
+    misapplied  anything else: exit 0 with wrong bytes (including "success" that changed nothing),
+                or a file left changed after a failure (partial application)
+
+    python bench/accuracy.py                      # table on stdout
+    python bench/accuracy.py --out docs/benchmarks.md --json   # also update the docs section
+See bench/README.md for the case types.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "src"))
+
+from sgpatch import releases  # noqa: E402
+from sgpatch.errors import SgpatchError  # noqa: E402
+
+BEGIN, END = "<!-- accuracy:begin -->", "<!-- accuracy:end -->"
+DEFAULT_PAIRS = (
+    "0.5.8:0.5.9",
+    "0.5.9:0.5.10",
+    "0.5.12:0.5.13",
+    "0.5.13:0.5.14",
+    "0.5.17:0.5.18",
+    "0.5.22:0.5.23",
+)
+CASE_TYPES = (
+    "clean",
+    "offset",
+    "context-1",
+    "context-2",
+    "whitespace",
+    "duplicate",
+    "already-applied",
+    "conflict",
+)
+REFUSE_OK = {"duplicate", "conflict"}  # refusing is a correct outcome here
+MIN_SIZE, MAX_SIZE = 2_000, 80_000  # bytes of the old file: realistic modules, not giants
+MAX_HUNKS = 3
+CTX = 3
+TIMEOUT = 60
+
+
+# ---------------------------------------------------------------------------------------------
+# cases
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One difflib group on the old file: [start, end) covers context + changed lines."""
+
+    start: int
+    end: int
+    removed: tuple[int, ...]  # old indices the hunk deletes or replaces
+    context: tuple[int, ...]  # old indices kept as context, in order
+    lead: tuple[int, ...]  # leading context, outermost first
+    trail: tuple[int, ...]  # trailing context, outermost first
+
+
+@dataclass(frozen=True)
+class Source:
+    """A real file change: old bytes, the selected hunks, the diff and its correct result."""
+
+    pair: str
+    relpath: str  # package-relative
+    old: tuple[str, ...]
+    new: tuple[str, ...]  # old with only the selected hunks applied
+    hunks: tuple[Hunk, ...]
+    tmap: tuple[int, ...]  # old boundary index -> new boundary index (valid outside changes)
+    diff: str
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    kind: str
+    source: Source
+    start: str  # the drifted file the tool sees
+    expected: str | None  # None: must refuse
+
+
+@dataclass
+class Outcome:
+    case: str
+    kind: str
+    tool: str
+    score: str  # correct | refused | misapplied
+    rc: int
+    seconds: float
+    partial: bool = False  # failed but left the file changed
+    silent: bool = False  # exit 0, file untouched, though a change or a refusal was due
+
+
+def _opcode_groups(old: list[str], new: list[str]) -> list[list[tuple[str, int, int, int, int]]]:
+    return list(difflib.SequenceMatcher(None, old, new).get_grouped_opcodes(CTX))
+
+
+def _hunk_of(group: list[tuple[str, int, int, int, int]]) -> Hunk | None:
+    """A Hunk if the group has full context on both sides (no file-edge anchoring)."""
+    first, last = group[0], group[-1]
+    if first[0] != "equal" or first[2] - first[1] != CTX:
+        return None
+    if last[0] != "equal" or last[2] - last[1] != CTX or len(group) < 3:
+        return None
+    removed: list[int] = []
+    context: list[int] = []
+    for tag, i1, i2, _j1, _j2 in group:
+        (context if tag == "equal" else removed).extend(range(i1, i2))
+    return Hunk(
+        start=first[1],
+        end=last[2],
+        removed=tuple(removed),
+        context=tuple(context),
+        lead=tuple(range(first[1], first[2])),
+        trail=tuple(range(last[2] - 1, last[1] - 1, -1)),
+    )
+
+
+def _build_source(
+    pair: str, relpath: str, old: list[str], new: list[str], rng: random.Random
+) -> Source | None:
+    groups = [(g, h) for g in _opcode_groups(old, new) if (h := _hunk_of(g)) is not None]
+    if not groups:
+        return None
+    chosen = sorted(rng.sample(range(len(groups)), min(MAX_HUNKS, len(groups))))
+    picked = [groups[i] for i in chosen]
+    target: list[str] = []
+    tmap: list[int] = []
+    text: list[str] = []
+    pos = 0
+    for group, _h in picked:
+        for i in range(pos, group[0][1]):
+            tmap.append(len(target))
+            target.append(old[i])
+        hunk_lines: list[str] = []
+        o_start, n_start = group[0][1], len(target)
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                for i in range(i1, i2):
+                    tmap.append(len(target))
+                    target.append(old[i])
+                    hunk_lines.append(" " + old[i])
+            else:
+                for i in range(i1, i2):
+                    tmap.append(-1)
+                    hunk_lines.append("-" + old[i])
+                for j in range(j1, j2):
+                    target.append(new[j])
+                    hunk_lines.append("+" + new[j])
+        o_len = group[-1][2] - o_start
+        n_len = len(target) - n_start
+        text.append(f"@@ -{o_start + 1},{o_len} +{n_start + 1},{n_len} @@\n")
+        text.extend(hunk_lines)
+        pos = group[-1][2]
+    for i in range(pos, len(old)):
+        tmap.append(len(target))
+        target.append(old[i])
+    tmap.append(len(target))
+    path = f"python/sglang/{relpath}"
+    diff = f"--- a/{path}\n+++ b/{path}\n" + "".join(text)
+    return Source(
+        pair, relpath, tuple(old), tuple(target), tuple(h for _g, h in picked), tuple(tmap), diff
+    )
+
+
+def _edit(lines: Sequence[str], edits: list[tuple[str, int, list[str]]]) -> list[str]:
+    """Apply ("replace", i, [line]) / ("insert", i, lines) edits, highest index first."""
+    out = list(lines)
+    for op, i, payload in sorted(edits, key=lambda e: (e[1], e[0] == "insert"), reverse=True):
+        if op == "replace":
+            out[i] = payload[0]
+        else:
+            out[i:i] = payload
+    return out
+
+
+def _drifted(src: Source, edits: list[tuple[str, int, list[str]]]) -> tuple[str, str]:
+    """The drifted old file and its correct result (same edits mapped onto the new file)."""
+    mapped = []
+    for op, i, payload in edits:
+        j = src.tmap[i]
+        assert j >= 0, "drift must not touch lines the hunk changes"
+        mapped.append((op, j, payload))
+    return "".join(_edit(src.old, edits)), "".join(_edit(src.new, mapped))
+
+
+def _unrelated_block(rng: random.Random, n: int) -> list[str]:
+    k = rng.randrange(1000)
+    body = [
+        f"    value_{i} = value_{i - 1} * {k + i} if value_{i - 1} else {i}\n" for i in range(1, n)
+    ]
+    return [
+        "\n",
+        f"def _unrelated_upstream_helper_{k}(value_0):\n",
+        '    """Added upstream; unrelated to the patch."""\n',
+        *body,
+        f"    return value_{n - 1}\n",
+        "\n",
+    ]
+
+
+def _touch(line: str) -> str:
+    """A small non-whitespace upstream edit of one line."""
+    return "# upstream edit\n" if not line.strip() else line.rstrip("\n") + "  # upstream edit\n"
+
+
+def _outside_hunks(src: Source, i: int) -> bool:
+    """True if inserting before old line i does not split any selected hunk."""
+    return all(not (h.start < i < h.end) for h in src.hunks)
+
+
+def make_cases(src: Source, rng: random.Random, tag: str) -> list[Case]:
+    cases: list[Case] = []
+
+    def add(kind: str, start: str, expected: str | None) -> None:
+        cases.append(Case(f"{tag}-{kind}", kind, src, start, expected))
+
+    old = "".join(src.old)
+    new = "".join(src.new)
+    add("clean", old, new)
+
+    first = src.hunks[0]
+    at = rng.randint(0, max(0, first.start - 10))
+    add("offset", *_drifted(src, [("insert", at, _unrelated_block(rng, rng.randint(12, 50)))]))
+
+    h = rng.choice(src.hunks)
+    side = rng.choice((h.lead, h.trail))
+    add("context-1", *_drifted(src, [("replace", side[0], [_touch(src.old[side[0]])])]))
+    h = rng.choice(src.hunks)
+    side = rng.choice((h.lead, h.trail))
+    add(
+        "context-2",
+        *_drifted(src, [("replace", i, [_touch(src.old[i])]) for i in side[:2]]),
+    )
+
+    h = rng.choice(src.hunks)
+    outer = set(h.lead[:2] + h.trail[:2])
+    inner = [i for i in h.context if i not in outer and src.old[i].strip()]
+    ws_edits: list[tuple[str, int, list[str]]] = []
+    for i in rng.sample(inner, min(2, len(inner))):
+        line = src.old[i]
+        body = line.rstrip("\n")
+        indent = len(body) - len(body.lstrip())
+        gap = body.find(" ", indent)
+        if gap > indent and not ws_edits:
+            changed = body[:gap] + " " + body[gap:] + "\n"  # doubled inner space
+        else:
+            changed = body + "   \n"  # trailing spaces
+        ws_edits.append(("replace", i, [changed]))
+    if ws_edits:
+        add("whitespace", *_drifted(src, ws_edits))
+
+    idx = rng.randrange(len(src.hunks))
+    h = src.hunks[idx]
+    region = list(src.old[h.start : h.end])
+    lo = src.hunks[idx - 1].end if idx else 0
+    hi = src.hunks[idx + 1].start if idx + 1 < len(src.hunks) else len(src.old)
+    gap = rng.randint(3, 40)
+    where = h.start - gap if h.start - gap >= lo else (h.end + gap if h.end + gap <= hi else None)
+    if where is None:
+        where = lo if lo < h.start else hi
+    if _outside_hunks(src, where):
+        add("duplicate", *_drifted(src, [("insert", where, [*region, "\n"])]))
+
+    add("already-applied", new, new)
+
+    with_removal = [h for h in src.hunks if h.removed]
+    if with_removal:
+        h = rng.choice(with_removal)
+        r = rng.choice(h.removed)
+        changed = list(src.old)
+        changed[r] = _touch(changed[r])
+        add("conflict", "".join(changed), None)
+    return cases
+
+
+def _decode(data: bytes) -> list[str] | None:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if "\r" in text or not text.endswith("\n"):
+        return None
+    return text.splitlines(keepends=True)
+
+
+def build_sources(pairs: Sequence[str], n_files: int, seed: int) -> list[Source]:
+    """Pick `n_files` changed .py files spread over the release pairs, deterministically."""
+    rng = random.Random(seed)
+    per_pair = -(-n_files // len(pairs))
+    sources: list[Source] = []
+    for pair in pairs:
+        a, b = pair.split(":")
+        ra, rb = releases.record(a), releases.record(b)
+        changed = sorted(
+            n
+            for n, h in ra.items()
+            if n.startswith("sglang/") and n.endswith(".py") and n in rb and rb[n] != h
+        )
+        rng.shuffle(changed)
+        got = 0
+        for name in changed:
+            if got == per_pair or len(sources) == n_files:
+                break
+            old_b = releases.read_member(a, name)
+            if not MIN_SIZE <= len(old_b) <= MAX_SIZE:
+                continue
+            old, new = _decode(old_b), _decode(releases.read_member(b, name))
+            if old is None or new is None:
+                continue
+            src = _build_source(pair, name.removeprefix("sglang/"), old, new, rng)
+            if src is not None:
+                sources.append(src)
+                got += 1
+    return sources
+
+
+# ---------------------------------------------------------------------------------------------
+# tools
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    argv: tuple[str, ...]  # {dir} and {patch} are substituted
+    env: tuple[tuple[str, str], ...] = ()
+
+    def command(self, workdir: Path, patch: Path) -> list[str]:
+        return [a.format(dir=workdir, patch=patch) for a in self.argv]
+
+
+def all_tools() -> list[Tool]:
+    py = sys.executable
+    pythonpath = os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH")) if p)
+    return [
+        Tool("patch -F0", ("patch", "-p1", "-F0", "-d", "{dir}", "-i", "{patch}")),
+        Tool("patch -F2", ("patch", "-p1", "-F2", "-d", "{dir}", "-i", "{patch}")),
+        Tool("git apply", ("git", "-C", "{dir}", "apply", "-p1", "{patch}")),
+        Tool("git apply -C1", ("git", "-C", "{dir}", "apply", "-p1", "-C1", "{patch}")),
+        Tool(
+            "sgpatch --fuzz 2",
+            (py, "-m", "sgpatch", "patch", "-p1", "-d", "{dir}", "--fuzz", "2", "{patch}"),
+            (("PYTHONPATH", pythonpath),),
+        ),
+    ]
+
+
+def _env(tool: Tool, root: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(tool.env)
+    env["GIT_CEILING_DIRECTORIES"] = str(root)  # never let git find an enclosing repository
+    env["LC_ALL"] = "C"
+    return env
+
+
+def available(tool: Tool, root: Path) -> str | None:
+    """None if the tool runs here, else why not (the harness then skips it)."""
+    if tool.argv[0] != sys.executable:
+        if shutil.which(tool.argv[0]) is None:
+            return f"{tool.argv[0]} not found"
+        return None
+    probe = [a for a in tool.argv[:4]] + ["--help"]
+    try:
+        proc = subprocess.run(
+            probe, capture_output=True, env=_env(tool, root), timeout=TIMEOUT, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return str(e)
+    if proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace").strip().splitlines()
+        return err[-1] if err else f"exit {proc.returncode}"
+    return None
+
+
+def run_one(tool: Tool, case: Case, root: Path, keep: bool) -> Outcome:
+    work = Path(tempfile.mkdtemp(prefix="run-", dir=root))
+    target = work / "tree" / "python" / "sglang" / case.source.relpath
+    target.parent.mkdir(parents=True)
+    target.write_bytes(case.start.encode())
+    patch = work / "change.patch"
+    patch.write_bytes(case.source.diff.encode())
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            tool.command(work / "tree", patch),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            env=_env(tool, root),
+            timeout=TIMEOUT,
+            start_new_session=True,  # no controlling tty: GNU patch cannot prompt
+            check=False,
+        )
+        rc = proc.returncode
+    except subprocess.TimeoutExpired:
+        rc = -9
+    seconds = time.perf_counter() - t0
+    for junk in (target.with_name(target.name + ".rej"), target.with_name(target.name + ".orig")):
+        junk.unlink(missing_ok=True)
+    after = target.read_bytes().decode(errors="replace") if target.exists() else None
+    unchanged = after == case.start
+    if case.expected is None:
+        ok = rc != 0 and unchanged
+        score = "correct" if ok else "misapplied"
+    elif rc == 0 and after == case.expected:
+        score = "correct"
+    elif rc != 0 and unchanged:
+        score = "correct" if case.kind in REFUSE_OK else "refused"
+    else:
+        score = "misapplied"
+    if not keep:
+        shutil.rmtree(work, ignore_errors=True)
+    partial = rc != 0 and not unchanged
+    silent = rc == 0 and unchanged and case.expected != case.start
+    return Outcome(case.id, case.kind, tool.name, score, rc, seconds, partial, silent)
+
+
+# ---------------------------------------------------------------------------------------------
+# reporting
+
+
+@dataclass
+class Report:
+    seed: int
+    pairs: list[str]
+    files: int
+    cases: int
+    tools: list[str]
+    skipped: dict[str, str]
+    seconds: float
+    table: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)  # kind->tool->score
+    mean_ms: dict[str, float] = field(default_factory=dict)
+    partial: dict[str, int] = field(default_factory=dict)
+    silent: dict[str, int] = field(default_factory=dict)
+    outcomes: list[dict[str, object]] = field(default_factory=list)
+
+
+def summarize(report: Report, outcomes: list[Outcome]) -> None:
+    table: dict[str, dict[str, dict[str, int]]] = {}
+    for kind in [*CASE_TYPES, "total"]:
+        table[kind] = {t: {"correct": 0, "refused": 0, "misapplied": 0} for t in report.tools}
+    times: dict[str, list[float]] = defaultdict(list)
+    partial: Counter[str] = Counter()
+    silent: Counter[str] = Counter()
+    for o in outcomes:
+        table[o.kind][o.tool][o.score] += 1
+        table["total"][o.tool][o.score] += 1
+        times[o.tool].append(o.seconds)
+        partial[o.tool] += o.partial
+        silent[o.tool] += o.silent
+    report.table = {k: v for k, v in table.items() if any(sum(c.values()) for c in v.values())}
+    report.mean_ms = {t: round(1000 * statistics.fmean(times[t]), 1) for t in report.tools}
+    report.partial = {t: partial[t] for t in report.tools}
+    report.silent = {t: silent[t] for t in report.tools}
+    report.outcomes = [asdict(o) for o in outcomes]
+
+
+def markdown(report: Report) -> str:
+    tools = report.tools
+    lines = [
+        "## Placement accuracy",
+        "",
+        f"{report.files} changed files from real SGLang release diffs ({', '.join(report.pairs)}),"
+        f" {report.cases} cases, seed {report.seed}; generated by `python bench/accuracy.py`"
+        f" in {report.seconds:.0f} s.",
+        "Each cell: **correct / refused / misapplied**. *refused* = nonzero exit, file untouched,"
+        " although a correct result existed (safe miss). *misapplied* = exit 0 with wrong bytes,"
+        " or the file left changed after a failure. For `duplicate` and `conflict`, refusing is"
+        " correct.",
+        "",
+        "| case type | n | " + " | ".join(f"`{t}`" for t in tools) + " |",
+        "|---|---:|" + "---:|" * len(tools),
+    ]
+    for kind, row in report.table.items():
+        n = sum(row[tools[0]].values()) if tools else 0
+        cells = [f"{c['correct']} / {c['refused']} / {c['misapplied']}" for c in row.values()]
+        name = f"**{kind}**" if kind == "total" else kind
+        lines.append(f"| {name} | {n} | " + " | ".join(cells) + " |")
+    lines.append(
+        "| mean wall time per file | | "
+        + " | ".join(f"{report.mean_ms[t]} ms" for t in tools)
+        + " |"
+    )
+    if any(report.partial.values()):
+        lines += [
+            "",
+            "Partial applications (failed, but some hunks written): "
+            + ", ".join(f"`{t}` {n}" for t, n in report.partial.items() if n)
+            + ".",
+        ]
+    if any(report.silent.values()):
+        lines += [
+            "",
+            "Silent no-ops (exit 0, file untouched, though a change or a refusal was due): "
+            + ", ".join(f"`{t}` {n}" for t, n in report.silent.items() if n)
+            + ".",
+        ]
+    if report.skipped:
+        lines += [
+            "",
+            "Skipped (unavailable): " + "; ".join(f"`{t}`: {w}" for t, w in report.skipped.items()),
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def update_doc(path: Path, section: str) -> None:
+    """Replace the text between the accuracy markers, leaving the rest of the file intact."""
+    block = f"{BEGIN}\n{section}{END}"
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    if BEGIN in text and END in text and text.index(BEGIN) < text.index(END):
+        head, rest = text.split(BEGIN, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pairs", nargs="+", default=list(DEFAULT_PAIRS), metavar="OLD:NEW")
+    ap.add_argument("--files", type=int, default=24, help="changed files to draw (default 24)")
+    ap.add_argument("--seed", type=int, default=20260)
+    ap.add_argument("--tools", nargs="+", help="tool names to run (default: all available)")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--out", type=Path, help="update the accuracy section of this Markdown file")
+    ap.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    ap.add_argument("--keep", action="store_true", help="keep the work directories")
+    args = ap.parse_args(argv)
+
+    t0 = time.perf_counter()
+    try:
+        sources = build_sources(args.pairs, args.files, args.seed)
+    except SgpatchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    rng = random.Random(args.seed + 1)
+    cases = [c for i, s in enumerate(sources) for c in make_cases(s, rng, f"f{i:02d}")]
+
+    root = Path(tempfile.mkdtemp(prefix="sgpatch-bench-"))
+    tools, skipped = [], {}
+    for tool in all_tools():
+        if args.tools and tool.name not in args.tools:
+            continue
+        why = available(tool, root)
+        if why is None:
+            tools.append(tool)
+        else:
+            skipped[tool.name] = why
+            print(f"skipping {tool.name}: {why}", file=sys.stderr)
+    jobs = [(t, c) for c in cases for t in tools]
+    with ThreadPoolExecutor(max(1, args.workers)) as pool:
+        outcomes = list(pool.map(lambda tc: run_one(tc[0], tc[1], root, args.keep), jobs))
+    if not args.keep:
+        shutil.rmtree(root, ignore_errors=True)
+
+    report = Report(
+        seed=args.seed,
+        pairs=list(args.pairs),
+        files=len(sources),
+        cases=len(cases),
+        tools=[t.name for t in tools],
+        skipped=skipped,
+        seconds=round(time.perf_counter() - t0, 1),
+    )
+    summarize(report, outcomes)
+    md = markdown(report)
+    if args.out:
+        update_doc(args.out, md)
+    if args.json:
+        print(json.dumps({"schema": 1, **asdict(report)}, indent=2))
+    else:
+        print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -74,6 +74,169 @@ def patch_cmd(
     raise typer.Exit(patch.run(patchfiles, strip, directory, fuzz, dry_run, reverse, as_json))
 
 
+SglangDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--sglang-dir",
+        help="SGLang package root, site-packages, repository root or its python/ folder "
+        "(default: $SGLANG_DIR, else the installed sglang).",
+    ),
+]
+SglangVersion = Annotated[
+    str | None,
+    typer.Option("--sglang-version", help="Use this SGLang version instead of detecting it."),
+]
+PatchsetsOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--patchsets", help="Extra folder of patch sets (before $SGPATCH_PATH)."),
+]
+SetOpt = Annotated[str, typer.Option("--set", "-s", help="Patch set name (see `sgpatch list`).")]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Hunk and probe detail.")]
+WithOpt = Annotated[
+    list[str] | None, typer.Option("--with", help="Also apply this optional patch (repeatable).")
+]
+WithoutOpt = Annotated[
+    list[str] | None, typer.Option("--without", help="Leave this patch out (repeatable).")
+]
+
+
+@app.command("apply")
+def apply_cmd(
+    set_name: SetOpt,
+    sglang_dir: SglangDir = None,
+    sglang_version: SglangVersion = None,
+    patchsets: PatchsetsOpt = None,
+    with_ids: WithOpt = None,
+    without_ids: WithoutOpt = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Plan and report; write nothing.")
+    ] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Refuse any fuzz (for Docker builds and CI).")
+    ] = False,
+    as_json: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Apply a patch set: probes first, then every patch planned in memory; all or nothing.
+
+    Exit 0 done (applied, present or upstream), 1 a patched file was edited, 2 bad input or no
+    variant for this release, 3 conflict, 4 refused for safety. Running it twice is a no-op.
+    """
+    from sgpatch.commands import apply
+
+    raise typer.Exit(
+        apply.run(
+            set_name,
+            sglang_dir,
+            sglang_version,
+            patchsets or [],
+            with_ids or [],
+            without_ids or [],
+            dry_run,
+            strict,
+            as_json,
+            verbose,
+        )
+    )
+
+
+@app.command("status")
+def status_cmd(
+    set_name: Annotated[
+        str | None, typer.Option("--set", "-s", help="Only this set (default: all relevant).")
+    ] = None,
+    sglang_dir: SglangDir = None,
+    sglang_version: SglangVersion = None,
+    patchsets: PatchsetsOpt = None,
+    with_ids: WithOpt = None,
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="Exit 1 if a patch is pending or edited (3/4 on conflict)."),
+    ] = False,
+    as_json: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Show the SGLang version and layout found and each patch's state; writes nothing.
+
+    Without --set: every set in the ledger, else every known set that supports the version.
+    """
+    from sgpatch.commands import status
+
+    raise typer.Exit(
+        status.run(
+            set_name,
+            sglang_dir,
+            sglang_version,
+            patchsets or [],
+            with_ids or [],
+            check,
+            as_json,
+            verbose,
+        )
+    )
+
+
+@app.command("revert")
+def revert_cmd(
+    set_name: SetOpt,
+    sglang_dir: SglangDir = None,
+    sglang_version: SglangVersion = None,
+    patchsets: PatchsetsOpt = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Reverse-apply patches on files edited since (else refuse)."),
+    ] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would change.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Restore the exact original bytes of every file the set touched.
+
+    A file edited since sgpatch patched it is refused (exit 1) unless --force.
+    """
+    from sgpatch.commands import revert
+
+    raise typer.Exit(
+        revert.run(set_name, sglang_dir, sglang_version, patchsets or [], force, dry_run, as_json)
+    )
+
+
+@app.command("list")
+def list_cmd(patchsets: PatchsetsOpt = None, as_json: JsonOpt = False) -> None:
+    """The patch sets sgpatch knows, with the SGLang releases each supports."""
+    from sgpatch.commands import catalog
+
+    raise typer.Exit(catalog.list_sets(patchsets or [], as_json))
+
+
+@app.command("show")
+def show_cmd(
+    name: Annotated[str, typer.Argument(help="Patch set name.")],
+    patchsets: PatchsetsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """One set: its patches, variants per release, probes, upstream status, preconditions."""
+    from sgpatch.commands import catalog
+
+    raise typer.Exit(catalog.show_set(name, patchsets or [], as_json))
+
+
+@app.command("probe")
+def probe_cmd(
+    set_name: SetOpt,
+    sglang_dir: SglangDir = None,
+    sglang_version: SglangVersion = None,
+    patchsets: PatchsetsOpt = None,
+    as_json: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Run only the probes: which patches does upstream already contain? -v shows evidence."""
+    from sgpatch.commands import probe
+
+    raise typer.Exit(
+        probe.run(set_name, sglang_dir, sglang_version, patchsets or [], as_json, verbose)
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: turn SgpatchError into one line on stderr and its exit code."""
     try:

@@ -143,3 +143,42 @@ def read_original(root: Path, digest: str | None) -> bytes | None:
     if sha256(data) != digest:
         raise SgpatchError(f"{path}: stored original is corrupted", ExitCode.UNSAFE)
     return data
+
+
+def record_apply(
+    ledger: Ledger,
+    name: str,
+    sglang_version: str,
+    sgpatch_version: str,
+    patches: list[PatchRecord],
+    changes: Mapping[str, tuple[bytes | None, bytes | None]],
+) -> Ledger:
+    """The ledger after applying `patches` whose files went from `changes[path][0]` to [1].
+
+    A file the set already touched keeps its first 'before'. Another set that recorded the same
+    file has its 'after' moved on, since sgpatch itself made the new bytes.
+    """
+    old = ledger.sets.get(name)
+    files = dict(old.files) if old else {}
+    for path, (before, after) in changes.items():
+        first = files[path].before if path in files else sha256(before)
+        files[path] = FileRecord(first, sha256(after))
+    others = {
+        k: replace(
+            s,
+            files={
+                p: (FileRecord(r.before, sha256(changes[p][1])) if p in changes else r)
+                for p, r in s.files.items()
+            },
+        )
+        for k, s in ledger.sets.items()
+        if k != name
+    }
+    record = SetRecord(
+        name=name,
+        sglang_version=sglang_version,
+        sgpatch_version=sgpatch_version,
+        patches=(*(old.patches if old else ()), *patches),
+        files=files,
+    )
+    return Ledger({**others, name: record})

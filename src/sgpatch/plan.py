@@ -339,7 +339,7 @@ def _plan_one(
                 variant=rec.variant,
                 exit_code=ExitCode.NOT_DONE,
             )
-        return PatchPlan(**base, state="applied", how="ledger", variant=rec.variant)
+        return PatchPlan(**base, state="applied", how="recorded", variant=rec.variant)
     variant = select_variant(spec, version)
     probe_result = evaluate_probe(spec.probe, root) if spec.probe is not None else None
     if variant is not None and variant.na is not None:

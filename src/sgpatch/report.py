@@ -28,9 +28,13 @@ def err(text: str = "") -> None:
 
 
 def console():  # rich is imported only by commands that draw tables
+    """Rich console on stderr; 120 columns when not a terminal so build logs do not wrap."""
+    import os
+
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False, soft_wrap=False)
+    width = None if sys.stderr.isatty() or os.environ.get("COLUMNS") else 120
+    return Console(stderr=True, highlight=False, soft_wrap=False, width=width)
 
 
 def hunk_json(h: HunkResult) -> dict[str, Any]:
@@ -82,3 +86,142 @@ def file_lines(f: FilePlan, dry_run: bool, reverse: bool = False) -> Iterable[st
         yield "  already done"
     for h in f.hunks:
         yield "  " + hunk_line(h, reverse)
+
+
+# ---------------------------------------------------------------------------- patch sets
+
+STATE_STYLE = {
+    "applied": "green",
+    "present": "green",
+    "upstream": "cyan",
+    "n/a": "dim",
+    "pending": "yellow",
+    "modified": "red",
+    "conflict": "bold red",
+}
+
+
+def precondition(req, site_packages):  # -> preconditions.Precondition
+    from sgpatch.preconditions import check
+
+    return check(req, site_packages)
+
+
+def target_json(target) -> dict[str, Any]:
+    return {
+        "root": str(target.root),
+        "layout": target.layout,
+        "version": str(target.version),
+        "version_source": target.version_source,
+    }
+
+
+def patch_json(p) -> dict[str, Any]:  # p: plan.PatchPlan
+    doc: dict[str, Any] = {
+        "id": p.id,
+        "state": p.state,
+        "how": p.how,
+        "note": p.note,
+        "optional": p.optional,
+        "selected": p.selected,
+        "variant": p.variant,
+        "files": [file_json(f) for f in p.files],
+    }
+    if p.probe is not None:
+        doc["probe"] = probe_json(p.probe)
+    return doc
+
+
+def probe_json(result) -> dict[str, Any]:
+    return {
+        "value": result.value,
+        "evidence": [asdict(e) for e in result.evidence],
+    }
+
+
+def set_json(command, target, plan, pre, code, *, dry_run=False, written=(), before=None):
+    doc: dict[str, Any] = {
+        "command": command,
+        "exit_code": int(code),
+        "target": target_json(target),
+        "set": plan.name,
+        "done": plan.done,
+        "patches": [patch_json(p) for p in plan.patches],
+        "preconditions": [asdict(x) for x in pre],
+    }
+    if command == "apply":
+        doc["dry_run"] = dry_run
+        doc["written"] = list(written)
+        if before is not None:
+            doc["planned"] = [patch_json(p) for p in before.patches]
+    return doc
+
+
+def _short(text: str, width: int = 90) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def show_set(target, plan, pre, verbose: bool, before=None, dry_run: bool = False) -> None:
+    """A rich table per set: patch, state, how it applied, note. Readable without colour."""
+    from rich.table import Table
+
+    con = console()
+    con.print(
+        f"sglang {target.version} ({target.layout}, version from {target.version_source}) "
+        f"at {target.root}"
+    )
+    table = Table(title=f"patch set {plan.name}", title_justify="left", expand=False)
+    for col in ("patch", "state", "how", "note"):
+        table.add_column(col, overflow="fold")
+    planned = {p.id: p for p in before.patches} if before is not None else {}
+    for p in plan.patches:
+        state = p.state
+        if dry_run and planned.get(p.id) and planned[p.id].state == "pending" and p.selected:
+            state = "pending"
+        style = STATE_STYLE.get(state, "")
+        opt = " (optional)" if p.optional else ""
+        how = (
+            planned[p.id].how
+            if p.state == "applied" and p.id in planned and planned[p.id].state == "pending"
+            else p.how
+        )
+        table.add_row(p.id + opt, f"[{style}]{state}[/]" if style else state, how, _short(p.note))
+    con.print(table)
+    for x in pre:
+        mark = {"ok": "ok", "unmet": "UNMET", "unknown": "unknown"}[x.verdict]
+        found = x.found or "not found"
+        con.print(f"precondition {x.package}{x.specifier}: {mark} ({found} in {x.where}); {x.why}")
+    if verbose:
+        for p in plan.patches:
+            show_patch_detail(con, p)
+
+
+def show_patch_detail(con, p) -> None:
+    con.print(
+        f"[bold]{p.id}[/]: {p.state} ({p.how})" + (f" — variant {p.variant}" if p.variant else "")
+    )
+    for f in p.files:
+        for line in file_lines(f, dry_run=True):
+            con.print("  " + line, markup=False)
+    if p.probe is not None:
+        con.print(f"  probe: {'true' if p.probe.value else 'false'}")
+        for e in p.probe.evidence:
+            where = f"{e.file}:{e.line}" if e.line else e.file
+            text = f" {e.text!r}" if e.text else ""
+            con.print(f"    {e.kind} {where}{text} {e.note}".rstrip(), markup=False)
+
+
+def apply_summary(plan, code, written, dry_run: bool) -> None:
+    counts: dict[str, int] = {}
+    for p in plan.patches:
+        if p.selected:
+            counts[p.state] = counts.get(p.state, 0) + 1
+    parts = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    if code != 0:
+        err(f"sgpatch: {plan.name}: not applied ({parts}); nothing was written")
+    elif dry_run:
+        err(f"sgpatch: {plan.name}: dry run ({parts}); nothing was written")
+    elif written:
+        err(f"sgpatch: {plan.name}: applied; {len(written)} file(s) written ({parts})")
+    else:
+        err(f"sgpatch: {plan.name}: nothing to do ({parts})")

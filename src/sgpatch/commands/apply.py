@@ -1,0 +1,130 @@
+"""`sgpatch apply`: plan the whole set in memory, then write all of it or nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from sgpatch import __version__, report
+from sgpatch import ledger as ledger_mod
+from sgpatch.commands.common import open_target, site_packages, supported_set
+from sgpatch.errors import ExitCode
+from sgpatch.ledger import PatchRecord, original_rel, sha256, state_dir
+from sgpatch.plan import SetPlan, plan_set
+from sgpatch.txn import FileChange, commit, locked
+
+
+def run(
+    set_name: str,
+    sglang_dir: Path | None,
+    sglang_version: str | None,
+    patchsets: Sequence[Path],
+    with_ids: Sequence[str],
+    without_ids: Sequence[str],
+    dry_run: bool,
+    strict: bool,
+    as_json: bool,
+    verbose: bool,
+) -> int:
+    target = open_target(sglang_dir, sglang_version)
+    manifest = supported_set(set_name, target, patchsets)
+    root = target.root
+    with locked(state_dir(root)) if not dry_run else _nolock():
+        ledger = ledger_mod.load(root)
+        plan = plan_set(
+            manifest,
+            root,
+            target.version,
+            ledger,
+            with_ids=tuple(with_ids),
+            without_ids=tuple(without_ids),
+            strict=strict,
+        )
+        code = _verdict(plan)
+        written: list[str] = []
+        if code == ExitCode.OK and plan.changes and not dry_run:
+            changes = list(plan.changes) + _ledger_changes(root, ledger, plan, str(target.version))
+            commit(root, state_dir(root), changes)
+            written = [c.path for c in plan.changes]
+    after = plan
+    if written:
+        after = plan_set(
+            manifest,
+            root,
+            target.version,
+            ledger_mod.load(root),
+            with_ids=tuple(with_ids),
+            without_ids=tuple(without_ids),
+            strict=strict,
+        )
+    pre = [report.precondition(r, site_packages(target)) for r in _env(manifest, after)]
+    if as_json:
+        report.emit_json(
+            report.set_json(
+                "apply", target, after, pre, code, dry_run=dry_run, written=written, before=plan
+            )
+        )
+    else:
+        report.show_set(target, after, pre, verbose, before=plan, dry_run=dry_run)
+        report.apply_summary(plan, code, written, dry_run)
+    return int(code)
+
+
+def _verdict(plan: SetPlan) -> ExitCode:
+    codes = [p.exit_code for p in plan.patches if p.selected and p.state in ("conflict",)]
+    if codes:
+        return max(codes)
+    if any(p.selected and p.state == "modified" for p in plan.patches):
+        return ExitCode.NOT_DONE
+    return ExitCode.OK
+
+
+def _env(manifest, plan: SetPlan):
+    wanted = {
+        p.id for p in plan.patches if p.selected and p.state in ("applied", "pending", "present")
+    }
+    return [r for spec in manifest.patches if spec.id in wanted for r in spec.environment]
+
+
+def _ledger_changes(root: Path, ledger, plan: SetPlan, version: str) -> list[FileChange]:
+    """The ledger update and the originals store, written in the same transaction."""
+    originals = {c.path: (c.before, c.after) for c in plan.changes}
+    records = [
+        PatchRecord(
+            p.id,
+            p.variant or "",
+            p.patch_sha256 or "",
+            tuple(sorted({f.path for f in p.files} | {f.source for f in p.files})),
+        )
+        for p in plan.patches
+        if p.selected and p.state == "pending"
+    ]
+    new = ledger_mod.record_apply(ledger, plan.name, version, __version__, records, originals)
+    out = [
+        FileChange(
+            ledger_mod.ledger_rel(), _read(root / ledger_mod.ledger_rel()), ledger_mod.dump(new)
+        )
+    ]
+    stored: set[str] = set()
+    for before, _ in originals.values():
+        digest = sha256(before)
+        if before is None or digest in stored or (root / original_rel(digest)).exists():
+            continue
+        stored.add(digest)
+        out.append(FileChange(original_rel(digest), None, before, 0o444))
+    return out
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+class _nolock:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None

@@ -1,0 +1,128 @@
+"""`sgpatch revert`: put back the exact original bytes of every file a set touched."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from sgpatch import ledger as ledger_mod
+from sgpatch import report
+from sgpatch.commands.common import open_target
+from sgpatch.diffs import decode, encode, parse_patch, split_lines
+from sgpatch.engine import apply_hunks
+from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.ledger import read_original, sha256, state_dir
+from sgpatch.manifest import load_set
+from sgpatch.plan import package_mapper
+from sgpatch.txn import FileChange, commit, locked, read_bytes
+
+
+def run(
+    set_name: str,
+    sglang_dir: Path | None,
+    sglang_version: str | None,
+    patchsets: Sequence[Path],
+    force: bool,
+    dry_run: bool,
+    as_json: bool,
+) -> int:
+    target = open_target(sglang_dir, sglang_version)
+    root = target.root
+    with locked(state_dir(root)):
+        ledger = ledger_mod.load(root)
+        record = ledger.sets.get(set_name)
+        if record is None:
+            report.err(f"sgpatch: {set_name} is not applied in {root}; nothing to revert")
+            if as_json:
+                report.emit_json(
+                    {
+                        "command": "revert",
+                        "exit_code": 0,
+                        "set": set_name,
+                        "restored": [],
+                        "edited": [],
+                    }
+                )
+            return 0
+        shared = {
+            path: other
+            for other, rec in ledger.sets.items()
+            if other != set_name
+            for path in rec.files
+            if path in record.files
+        }
+        if shared:
+            path, other = next(iter(shared.items()))
+            raise SgpatchError(
+                f"{path} is also patched by set {other}; revert {other} first",
+                ExitCode.NOT_DONE,
+            )
+        changes: list[FileChange] = []
+        edited: list[str] = []
+        for path, rec in sorted(record.files.items()):
+            current = read_bytes(root, path)
+            if sha256(current) == rec.after:
+                changes.append(FileChange(path, current, read_original(root, rec.before)))
+            else:
+                edited.append(path)
+        if edited and not force:
+            raise SgpatchError(
+                "edited since sgpatch patched them, refusing to revert (use --force to "
+                "reverse-apply the patches instead): " + ", ".join(edited),
+                ExitCode.NOT_DONE,
+            )
+        if edited:
+            changes += _reverse_apply(root, set_name, record, edited, patchsets)
+        new_ledger = ledger.without_set(set_name)
+        ledger_path = ledger_mod.ledger_rel()
+        changes.append(
+            FileChange(ledger_path, read_bytes(root, ledger_path), ledger_mod.dump(new_ledger))
+        )
+        if not dry_run:
+            commit(root, state_dir(root), changes)
+    restored = [c.path for c in changes if c.path != ledger_path]
+    if as_json:
+        report.emit_json(
+            {
+                "command": "revert",
+                "exit_code": 0,
+                "set": set_name,
+                "dry_run": dry_run,
+                "restored": restored,
+                "edited": edited,
+            }
+        )
+    else:
+        verb = "would restore" if dry_run else "restored"
+        for path in restored:
+            report.err(f"{verb} {path}" + (" (reverse-applied, --force)" if path in edited else ""))
+        report.err(f"sgpatch: {set_name}: reverted ({len(restored)} file(s))")
+    return 0
+
+
+def _reverse_apply(root, set_name, record, edited, patchsets) -> list[FileChange]:
+    """--force: un-apply the set's patches from edited files with the engine, newest first."""
+    manifest = load_set(set_name, tuple(patchsets))
+    out: list[FileChange] = []
+    for path in edited:
+        current = read_bytes(root, path)
+        lines = split_lines(decode(current or b""))
+        for prec in reversed(record.patches):
+            if path not in prec.files:
+                continue
+            data = (manifest.base_dir / prec.variant).read_bytes()
+            patch = parse_patch(data, f"{set_name}/{prec.variant}")
+            mapper = package_mapper(patch.name)
+            for fp in patch.files:
+                if mapper(fp.path) != path:
+                    continue
+                res = apply_hunks(lines, fp.hunks, reverse=True)
+                if not res.ok:
+                    bad = next(h for h in res.hunks if not h.ok)
+                    raise SgpatchError(
+                        f"{path}: cannot reverse {prec.id} hunk #{bad.index}: {bad.reason}",
+                        ExitCode.CONFLICT,
+                    )
+                lines = list(res.lines)
+        out.append(FileChange(path, current, encode("".join(lines))))
+    return out

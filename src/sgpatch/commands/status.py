@@ -1,0 +1,81 @@
+"""`sgpatch status`: what is applied, pending, upstream or edited, per set, without writing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from sgpatch import ledger as ledger_mod
+from sgpatch import report
+from sgpatch.commands.common import open_target, site_packages, supported_set
+from sgpatch.errors import ExitCode
+from sgpatch.manifest import find_sets, load_manifest, set_supports
+from sgpatch.plan import plan_set
+
+
+def run(
+    set_name: str | None,
+    sglang_dir: Path | None,
+    sglang_version: str | None,
+    patchsets: Sequence[Path],
+    with_ids: Sequence[str],
+    check: bool,
+    as_json: bool,
+    verbose: bool,
+) -> int:
+    target = open_target(sglang_dir, sglang_version)
+    ledger = ledger_mod.load(target.root)
+    names = [set_name] if set_name else _relevant_sets(target, ledger, patchsets)
+    docs = []
+    code = ExitCode.OK
+    for name in names:
+        manifest = supported_set(name, target, patchsets)
+        plan = plan_set(manifest, target.root, target.version, ledger, with_ids=tuple(with_ids))
+        live = ("applied", "pending", "present")
+        pre = [
+            report.precondition(r, site_packages(target))
+            for spec in manifest.patches
+            for p in plan.patches
+            if p.id == spec.id and p.selected and p.state in live
+            for r in spec.environment
+        ]
+        set_code = _check_code(plan)
+        code = max(code, set_code)
+        if as_json:
+            docs.append(report.set_json("status", target, plan, pre, set_code))
+        else:
+            report.show_set(target, plan, pre, verbose)
+    if not names and not as_json:
+        report.err(f"sgpatch: no known patch set supports sglang {target.version}")
+    if as_json:
+        report.emit_json(
+            {
+                "command": "status",
+                "exit_code": int(code if check else ExitCode.OK),
+                "target": report.target_json(target),
+                "sets": docs,
+            }
+        )
+    return int(code) if check else 0
+
+
+def _check_code(plan) -> ExitCode:
+    """--check: 0 when done; 1 when something is pending or edited; 3/4 on a conflict."""
+    selected = [p for p in plan.patches if p.selected]
+    conflicts = [p.exit_code for p in selected if p.state == "conflict"]
+    if conflicts:
+        return max(conflicts)
+    if any(p.state in ("pending", "modified") for p in selected):
+        return ExitCode.NOT_DONE
+    return ExitCode.OK
+
+
+def _relevant_sets(target, ledger, patchsets: Sequence[Path]) -> list[str]:
+    """Every set in the ledger, else every known set that supports this version."""
+    if ledger.sets:
+        return sorted(ledger.sets)
+    names = []
+    for name, path in sorted(find_sets(tuple(patchsets)).items()):
+        if set_supports(load_manifest(path / "patchset.yaml"), target.version):
+            names.append(name)
+    return names

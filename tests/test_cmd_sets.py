@@ -1,0 +1,317 @@
+"""apply / status / revert / list / show / probe on a small synthetic SGLang tree and set: every
+state and transition, all-or-nothing writes, the ledger, and crash recovery.
+(Real-release versions of these claims live in tests/real/.)"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from helpers import lines, make_diff, numbered
+from sgpatch import ledger as ledger_mod
+from sgpatch.cli import main
+from sgpatch.txn import FileChange, write_journal
+
+SET = "demo-set"
+
+
+def sgpatch(*args: str) -> int:
+    try:
+        main(list(args))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".sgpatch" not in p.parts
+    }
+
+
+MODEL = lines(
+    "class Model:", *[f"    x{i} = {i}" for i in range(20)], "", "def helper():", "    pass"
+)
+GATE = lines(*numbered("gate", 20))
+UP = lines(*numbered("up", 10))
+
+
+def _manifest(extra: str = "") -> str:
+    return f"""schema: 1
+name: {SET}
+summary: a demo set
+sglang: ">=0.5.0,<0.6"
+patches:
+  - id: model-hook
+    summary: add a hook to Model
+    type: feature
+    upstream: {{status: pending}}
+    probe:
+      any:
+        - {{file: srt/model.py, regex: '^    def hook\\('}}
+    variants:
+      - {{sglang: ">=0.5.0", patch: patches/0001-model-hook.patch}}
+  - id: gate
+    summary: change the gate
+    type: portability
+    upstream: {{status: pending}}
+    requires: [model-hook]
+    variants:
+      - {{sglang: ">=0.5.0", patch: patches/0002-gate.patch}}
+  - id: already-upstream
+    summary: upstream has this one
+    type: bugfix
+    upstream: {{status: merged, ref: "sgl-project/sglang#1", since: "0.5.0"}}
+    probe: {{file: srt/up.py, regex: '^up3$'}}
+    variants:
+      - {{sglang: ">=0.5.0", patch: patches/0003-up.patch}}
+  - id: extra
+    summary: an optional one
+    type: feature
+    optional: true
+    upstream: {{status: pending}}
+    requires: [gate]
+    variants:
+      - {{sglang: ">=0.5.0", patch: patches/0004-extra.patch}}
+    environment:
+      - {{package: definitely-not-installed-pkg, specifier: ">=1", why: "demo precondition"}}
+{extra}"""
+
+
+@pytest.fixture
+def env(tmp_path: Path):
+    pkg = tmp_path / "site" / "sglang"
+    (pkg / "srt").mkdir(parents=True)
+    (pkg / "_version.py").write_text("__version__ = version = '0.5.9'\n")
+    (pkg / "srt" / "model.py").write_text(MODEL)
+    (pkg / "srt" / "gate.py").write_text(GATE)
+    (pkg / "srt" / "up.py").write_text(UP)
+    sets = tmp_path / "sets" / SET
+    (sets / "patches").mkdir(parents=True)
+    (sets / "patchset.yaml").write_text(_manifest())
+    hooked = MODEL.replace(
+        "    x19 = 19\n", "    x19 = 19\n\n    def hook(self):\n        return 1\n"
+    )
+    (sets / "patches" / "0001-model-hook.patch").write_text(
+        "Add a hook.\n\n" + make_diff(MODEL, hooked, "python/sglang/srt/model.py")
+    )
+    (sets / "patches" / "0002-gate.patch").write_text(
+        make_diff(GATE, GATE.replace("gate10\n", "GATE10\n"), "python/sglang/srt/gate.py")
+    )
+    (sets / "patches" / "0003-up.patch").write_text(
+        make_diff(UP, UP.replace("up3\n", "up3 patched\n"), "python/sglang/srt/up.py")
+    )
+    (sets / "patches" / "0004-extra.patch").write_text(
+        make_diff(GATE, GATE.replace("gate2\n", "GATE2\n"), "python/sglang/srt/gate.py")
+    )
+    return pkg, tmp_path / "sets"
+
+
+def status_json(pkg: Path, sets: Path, capsys, *extra: str) -> dict:
+    capsys.readouterr()
+    sgpatch(
+        "status", "--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", SET, "--json", *extra
+    )
+    doc = json.loads(capsys.readouterr().out)
+    return {p["id"]: p["state"] for p in doc["sets"][0]["patches"]}
+
+
+def test_pristine_status_shows_pending_and_upstream(env, capsys):
+    """Input: a tree where up.py already has the probe's line. Outcome: the two patches pending,
+    already-upstream as upstream (probe), the optional one pending but not selected."""
+    pkg, sets = env
+    assert status_json(pkg, sets, capsys) == {
+        "model-hook": "pending",
+        "gate": "pending",
+        "already-upstream": "upstream",
+        "extra": "pending",
+    }
+
+
+def test_status_check_exits_1_while_pending_and_0_when_done(env, capsys):
+    pkg, sets = env
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", SET)
+    assert sgpatch("status", "--check", *args) == 1
+    assert sgpatch("apply", *args) == 0
+    assert sgpatch("status", "--check", *args) == 0
+
+
+def test_apply_writes_patches_and_ledger_and_is_idempotent(env, capsys):
+    pkg, sets = env
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", SET)
+    assert sgpatch("apply", *args) == 0
+    assert "def hook(self)" in (pkg / "srt" / "model.py").read_text()
+    assert "GATE10" in (pkg / "srt" / "gate.py").read_text()
+    assert (pkg / "srt" / "up.py").read_text() == UP  # upstream: never applied
+    assert "GATE2" not in (pkg / "srt" / "gate.py").read_text()  # optional, not chosen
+    record = ledger_mod.load(pkg).sets[SET]
+    assert [p.id for p in record.patches] == ["model-hook", "gate"]
+    assert record.files["srt/model.py"].before == ledger_mod.sha256(MODEL.encode())
+    before = snapshot(pkg)
+    assert sgpatch("apply", *args) == 0
+    assert snapshot(pkg) == before
+    assert status_json(pkg, sets, capsys)["model-hook"] == "applied"
+
+
+def test_optional_patch_with_flag_and_requires(env, capsys):
+    pkg, sets = env
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", SET)
+    assert sgpatch("apply", *args, "--with", "extra") == 0
+    text = (pkg / "srt" / "gate.py").read_text()
+    assert "GATE2" in text and "GATE10" in text
+    assert sgpatch("apply", *args, "--with", "nope") == 2
+
+
+def test_dry_run_writes_nothing(env, capsys):
+    pkg, sets = env
+    before = snapshot(pkg)
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", SET)
+    assert sgpatch("apply", "--dry-run", *args) == 0
+    assert snapshot(pkg) == before
+    assert not (pkg / ".sgpatch" / "ledger.json").exists()
+
+
+def test_conflict_writes_nothing_and_exits_3(env, capsys):
+    """Input: gate.py drifted so that the removed line is gone. Outcome: exit 3, model.py is not
+    patched either (all or nothing), the note names the hunk."""
+    pkg, sets = env
+    (pkg / "srt" / "gate.py").write_text(GATE.replace("gate10\n", "gate ten\n"))
+    before = snapshot(pkg)
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", SET)
+    assert sgpatch("apply", *args) == 3
+    assert snapshot(pkg) == before
+    assert "hunk #1" in capsys.readouterr().err
+
+
+def test_hand_applied_patch_is_present_not_pending(env, capsys):
+    pkg, sets = env
+    (pkg / "srt" / "gate.py").write_text(GATE.replace("gate10\n", "GATE10\n"))
+    assert status_json(pkg, sets, capsys)["gate"] == "present"
+
+
+def test_modified_after_apply_is_reported_and_revert_refuses_without_force(env, capsys):
+    pkg, sets = env
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", SET)
+    assert sgpatch("apply", *args) == 0
+    gate = pkg / "srt" / "gate.py"
+    gate.write_text(gate.read_text().replace("gate18\n", "gate18 edited\n"))
+    assert status_json(pkg, sets, capsys)["gate"] == "modified"
+    assert sgpatch("status", "--check", *args) == 1
+    assert sgpatch("revert", *args) == 1
+    assert "srt/gate.py" in capsys.readouterr().err
+    assert sgpatch("revert", "--force", *args) == 0
+    assert gate.read_text() == GATE.replace("gate18\n", "gate18 edited\n")  # edit kept
+    assert (pkg / "srt" / "model.py").read_text() == MODEL
+
+
+def test_revert_restores_exact_original_bytes(env, capsys):
+    pkg, sets = env
+    (pkg / "srt" / "model.py").write_bytes(MODEL.replace("\n", "\r\n").encode())
+    before = snapshot(pkg)
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", SET)
+    assert sgpatch("apply", *args) == 0
+    assert b"def hook(self):\r\n" in (pkg / "srt" / "model.py").read_bytes()
+    assert sgpatch("revert", *args) == 0
+    assert snapshot(pkg) == before
+    assert sgpatch("revert", *args) == 0  # nothing to revert
+
+
+def test_probe_upstream_wins_over_a_patch_that_would_apply(env, capsys):
+    """The Kimi trap in miniature: upstream added the hook in its own way; the patch would
+    still apply with an offset and add a second copy. The probe says upstream, nothing written."""
+    pkg, sets = env
+    (pkg / "srt" / "model.py").write_text(
+        MODEL.replace("class Model:\n", "class Model:\n    def hook(self):\n        return 2\n")
+    )
+    assert status_json(pkg, sets, capsys)["model-hook"] == "upstream"
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", SET)
+    assert sgpatch("apply", *args) == 0
+    assert (pkg / "srt" / "model.py").read_text().count("def hook") == 1
+
+
+def test_unsupported_version_is_exit_2(env, capsys):
+    pkg, sets = env
+    (pkg / "_version.py").write_text("__version__ = version = '0.4.0'\n")
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", SET)
+    assert sgpatch("apply", *args) == 2
+    assert "supports sglang" in capsys.readouterr().err
+
+
+def test_unknown_set_is_exit_2(env, capsys):
+    pkg, sets = env
+    assert sgpatch("apply", "--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", "x") == 2
+    assert "unknown patch set" in capsys.readouterr().err
+
+
+def test_no_sglang_tree_is_exit_2(tmp_path, capsys):
+    assert sgpatch("status", "--sglang-dir", str(tmp_path)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("sgpatch: error:") and err.count("\n") == 1
+
+
+def test_interrupted_run_is_rolled_back_by_the_next_command(env, capsys):
+    """Input: a journal left by a run killed after it replaced model.py. Outcome: the next
+    command restores the original bytes, says so, exits 4; the command after that works."""
+    pkg, sets = env
+    model = pkg / "srt" / "model.py"
+    write_journal(pkg / ".sgpatch", [FileChange("srt/model.py", MODEL.encode(), b"x")], {})
+    model.write_text("half-written\n")
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", SET)
+    assert sgpatch("status", *args) == 4
+    assert "rolled back" in capsys.readouterr().err
+    assert model.read_text() == MODEL
+    assert sgpatch("apply", *args) == 0
+
+
+def test_corrupted_or_newer_ledger_is_a_clear_error(env, capsys):
+    pkg, sets = env
+    (pkg / ".sgpatch").mkdir()
+    (pkg / ".sgpatch" / "ledger.json").write_text("{not json")
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", SET)
+    assert sgpatch("status", *args) == 2
+    assert "ledger is unreadable" in capsys.readouterr().err
+    (pkg / ".sgpatch" / "ledger.json").write_text('{"schema": 99, "sets": {}}')
+    assert sgpatch("apply", *args) == 2
+    assert "newer sgpatch" in capsys.readouterr().err
+
+
+def test_read_only_file_fails_cleanly_and_changes_nothing(env, capsys):
+    if os.geteuid() == 0:
+        pytest.skip("root can write read-only files")
+    pkg, sets = env
+    os.chmod(pkg / "srt" / "gate.py", 0o444)
+    before = snapshot(pkg)
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", SET)
+    assert sgpatch("apply", *args) == 2
+    assert snapshot(pkg) == before
+
+
+def test_list_show_probe_json(env, capsys):
+    pkg, sets = env
+    assert sgpatch("list", "--patchsets", str(sets), "--json") == 0
+    names = [s["name"] for s in json.loads(capsys.readouterr().out)["sets"]]
+    assert SET in names
+    assert sgpatch("show", SET, "--patchsets", str(sets), "--json") == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert [p["id"] for p in shown["patches"]][:2] == ["model-hook", "gate"]
+    assert (
+        sgpatch("probe", "--set", SET, "--sglang-dir", str(pkg), "--patchsets", str(sets), "--json")
+        == 0
+    )
+    probes = {p["id"]: p["upstream"] for p in json.loads(capsys.readouterr().out)["probes"]}
+    assert probes == {"model-hook": False, "gate": None, "already-upstream": True, "extra": None}
+
+
+def test_preconditions_are_reported_not_hidden(env, capsys):
+    pkg, sets = env
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", SET)
+    capsys.readouterr()
+    assert sgpatch("status", *args, "--with", "extra", "--json") == 0
+    doc = json.loads(capsys.readouterr().out)
+    (pre,) = doc["sets"][0]["preconditions"]
+    assert pre["package"] == "definitely-not-installed-pkg" and pre["verdict"] == "unknown"

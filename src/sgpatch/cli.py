@@ -237,6 +237,76 @@ def probe_cmd(
     )
 
 
+@app.command("fetch")
+def fetch_cmd(
+    versions: Annotated[list[str], typer.Argument(help="SGLang release(s), e.g. 0.5.10.")],
+    dest: Annotated[
+        Path | None, typer.Option("--dest", help="Also extract a pristine tree here.")
+    ] = None,
+    layout: Annotated[
+        str, typer.Option("--layout", help="site-packages or checkout (python/sglang).")
+    ] = "site-packages",
+    as_json: JsonOpt = False,
+) -> None:
+    """Download pristine SGLang releases into the cache ($SGPATCH_CACHE or ~/.cache/sgpatch).
+
+    Wheels come from the package index via pip and are checked against their RECORD hashes.
+    """
+    from sgpatch.commands import maint
+
+    raise typer.Exit(maint.fetch(versions, dest, layout, as_json))
+
+
+FormatOpt = Annotated[str, typer.Option("--format", help="table, markdown or json.")]
+ReleasesOpt = Annotated[
+    str | None,
+    typer.Option("--releases", help="PEP 440 specifier narrowing the releases (default: all)."),
+]
+OfflineOpt = Annotated[
+    bool, typer.Option("--offline", help="Only releases already in the cache; no index query.")
+]
+
+
+@app.command("matrix")
+def matrix_cmd(
+    set_name: SetOpt,
+    patchsets: PatchsetsOpt = None,
+    releases: ReleasesOpt = None,
+    fmt: FormatOpt = "table",
+    fail_on: Annotated[
+        list[str] | None,
+        typer.Option("--fail-on", help="Exit 3 if a cell is: conflict, fuzz, error, ..."),
+    ] = None,
+    offline: OfflineOpt = False,
+    workers: Annotated[int | None, typer.Option("--workers", help="Parallel workers.")] = None,
+) -> None:
+    """Each patch of a set against each release the set claims: clean / offset / fuzz /
+    upstream / n/a / conflict, planned on pristine trees from the release cache, in parallel."""
+    from sgpatch.commands import maint
+
+    raise typer.Exit(
+        maint.matrix(set_name, patchsets or [], releases, fmt, fail_on or [], offline, workers)
+    )
+
+
+@app.command("lint")
+def lint_cmd(
+    set_names: Annotated[
+        list[str] | None, typer.Option("--set", "-s", help="Set(s) to check (default: all).")
+    ] = None,
+    patchsets: PatchsetsOpt = None,
+    releases: ReleasesOpt = None,
+    fmt: Annotated[str, typer.Option("--format", help="text, github or json.")] = "text",
+    offline: OfflineOpt = False,
+) -> None:
+    """CI checks for patch sets: every variant applies with fuzz 0 and no ambiguity on every
+    release it covers; probes agree with the manifest's upstream status; headers present.
+    Exit 3 on any error."""
+    from sgpatch.commands import maint
+
+    raise typer.Exit(maint.lint(set_names or [], patchsets or [], releases, fmt, offline))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: turn SgpatchError into one line on stderr and its exit code."""
     try:

@@ -1,0 +1,139 @@
+"""Maintainer commands: `fetch` (release cache), `matrix` (set x releases), `lint` (CI checks)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from sgpatch import report
+from sgpatch.errors import ExitCode, SgpatchError
+
+
+def fetch(versions: Sequence[str], dest: Path | None, layout: str, as_json: bool) -> int:
+    """Get pristine releases into the cache (checked against RECORD); optionally a tree."""
+    from sgpatch import releases
+
+    out = []
+    for v in versions:
+        wheel = releases.wheel_path(v)
+        root = (
+            releases.copy_tree(v, dest / v if len(versions) > 1 else dest, layout) if dest else None
+        )
+        out.append({"version": v, "wheel": str(wheel), "root": str(root) if root else None})
+        if not as_json:
+            report.err(f"sglang {v}: {wheel}" + (f" -> {root}" if root else ""))
+    if as_json:
+        report.emit_json({"command": "fetch", "exit_code": 0, "releases": out})
+    return 0
+
+
+def matrix(
+    set_name: str,
+    patchsets: Sequence[Path],
+    releases_spec: str | None,
+    fmt: str,
+    fail_on: Sequence[str],
+    offline: bool,
+    workers: int | None,
+) -> int:
+    from sgpatch import matrix as mx
+    from sgpatch.manifest import load_set
+
+    manifest = load_set(set_name, tuple(patchsets))
+    versions = mx.select_versions(manifest, releases_spec, offline)
+    if not versions:
+        raise SgpatchError(f"no release matches {releases_spec or manifest.sglang}")
+    rows = mx.compute(manifest, versions, workers)
+    failing = {"conflict", "error", "fuzz", "pending", "present", "upstream"} & set(fail_on)
+    code = ExitCode.OK
+    for row in rows:
+        if row.error and "error" in failing:
+            code = ExitCode.CONFLICT
+        for cell in row.cells.values():
+            kind = "fuzz" if cell.how.startswith("fuzz") else cell.state
+            if kind in failing or (cell.state == "conflict" and "conflict" in failing):
+                code = ExitCode.CONFLICT
+    if fmt == "json":
+        report.emit_json(
+            {
+                "command": "matrix",
+                "exit_code": int(code),
+                "set": manifest.name,
+                "patches": [p.id for p in manifest.patches],
+                "releases": [
+                    {
+                        "release": r.release,
+                        "error": r.error,
+                        "cells": {k: asdict(c) for k, c in r.cells.items()},
+                    }
+                    for r in rows
+                ],
+            }
+        )
+    elif fmt == "markdown":
+        import sys
+
+        sys.stdout.write(mx.markdown(manifest, rows))
+    else:
+        from rich.table import Table
+
+        table = Table(title=f"{manifest.name} x sglang releases", title_justify="left")
+        table.add_column("release")
+        ids = [p.id for p in manifest.patches]
+        for i in ids:
+            table.add_column(i, overflow="fold")
+        for r in rows:
+            cells = [
+                "error" if r.error else mx.cell_text(r.cells[i]) if i in r.cells else ""
+                for i in ids
+            ]
+            table.add_row(r.release, *cells)
+        report.console().print(table)
+        for r in rows:
+            if r.error:
+                report.err(f"{r.release}: {r.error}")
+    return int(code)
+
+
+def lint(
+    set_names: Sequence[str],
+    patchsets: Sequence[Path],
+    releases_spec: str | None,
+    fmt: str,
+    offline: bool,
+) -> int:
+    from sgpatch import lint as lint_mod
+    from sgpatch import matrix as mx
+    from sgpatch.manifest import find_sets, load_set
+
+    names = list(set_names) or sorted(find_sets(tuple(patchsets)))
+    findings_all = []
+    for name in names:
+        manifest = load_set(name, tuple(patchsets))
+        versions = mx.select_versions(manifest, releases_spec, offline)
+        rows = mx.compute(manifest, versions)
+        findings = lint_mod.check(manifest, rows)
+        findings_all += findings
+        if fmt == "json":
+            continue
+        for line in lint_mod.render(findings, fmt, name):
+            (print if fmt == "github" else report.err)(line)
+        errors = sum(1 for f in findings if f.level == "error")
+        warnings = len(findings) - errors
+        report.err(
+            f"sgpatch lint: {name}: {len(versions)} release(s), {errors} error(s), "
+            f"{warnings} warning(s)"
+        )
+    code = ExitCode.CONFLICT if any(f.level == "error" for f in findings_all) else ExitCode.OK
+    if fmt == "json":
+        report.emit_json(
+            {
+                "command": "lint",
+                "exit_code": int(code),
+                "findings": [
+                    {**asdict(f), "file": str(f.file) if f.file else None} for f in findings_all
+                ],
+            }
+        )
+    return int(code)

@@ -1,0 +1,124 @@
+"""Checks a patch set must pass before it ships: run over the release matrix, pure logic."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from packaging.version import Version
+
+from sgpatch.diffs import read_patch
+from sgpatch.manifest import SetManifest, select_variant
+from sgpatch.matrix import Row
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: Literal["error", "warning"]
+    patch: str | None
+    release: str | None
+    message: str
+    file: Path | None = None  # for annotations
+    line: int | None = None
+
+
+def check(manifest: SetManifest, rows: Sequence[Row]) -> list[Finding]:
+    """Every variant applies at fuzz 0 without ambiguity on each release it covers; probes say
+    'upstream' exactly where the manifest says upstream has the change; headers are there."""
+    out: list[Finding] = []
+    for spec in manifest.patches:
+        for v in spec.variants:
+            if v.patch is None:
+                continue
+            header = read_patch(v.patch).header.strip()
+            if not header:
+                out.append(
+                    Finding(
+                        "warning",
+                        spec.id,
+                        None,
+                        f"{v.patch.name}: no header (say what, why, origin, upstream)",
+                        v.patch,
+                        1,
+                    )
+                )
+    for row in rows:
+        if row.error:
+            out.append(Finding("error", None, row.release, row.error, manifest.path))
+            continue
+        version = Version(row.release)
+        for spec in manifest.patches:
+            cell = row.cells.get(spec.id)
+            if cell is None:
+                continue
+            variant = select_variant(spec, version)
+            where = (manifest.path, spec.line)
+            if cell.state == "conflict":
+                out.append(
+                    Finding("error", spec.id, row.release, f"does not apply: {cell.note}", *where)
+                )
+            elif cell.state == "pending" and cell.how not in ("clean", "offset"):
+                out.append(
+                    Finding(
+                        "error",
+                        spec.id,
+                        row.release,
+                        f"applies only with {cell.how}; make a variant that applies with fuzz 0",
+                        *where,
+                    )
+                )
+            elif cell.state == "present":
+                out.append(
+                    Finding(
+                        "warning",
+                        spec.id,
+                        row.release,
+                        "the release already holds the post-image; upstream merged it "
+                        "verbatim? narrow the variant and add a probe",
+                        *where,
+                    )
+                )
+            elif cell.state == "upstream" and variant is not None and variant.patch is not None:
+                out.append(
+                    Finding(
+                        "warning",
+                        spec.id,
+                        row.release,
+                        "a variant covers this release but the probe says upstream "
+                        "has it; narrow the variant's specifier",
+                        *where,
+                    )
+                )
+            since = spec.upstream.since
+            if (
+                spec.upstream.status == "merged"
+                and since is not None
+                and version >= since
+                and cell.state not in ("upstream", "n/a")
+            ):
+                out.append(
+                    Finding(
+                        "error",
+                        spec.id,
+                        row.release,
+                        f"manifest says merged since {since}, but the probe does not "
+                        f"find it (state {cell.state})",
+                        *where,
+                    )
+                )
+    return out
+
+
+def render(findings: Sequence[Finding], fmt: str, name: str) -> list[str]:
+    lines = []
+    for f in findings:
+        what = f"{name}/{f.patch}" if f.patch else name
+        rel = f" on sglang {f.release}" if f.release else ""
+        if fmt == "github":
+            loc = f"file={f.file},line={f.line or 1}," if f.file else ""
+            lines.append(f"::{f.level} {loc}title=sgpatch lint {what}::{what}{rel}: {f.message}")
+        else:
+            lines.append(f"{f.level}: {what}{rel}: {f.message}")
+    return lines

@@ -1,0 +1,67 @@
+"""lint rules over a release matrix (pure logic, synthetic rows)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sgpatch.lint import check, render
+from sgpatch.manifest import load_manifest
+from sgpatch.matrix import Cell, Row
+
+
+def _set(tmp_path: Path) -> Path:
+    d = tmp_path / "s"
+    (d / "patches").mkdir(parents=True)
+    (d / "patches" / "p.patch").write_text(
+        "Subject: x\n\n--- a/python/sglang/srt/x.py\n+++ b/python/sglang/srt/x.py\n"
+        "@@ -1 +1 @@\n-a\n+b\n"
+    )
+    (d / "patchset.yaml").write_text(
+        """schema: 1
+name: s
+summary: s
+sglang: ">=0.5.0,<0.6"
+patches:
+  - id: p
+    summary: p
+    type: bugfix
+    upstream: {status: merged, ref: "o/r#1", since: "0.5.3"}
+    probe: {file: srt/x.py, regex: '^b$'}
+    variants:
+      - {sglang: "<0.5.3", patch: patches/p.patch}
+"""
+    )
+    return d / "patchset.yaml"
+
+
+def test_clean_matrix_has_no_findings(tmp_path):
+    m = load_manifest(_set(tmp_path))
+    rows = [
+        Row("0.5.1", {"p": Cell("pending", "clean")}),
+        Row("0.5.3", {"p": Cell("upstream", "probe")}),
+    ]
+    assert check(m, rows) == []
+
+
+def test_each_rule_fires(tmp_path):
+    m = load_manifest(_set(tmp_path))
+    rows = [
+        Row("0.5.0", {"p": Cell("conflict", "conflict", note="x.py hunk #1: gone")}),
+        Row("0.5.1", {"p": Cell("pending", "fuzz 1")}),
+        Row("0.5.2", {"p": Cell("upstream", "probe")}),  # variant covers it, probe says upstream
+        Row("0.5.4", {"p": Cell("pending", "clean")}),  # merged since 0.5.3, probe false
+        Row("0.5.5", {}, error="no variant of patch 'p'"),
+    ]
+    msgs = [(f.level, f.release, f.message.split(";")[0][:30]) for f in check(m, rows)]
+    assert ("error", "0.5.0", "does not apply: x.py hunk #1: ") in msgs
+    assert ("error", "0.5.1", "applies only with fuzz 1") in msgs
+    assert any(lvl == "warning" and rel == "0.5.2" for lvl, rel, _ in msgs)
+    assert any(lvl == "error" and rel == "0.5.4" and "merged since" in t for lvl, rel, t in msgs)
+    assert any(lvl == "error" and rel == "0.5.5" for lvl, rel, _ in msgs)
+
+
+def test_github_annotations_format(tmp_path):
+    m = load_manifest(_set(tmp_path))
+    findings = check(m, [Row("0.5.0", {"p": Cell("conflict", "conflict", note="n")})])
+    (line,) = render(findings, "github", "s")
+    assert line.startswith("::error file=") and "sglang 0.5.0" in line

@@ -116,6 +116,13 @@ def apply_cmd(
     ] = False,
     as_json: JsonOpt = False,
     verbose: VerboseOpt = False,
+    git_commit: Annotated[
+        bool,
+        typer.Option(
+            "--commit",
+            help="Git checkout: record each newly applied patch as its own commit.",
+        ),
+    ] = False,
 ) -> None:
     """Apply a patch set: probes first, then every patch planned in memory; all or nothing.
 
@@ -136,6 +143,7 @@ def apply_cmd(
             strict,
             as_json,
             verbose,
+            git_commit,
         )
     )
 
@@ -305,6 +313,103 @@ def lint_cmd(
     from sgpatch.commands import maint
 
     raise typer.Exit(maint.lint(set_names or [], patchsets or [], releases, fmt, offline))
+
+
+@app.command("port")
+def port_cmd(
+    set_name: SetOpt,
+    to: Annotated[str, typer.Option("--to", help="The new SGLang release, e.g. 0.5.24.")],
+    patchsets: PatchsetsOpt = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Report what would change; write nothing.")
+    ] = False,
+    scratch: Annotated[
+        Path | None,
+        typer.Option("--scratch", help="Where to leave merged files with conflict markers."),
+    ] = None,
+    without_ids: WithoutOpt = None,
+    offline: OfflineOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Carry a set to a new release: per patch upstream now / still applies / ported (3-way
+    merge into a new fuzz-0 variant) / conflict. Any conflict: exit 3 and the set is unchanged."""
+    from sgpatch.commands import port
+
+    raise typer.Exit(
+        port.run(
+            set_name, to, patchsets or [], dry_run, scratch, without_ids or [], offline, as_json
+        )
+    )
+
+
+@app.command("refresh")
+def refresh_cmd(
+    set_name: SetOpt,
+    patch_id: Annotated[str, typer.Option("--patch", "-p", help="The patch id to regenerate.")],
+    sglang_dir: SglangDir = None,
+    sglang_version: SglangVersion = None,
+    patchsets: PatchsetsOpt = None,
+    files: Annotated[
+        list[str] | None,
+        typer.Option("--file", help="Also include this package-relative file (repeatable)."),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the new patch; write nothing.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Regenerate a patch's variant for the tree's release from the edited tree, against the
+    pristine release (like quilt refresh), in canonical form; header kept."""
+    from sgpatch.commands import refresh
+
+    raise typer.Exit(
+        refresh.run(
+            set_name,
+            patch_id,
+            sglang_dir,
+            sglang_version,
+            patchsets or [],
+            files or [],
+            dry_run,
+            as_json,
+        )
+    )
+
+
+@app.command("diff")
+def diff_cmd(
+    paths: Annotated[
+        list[str] | None, typer.Argument(help="Package-relative files (default: all changed).")
+    ] = None,
+    sglang_dir: SglangDir = None,
+    against: Annotated[
+        str | None,
+        typer.Option("--against", help="Release to diff against (default: the tree's version)."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the canonical diff of a tree against its pristine release (from the cache)."""
+    from sgpatch.commands import refresh
+
+    raise typer.Exit(refresh.diff(paths or [], sglang_dir, against, as_json))
+
+
+@app.command("export")
+def export_cmd(
+    set_name: SetOpt,
+    to: Annotated[Path, typer.Option("--to", help="Folder to write the patch files into.")],
+    sglang_dir: SglangDir = None,
+    sglang_version: SglangVersion = None,
+    patchsets: PatchsetsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Git mode: write the commits `apply --commit` made (found by their trailer) back to
+    canonical patch files."""
+    from sgpatch.commands import gitcmds
+
+    raise typer.Exit(
+        gitcmds.export(set_name, to, sglang_dir, sglang_version, patchsets or [], as_json)
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

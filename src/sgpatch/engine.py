@@ -100,7 +100,9 @@ class _Index:
             self._keys[mode], self._pos[mode] = keys, pos
         return self._keys[mode]
 
-    def find(self, pattern: Sequence[str], mode: str, lo: int, at_eof: bool) -> list[int]:
+    def find(
+        self, pattern: Sequence[str], mode: str, lo: int, at_eof: bool, at_bof: bool = False
+    ) -> list[int]:
         """Every position >= lo where `pattern` (already keyed) matches."""
         keys = self.keys(mode)
         n, m = len(keys), len(pattern)
@@ -110,16 +112,18 @@ class _Index:
         for p in self._pos[mode].get(pattern[0], ()):
             if p < lo or p + m > n:
                 continue
-            if at_eof and p + m != n:
+            if (at_eof and p + m != n) or (at_bof and p != 0):
                 continue
             if keys[p : p + m] == list(pattern):
                 out.append(p)
         return out
 
-    def matches_at(self, pattern: Sequence[str], mode: str, p: int, at_eof: bool) -> bool:
+    def matches_at(
+        self, pattern: Sequence[str], mode: str, p: int, at_eof: bool, at_bof: bool = False
+    ) -> bool:
         keys = self.keys(mode)
         m = len(pattern)
-        if p < 0 or p + m > len(keys) or (at_eof and p + m != len(keys)):
+        if p < 0 or p + m > len(keys) or (at_eof and p + m != len(keys)) or (at_bof and p):
             return False
         return keys[p : p + m] == list(pattern)
 
@@ -132,7 +136,8 @@ class _Image:
     texts: tuple[str, ...]
     lead: int  # context lines dropped at the start
     trail: int  # context lines dropped at the end
-    at_eof: bool
+    at_eof: bool  # must end at the end of the file
+    at_bof: bool = False  # must start at the top of the file
 
 
 @dataclass(frozen=True)
@@ -148,12 +153,18 @@ def _side(hunk: Hunk, new: bool, lead: int, trail: int) -> _Image:
     body = [ln for ln in hunk.lines if ln.kind != drop]
     body = body[lead : len(body) - trail]
     no_eol = hunk.new_no_eol if new else hunk.old_no_eol
+    lead_ctx, trail_ctx = _context_edges(hunk)
+    # Like GNU patch: less context after than before means the hunk ends at the end of the
+    # file; less before than after, on a hunk stated at line 1, means it starts the file.
+    eof = no_eol or trail_ctx < lead_ctx
+    bof = lead_ctx < trail_ctx and hunk.source_start <= 1
     return _Image(
         kinds=tuple(ln.kind for ln in body),
         texts=tuple(ln.text for ln in body),
         lead=lead,
         trail=trail,
-        at_eof=no_eol and trail == 0,
+        at_eof=eof and trail == 0,
+        at_bof=bof and lead == 0,
     )
 
 
@@ -256,7 +267,7 @@ def _search(
     for new_side in (True, False):
         img = _side(hunk, new_side, lead, trail)
         pattern = [key(t) for t in img.texts]
-        for p in idx.find(pattern, mode, lo, img.at_eof):
+        for p in idx.find(pattern, mode, lo, img.at_eof, img.at_bof):
             # both images at one spot: the longer match wins (post-image on a tie)
             if p not in places or len(pattern) > places[p][0]:
                 places[p] = (len(pattern), _Place(p, new_side, lead, trail))
@@ -329,8 +340,21 @@ def place_hunk(
     for new_side in (True, False):
         img = _side(hunk, new_side, 0, 0)
         at_expected = expected >= lo and img.texts
-        if at_expected and idx.matches_at(list(img.texts), "exact", expected, img.at_eof):
+        if at_expected and idx.matches_at(
+            list(img.texts), "exact", expected, img.at_eof, img.at_bof
+        ):
             hits.append((len(img.texts), new_side))
+    if len(hits) == 2:
+        return _Outcome(
+            None,
+            _ambiguous(
+                hunk,
+                "exact",
+                (expected + 1,),
+                f"both the pre-image and the post-image match at line {expected + 1} (repeated "
+                "lines): cannot tell whether it is applied",
+            ),
+        )
     if hits:
         _, new_side = max(hits)
         place = _Place(expected, new_side, 0, 0)
@@ -427,8 +451,29 @@ def place_hunk(
                         ),
                     )
         loose_match = level == "whitespace" or _start(chosen) in loose
+        if _echo(hunk, idx, chosen, "ws" if loose_match else "exact"):
+            return _Outcome(
+                None,
+                _ambiguous(
+                    hunk,
+                    level,
+                    (at,),
+                    f"both the pre-image and the post-image match at line {at} (repeated lines): "
+                    "cannot tell whether it is applied",
+                ),
+            )
         return _Outcome(chosen, _result(hunk, chosen, level, cands, whitespace=loose_match))
     return _Outcome(None, _conflict(hunk, idx, expected, lo))
+
+
+def _echo(hunk: Hunk, idx: _Index, place: _Place, mode: str) -> bool:
+    """Does the other image match at the very same spot too?"""
+    other = _side(hunk, not place.new_side, place.lead, place.trail)
+    if not other.texts:
+        return False
+    key = (lambda t: t) if mode == "exact" else ws_key
+    pattern = [key(t) for t in other.texts]
+    return idx.matches_at(pattern, mode, place.pos, other.at_eof, other.at_bof)
 
 
 def _ambiguous(hunk: Hunk, level: Level, cands: tuple[int, ...], reason: str) -> HunkResult:

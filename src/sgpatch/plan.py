@@ -8,7 +8,7 @@ a dry run exactly as in a real run). The set-level planner (states per patch) bu
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -239,6 +239,19 @@ class SetPlan:
     def exit_code(self) -> ExitCode:
         codes = [p.exit_code for p in self.patches if p.selected]
         return max(codes, default=ExitCode.OK)
+
+    def applied(self) -> SetPlan:
+        """The plan as it reads once its changes are written: selected pending -> applied."""
+        return replace(
+            self,
+            patches=tuple(
+                replace(p, state="applied", exit_code=ExitCode.OK)
+                if p.selected and p.state == "pending"
+                else p
+                for p in self.patches
+            ),
+            changes=(),
+        )
 
 
 def package_mapper(name: str) -> PathMapper:

@@ -2,21 +2,34 @@
 
 A run computes every new file content in memory first (see plan). `Transaction.commit` then
   1. checks every path is inside the tree and no file changed since it was read;
-  2. writes a journal with the original bytes of every file it will touch, fsynced;
-  3. replaces each file through a temp file + os.replace (mode kept);
+  2. writes a journal with the original bytes (and mode) of every file it will touch, fsynced;
+  3. replaces each file through a temp file + os.replace (mode kept), fsyncing file and folder;
   4. removes the journal.
 Any later run that finds a journal rolls the tree back first (`recover`), so an interrupted run
-never leaves a half-patched tree.
+never leaves a half-patched tree. Recovery is itself idempotent: killed half-way, the journal is
+still there and the next run finishes it. See docs/safety.md for the guarantees and their limits.
+
+Test-only hooks (environment variables, never set them in production):
+  SGPATCH_TEST_KILL_AT=N   SIGKILL this process right before its N-th write step (1-based; a step
+                           is one temp-file write, os.replace, unlink, or journal removal, in
+                           commit and in recover alike). Used by the fault-injection tests.
+Supported knob:
+  SGPATCH_LOCK_TIMEOUT=S   seconds to wait for another run's lock before exit 4 (default 30).
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import errno
 import json
 import os
+import signal
+import socket
 import stat
+import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +38,22 @@ from sgpatch.errors import ExitCode, SgpatchError, unsafe
 
 JOURNAL = "journal.json"
 LOCK = "lock"
+LOCK_OWNER = "lock.owner"
+TMP_SUFFIX = ".sgpatch-tmp"
+KILL_ENV = "SGPATCH_TEST_KILL_AT"
+LOCK_TIMEOUT_ENV = "SGPATCH_LOCK_TIMEOUT"
+DEFAULT_LOCK_TIMEOUT = 30.0
+
+_steps = 0  # write steps taken by this process (for SGPATCH_TEST_KILL_AT)
+
+
+def _step() -> None:
+    """Count one write step; test-only: die here (SIGKILL, no cleanup) if asked to."""
+    global _steps
+    _steps += 1
+    kill_at = os.environ.get(KILL_ENV)
+    if kill_at and kill_at.strip() == str(_steps):
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 @dataclass(frozen=True)
@@ -38,26 +67,36 @@ class FileChange:
 
 
 def safe_path(root: Path, rel: str) -> Path:
-    """`root/rel`, refusing anything that could write outside `root` (exit 4)."""
+    """`root/rel`, refusing anything that could write outside `root` (exit 4).
+
+    Refused: empty or absolute paths, `..`, NUL bytes, a symlink anywhere on the way that
+    resolves outside the tree, a symlink as the file itself (writing through it), and anything
+    that exists but is neither a regular file nor a folder (FIFO, socket, device).
+    """
+    if not isinstance(rel, str) or rel in ("", ".") or "\x00" in rel:
+        raise unsafe(f"refusing path {rel!r}: not a file path inside the tree")
     if rel.startswith("/") or os.path.isabs(rel):
         raise unsafe(f"refusing absolute path {rel!r}")
     parts = Path(rel).parts
     if ".." in parts:
         raise unsafe(f"refusing path with '..': {rel!r}")
-    root_real = Path(os.path.realpath(root))
-    path = root / rel
-    cur = root
-    for part in parts:
-        cur = cur / part
-        if cur.is_symlink():
-            target = Path(os.path.realpath(cur))
-            if cur == path:
-                raise unsafe(f"refusing to write through symlink {rel!r} -> {target}")
-            if root_real != target and root_real not in target.parents:
-                raise unsafe(f"refusing path {rel!r}: symlink {cur} leaves the tree")
-    if path.exists() and not (path.is_file() or path.is_dir()):
-        raise unsafe(f"refusing to touch {rel!r}: not a regular file")
-    real = Path(os.path.realpath(path))
+    try:
+        root_real = Path(os.path.realpath(root))
+        path = root / rel
+        cur = root
+        for part in parts:
+            cur = cur / part
+            if cur.is_symlink():
+                target = Path(os.path.realpath(cur))
+                if cur == path:
+                    raise unsafe(f"refusing to write through symlink {rel!r} -> {target}")
+                if root_real != target and root_real not in target.parents:
+                    raise unsafe(f"refusing path {rel!r}: symlink {cur} leaves the tree")
+        if path.exists() and not (path.is_file() or path.is_dir()):
+            raise unsafe(f"refusing to touch {rel!r}: not a regular file")
+        real = Path(os.path.realpath(path))
+    except OSError as exc:
+        raise unsafe(f"refusing path {rel!r}: {exc.strerror or exc}") from None
     if real != root_real and root_real not in real.parents:
         raise unsafe(f"refusing path {rel!r}: it resolves outside {root}")
     return path
@@ -72,8 +111,16 @@ def read_bytes(root: Path, rel: str) -> bytes | None:
         return None
     except IsADirectoryError:
         raise SgpatchError(f"{rel}: is a directory", ExitCode.BAD_INPUT) from None
+    except NotADirectoryError:
+        raise SgpatchError(f"{rel}: a parent is not a directory", ExitCode.BAD_INPUT) from None
     except OSError as exc:
         raise SgpatchError(f"{rel}: cannot read: {exc.strerror}", ExitCode.BAD_INPUT) from None
+
+
+def _check_state_dir(state_dir: Path) -> None:
+    """sgpatch's own folder (`.sgpatch`) must be a real folder: never follow a symlink there."""
+    if state_dir.is_symlink() or (state_dir.exists() and not state_dir.is_dir()):
+        raise unsafe(f"refusing state folder {state_dir}: it is a symlink or not a folder")
 
 
 def _fsync_dir(path: Path) -> None:
@@ -89,13 +136,15 @@ def _atomic_write(path: Path, data: bytes, mode: int | None) -> None:
     if mode is None:
         mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".sgpatch-tmp", dir=path.parent)
+    _step()
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
+        _step()
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -107,8 +156,11 @@ def _atomic_write(path: Path, data: bytes, mode: int | None) -> None:
 def _put(root: Path, rel: str, data: bytes | None, mode: int | None) -> None:
     path = root / rel
     if data is None:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+        if path.exists() or path.is_symlink():
+            _step()
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            _fsync_dir(path.parent)
     else:
         _atomic_write(path, data, mode)
 
@@ -118,73 +170,193 @@ def _b64(data: bytes | None) -> str | None:
 
 
 def _unb64(text: str | None) -> bytes | None:
-    return None if text is None else base64.b64decode(text)
+    return None if text is None else base64.b64decode(text, validate=True)
 
 
-def write_journal(state_dir: Path, changes: Sequence[FileChange], modes: dict[str, int]) -> Path:
+def _missing_dirs(root: Path, changes: Sequence[FileChange]) -> list[str]:
+    """Folders a commit will create (so a rollback can remove them again), deepest first."""
+    out: set[str] = set()
+    for c in changes:
+        if c.after is None:
+            continue
+        parent = Path(c.path).parent
+        while parent != Path(".") and not (root / parent).exists():
+            out.add(parent.as_posix())
+            parent = parent.parent
+    return sorted(out, key=lambda p: (-p.count("/"), p))
+
+
+def write_journal(
+    state_dir: Path,
+    changes: Sequence[FileChange],
+    modes: dict[str, int],
+    dirs: Sequence[str] = (),
+) -> Path:
+    """Write (and fsync) the journal: original bytes and mode of every file about to change."""
     state_dir.mkdir(parents=True, exist_ok=True)
     doc = {
         "schema": 1,
+        "pid": os.getpid(),
         "files": [
             {"path": c.path, "before": _b64(c.before), "mode": modes.get(c.path)} for c in changes
         ],
+        "dirs": list(dirs),
     }
     path = state_dir / JOURNAL
     _atomic_write(path, json.dumps(doc).encode(), 0o644)
     return path
 
 
+def _remove_stale_temps(folder: Path, name: str | None = None) -> None:
+    """Temp files a killed run left in `folder` (for one file name, or all of them)."""
+    if not folder.is_dir():
+        return
+    pattern = f".{name}.*{TMP_SUFFIX}" if name is not None else f".*{TMP_SUFFIX}"
+    for tmp in folder.glob(pattern):
+        with contextlib.suppress(OSError):
+            if tmp.is_file() and not tmp.is_symlink():
+                tmp.unlink()
+
+
 def recover(root: Path, state_dir: Path) -> list[str] | None:
-    """Roll back an interrupted run, if its journal is there. Returns the files restored."""
+    """Roll back an interrupted run, if its journal is there. Returns the files restored.
+
+    Call it with the lock held. Restores bytes and mode of every journalled file, deletes files
+    the run created, temp files it left and folders it made, then removes the journal (last).
+    """
     path = state_dir / JOURNAL
+    _check_state_dir(state_dir)
+    _remove_stale_temps(state_dir)
     if not path.exists():
         return None
     try:
         doc = json.loads(path.read_text())
         entries = [(e["path"], _unb64(e["before"]), e.get("mode")) for e in doc["files"]]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        dirs = [str(d) for d in doc.get("dirs", [])]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise unsafe(
             f"{path}: unreadable journal of an interrupted run ({exc}); "
             "inspect the tree, then delete the journal"
         ) from None
     restored = []
-    for rel, before, mode in entries:
-        safe_path(root, rel)
-        current = (root / rel).read_bytes() if (root / rel).is_file() else None
-        if current != before:
-            _put(root, rel, before, mode)
-            restored.append(rel)
-    path.unlink()
+    try:
+        for rel, before, mode in entries:
+            target = safe_path(root, rel)
+            _remove_stale_temps(target.parent, target.name)
+            current = target.read_bytes() if target.is_file() else None
+            now_mode = stat.S_IMODE(target.stat().st_mode) if current is not None else None
+            if current != before or (before is not None and mode is not None and now_mode != mode):
+                _put(root, rel, before, mode)
+                restored.append(rel)
+        for rel in dirs:
+            with contextlib.suppress(OSError):
+                safe_path(root, rel).rmdir()  # only if empty
+        _step()
+        path.unlink()
+    except OSError as exc:
+        raise unsafe(
+            f"rolling back an interrupted run failed ({exc.strerror or exc}: "
+            f"{getattr(exc, 'filename', '') or ''}); the journal {path} is kept, fix the cause "
+            "and run sgpatch again"
+        ) from None
     _fsync_dir(state_dir)
     return restored
 
 
+def lock_timeout(default: float = DEFAULT_LOCK_TIMEOUT) -> float:
+    """$SGPATCH_LOCK_TIMEOUT (seconds) if set to a number >= 0, else `default`."""
+    raw = os.environ.get(LOCK_TIMEOUT_ENV)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SgpatchError(f"${LOCK_TIMEOUT_ENV}={raw!r}: expected seconds") from None
+    if value < 0 or value != value:
+        raise SgpatchError(f"${LOCK_TIMEOUT_ENV}={raw!r}: expected seconds >= 0")
+    return value
+
+
+def _holder(state_dir: Path) -> str:
+    try:
+        doc = json.loads((state_dir / LOCK_OWNER).read_text())
+        since = time.strftime("%H:%M:%S", time.localtime(float(doc["since"])))
+        return f"held by pid {doc['pid']} on {doc['host']} since {since}: {doc['cmd']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "holder unknown"
+
+
+def _write_owner(state_dir: Path) -> None:
+    doc = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "since": time.time(),
+        "cmd": " ".join(["sgpatch", *sys.argv[1:]])[:200],
+    }
+    with contextlib.suppress(OSError):
+        (state_dir / LOCK_OWNER).write_text(json.dumps(doc) + "\n")
+
+
 @contextlib.contextmanager
-def locked(state_dir: Path, timeout: float = 30.0) -> Iterator[None]:
-    """One writer per target: wait up to `timeout` seconds, then refuse (exit 4)."""
+def locked(state_dir: Path, timeout: float | None = None) -> Iterator[None]:
+    """One writer per target: wait up to `timeout` seconds (default $SGPATCH_LOCK_TIMEOUT or
+    30), then refuse (exit 4) naming the lock file and the run that holds it."""
     from filelock import FileLock, Timeout
 
-    state_dir.mkdir(parents=True, exist_ok=True)
+    if timeout is None:
+        timeout = lock_timeout()
+    _check_state_dir(state_dir)
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SgpatchError(
+            f"cannot create the state folder {state_dir}: {exc.strerror or exc}"
+        ) from None
     lock = FileLock(str(state_dir / LOCK))
     try:
         lock.acquire(timeout=timeout)
     except Timeout:
         raise unsafe(
-            f"another sgpatch run holds the lock {state_dir / LOCK} (waited {timeout:g}s)"
+            f"another sgpatch run holds the lock {state_dir / LOCK} ({_holder(state_dir)}); "
+            f"waited {timeout:g}s (set ${LOCK_TIMEOUT_ENV} to wait longer)"
         ) from None
+    except OSError as exc:
+        raise SgpatchError(
+            f"cannot take the lock {state_dir / LOCK}: {exc.strerror or exc}"
+        ) from None
+    _write_owner(state_dir)
     try:
         yield
     finally:
+        with contextlib.suppress(OSError):
+            (state_dir / LOCK_OWNER).unlink()
         lock.release()
 
 
+def _write_error(exc: OSError, rel: str) -> str:
+    if exc.errno == errno.ENOSPC:
+        return f"no space left on the device writing {rel}"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"cannot write {rel}: {exc.strerror}"
+    return f"writing {rel} failed: {exc.strerror or exc}"
+
+
 def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
-    """Write every change or none: verify, journal, replace, drop the journal."""
+    """Write every change or none: verify, journal, replace, drop the journal.
+
+    Call it with the lock held. On an OSError (disk full, read-only folder, ...) or an interrupt
+    the tree is rolled back before the error propagates; if even that fails the journal stays
+    and the next sgpatch run rolls back.
+    """
     changes = [c for c in changes if c.before != c.after or c.mode is not None]
     if not changes:
         return
     modes: dict[str, int] = {}
+    seen: set[str] = set()
     for c in changes:
+        if c.path in seen:
+            raise SgpatchError(f"internal error: {c.path} changed twice in one commit")
+        seen.add(c.path)
         path = safe_path(root, c.path)
         current = read_bytes(root, c.path)
         if current != c.before:
@@ -193,15 +365,44 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
             modes[c.path] = stat.S_IMODE(path.stat().st_mode)
             if not os.access(path, os.W_OK):
                 raise SgpatchError(f"{c.path}: file is read-only; nothing was written")
-    journal = write_journal(state_dir, changes, modes)
+        folder = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
+        if folder is not None and folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+            raise SgpatchError(f"{c.path}: folder {folder} is not writable; nothing was written")
+    _check_state_dir(state_dir)
+    _remove_stale_temps(state_dir)
+    dirs = _missing_dirs(root, changes)
+    try:
+        journal = write_journal(state_dir, changes, modes, dirs)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            (state_dir / JOURNAL).unlink()
+        raise SgpatchError(
+            f"{_write_error(exc, str(state_dir / JOURNAL))}; nothing was written"
+        ) from None
+    current_rel = ""
     try:
         for c in changes:
+            current_rel = c.path
             _put(root, c.path, c.after, c.mode if c.mode is not None else modes.get(c.path))
-    except OSError as exc:
-        recover(root, state_dir)
-        raise SgpatchError(
-            f"write failed ({exc.strerror or exc}: {getattr(exc, 'filename', '')}); "
-            "the tree was rolled back, nothing changed"
-        ) from None
+    except BaseException as exc:
+        try:
+            recover(root, state_dir)
+        except SgpatchError as rollback:
+            raise SgpatchError(
+                f"{_describe(exc, current_rel)}; rolling back failed too: {rollback.message}",
+                ExitCode.UNSAFE,
+            ) from None
+        if isinstance(exc, OSError):
+            raise SgpatchError(
+                f"{_write_error(exc, current_rel)}; the tree was rolled back, nothing changed"
+            ) from None
+        raise
+    _step()
     journal.unlink()
     _fsync_dir(state_dir)
+
+
+def _describe(exc: BaseException, rel: str) -> str:
+    if isinstance(exc, OSError):
+        return _write_error(exc, rel)
+    return f"interrupted ({type(exc).__name__}) while writing {rel}"

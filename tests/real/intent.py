@@ -62,9 +62,12 @@ def _module_assign(tree: ast.Module, name: str):
             isinstance(t, ast.Name) and t.id == name for t in node.targets
         ):
             return node.value
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            if node.target.id == name:
-                return node.value
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id == name
+        ):
+            return node.value
     return None
 
 
@@ -73,7 +76,7 @@ def _dict_keys(node: ast.Dict) -> list:
 
 
 def _dict_get(node: ast.Dict, key):
-    for k, v in zip(node.keys, node.values):
+    for k, v in zip(node.keys, node.values, strict=True):
         if isinstance(k, ast.Constant) and k.value == key:
             return v
     return None
@@ -173,7 +176,8 @@ def check_symm_mem_sizes(root: Path) -> None:
     sm12 = _dict_get(value, 12)
     assert isinstance(sm12, ast.Dict), f"{ALL_REDUCE_UTILS}: entry 12 is not a dict literal"
     assert sorted(_dict_keys(sm12)) == [2, 4, 6, 8], (
-        f"{ALL_REDUCE_UTILS}: entry 12 covers world sizes {sorted(_dict_keys(sm12))}, expected [2, 4, 6, 8]"
+        f"{ALL_REDUCE_UTILS}: entry 12 covers world sizes {sorted(_dict_keys(sm12))}, "
+        "expected [2, 4, 6, 8]"
     )
 
 
@@ -185,7 +189,7 @@ def _symm_class(root: Path):
 def check_world_sizes(root: Path) -> None:
     """TorchSymmMemCommunicator does not KeyError on SM12x when it picks multimem vs two-shot:
     either _WORLD_SIZES_MULTIMEM has key 12, or it is only read with .get(...)."""
-    tree, cls = _symm_class(root)
+    _tree, cls = _symm_class(root)
     table = None
     for node in cls.body:
         if isinstance(node, ast.Assign) and any(
@@ -366,7 +370,8 @@ def check_aux_capture(root: Path) -> None:
         )
     ]
     assert not early, (
-        f"{DSV2}: DeepseekV2Model.forward still captures hidden_states + residual before the layer (lines {early})"
+        f"{DSV2}: DeepseekV2Model.forward still captures hidden_states + residual "
+        f"before the layer (lines {early})"
     )
     passes = [
         n

@@ -25,9 +25,14 @@ def run(
     strict: bool,
     as_json: bool,
     verbose: bool,
+    git_commit: bool = False,
 ) -> int:
     target = open_target(sglang_dir, sglang_version)
     manifest = supported_set(set_name, target, patchsets)
+    if git_commit:  # git mode (sgpatch.gitmode): refuse early outside a git work tree
+        from sgpatch import gitmode
+
+        gitmode.require_repo(target)
     root = target.root
     with locked(state_dir(root)) if not dry_run else _nolock():
         ledger = ledger_mod.load(root)
@@ -44,19 +49,13 @@ def run(
         written: list[str] = []
         if code == ExitCode.OK and plan.changes and not dry_run:
             changes = list(plan.changes) + _ledger_changes(root, ledger, plan, str(target.version))
+            if git_commit:
+                gitmode.check_clean(target, [c.path for c in plan.changes])
             commit(root, state_dir(root), changes)
             written = [c.path for c in plan.changes]
-    after = plan
-    if written:
-        after = plan_set(
-            manifest,
-            root,
-            target.version,
-            ledger_mod.load(root),
-            with_ids=tuple(with_ids),
-            without_ids=tuple(without_ids),
-            strict=strict,
-        )
+            if git_commit:
+                gitmode.report_commits(gitmode.commit_plan(target, manifest, plan))
+    after = plan.applied() if written else plan
     pre = [report.precondition(r, site_packages(target)) for r in _env(manifest, after)]
     if as_json:
         report.emit_json(

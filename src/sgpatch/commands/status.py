@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from sgpatch import drift
 from sgpatch import ledger as ledger_mod
 from sgpatch import report
 from sgpatch.commands.common import open_target, site_packages, supported_set
@@ -28,9 +29,11 @@ def run(
     names = [set_name] if set_name else _relevant_sets(target, ledger, patchsets)
     docs = []
     code = ExitCode.OK
+    touched = {f for s in ledger.sets.values() for f in s.files}  # drift: files sets touch
     for name in names:
         manifest = supported_set(name, target, patchsets)
         plan = plan_set(manifest, target.root, target.version, ledger, with_ids=tuple(with_ids))
+        touched |= {x for p in plan.patches for f in p.files for x in (f.path, f.source)}
         live = ("applied", "pending", "present")
         pre = [
             report.precondition(r, site_packages(target))
@@ -47,6 +50,9 @@ def run(
             report.show_set(target, plan, pre, verbose)
     if not names and not as_json:
         report.err(f"sgpatch: no known patch set supports sglang {target.version}")
+    found_drift = drift.check(target.root, target.dist_info, ledger, touched)
+    if found_drift and not as_json:
+        report.err(drift.summary(found_drift))
     if as_json:
         report.emit_json(
             {
@@ -54,6 +60,7 @@ def run(
                 "exit_code": int(code if check else ExitCode.OK),
                 "target": report.target_json(target),
                 "sets": docs,
+                "drift": drift.to_json(found_drift),
             }
         )
     return int(code) if check else 0

@@ -1,0 +1,124 @@
+"""Drift: files of a pip-installed SGLang that differed from the wheel before sgpatch touched them.
+
+A site-packages install has `sglang-V.dist-info/RECORD` with the sha256 of every file the wheel
+installed. A file sgpatch is about to patch, or has patched, should have started out as those
+bytes; if it did not, someone else patched this tree (another tool, a hand edit, a different
+wheel), and the user should know before trusting `pending`/`present`/`upstream`.
+
+- A file in the ledger is judged by the bytes it had before sgpatch first wrote it (the ledger's
+  `before` hash), so sgpatch's own edits are never drift.
+- Any other file is judged by its current bytes.
+- Files RECORD does not list (created by a patch, or a checkout) are not judged.
+By default only the files the sets touch are hashed (a few files: well under a millisecond);
+`check(..., paths=None)` hashes every file of the package (0.5.23: ~1,900 files, see
+docs/safety.md for the measured cost). Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sgpatch.errors import SgpatchError
+from sgpatch.ledger import Ledger
+from sgpatch.txn import read_bytes
+
+
+@dataclass(frozen=True)
+class Drift:
+    """One file whose pre-sgpatch bytes differ from the wheel's RECORD."""
+
+    path: str  # package-relative, e.g. srt/layers/communicator.py
+    record_sha256: str  # hex, from RECORD
+    sha256: str | None  # hex of the bytes before sgpatch (ledger) or now (tree); None: missing
+    seen_in: str  # "ledger" (hash from before sgpatch's first write) or "tree" (current bytes)
+
+
+def _hex(record_hash: str) -> str | None:
+    alg, _, b64 = record_hash.partition("=")
+    if alg != "sha256" or not b64:
+        return None
+    try:
+        return base64.urlsafe_b64decode(b64 + "=" * (-len(b64) % 4)).hex()
+    except (ValueError, TypeError):
+        return None
+
+
+def record_hashes(dist_info: Path, package: str = "sglang") -> dict[str, str] | None:
+    """Package-relative path -> hex sha256 from `dist_info/RECORD`; None if there is no usable
+    RECORD (a checkout, or a broken install)."""
+    try:
+        text = (dist_info / "RECORD").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    prefix = f"{package}/"
+    out: dict[str, str] = {}
+    for row in csv.reader(text.splitlines()):
+        if len(row) < 2 or not row[0].startswith(prefix):
+            continue
+        digest = _hex(row[1])
+        if digest is not None:
+            out[row[0][len(prefix) :]] = digest
+    return out
+
+
+def _origins(ledger: Ledger, path: str) -> list[str | None]:
+    """The hash(es) a file had before any set wrote it: a set's `before` that is not another
+    set's `after` (sets applied one after another chain their hashes)."""
+    records = [s.files[path] for s in ledger.sets.values() if path in s.files]
+    afters = {r.after for r in records}
+    befores = [r.before for r in records]
+    return [b for b in befores if b not in afters] or befores
+
+
+def check(
+    root: Path,
+    dist_info: Path | None,
+    ledger: Ledger,
+    paths: Iterable[str] | None = None,
+) -> list[Drift] | None:
+    """Files among `paths` (None: every file RECORD lists) whose bytes before sgpatch differ
+    from RECORD. None when there is no RECORD to compare with."""
+    if dist_info is None:
+        return None
+    record = record_hashes(dist_info, root.name)
+    if record is None:
+        return None
+    wanted = sorted(record) if paths is None else sorted({p for p in paths if p in record})
+    out: list[Drift] = []
+    for path in wanted:
+        expected = record[path]
+        origins = _origins(ledger, path)
+        if origins:
+            if expected in origins:
+                continue
+            out.append(Drift(path, expected, origins[0], "ledger"))
+            continue
+        try:
+            data = read_bytes(root, path)
+        except SgpatchError:
+            continue  # refused (symlink out of the tree, FIFO...) or unreadable: not ours to judge
+        found = None if data is None else hashlib.sha256(data).hexdigest()
+        if found != expected:
+            out.append(Drift(path, expected, found, "tree"))
+    return out
+
+
+def summary(drift: list[Drift]) -> str:
+    """The one line `status` prints, e.g. 'drift: 2 file(s) differ from the wheel's RECORD:
+    srt/a.py, srt/b.py (missing)'."""
+    names = [d.path + (" (missing)" if d.sha256 is None else "") for d in drift]
+    return f"drift: {len(drift)} file(s) differ from the wheel's RECORD: {', '.join(names)}"
+
+
+def to_json(drift: list[Drift] | None) -> list[dict[str, str | None]] | None:
+    if drift is None:
+        return None
+    return [
+        {"path": d.path, "record_sha256": d.record_sha256, "sha256": d.sha256, "seen_in": d.seen_in}
+        for d in drift
+    ]

@@ -1,0 +1,159 @@
+"""Drift: files of a site-packages install that differed from the wheel's RECORD before sgpatch
+touched them. A synthetic site-packages tree (the safety set's tree plus a dist-info whose RECORD
+lists the pristine hashes)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from sgpatch import drift
+from sgpatch import ledger as ledger_mod
+from sgpatch.ledger import FileRecord, Ledger, SetRecord
+from test_txn import B, cli, make_env
+
+
+def _record_hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def add_dist_info(pkg: Path, version: str = "0.5.9") -> Path:
+    """A dist-info beside the package whose RECORD matches the tree as it is now."""
+    di = pkg.parent / f"sglang-{version}.dist-info"
+    di.mkdir()
+    (di / "METADATA").write_text(f"Metadata-Version: 2.1\nName: sglang\nVersion: {version}\n")
+    rows = []
+    for p in sorted(pkg.rglob("*")):
+        if p.is_file() and ".sgpatch" not in p.parts:
+            data = p.read_bytes()
+            rows.append(f"sglang/{p.relative_to(pkg).as_posix()},{_record_hash(data)},{len(data)}")
+    rows += [f"{di.name}/METADATA,,", f"{di.name}/RECORD,,"]
+    (di / "RECORD").write_text("\n".join(rows) + "\n")
+    return di
+
+
+@pytest.fixture
+def site(tmp_path):
+    pkg, sets, args = make_env(tmp_path)
+    (pkg / "srt" / "unrelated.py").write_text("x = 1\n")
+    add_dist_info(pkg)
+    return pkg, args
+
+
+def status(args) -> tuple[dict, str]:
+    code, out, err = cli("status", *args, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    code, _, human = cli("status", *args)
+    assert code == 0
+    return doc, human
+
+
+def test_pristine_install_has_no_drift(site):
+    pkg, args = site
+    doc, human = status(args)
+    assert doc["drift"] == []
+    assert "drift" not in human
+
+
+def test_file_edited_before_sgpatch_is_drift_and_named(site):
+    """Input: someone changed srt/layers/b.py (a file the set patches) and an unrelated file.
+    Outcome: status names b.py (human and JSON); the unrelated file is not hashed."""
+    pkg, args = site
+    b = pkg / "srt/layers/b.py"
+    b.write_text(B + "# local hack\n")
+    (pkg / "srt/unrelated.py").write_text("x = 2\n")
+    doc, human = status(args)
+    assert [d["path"] for d in doc["drift"]] == ["srt/layers/b.py"]
+    entry = doc["drift"][0]
+    assert entry["seen_in"] == "tree"
+    assert entry["sha256"] == hashlib.sha256(b.read_bytes()).hexdigest()
+    assert entry["record_sha256"] == hashlib.sha256(B.encode()).hexdigest()
+    assert "drift: 1 file(s) differ from the wheel's RECORD: srt/layers/b.py" in human
+
+
+def test_sgpatch_own_edits_are_not_drift(site):
+    pkg, args = site
+    assert cli("apply", *args)[0] == 0
+    doc, human = status(args)
+    assert doc["drift"] == []
+    assert "drift" not in human
+
+
+def test_drift_before_apply_stays_visible_after_apply(site):
+    """The ledger keeps the pre-sgpatch hash, so apply does not launder someone else's edit."""
+    pkg, args = site
+    b = pkg / "srt/layers/b.py"
+    b.write_text(B + "# local hack\n")
+    assert cli("apply", *args)[0] == 0
+    assert "BETA6" in b.read_text()
+    doc, _ = status(args)
+    (entry,) = doc["drift"]
+    assert entry["path"] == "srt/layers/b.py" and entry["seen_in"] == "ledger"
+    assert entry["sha256"] == hashlib.sha256((B + "# local hack\n").encode()).hexdigest()
+
+
+def test_edit_after_apply_is_modified_not_drift(site):
+    pkg, args = site
+    assert cli("apply", *args)[0] == 0
+    b = pkg / "srt/layers/b.py"
+    b.write_text(b.read_text() + "# later\n")
+    doc, _ = status(args)
+    assert doc["drift"] == []
+    states = {p["id"]: p["state"] for p in doc["sets"][0]["patches"]}
+    assert states["pb"] == "modified"
+
+
+def test_missing_file_is_drift(site):
+    pkg, args = site
+    (pkg / "srt/layers/b.py").unlink()
+    doc, human = status(args)
+    assert [(d["path"], d["sha256"]) for d in doc["drift"]] == [("srt/layers/b.py", None)]
+    assert "srt/layers/b.py (missing)" in human
+
+
+def test_no_record_means_not_checked(tmp_path):
+    pkg, _, args = make_env(tmp_path)
+    doc, human = status(args)
+    assert doc["drift"] is None and "drift" not in human
+
+
+def test_check_whole_package_and_chained_sets(site):
+    pkg, _ = site
+    di = pkg.parent / "sglang-0.5.9.dist-info"
+    (pkg / "srt/unrelated.py").write_text("x = 3\n")
+    everything = drift.check(pkg, di, Ledger(), None)
+    assert [d.path for d in everything] == ["srt/unrelated.py"]
+    # set one patched a.py (before = RECORD), set two patched it after (before = one's after)
+    a = ledger_mod.sha256((pkg / "srt/a.py").read_bytes())
+    one = SetRecord("one", "0.5.9", "0", files={"srt/a.py": FileRecord(a, "h1")})
+    two = SetRecord("two", "0.5.9", "0", files={"srt/a.py": FileRecord("h1", "h2")})
+    assert drift.check(pkg, di, Ledger({"one": one, "two": two}), ["srt/a.py"]) == []
+    bad = SetRecord("one", "0.5.9", "0", files={"srt/a.py": FileRecord("h0", "h1")})
+    (found,) = drift.check(pkg, di, Ledger({"one": bad, "two": two}), ["srt/a.py"])
+    assert found.sha256 == "h0" and found.seen_in == "ledger"
+
+
+def test_record_parsing_tolerates_odd_rows(tmp_path):
+    di = tmp_path / "sglang-1.dist-info"
+    di.mkdir()
+    (di / "RECORD").write_text(
+        'sglang/a.py,sha256=AAAA,1\nsglang/b.py,md5=xx,1\nsglang/c.py,,\n"sglang/d,e.py",'
+        "sha256=_-8,2\nother/x.py,sha256=AAAA,1\ngarbage\n\n"
+    )
+    got = drift.record_hashes(di)
+    assert got == {"a.py": "000000", "d,e.py": "ffef"}
+    assert drift.record_hashes(tmp_path / "nope") is None
+
+
+def test_status_drift_cost_is_small(site):
+    pkg, args = site
+    t0 = time.perf_counter()
+    for _ in range(5):
+        drift.check(pkg, pkg.parent / "sglang-0.5.9.dist-info", Ledger(), ["srt/a.py"])
+    assert (time.perf_counter() - t0) / 5 < 0.05

@@ -1,0 +1,509 @@
+"""The transaction module: journal, rollback on write errors, recovery, the lock, the kill hook.
+
+Also home of `make_env`, a small synthetic site-packages tree plus a four-patch set (three
+modified files in three folders, one new file in a new folder) reused by test_safety and
+test_bad_inputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import lines, make_diff, numbered
+from sgpatch import ledger as ledger_mod
+from sgpatch import txn
+from sgpatch.cli import main
+from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.txn import FileChange, commit, locked, recover, write_journal
+
+SET = "safety-set"
+A = lines(*numbered("alpha", 12))
+B = lines(*numbered("beta", 12))
+C = lines(*numbered("gamma", 12))
+D = lines("def new():", "    return 4")
+FILES = {"srt/a.py": A, "srt/layers/b.py": B, "srt/models/c.py": C}
+
+
+def manifest(extra: str = "") -> str:
+    def patch(pid: str, n: int) -> str:
+        return f"""  - id: {pid}
+    summary: {pid}
+    type: feature
+    upstream: {{status: pending}}
+    variants:
+      - {{sglang: ">=0.5.0", patch: patches/000{n}-{pid}.patch}}
+"""
+
+    return (
+        f"schema: 1\nname: {SET}\nsummary: safety demo\nsglang: \">=0.5.0,<0.6\"\npatches:\n"
+        + patch("pa", 1)
+        + patch("pb", 2)
+        + patch("pc", 3)
+        + patch("pd", 4)
+        + extra
+    )
+
+
+def write_set(sets: Path, text: str | None = None) -> Path:
+    d = sets / SET
+    (d / "patches").mkdir(parents=True, exist_ok=True)
+    (d / "patchset.yaml").write_text(text if text is not None else manifest())
+    p = d / "patches"
+    (p / "0001-pa.patch").write_text(
+        "Patch a.\n\n" + make_diff(A, A.replace("alpha5\n", "ALPHA5\n"), "python/sglang/srt/a.py")
+    )
+    (p / "0002-pb.patch").write_text(
+        make_diff(B, B.replace("beta6\n", "BETA6\n"), "python/sglang/srt/layers/b.py")
+    )
+    (p / "0003-pc.patch").write_text(
+        make_diff(C, C.replace("gamma7\n", "GAMMA7\n"), "python/sglang/srt/models/c.py")
+    )
+    (p / "0004-pd.patch").write_text(
+        "--- /dev/null\n+++ b/python/sglang/srt/extra/d.py\n@@ -0,0 +1,2 @@\n"
+        "+def new():\n+    return 4\n"
+    )
+    return d
+
+
+def make_env(tmp_path: Path, version: str = "0.5.9") -> tuple[Path, Path, tuple[str, ...]]:
+    """(package root, sets folder, common CLI args) for a fresh synthetic tree and set."""
+    site = tmp_path / "site"
+    pkg = site / "sglang"
+    for rel, text in FILES.items():
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_text(text)
+    (pkg / "_version.py").write_text(f"__version__ = version = '{version}'\n")
+    sets = tmp_path / "sets"
+    write_set(sets)
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", SET)
+    return pkg, sets, args
+
+
+def snapshot(root: Path) -> dict[str, object]:
+    """Files (bytes, mode) and folders under root, sgpatch's state folder left out."""
+    out: dict[str, object] = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if rel.parts[0] == ".sgpatch":
+            continue
+        if p.is_symlink():
+            out[rel.as_posix()] = ("link", os.readlink(p))
+        elif p.is_dir():
+            out[rel.as_posix()] = "dir"
+        elif p.is_file():
+            out[rel.as_posix()] = (p.read_bytes(), p.stat().st_mode & 0o7777)
+        else:
+            out[rel.as_posix()] = "special"
+    return out
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(list(argv))
+            code = 0
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+    return code, out.getvalue(), err.getvalue()
+
+
+def one_line_error(err: str) -> str:
+    assert "Traceback" not in err, err
+    assert err.startswith("sgpatch: error:"), err
+    assert err.count("\n") == 1, err
+    return err
+
+
+@pytest.fixture
+def env(tmp_path):
+    return make_env(tmp_path)
+
+
+def patched(pkg: Path) -> bool:
+    return (pkg / "srt/extra/d.py").exists() and "GAMMA7" in (pkg / "srt/models/c.py").read_text()
+
+
+# ------------------------------------------------------------------------------ commit basics
+
+
+def test_commit_writes_keeps_modes_and_removes_the_journal(tmp_path):
+    root = tmp_path
+    (root / "x.py").write_bytes(b"old\n")
+    os.chmod(root / "x.py", 0o750)
+    state = root / ".sgpatch"
+    commit(
+        root,
+        state,
+        [
+            FileChange("x.py", b"old\n", b"new\n"),
+            FileChange("deep/er/y.py", None, b"y\n", 0o644),
+        ],
+    )
+    assert (root / "x.py").read_bytes() == b"new\n"
+    assert (root / "x.py").stat().st_mode & 0o777 == 0o750
+    assert (root / "deep/er/y.py").read_bytes() == b"y\n"
+    assert not (state / txn.JOURNAL).exists()
+    assert not list(root.rglob(f"*{txn.TMP_SUFFIX}"))
+
+
+def test_commit_refuses_a_file_that_changed_since_planning(tmp_path):
+    (tmp_path / "x.py").write_bytes(b"edited\n")
+    with pytest.raises(SgpatchError) as exc:
+        commit(tmp_path, tmp_path / ".sgpatch", [FileChange("x.py", b"old\n", b"new\n")])
+    assert exc.value.code == ExitCode.UNSAFE and "changed while" in exc.value.message
+    assert (tmp_path / "x.py").read_bytes() == b"edited\n"
+
+
+def _three_files(root: Path) -> list[FileChange]:
+    for n in "abc":
+        (root / n).mkdir()
+        (root / n / "f.py").write_bytes(f"{n} old\n".encode())
+    return [FileChange(f"{n}/f.py", f"{n} old\n".encode(), f"{n} new\n".encode()) for n in "abc"] + [
+        FileChange("new/dir/g.py", None, b"g\n")
+    ]
+
+
+@pytest.mark.parametrize("nth", [1, 2, 3, 4])
+def test_disk_full_on_the_nth_replace_rolls_back(tmp_path, monkeypatch, nth):
+    """Input: os.replace raises ENOSPC on its n-th call (journal is call 1). Outcome: a clean
+    error naming the file, every file as before, no journal, no temp file, no new folder."""
+    changes = _three_files(tmp_path)
+    before = snapshot(tmp_path)
+    real = os.replace
+    calls = {"n": 0}
+
+    def replace(src, dst):
+        calls["n"] += 1
+        if calls["n"] == nth:
+            raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+        return real(src, dst)
+
+    monkeypatch.setattr(txn.os, "replace", replace)
+    with pytest.raises(SgpatchError) as exc:
+        commit(tmp_path, tmp_path / ".sgpatch", changes)
+    assert "no space left" in exc.value.message and "\n" not in exc.value.message
+    assert exc.value.code == ExitCode.BAD_INPUT
+    assert snapshot(tmp_path) == before
+    assert not (tmp_path / ".sgpatch" / txn.JOURNAL).exists()
+    assert not list(tmp_path.rglob(f"*{txn.TMP_SUFFIX}"))
+
+
+def test_unwritable_folder_of_the_third_file_rolls_back(tmp_path, monkeypatch):
+    """Input: the folder of the third file refuses new files (EACCES from mkstemp; as root a
+    chmod would not stop us). Outcome: exit 2 naming c/f.py, a and b restored."""
+    changes = _three_files(tmp_path)
+    before = snapshot(tmp_path)
+    real = tempfile.mkstemp
+
+    def mkstemp(*args, **kw):
+        if Path(kw["dir"]).name == "c":
+            raise PermissionError(errno.EACCES, "Permission denied", kw["dir"])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(txn.tempfile, "mkstemp", mkstemp)
+    with pytest.raises(SgpatchError) as exc:
+        commit(tmp_path, tmp_path / ".sgpatch", changes)
+    assert "c/f.py" in exc.value.message and "rolled back" in exc.value.message
+    assert snapshot(tmp_path) == before
+
+
+def test_failed_rollback_keeps_the_journal_for_the_next_run(tmp_path, monkeypatch):
+    """Input: the disk fills up after the first file and stays full. Outcome: exit 4 saying the
+    rollback failed and the journal is kept; once space is back, recover restores everything."""
+    changes = _three_files(tmp_path)
+    before = snapshot(tmp_path)
+    real = os.replace
+    calls = {"n": 0}
+
+    def replace(src, dst):
+        calls["n"] += 1
+        if calls["n"] >= 3:
+            raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+        return real(src, dst)
+
+    monkeypatch.setattr(txn.os, "replace", replace)
+    with pytest.raises(SgpatchError) as exc:
+        commit(tmp_path, tmp_path / ".sgpatch", changes)
+    assert exc.value.code == ExitCode.UNSAFE and "journal" in exc.value.message
+    assert (tmp_path / ".sgpatch" / txn.JOURNAL).exists()
+    monkeypatch.setattr(txn.os, "replace", real)
+    assert recover(tmp_path, tmp_path / ".sgpatch") == ["a/f.py"]
+    assert snapshot(tmp_path) == before
+
+
+def test_keyboard_interrupt_mid_commit_rolls_back_and_propagates(tmp_path, monkeypatch):
+    changes = _three_files(tmp_path)
+    before = snapshot(tmp_path)
+    real = os.replace
+    calls = {"n": 0}
+
+    def replace(src, dst):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real(src, dst)
+
+    monkeypatch.setattr(txn.os, "replace", replace)
+    with pytest.raises(KeyboardInterrupt):
+        commit(tmp_path, tmp_path / ".sgpatch", changes)
+    assert snapshot(tmp_path) == before
+
+
+# ------------------------------------------------------------------------------ recovery
+
+
+def test_recover_restores_bytes_modes_and_removes_temps_and_new_folders(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a/f.py").write_bytes(b"orig\n")
+    os.chmod(tmp_path / "a/f.py", 0o640)
+    state = tmp_path / ".sgpatch"
+    write_journal(
+        state,
+        [FileChange("a/f.py", b"orig\n", b"x"), FileChange("n1/n2/g.py", None, b"g")],
+        {"a/f.py": 0o640},
+        ["n1/n2", "n1"],
+    )
+    before = snapshot(tmp_path)
+    # what a killed run leaves: one file replaced (mode too), a new file, temp files
+    (tmp_path / "a/f.py").write_bytes(b"patched\n")
+    os.chmod(tmp_path / "a/f.py", 0o755)
+    (tmp_path / "n1/n2").mkdir(parents=True)
+    (tmp_path / "n1/n2/g.py").write_bytes(b"g")
+    (tmp_path / "a/.f.py.abc123.sgpatch-tmp").write_bytes(b"half")
+    (state / ".journal.json.zz.sgpatch-tmp").write_bytes(b"{")
+    assert sorted(recover(tmp_path, state)) == ["a/f.py", "n1/n2/g.py"]
+    assert snapshot(tmp_path) == before
+    assert not (tmp_path / "n1").exists()
+    assert not list(tmp_path.rglob(f"*{txn.TMP_SUFFIX}"))
+    assert recover(tmp_path, state) is None  # journal gone: nothing to do
+
+
+def test_recover_only_fixes_mode_when_bytes_are_right(tmp_path):
+    (tmp_path / "f.py").write_bytes(b"same\n")
+    write_journal(tmp_path / ".s", [FileChange("f.py", b"same\n", b"x")], {"f.py": 0o600})
+    os.chmod(tmp_path / "f.py", 0o755)
+    assert recover(tmp_path, tmp_path / ".s") == ["f.py"]
+    assert (tmp_path / "f.py").stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize(
+    "journal",
+    ["{not json", '{"schema": 1}', '{"files": [{"path": "x"}]}', '{"files": [{"path": "x", '
+     '"before": "!!notbase64"}]}', "[]"],
+)
+def test_unreadable_journal_is_exit_4_and_left_alone(tmp_path, journal):
+    state = tmp_path / ".sgpatch"
+    state.mkdir()
+    (state / txn.JOURNAL).write_text(journal)
+    with pytest.raises(SgpatchError) as exc:
+        recover(tmp_path, state)
+    assert exc.value.code == ExitCode.UNSAFE and "journal" in exc.value.message
+    assert (state / txn.JOURNAL).read_text() == journal
+
+
+def test_journal_with_an_escaping_path_is_refused(tmp_path):
+    """A tampered journal must not make recovery write outside the tree."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep\n")
+    root = tmp_path / "root"
+    state = root / ".sgpatch"
+    state.mkdir(parents=True)
+    doc = {"schema": 1, "files": [{"path": "../outside.txt", "before": None, "mode": None}]}
+    (state / txn.JOURNAL).write_text(json.dumps(doc))
+    with pytest.raises(SgpatchError) as exc:
+        recover(root, state)
+    assert exc.value.code == ExitCode.UNSAFE
+    assert outside.read_text() == "keep\n"
+
+
+# ------------------------------------------------------------------------------ kill hook
+
+
+def test_kill_hook_kills_at_the_requested_step(tmp_path):
+    """SGPATCH_TEST_KILL_AT=N: the process dies by SIGKILL before write step N (test-only)."""
+    (tmp_path / "f.py").write_bytes(b"a\n")
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.environ[txn.KILL_ENV] = "3"  # 1: journal temp, 2: journal replace, 3: file temp
+            txn._steps = 0
+            commit(tmp_path, tmp_path / ".s", [FileChange("f.py", b"a\n", b"b\n")])
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert (tmp_path / ".s" / txn.JOURNAL).exists()
+    assert (tmp_path / "f.py").read_bytes() == b"a\n"
+    assert recover(tmp_path, tmp_path / ".s") == []
+
+
+# ------------------------------------------------------------------------------ the lock
+
+
+def test_lock_timeout_env(monkeypatch):
+    monkeypatch.delenv(txn.LOCK_TIMEOUT_ENV, raising=False)
+    assert txn.lock_timeout() == 30.0
+    monkeypatch.setenv(txn.LOCK_TIMEOUT_ENV, "1.5")
+    assert txn.lock_timeout() == 1.5
+    for bad in ("soon", "-1", "nan"):
+        monkeypatch.setenv(txn.LOCK_TIMEOUT_ENV, bad)
+        with pytest.raises(SgpatchError) as exc:
+            txn.lock_timeout()
+        assert exc.value.code == ExitCode.BAD_INPUT
+
+
+def test_held_lock_makes_apply_exit_4_naming_lock_and_holder(env, monkeypatch):
+    """Input: another run holds the target's lock; SGPATCH_LOCK_TIMEOUT=1. Outcome: apply
+    waits about a second, exits 4 naming the lock file and the holder's pid; nothing written."""
+    pkg, _, args = env
+    before = snapshot(pkg)
+    monkeypatch.setenv(txn.LOCK_TIMEOUT_ENV, "1")
+    with locked(pkg / ".sgpatch"):
+        t0 = time.monotonic()
+        code, _, err = cli("apply", *args)
+        waited = time.monotonic() - t0
+    assert code == 4
+    one_line_error(err)
+    assert str(pkg / ".sgpatch" / "lock") in err and f"held by pid {os.getpid()}" in err
+    assert 0.9 <= waited < 5
+    assert snapshot(pkg) == before
+    assert not (pkg / ".sgpatch" / txn.LOCK_OWNER).exists()
+    assert cli("apply", *args)[0] == 0  # lock released: works
+
+
+def test_lock_waits_for_a_holder_that_finishes_in_time(env, monkeypatch):
+    pkg, _, args = env
+    monkeypatch.setenv(txn.LOCK_TIMEOUT_ENV, "10")
+    ready = threading.Event()
+
+    def hold():
+        with locked(pkg / ".sgpatch", timeout=5):
+            ready.set()
+            time.sleep(0.5)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    ready.wait()
+    code, _, err = cli("apply", *args)
+    t.join()
+    assert code == 0, err
+    assert patched(pkg)
+
+
+def _ledger_consistent(pkg: Path) -> None:
+    record = ledger_mod.load(pkg).sets[SET]
+    assert [p.id for p in record.patches] == ["pa", "pb", "pc", "pd"]  # each exactly once
+    for rel, rec in record.files.items():
+        assert ledger_mod.sha256((pkg / rel).read_bytes()) == rec.after
+
+
+def test_concurrent_applies_patch_exactly_once(env):
+    """Input: 6 forked applies released at the same instant plus 2 real `python -m sgpatch`
+    processes, with a short lock timeout. Outcome: each exits 0 or 4 (4 names the lock), the
+    tree is patched exactly once, the ledger lists each patch once and matches the bytes."""
+    pkg, _, args = env
+    r, w = os.pipe()
+    pids = []
+    for _ in range(6):
+        pid = os.fork()
+        if pid == 0:
+            code = 99
+            try:
+                os.close(w)
+                os.read(r, 1)  # wait for the start signal
+                os.environ[txn.LOCK_TIMEOUT_ENV] = "0.05"
+                code, _, err = cli("apply", *args)
+                if code == 4 and "lock" not in err:
+                    code = 98
+            finally:
+                os._exit(code)
+        pids.append(pid)
+    os.close(r)
+    envv = {**os.environ, txn.LOCK_TIMEOUT_ENV: "20"}
+    envv["PYTHONPATH"] = str(Path(txn.__file__).parent.parent)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "sgpatch", "apply", *args],
+            env=envv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(2)
+    ]
+    os.write(w, b"x" * 6)
+    os.close(w)
+    codes = []
+    for pid in pids:
+        _, status = os.waitpid(pid, 0)
+        codes.append(os.WEXITSTATUS(status))
+    for p in procs:
+        _, err = p.communicate(timeout=60)
+        codes.append(p.returncode)
+        assert p.returncode == 0, err
+    assert set(codes) <= {0, 4}, codes
+    assert codes.count(0) >= 1
+    assert (pkg / "srt/models/c.py").read_text().count("GAMMA7") == 1
+    assert (pkg / "srt/a.py").read_text() == A.replace("alpha5\n", "ALPHA5\n")
+    assert (pkg / "srt/extra/d.py").read_text() == D
+    _ledger_consistent(pkg)
+    assert not (pkg / ".sgpatch" / txn.JOURNAL).exists()
+
+
+# ------------------------------------------------------------------------------ via the CLI
+
+
+def test_cli_disk_full_mid_apply_is_one_line_and_tree_unchanged(env, monkeypatch):
+    pkg, _, args = env
+    before = snapshot(pkg)
+    real = os.replace
+    calls = {"n": 0}
+
+    def replace(src, dst):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+        return real(src, dst)
+
+    monkeypatch.setattr(txn.os, "replace", replace)
+    code, _, err = cli("apply", *args)
+    assert code == 2
+    assert "no space left on the device writing srt/models/c.py" in one_line_error(err)
+    monkeypatch.setattr(txn.os, "replace", real)
+    assert snapshot(pkg) == before
+    assert ledger_mod.load(pkg).sets == {}
+    assert cli("apply", *args)[0] == 0 and patched(pkg)
+
+
+def test_cli_disk_full_mid_revert_keeps_the_patched_tree(env, monkeypatch):
+    pkg, _, args = env
+    assert cli("apply", *args)[0] == 0
+    before = snapshot(pkg)
+    ledger_before = (pkg / ".sgpatch/ledger.json").read_bytes()
+    real = os.replace
+    calls = {"n": 0}
+
+    def replace(src, dst):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+        return real(src, dst)
+
+    monkeypatch.setattr(txn.os, "replace", replace)
+    code, _, err = cli("revert", *args)
+    assert code == 2 and "rolled back" in one_line_error(err)
+    assert snapshot(pkg) == before
+    assert (pkg / ".sgpatch/ledger.json").read_bytes() == ledger_before

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.errors import SgpatchError
 
 app = typer.Typer(
     name="sgpatch",
@@ -112,7 +112,10 @@ def apply_cmd(
         bool, typer.Option("--dry-run", help="Plan and report; write nothing.")
     ] = False,
     strict: Annotated[
-        bool, typer.Option("--strict", help="Refuse any fuzz (for Docker builds and CI).")
+        bool,
+        typer.Option(
+            "--strict", help="Refuse any fuzz, and fail (exit 1) on an unmet precondition."
+        ),
     ] = False,
     as_json: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -156,7 +159,10 @@ def status_cmd(
     sglang_dir: SglangDir = None,
     sglang_version: SglangVersion = None,
     patchsets: PatchsetsOpt = None,
-    with_ids: WithOpt = None,
+    with_ids: Annotated[
+        list[str] | None,
+        typer.Option("--with", help="Count this optional patch as wanted (repeatable)."),
+    ] = None,
     check: Annotated[
         bool,
         typer.Option("--check", help="Exit 1 if a patch is pending or edited (3/4 on conflict)."),
@@ -413,25 +419,22 @@ def export_cmd(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: turn SgpatchError into one line on stderr and its exit code."""
+    """Entry point: turn SgpatchError into one line on stderr and its exit code.
+
+    Click's standalone mode handles usage errors (exit 2, with usage) and --help; with --json an
+    error is also one JSON document on stdout, so scripts always get something to parse.
+    """
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        rc = app(args=argv, standalone_mode=False)
+        app(args=args, standalone_mode=True, prog_name="sgpatch")
     except SgpatchError as exc:
         sys.stderr.write(f"sgpatch: error: {exc.message}\n")
+        if "--json" in args:
+            import json
+
+            doc = {"schema": 1, "error": exc.message, "exit_code": int(exc.code)}
+            sys.stdout.write(json.dumps(doc) + "\n")
         sys.exit(int(exc.code))
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.stderr.write("sgpatch: interrupted\n")
         sys.exit(130)
-    except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.exceptions.Abort):
-            sys.stderr.write("sgpatch: aborted\n")
-            sys.exit(int(ExitCode.BAD_INPUT))
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(int(ExitCode.BAD_INPUT))
-        raise
-    sys.exit(rc if isinstance(rc, int) else 0)

@@ -239,7 +239,7 @@ def insert_first_variant(text: str, path: Path, patch_id: str, spec: str, patch_
         raise SgpatchError(f"{path}:{idx + 1}: unexpected variant layout; edit it by hand")
     eol = "\r\n" if lines[idx].endswith("\r\n") else "\n"
     new = " " * col + f'- {{sglang: "{spec}", patch: {patch_rel}}}' + eol
-    return "".join(lines[:idx] + [new] + lines[idx:])
+    return "".join([*lines[:idx], new, *lines[idx:]])
 
 
 def set_set_spec(text: str, path: Path, spec: str) -> str:
@@ -380,13 +380,14 @@ def port(
                     res.note += f"; no variant with a patch file covers {to}: nothing to record"
                 if current is not None and current.patch is not None:
                     new_spec = capped(current.sglang, to)
+                    cur_index = spec.variants.index(current)
                     res.manifest_change = (
                         f"variant line {current.line}: sglang {_show(current.sglang)!r} -> "
                         f"{new_spec!r}"
                     )
                     edits.append(
-                        lambda t, s=spec.id, j=cur_index, ns=new_spec: (
-                            set_variant_spec(t, manifest.path, s, j, ns)
+                        lambda t, s=spec.id, j=cur_index, ns=new_spec: set_variant_spec(
+                            t, manifest.path, s, j, ns
                         )
                     )
                 continue
@@ -429,12 +430,13 @@ def port(
                     continue
                 widened = _widened(old_v, to, spec, index)
                 if widened is not None and current is None:
+                    old_index = spec.variants.index(old_v)
                     res.manifest_change = (
                         f"variant line {old_v.line}: sglang {_show(old_v.sglang)!r} -> {widened!r}"
                     )
                     edits.append(
-                        lambda t, s=spec.id, j=old_index, ns=widened: (
-                            set_variant_spec(t, manifest.path, s, j, ns)
+                        lambda t, s=spec.id, j=old_index, ns=widened: set_variant_spec(
+                            t, manifest.path, s, j, ns
                         )
                     )
                 else:

@@ -33,7 +33,7 @@ def console():  # rich is imported only by commands that draw tables
 
     from rich.console import Console
 
-    width = None if sys.stderr.isatty() or os.environ.get("COLUMNS") else 120
+    width = None if sys.stderr.isatty() or os.environ.get("COLUMNS") else 160
     return Console(stderr=True, highlight=False, soft_wrap=False, width=width)
 
 
@@ -157,7 +157,7 @@ def set_json(command, target, plan, pre, code, *, dry_run=False, written=(), bef
     return doc
 
 
-def _short(text: str, width: int = 90) -> str:
+def _short(text: str, width: int = 200) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -212,11 +212,15 @@ def show_patch_detail(con, p) -> None:
 
 
 def apply_summary(plan, code, written, dry_run: bool) -> None:
+    """One line a build log can grep: what happened to the set, counted by final state."""
     counts: dict[str, int] = {}
     for p in plan.patches:
         if p.selected:
             counts[p.state] = counts.get(p.state, 0) + 1
+    skipped = sum(1 for p in plan.patches if not p.selected)
     parts = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    if skipped:
+        parts += f"; {skipped} optional not chosen"
     if code != 0:
         err(f"sgpatch: {plan.name}: not applied ({parts}); nothing was written")
     elif dry_run:

@@ -11,7 +11,7 @@ from sgpatch.commands.common import open_target, site_packages, supported_set
 from sgpatch.errors import ExitCode
 from sgpatch.ledger import PatchRecord, original_rel, sha256, state_dir
 from sgpatch.plan import SetPlan, plan_set
-from sgpatch.txn import FileChange, commit, locked
+from sgpatch.txn import FileChange, commit, locked, read_bytes
 
 
 def run(
@@ -34,29 +34,37 @@ def run(
 
         gitmode.require_repo(target)
     root = target.root
-    with locked(state_dir(root)) if not dry_run else _nolock():
-        ledger = ledger_mod.load(root)
-        plan = plan_set(
-            manifest,
-            root,
-            target.version,
-            ledger,
-            with_ids=tuple(with_ids),
-            without_ids=tuple(without_ids),
-            strict=strict,
+    options = {"with_ids": tuple(with_ids), "without_ids": tuple(without_ids), "strict": strict}
+    ledger = ledger_mod.load(root)
+    plan = plan_set(manifest, root, target.version, ledger, **options)
+    code = _verdict(plan)
+    pre = [report.precondition(r, site_packages(target)) for r in _env(manifest, plan)]
+    unmet = [x for x in pre if x.verdict == "unmet"]
+    if strict and unmet and code == ExitCode.OK:
+        code = ExitCode.NOT_DONE
+        report.err(
+            "sgpatch: --strict: unmet precondition(s): "
+            + ", ".join(f"{x.package}{x.specifier} (found {x.found})" for x in unmet)
         )
-        code = _verdict(plan)
-        written: list[str] = []
-        if code == ExitCode.OK and plan.changes and not dry_run:
-            changes = list(plan.changes) + _ledger_changes(root, ledger, plan, str(target.version))
-            if git_commit:
-                gitmode.check_clean(target, [c.path for c in plan.changes])
-            commit(root, state_dir(root), changes)
-            written = [c.path for c in plan.changes]
-            if git_commit:
-                gitmode.report_commits(gitmode.commit_plan(target, manifest, plan))
+    written: list[str] = []
+    if code == ExitCode.OK and plan.changes and not dry_run:
+        # Only a run that writes takes the lock (and so creates .sgpatch/); if another run
+        # wrote in between, plan again under the lock before writing.
+        with locked(state_dir(root)):
+            if ledger_mod.load(root) != ledger or _moved(root, plan):
+                ledger = ledger_mod.load(root)
+                plan = plan_set(manifest, root, target.version, ledger, **options)
+                code = _verdict(plan)
+            if code == ExitCode.OK and plan.changes:
+                changes = list(plan.changes)
+                changes += _ledger_changes(root, ledger, plan, str(target.version))
+                if git_commit:
+                    gitmode.check_clean(target, [c.path for c in plan.changes])
+                commit(root, state_dir(root), changes)
+                written = [c.path for c in plan.changes]
+                if git_commit:
+                    gitmode.report_commits(gitmode.commit_plan(target, manifest, plan))
     after = plan.applied() if written else plan
-    pre = [report.precondition(r, site_packages(target)) for r in _env(manifest, after)]
     if as_json:
         report.emit_json(
             report.set_json(
@@ -65,8 +73,12 @@ def run(
         )
     else:
         report.show_set(target, after, pre, verbose, before=plan, dry_run=dry_run)
-        report.apply_summary(plan, code, written, dry_run)
+        report.apply_summary(after, code, written, dry_run)
     return int(code)
+
+
+def _moved(root: Path, plan: SetPlan) -> bool:
+    return any(read_bytes(root, c.path) != c.before for c in plan.changes)
 
 
 def _verdict(plan: SetPlan) -> ExitCode:
@@ -118,12 +130,4 @@ def _read(path: Path) -> bytes | None:
     try:
         return path.read_bytes()
     except FileNotFoundError:
-        return None
-
-
-class _nolock:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
         return None

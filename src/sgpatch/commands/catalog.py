@@ -96,7 +96,7 @@ def show_set(name: str, patchsets: Sequence[Path], as_json: bool) -> int:
         up = p["upstream"]
         since = f" since {up['since']}" if up["since"] else ""
         ref = f" {up['ref']}" if up["ref"] else ""
-        con.print(f"\n[bold]{p['id']}[/]{opt} [{p['type']}] {p['summary']}")
+        con.print(f"\n{p['id']}{opt} ({p['type']}): {p['summary']}", markup=False)
         con.print(f"  upstream: {up['status']}{ref}{since}", markup=False)
         if p["requires"]:
             con.print(f"  requires: {', '.join(p['requires'])}")

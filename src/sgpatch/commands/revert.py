@@ -96,7 +96,8 @@ def run(
         verb = "would restore" if dry_run else "restored"
         for path in restored:
             report.err(f"{verb} {path}" + (" (reverse-applied, --force)" if path in edited else ""))
-        report.err(f"sgpatch: {set_name}: reverted ({len(restored)} file(s))")
+        done = "dry run, nothing written" if dry_run else "reverted"
+        report.err(f"sgpatch: {set_name}: {done} ({len(restored)} file(s))")
     return 0
 
 

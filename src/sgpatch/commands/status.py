@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from sgpatch import drift
+from sgpatch import drift, report
 from sgpatch import ledger as ledger_mod
-from sgpatch import report
 from sgpatch.commands.common import open_target, site_packages, supported_set
-from sgpatch.errors import ExitCode
+from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.manifest import find_sets, load_manifest, set_supports
 from sgpatch.plan import plan_set
 
@@ -48,8 +47,11 @@ def run(
             docs.append(report.set_json("status", target, plan, pre, set_code))
         else:
             report.show_set(target, plan, pre, verbose)
-    if not names and not as_json:
-        report.err(f"sgpatch: no known patch set supports sglang {target.version}")
+    if not names:
+        raise SgpatchError(
+            f"no known patch set supports sglang {target.version} ({target.root}); "
+            "see `sgpatch list`"
+        )
     found_drift = drift.check(target.root, target.dist_info, ledger, touched)
     if found_drift and not as_json:
         report.err(drift.summary(found_drift))

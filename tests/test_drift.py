@@ -39,7 +39,7 @@ def add_dist_info(pkg: Path, version: str = "0.5.9") -> Path:
 
 @pytest.fixture
 def site(tmp_path):
-    pkg, sets, args = make_env(tmp_path)
+    pkg, _sets, args = make_env(tmp_path)
     (pkg / "srt" / "unrelated.py").write_text("x = 1\n")
     add_dist_info(pkg)
     return pkg, args
@@ -55,7 +55,7 @@ def status(args) -> tuple[dict, str]:
 
 
 def test_pristine_install_has_no_drift(site):
-    pkg, args = site
+    _pkg, args = site
     doc, human = status(args)
     assert doc["drift"] == []
     assert "drift" not in human
@@ -78,7 +78,7 @@ def test_file_edited_before_sgpatch_is_drift_and_named(site):
 
 
 def test_sgpatch_own_edits_are_not_drift(site):
-    pkg, args = site
+    _pkg, args = site
     assert cli("apply", *args)[0] == 0
     doc, human = status(args)
     assert doc["drift"] == []
@@ -118,7 +118,7 @@ def test_missing_file_is_drift(site):
 
 
 def test_no_record_means_not_checked(tmp_path):
-    pkg, _, args = make_env(tmp_path)
+    _pkg, _, args = make_env(tmp_path)
     doc, human = status(args)
     assert doc["drift"] is None and "drift" not in human
 
@@ -152,7 +152,7 @@ def test_record_parsing_tolerates_odd_rows(tmp_path):
 
 
 def test_status_drift_cost_is_small(site):
-    pkg, args = site
+    pkg, _args = site
     t0 = time.perf_counter()
     for _ in range(5):
         drift.check(pkg, pkg.parent / "sglang-0.5.9.dist-info", Ledger(), ["srt/a.py"])

@@ -70,11 +70,6 @@ def test_conflict_blocks_name_the_hunks():
     assert marks == (2,) and hunks == (1,)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug in plan.plan_set: a patch left out with --without still needs a variant for "
-    "the release (raises 'no variant ... probe does not find it upstream', exit 2)",
-)
 def test_apply_without_a_patch_that_has_no_variant_for_the_release(tmp_path):
     """Input: a set whose second patch has no variant for 0.5.10, applied --without it.
     Outcome (expected): the first patch applies, exit 0."""

@@ -38,7 +38,7 @@ def run_patch(tree: Path, outside: Path, diff: str, *extra: str) -> str:
     patch = tree.parent / "evil.patch"
     patch.write_text(diff)
     before, out_before = snapshot(tree), snapshot(outside)
-    code, out, err = cli("patch", "-d", str(tree), str(patch), *extra)
+    code, _out, err = cli("patch", "-d", str(tree), str(patch), *extra)
     assert code == 4, err
     one_line_error(err)
     assert snapshot(tree) == before
@@ -241,7 +241,7 @@ def test_set_target_folder_symlinked_outside(tmp_path):
         models.rmdir()
         models.symlink_to(outside, target_is_directory=True)
 
-    err, _, outside = _set_run(tmp_path, mutate)
+    err, _, _outside = _set_run(tmp_path, mutate)
     assert "srt/models" in err and "leaves the tree" in err
 
 
@@ -275,3 +275,28 @@ def test_state_folder_symlinked_outside_is_refused(tmp_path):
     err, _, outside = _set_run(tmp_path, mutate)
     assert ".sgpatch" in err
     assert not list((outside / "state").iterdir())
+
+
+PATCH_RECOVER_BUG = (
+    "commands/patch.py calls txn.recover() without holding the lock: a `sgpatch patch -d ROOT` "
+    "started while another run is mid-commit on ROOT rolls that run's files back under its feet"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=PATCH_RECOVER_BUG)
+def test_patch_command_does_not_recover_under_a_running_writer(tmp_path, monkeypatch):
+    """Input: another run holds the lock and is mid-commit (its journal exists, one file already
+    written). Outcome wanted: `sgpatch patch` waits for the lock and gives up (exit 4) without
+    touching the other run's files."""
+    root = tmp_path
+    (root / "f.py").write_text(F2)  # the running writer already replaced f.py
+    state = root / ".sgpatch"
+    txn.write_journal(state, [txn.FileChange("f.py", F.encode(), F2.encode())], {})
+    patch = tmp_path / "other.patch"
+    patch.write_text(make_diff("x\n", "y\n", "g.py"))
+    (root / "g.py").write_text("x\n")
+    monkeypatch.setenv(txn.LOCK_TIMEOUT_ENV, "0.2")
+    with txn.locked(state):
+        code, _, err = cli("patch", "-d", str(root), str(patch))
+        assert (root / "f.py").read_text() == F2, "rolled back under the running writer"
+    assert code == 4, err

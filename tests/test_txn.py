@@ -48,7 +48,7 @@ def manifest(extra: str = "") -> str:
 """
 
     return (
-        f"schema: 1\nname: {SET}\nsummary: safety demo\nsglang: \">=0.5.0,<0.6\"\npatches:\n"
+        f'schema: 1\nname: {SET}\nsummary: safety demo\nsglang: ">=0.5.0,<0.6"\npatches:\n'
         + patch("pa", 1)
         + patch("pb", 2)
         + patch("pc", 3)
@@ -172,9 +172,9 @@ def _three_files(root: Path) -> list[FileChange]:
     for n in "abc":
         (root / n).mkdir()
         (root / n / "f.py").write_bytes(f"{n} old\n".encode())
-    return [FileChange(f"{n}/f.py", f"{n} old\n".encode(), f"{n} new\n".encode()) for n in "abc"] + [
-        FileChange("new/dir/g.py", None, b"g\n")
-    ]
+    return [
+        FileChange(f"{n}/f.py", f"{n} old\n".encode(), f"{n} new\n".encode()) for n in "abc"
+    ] + [FileChange("new/dir/g.py", None, b"g\n")]
 
 
 @pytest.mark.parametrize("nth", [1, 2, 3, 4])
@@ -302,8 +302,13 @@ def test_recover_only_fixes_mode_when_bytes_are_right(tmp_path):
 
 @pytest.mark.parametrize(
     "journal",
-    ["{not json", '{"schema": 1}', '{"files": [{"path": "x"}]}', '{"files": [{"path": "x", '
-     '"before": "!!notbase64"}]}', "[]"],
+    [
+        "{not json",
+        '{"schema": 1}',
+        '{"files": [{"path": "x"}]}',
+        '{"files": [{"path": "x", "before": "!!notbase64"}]}',
+        "[]",
+    ],
 )
 def test_unreadable_journal_is_exit_4_and_left_alone(tmp_path, journal):
     state = tmp_path / ".sgpatch"

@@ -362,6 +362,14 @@ def _plan_one(
             return PatchPlan(
                 **base, state="upstream", how="probe", note=_upstream_note(spec), probe=probe_result
             )
+        if not selected:  # left out with --without (or an optional one not chosen)
+            return PatchPlan(
+                **base,
+                state="n/a",
+                how="n/a",
+                probe=probe_result,
+                note=f"no variant for sglang {version}; not selected",
+            )
         raise SgpatchError(
             f"no variant of patch {spec.id!r} (set {manifest.name}) for sglang {version}, "
             "and its probe does not find it upstream"

@@ -37,7 +37,7 @@ VERSION = "0.5.9"
 SET = "kimi-eagle3-sm120"
 WITH = ("--with", "sm120-symm-mem-two-shot-no-multicast")  # every patch: 5 files
 SEED = int(os.environ.get("SGPATCH_FAULT_SEED", "20260505"))
-RANDOM_RUNS = 40
+RANDOM_RUNS = 50
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -121,8 +121,18 @@ def _probe_and_patch_files() -> set[str]:
     return files
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _no_disk_flush():
+    """fsync only matters for power loss, which no test here simulates; a SIGKILLed process
+    loses nothing the kernel already has. Skipping the flush in-process keeps 100+ runs within
+    the CI budget; the real-CLI runs below keep it."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(txn, "_fsync", lambda fd: None)
+        yield
+
+
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def world(tmp_path_factory, _no_disk_flush):
     """Templates: pristine and fully patched subset trees, their snapshots and status states."""
     wanted = {f"sglang/{f}" for f in _probe_and_patch_files()}
 
@@ -174,7 +184,8 @@ def check_after_crash(world, pkg: Path, outcome) -> str:
         code, out, err = run_cli("status", "--sglang-dir", str(pkg), "--set", SET, "--json")
         assert code == 4, err
         assert "rolled back" in err and err.count("\n") == 1 and "Traceback" not in err
-        assert out == ""
+        if out:  # --json: errors may come as one JSON document on stdout
+            assert json.loads(out)["exit_code"] == 4
         world["stats"]["rolled_back"] += 1
     assert not journal.exists()
     snap = snapshot(pkg)

@@ -368,6 +368,22 @@ def test_hunk_order_resolves_an_ambiguous_first_hunk():
     assert out.count("        y = 3\n") == 1 and out.index("y = 3") < out.index("LAST")
 
 
+def test_reverse_of_an_edited_look_alike_block_is_a_conflict_not_already_reverted():
+    """Found on 0.5.23 (revert --force): the patch inserts a `12: {...}` block that copies the
+    `10: {...}` block above it. After the user edits the inserted comment, the reversed hunk's
+    post-image (context only) matches the tail of the inserted block. That must not count as
+    "already reverted" (a silent no-op); it is a conflict."""
+    table = ["T = {", "    10: {", "        2: 64,", "        8: 128,", "    },"]
+    old = lines(*table, "}", "", "x = 1")
+    new = old.replace(
+        "    },\n}", "    },\n    # sm12\n    12: {\n        2: 64,\n        8: 128,\n    },\n}"
+    )
+    edited = new.replace("# sm12", "# sm12 (measured)")
+    res = run(edited, patch_of(old, new), reverse=True)
+    assert statuses(res) == ["conflict"]
+    assert text(res) == edited
+
+
 # ---------------------------------------------------------------- property tests
 
 LINE = st.sampled_from([f"line {i}" for i in range(40)] + ["", "    pass", "    return x"])

@@ -265,6 +265,10 @@ def _search(
     places: dict[int, tuple[int, _Place]] = {}
     key = (lambda t: t) if mode == "exact" else ws_key
     for new_side in (True, False):
+        if new_side and not any(ln.kind == "+" for ln in hunk.lines):
+            # A pure deletion's post-image is context only: found away from the expected line
+            # it proves nothing (it may be the tail of a look-alike block), so never count it.
+            continue
         img = _side(hunk, new_side, lead, trail)
         pattern = [key(t) for t in img.texts]
         for p in idx.find(pattern, mode, lo, img.at_eof, img.at_bof):

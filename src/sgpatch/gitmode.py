@@ -39,6 +39,9 @@ def repo_for(target):
     """The GitPython Repo of a checkout target, or None (not a checkout / not a work tree)."""
     if target.layout != "checkout" or target.repo_root is None:
         return None
+    top = Path(target.repo_root).resolve()
+    if not any((p / ".git").exists() for p in (top, *top.parents)):
+        return None  # not in a work tree: do not pay for importing GitPython
     try:
         import git
     except ImportError:

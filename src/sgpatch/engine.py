@@ -362,6 +362,8 @@ def place_hunk(
     if hits:
         _, new_side = max(hits)
         place = _Place(expected, new_side, 0, 0)
+        if new_side and _deleted_block_still_there(hunk, idx, expected):
+            return _Outcome(None, _still_there(hunk, expected))
         return _Outcome(place, _result(hunk, place, "exact", ()))
     if not hunk.before:
         # Pure insertion with no context at all: only into an empty file.
@@ -468,6 +470,26 @@ def place_hunk(
             )
         return _Outcome(chosen, _result(hunk, chosen, level, cands, whitespace=loose_match))
     return _Outcome(None, _conflict(hunk, idx, expected, lo))
+
+
+def _deleted_block_still_there(hunk: Hunk, idx: _Index, pos: int) -> bool:
+    """For a pure deletion, its post-image (context only) can match where the lines to delete
+    are still present but edited; most of the pre-image aligned there says so."""
+    if any(ln.kind == "+" for ln in hunk.lines):
+        return False
+    pattern = [ws_key(t) for t in hunk.before]
+    keys = idx.keys("ws")[pos : pos + len(pattern)]
+    same = sum(1 for a, b in zip(keys, pattern, strict=False) if a == b)
+    return same >= max(2, -(-3 * len(pattern) // 5))
+
+
+def _still_there(hunk: Hunk, pos: int) -> HunkResult:
+    return HunkResult(
+        hunk.index,
+        "conflict",
+        candidates=(pos + 1,),
+        reason=f"the lines to remove are still at line {pos + 1} but were edited",
+    )
 
 
 def _echo(hunk: Hunk, idx: _Index, place: _Place, mode: str) -> bool:

@@ -31,8 +31,9 @@ format: $(STAMP)
 demo: $(STAMP)  ## fetch a real SGLang release and apply kimi-eagle3-sm120 to it
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash examples/demo.sh
 
-bench: $(STAMP)  ## accuracy and speed benchmarks -> docs/benchmarks.md
+bench: $(STAMP)  ## accuracy and speed benchmarks, side by side with GNU patch / git / shell -> docs/benchmarks.md
 	$(PY) bench/accuracy.py --out docs/benchmarks.md
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/speed.py --out docs/benchmarks.md
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache

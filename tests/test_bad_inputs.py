@@ -70,6 +70,7 @@ class Case:
     bug: str = ""  # a known bug outside txn (reported to the lead): strict xfail until fixed
     check: Callable[[Ctx, dict], None] | None = None  # default: nothing changed
     env: dict[str, str] = field(default_factory=dict)
+    monkey: Callable[[pytest.MonkeyPatch, Ctx], None] | None = None
 
 
 def nothing(ctx: Ctx) -> None:
@@ -346,7 +347,6 @@ CASES = [
         _patch(GOOD_B.replace("@@ -4,7 +4,7 @@", "@@ -x,7 +y @@")),
         2,
         "0002-pb.patch",
-        bug=HUNKLESS_BUG,
     ),
     Case(
         "patch-git-binary",
@@ -492,8 +492,30 @@ CASES = [
     ),
 ]
 
-if os.geteuid() != 0:  # root writes read-only files (like GNU patch does)
-    CASES.append(Case("read-only-target", _read_only, 2, "read-only"))
+
+def _as_if_not_root(mp: pytest.MonkeyPatch, ctx: Ctx) -> None:
+    """root may write a 0444 file (as GNU patch does); make the check see what a user would."""
+    if os.geteuid() == 0:
+        real = txn.os.access
+        ro = {str(ctx.pkg / "srt/layers/b.py")}
+        mp.setattr(txn.os, "access", lambda p, m: False if str(p) in ro else real(p, m))
+
+
+def _read_only_dir(ctx: Ctx) -> None:
+    os.chmod(ctx.pkg / "srt/models", 0o555)
+
+
+def _as_if_not_root_dir(mp: pytest.MonkeyPatch, ctx: Ctx) -> None:
+    if os.geteuid() == 0:
+        real = txn.os.access
+        ro = {str(ctx.pkg / "srt/models")}
+        mp.setattr(txn.os, "access", lambda p, m: False if str(p) in ro else real(p, m))
+
+
+CASES += [
+    Case("read-only-target", _read_only, 2, "read-only", monkey=_as_if_not_root),
+    Case("read-only-folder", _read_only_dir, 2, "is not writable", monkey=_as_if_not_root_dir),
+]
 
 
 def test_corpus_is_big_enough():
@@ -513,6 +535,8 @@ def test_bad_input(case: Case, tmp_path, monkeypatch):
     case.setup(ctx)
     for k, v in case.env.items():
         monkeypatch.setenv(k, v)
+    if case.monkey is not None:
+        case.monkey(monkeypatch, ctx)
     argv = case.argv(ctx)
     before_tree, before_sets = snapshot(pkg), snapshot(sets)
     ledger_path = pkg / ".sgpatch" / "ledger.json"

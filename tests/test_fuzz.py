@@ -178,19 +178,16 @@ GIT_HEADER_BUGS = (
 )
 
 
-@pytest.mark.xfail(strict=True, reason=GIT_HEADER_BUGS, raises=(ValueError, UnicodeDecodeError))
 @FAST
 @given(git_file_section())
 def test_parse_git_extended_headers(data):
     _parse(data)
 
 
-@pytest.mark.xfail(strict=True, reason=GIT_HEADER_BUGS, raises=ValueError)
 def test_git_mode_with_non_octal_digits_is_bad_input():
     _parse(b"diff --git a/f b/f\nnew mode 100999\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n")
 
 
-@pytest.mark.xfail(strict=True, reason=GIT_HEADER_BUGS, raises=UnicodeDecodeError)
 def test_quoted_path_with_bad_escape_is_bad_input():
     _parse(b'--- a/f\n+++ "b/\\N"\n@@ -1 +1 @@\n-a\n+b\n')
 
@@ -201,7 +198,6 @@ HUNKLESS_BUG = (
 )
 
 
-@pytest.mark.xfail(strict=True, reason=HUNKLESS_BUG)
 @pytest.mark.parametrize(
     "data",
     [b"--- a/f\n+++ b/f\n", b"--- a/f\n+++ b/f\n@@ -x,3 +y @@\n a\n-b\n+B\n c\n"],

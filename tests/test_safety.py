@@ -283,7 +283,6 @@ PATCH_RECOVER_BUG = (
 )
 
 
-@pytest.mark.xfail(strict=True, reason=PATCH_RECOVER_BUG)
 def test_patch_command_does_not_recover_under_a_running_writer(tmp_path, monkeypatch):
     """Input: another run holds the lock and is mid-commit (its journal exists, one file already
     written). Outcome wanted: `sgpatch patch` waits for the lock and gives up (exit 4) without

@@ -187,6 +187,8 @@ def parse_patch(data: bytes | str, name: str = "patch") -> Patch:
     for no, line in enumerate(lines, 1):
         if _BINARY.match(line):
             raise bad_input(f"{name}:{no}: binary patches are not supported ({strip_eol(line)})")
+        if line.startswith("@@") and not _HUNK_HEADER.match(line):
+            raise bad_input(f"{name}:{no}: malformed hunk header {strip_eol(line)[:60]!r}")
     _check_hunk_lengths(lines, name)
     counter = _Counter(lines)
     try:
@@ -198,6 +200,9 @@ def parse_patch(data: bytes | str, name: str = "patch") -> Patch:
         raise bad_input(f"{name}: no diff found (expected '--- a/...' / '+++ b/...' and hunks)")
     header_end = next((i for i, ln in enumerate(lines) if _FILE_START.match(ln)), 0)
     files = tuple(_freeze_file(pf, lines, name) for pf in patchset)
+    for f in files:
+        if not f.hunks and not (f.is_new or f.is_delete or f.is_rename or f.new_mode):
+            raise bad_input(f"{name}:{f.patch_line}: no hunks for {f.path} (truncated diff?)")
     return Patch(name=name, header="".join(lines[:header_end]), files=files)
 
 
@@ -282,7 +287,10 @@ def _freeze_file(pf, lines: Sequence[str], name: str) -> FilePatch:  # pf: unidi
     for info in pf.patch_info or ():
         m = _GIT_MODE.match(info)
         if m:
-            mode = int(m.group(1)[-3:], 8)
+            try:
+                mode = int(m.group(1)[-3:], 8)
+            except ValueError:
+                raise bad_input(f"{name}: bad file mode {m.group(1)!r}") from None
     return FilePatch(
         source=_clean_path(pf.source_file),
         target=_clean_path(pf.target_file),
@@ -303,6 +311,10 @@ def _clean_path(path: str | None) -> str:
     if not path:
         return DEV_NULL
     path = strip_eol(path).split("\t")[0].strip()
-    if path.startswith('"') and path.endswith('"'):
-        path = path[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+    if path.startswith('"') and path.endswith('"') and len(path) >= 2:
+        try:
+            raw = path[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+            path = raw.encode("latin-1").decode("utf-8", "surrogateescape")
+        except (UnicodeDecodeError, UnicodeEncodeError):
+            raise bad_input(f"bad quoted path {path[:60]!r} in patch") from None
     return path

@@ -265,10 +265,6 @@ def _search(
     places: dict[int, tuple[int, _Place]] = {}
     key = (lambda t: t) if mode == "exact" else ws_key
     for new_side in (True, False):
-        if new_side and not any(ln.kind == "+" for ln in hunk.lines):
-            # A pure deletion's post-image is context only: found away from the expected line
-            # it proves nothing (it may be the tail of a look-alike block), so never count it.
-            continue
         img = _side(hunk, new_side, lead, trail)
         pattern = [key(t) for t in img.texts]
         for p in idx.find(pattern, mode, lo, img.at_eof, img.at_bof):
@@ -456,6 +452,12 @@ def place_hunk(
                             f"post-image at line {at} but pre-image at line {clash[0] + 1}",
                         ),
                     )
+        if chosen.new_side and not any(ln.kind == "+" for ln in hunk.lines):
+            # A pure deletion's post-image is context only: it may be the tail of a look-alike
+            # block. It counts only if the lines to delete are not still there, edited.
+            still = _deleted_block_anywhere(hunk, idx, lo)
+            if still is not None:
+                return _Outcome(None, _still_there(hunk, still))
         loose_match = level == "whitespace" or _start(chosen) in loose
         if _echo(hunk, idx, chosen, "ws" if loose_match else "exact"):
             return _Outcome(
@@ -481,6 +483,18 @@ def _deleted_block_still_there(hunk: Hunk, idx: _Index, pos: int) -> bool:
     keys = idx.keys("ws")[pos : pos + len(pattern)]
     same = sum(1 for a, b in zip(keys, pattern, strict=False) if a == b)
     return same >= max(2, -(-3 * len(pattern) // 5))
+
+
+def _deleted_block_anywhere(hunk: Hunk, idx: _Index, lo: int) -> int | None:
+    """Where the lines a pure deletion removes still mostly are (edited), if anywhere."""
+    removed = [ws_key(ln.text) for ln in hunk.lines if ln.kind == "-"]
+    keys = idx.keys("ws")
+    for p in range(max(lo, 0), len(keys) - len(hunk.before) + 1):
+        if _deleted_block_still_there(hunk, idx, p) and any(
+            k in removed for k in keys[p : p + len(hunk.before)]
+        ):
+            return p
+    return None
 
 
 def _still_there(hunk: Hunk, pos: int) -> HunkResult:

@@ -375,6 +375,43 @@ def test_engine_reverse_near_miss_is_not_already_applied() -> None:
     assert not back.ok, f"reverse hunk taken as {back.hunks[0].status} at {back.hunks[0].line}"
 
 
+@pytest.mark.parametrize("version", RELEASES)
+def test_engine_round_trip_of_every_variant(version: str) -> None:
+    """Input (engine only): for every patch whose variant the set picks for `version`, each file
+    of that variant, pristine from the wheel. Expected: the hunks apply; applied a second time
+    every hunk is `already-applied` (what makes a hand-applied tree `present` and `sgpatch
+    patch` idempotent); reversed, they give back the release's exact text."""
+    from sgpatch.diffs import decode, parse_patch, split_lines
+    from sgpatch.engine import apply_hunks
+    from sgpatch.manifest import select_variant
+    from sgpatch.plan import package_mapper
+
+    checked = 0
+    for spec in MANIFEST.patches:
+        variant = select_variant(spec, Version(version))
+        if variant is None or variant.patch is None:
+            continue
+        patch = parse_patch(variant.patch.read_bytes(), variant.patch.name)
+        mapper = package_mapper(patch.name)
+        for fp in patch.files:
+            rel = mapper(fp.path)
+            if f"sglang/{rel}" not in releases.record(version):
+                assert EXPECTED[version][spec.id] == "upstream", (spec.id, rel)
+                continue
+            text = decode(releases.read_member(version, rel))
+            forward = apply_hunks(split_lines(text), fp.hunks)
+            if not forward.ok:  # only where upstream has it (the probe keeps it out)
+                assert EXPECTED[version][spec.id] == "upstream", (spec.id, rel, forward.hunks)
+                continue
+            again = apply_hunks(forward.lines, fp.hunks)
+            got = [(h.index, h.status, h.reason) for h in again.hunks]
+            assert all(h.status == "already-applied" for h in again.hunks), (spec.id, rel, got)
+            back = apply_hunks(forward.lines, fp.hunks, reverse=True)
+            assert back.ok and "".join(back.lines) == text, (spec.id, rel, back.hunks)
+            checked += 1
+    assert checked, f"no variant file applied on {version}"
+
+
 @pytest.mark.parametrize("version", SAMPLE)
 def test_edit_inside_a_hunk(release_tree, cli, version: str) -> None:
     """Input: a site-packages tree after `apply`, then a line the sizes patch added is changed.

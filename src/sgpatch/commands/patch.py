@@ -30,7 +30,10 @@ def run(
     if not root.is_dir():
         raise SgpatchError(f"-d {directory}: not a directory")
     state = root / STATE_DIR
-    restored = recover(root, state) if (state / "journal.json").exists() else None
+    restored = None
+    if (state / "journal.json").exists():
+        with locked(state):  # never roll back under a run that is still writing
+            restored = recover(root, state)
     if restored is not None:
         raise SgpatchError(
             f"an interrupted sgpatch run was rolled back in {root} ({len(restored)} files "

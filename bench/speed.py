@@ -32,6 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
+import contextlib
+
 from sgpatch import releases  # noqa: E402
 from sgpatch.manifest import load_set, select_variant  # noqa: E402
 from sgpatch.probe import AllProbe, AnyProbe, NotProbe, RegexProbe, SymbolProbe  # noqa: E402
@@ -187,10 +189,8 @@ def profile(version: str, tmp: Path) -> str:
 
     prof = cProfile.Profile()
     prof.enable()
-    try:
+    with contextlib.suppress(SystemExit):
         main(["apply", "--set", SET, "--sglang-dir", str(tree), "--json"])
-    except SystemExit:
-        pass
     prof.disable()
     buf = io.StringIO()
     pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(12)

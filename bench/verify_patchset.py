@@ -51,7 +51,7 @@ def vkey(v: str) -> tuple:
         raise ValueError(f"unsupported version {v!r} (release or .postN only)")
     rel = tuple(int(x) for x in m.group(1).split("."))
     rel = rel + (0,) * (4 - len(rel))
-    return rel + (int(m.group(2)) if m.group(2) else -1,)
+    return (*rel, int(m.group(2)) if m.group(2) else -1)
 
 
 def spec_contains(spec: str, version: str) -> bool:
@@ -63,7 +63,12 @@ def spec_contains(spec: str, version: str) -> bool:
             raise ValueError(f"unsupported specifier clause {clause!r}")
         op, ref = m.group(1), vkey(m.group(2))
         ok = {
-            ">=": v >= ref, "<=": v <= ref, ">": v > ref, "<": v < ref, "==": v == ref, "!=": v != ref,
+            ">=": v >= ref,
+            "<=": v <= ref,
+            ">": v > ref,
+            "<": v < ref,
+            "==": v == ref,
+            "!=": v != ref,
         }[op]
         if not ok:
             return False
@@ -96,7 +101,8 @@ def extract(wheel: Path, dest: Path) -> Path:
 def _files(root: Path, pattern: str) -> list:
     if any(ch in pattern for ch in "*?["):
         return sorted(
-            p for p in root.rglob("*")
+            p
+            for p in root.rglob("*")
             if p.is_file() and fnmatch.fnmatch(p.relative_to(root).as_posix(), pattern)
         )
     p = root / pattern
@@ -122,7 +128,10 @@ def _has_method(root: Path, path: Path, cls: str, method: str, seen: set) -> boo
     node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None)
     if node is None:
         return False
-    if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == method for n in node.body):
+    if any(
+        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == method
+        for n in node.body
+    ):
         return True
     pkg = path.relative_to(root).parent.parts
     for base in node.bases:
@@ -140,7 +149,9 @@ def _has_method(root: Path, path: Path, cls: str, method: str, seen: set) -> boo
                     continue
                 if imp.level:
                     parts = list(pkg[: len(pkg) - (imp.level - 1)]) if imp.level > 1 else list(pkg)
-                    module = ".".join(["sglang", *parts, *(imp.module.split(".") if imp.module else [])])
+                    module = ".".join(
+                        ["sglang", *parts, *(imp.module.split(".") if imp.module else [])]
+                    )
                 else:
                     module = imp.module or ""
                 target = _module_file(root, module)
@@ -207,7 +218,9 @@ def run_checks(checks, root: Path) -> str | None:
 
 # ----------------------------------------------------------------------------- main
 def load_intent():
-    spec = importlib.util.spec_from_file_location("sgpatch_real_intent", REPO / "tests/real/intent.py")
+    spec = importlib.util.spec_from_file_location(
+        "sgpatch_real_intent", REPO / "tests/real/intent.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -246,13 +259,17 @@ def main(argv=None) -> int:
             for p in patches:
                 pid = p["id"]
                 checks = intent.CHECKS[pid]
-                variant = next((v for v in p["variants"] if spec_contains(v["sglang"], version)), None)
+                variant = next(
+                    (v for v in p["variants"] if spec_contains(v["sglang"], version)), None
+                )
                 is_up = probe(p["probe"], root)
                 if is_up:
                     state, cell = "upstream", "upstream"
                     err = run_checks(checks, root)
                     if err:
-                        failures.append(f"{version} {pid}: probe says upstream but intent fails: {err}")
+                        failures.append(
+                            f"{version} {pid}: probe says upstream but intent fails: {err}"
+                        )
                         cell = "FAIL(up)"
                     if variant and "patch" in variant:
                         cell += "*"  # a patch variant exists but the probe short-circuits it
@@ -272,7 +289,9 @@ def main(argv=None) -> int:
                     copy_tree(pristine_checkout, work, rels)
                     problems = []
                     if run_checks(checks, root) is None:
-                        problems.append("intent already met on the pristine tree (probe too narrow?)")
+                        problems.append(
+                            "intent already met on the pristine tree (probe too narrow?)"
+                        )
                     ok, out = run_patch(work, pfile, dry=True)
                     if not ok:
                         problems.append("dry-run: " + out)
@@ -282,7 +301,9 @@ def main(argv=None) -> int:
                             problems.append("apply: " + out)
                         for rel in rels:
                             try:
-                                py_compile.compile(str(work / rel), doraise=True, cfile=str(tmp / "check.pyc"))
+                                py_compile.compile(
+                                    str(work / rel), doraise=True, cfile=str(tmp / "check.pyc")
+                                )
                             except py_compile.PyCompileError as e:
                                 problems.append(f"py_compile {rel}: {e.msg}")
                         # intent checks need the files the checks read: overlay the patched
@@ -314,18 +335,30 @@ def main(argv=None) -> int:
                 for p, pfile in pending:
                     ok, out = run_patch(combined, pfile, dry=False)
                     if not ok:
-                        failures.append(f"{version} {p['id']}: does not apply on top of the others: {out}")
-                touched = {rel for _, pf in pending for rel in touched_files(pf.read_text(encoding="utf-8"))}
+                        failures.append(
+                            f"{version} {p['id']}: does not apply on top of the others: {out}"
+                        )
+                touched = {
+                    rel
+                    for _, pf in pending
+                    for rel in touched_files(pf.read_text(encoding="utf-8"))
+                }
                 for rel in sorted(touched):
                     try:
-                        py_compile.compile(str(combined / rel), doraise=True, cfile=str(tmp / "check.pyc"))
+                        py_compile.compile(
+                            str(combined / rel), doraise=True, cfile=str(tmp / "check.pyc")
+                        )
                     except py_compile.PyCompileError as e:
                         failures.append(f"{version} combined py_compile {rel}: {e.msg}")
                 for p, _ in pending:
                     err = run_checks(intent.CHECKS[p["id"]], croot)
                     if err:
                         failures.append(f"{version} {p['id']}: combined intent: {err}")
-                row["_all"] = "ok" if not any(f.startswith(f"{version} ") and "combined" in f for f in failures) else "FAIL"
+                row["_all"] = (
+                    "ok"
+                    if not any(f.startswith(f"{version} ") and "combined" in f for f in failures)
+                    else "FAIL"
+                )
             else:
                 row["_all"] = "-"
             if not args.keep:
@@ -339,7 +372,9 @@ def main(argv=None) -> int:
     ids = [p["id"] for p in patches] + ["_all"]
     short = {pid: f"P{n}" for n, pid in enumerate(ids[:-1], 1)}
     short["_all"] = "_all"
-    widths = {pid: max(len(short[pid]), *(len(table[v].get(pid, "")) for v in table)) for pid in ids}
+    widths = {
+        pid: max(len(short[pid]), *(len(table[v].get(pid, "")) for v in table)) for pid in ids
+    }
     print("release".ljust(13) + " | " + " | ".join(short[i].ljust(widths[i]) for i in ids))
     print("-" * 13 + "-+-" + "-+-".join("-" * widths[i] for i in ids))
     for v, row in table.items():

@@ -16,6 +16,7 @@ What is measured (median of --repeat runs, wall time of whole processes):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
 import json
@@ -31,8 +32,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
-
-import contextlib
 
 from sgpatch import releases  # noqa: E402
 from sgpatch.manifest import load_set, select_variant  # noqa: E402

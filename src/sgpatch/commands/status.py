@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from sgpatch import drift, gitmode, report
+from sgpatch import drift, report
 from sgpatch import ledger as ledger_mod
 from sgpatch.commands.common import open_target, site_packages, supported_set
 from sgpatch.errors import ExitCode, SgpatchError
@@ -43,7 +43,11 @@ def run(
         ]
         set_code = _check_code(plan)
         code = max(code, set_code)
-        dirty = gitmode.status_warning(target, manifest, ledger, quiet=as_json)
+        dirty: list[str] = []
+        if target.layout == "checkout":  # git mode only; keeps GitPython off the common path
+            from sgpatch import gitmode
+
+            dirty = gitmode.status_warning(target, manifest, ledger, quiet=as_json)
         if as_json:
             docs.append(
                 {**report.set_json("status", target, plan, pre, set_code), "uncommitted": dirty}

@@ -188,7 +188,7 @@ def profile(version: str, tmp: Path) -> str:
 
     prof = cProfile.Profile()
     prof.enable()
-    with contextlib.suppress(SystemExit):
+    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):
         main(["apply", "--set", SET, "--sglang-dir", str(tree), "--json"])
     prof.disable()
     buf = io.StringIO()

@@ -138,7 +138,11 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
-def _atomic_write(path: Path, data: bytes, mode: int | None) -> None:
+def _atomic_write(
+    path: Path, data: bytes, mode: int | None, synced: set[Path] | None = None
+) -> None:
+    """Temp file + fsync + os.replace. With `synced`, the folder fsync is left to the caller
+    (commit flushes each folder once, before it drops the journal that can undo the rename)."""
     if mode is None:
         mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -156,19 +160,27 @@ def _atomic_write(path: Path, data: bytes, mode: int | None) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _fsync_dir(path.parent)
+    if synced is None:
+        _fsync_dir(path.parent)
+    else:
+        synced.add(path.parent)
 
 
-def _put(root: Path, rel: str, data: bytes | None, mode: int | None) -> None:
+def _put(
+    root: Path, rel: str, data: bytes | None, mode: int | None, synced: set[Path] | None = None
+) -> None:
     path = root / rel
     if data is None:
         if path.exists() or path.is_symlink():
             _step()
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-            _fsync_dir(path.parent)
+            if synced is None:
+                _fsync_dir(path.parent)
+            else:
+                synced.add(path.parent)
     else:
-        _atomic_write(path, data, mode)
+        _atomic_write(path, data, mode, synced)
 
 
 def _b64(data: bytes | None) -> str | None:
@@ -386,10 +398,14 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
             f"{_write_error(exc, str(state_dir / JOURNAL))}; nothing was written"
         ) from None
     current_rel = ""
+    folders: set[Path] = set()
     try:
         for c in changes:
             current_rel = c.path
-            _put(root, c.path, c.after, c.mode if c.mode is not None else modes.get(c.path))
+            mode = c.mode if c.mode is not None else modes.get(c.path)
+            _put(root, c.path, c.after, mode, folders)
+        for folder in sorted(folders):  # renames durable before the journal goes
+            _fsync_dir(folder)
     except BaseException as exc:
         try:
             recover(root, state_dir)

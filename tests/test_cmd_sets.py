@@ -315,3 +315,18 @@ def test_preconditions_are_reported_not_hidden(env, capsys):
     doc = json.loads(capsys.readouterr().out)
     (pre,) = doc["sets"][0]["preconditions"]
     assert pre["package"] == "definitely-not-installed-pkg" and pre["verdict"] == "unknown"
+
+
+def test_recover_command_rolls_back_explicitly_and_is_idempotent(env, capsys):
+    """Input: a journal left by a killed run. Outcome: `sgpatch recover` restores the original
+    bytes and exits 0; a second `recover` says there is nothing to do, exit 0."""
+    pkg, _sets = env
+    model = pkg / "srt" / "model.py"
+    write_journal(pkg / ".sgpatch", [FileChange("srt/model.py", MODEL.encode(), b"x")], {})
+    model.write_text("half-written\n")
+    assert sgpatch("recover", "--sglang-dir", str(pkg), "--json") == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["interrupted"] is True and doc["restored"] == ["srt/model.py"]
+    assert model.read_text() == MODEL
+    assert sgpatch("recover", "--sglang-dir", str(pkg)) == 0
+    assert "nothing to do" in capsys.readouterr().err

@@ -251,6 +251,21 @@ def probe_cmd(
     )
 
 
+@app.command("recover")
+def recover_cmd(
+    sglang_dir: SglangDir = None,
+    sglang_version: SglangVersion = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Roll back an interrupted sgpatch run explicitly (every command also does it first).
+
+    Exit 0 whether or not there was anything to roll back; the output says which.
+    """
+    from sgpatch.commands import recover
+
+    raise typer.Exit(recover.run(sglang_dir, sglang_version, as_json))
+
+
 @app.command("fetch")
 def fetch_cmd(
     versions: Annotated[list[str], typer.Argument(help="SGLang release(s), e.g. 0.5.10.")],

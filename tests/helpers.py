@@ -44,3 +44,14 @@ def statuses(result: FileResult) -> list[str]:
 
 def numbered(prefix: str, count: int) -> Sequence[str]:
     return [f"{prefix}{i}" for i in range(count)]
+
+
+def sgpatch(*args: str) -> int:
+    """Run the CLI in-process (fast: no interpreter start-up) and return its exit code."""
+    from sgpatch.cli import main
+
+    try:
+        main(list(args))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0

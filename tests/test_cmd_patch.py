@@ -10,16 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import lines, make_diff, numbered
-from sgpatch.cli import main
-
-
-def sgpatch(*args: str) -> int:
-    try:
-        main(list(args))
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
+from helpers import lines, make_diff, numbered, sgpatch
 
 
 def snapshot(root: Path) -> dict[str, bytes]:

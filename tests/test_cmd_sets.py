@@ -10,20 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import lines, make_diff, numbered
+from helpers import lines, make_diff, numbered, sgpatch
 from sgpatch import ledger as ledger_mod
-from sgpatch.cli import main
 from sgpatch.txn import FileChange, write_journal
 
 SET = "demo-set"
-
-
-def sgpatch(*args: str) -> int:
-    try:
-        main(list(args))
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
 
 
 def snapshot(root: Path) -> dict[str, bytes]:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import sgpatch
 from sgpatch import gitmode
-from sgpatch.cli import main
 from sgpatch.manifest import load_manifest
 from sgpatch.refresh import FileDiff, canonical_diff, render
 from sgpatch.target import find_target
@@ -20,14 +20,6 @@ A0 = "".join(f"line {i}\n" for i in range(1, 30))
 A1 = A0.replace("line 5\n", "line 5 patched by one\n")
 A2 = A1.replace("line 25\n", "line 25 patched by two\n")
 NEW = "created = True\n"
-
-
-def sgpatch(*args: str) -> int:
-    try:
-        main(list(args))
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
 
 
 def git(repo: Path, *args: str) -> str:

@@ -4,18 +4,10 @@ from __future__ import annotations
 
 import json
 
+from helpers import sgpatch
 from real.intent import EXPECTED
-from sgpatch.cli import main
 
 SET = "kimi-eagle3-sm120"
-
-
-def sgpatch(*args: str) -> int:
-    try:
-        main(list(args))
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
 
 
 def test_lint_passes_on_the_shipped_sets(capsys):

@@ -17,8 +17,8 @@ import yaml
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from helpers import sgpatch
 from sgpatch import lint, matrix, releases
-from sgpatch.cli import main
 from sgpatch.diffs import decode, encode, read_patch, split_lines
 from sgpatch.engine import apply_hunks
 from sgpatch.manifest import bundled_dir, load_manifest
@@ -58,14 +58,6 @@ DIFFERS = {
     "0.5.16": {"srt/layers/flashinfer_comm_fusion.py"},
     "0.5.23": set(),
 }
-
-
-def sgpatch(*args: str) -> int:
-    try:
-        main(list(args))
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
 
 
 def only_059(dest: Path) -> Path:

@@ -408,70 +408,58 @@ def place_hunk(
                 ),
                 alternatives=tuple(places) if not new else (),
             )
-        at = _start(chosen) + 1
-        if level == "fuzz" and _name_defined(hunk, lines) and not _in_scope(hunk, lines, chosen):
-            return _Outcome(
-                None,
-                _ambiguous(
-                    hunk,
-                    level,
-                    cands,
-                    f"fuzzy match at line {at} lies outside '{hunk.section_header}' named by the "
-                    "hunk header",
-                ),
-            )
-        rival = _near_miss(hunk, idx, expected, lo, chosen) if level == "fuzz" else None
-        if rival is not None:
-            return _Outcome(
-                None,
-                _ambiguous(
-                    hunk,
-                    level,
-                    (at, rival + 1),
-                    f"fuzzy match at line {at} competes with a partial match at the expected line "
-                    f"{rival + 1}",
-                ),
-            )
-        if chosen.new_side:
-            # The post-image is here, but is the pre-image somewhere too (within the allowance)?
-            span = len(_side(hunk, True, chosen.lead, chosen.trail).texts)
-            for _, later_modes, later_drops in levels[n:]:
-                pre, _ = _find_level(hunk, idx, later_modes, later_drops, lo)
-                clash = [
-                    p
-                    for p, pl in pre.items()
-                    if not pl.new_side and not (chosen.pos - span < pl.pos < chosen.pos + span)
-                ]
-                if clash:
-                    return _Outcome(
-                        None,
-                        _ambiguous(
-                            hunk,
-                            level,
-                            (at, clash[0] + 1),
-                            f"post-image at line {at} but pre-image at line {clash[0] + 1}",
-                        ),
-                    )
-        if chosen.new_side and not any(ln.kind == "+" for ln in hunk.lines):
+        loose_match = level == "whitespace" or _start(chosen) in loose
+        veto = _veto(hunk, lines, idx, chosen, level, levels[n:], expected, lo, loose_match)
+        if veto is not None:
+            return _Outcome(None, veto)
+        return _Outcome(chosen, _result(hunk, chosen, level, cands, whitespace=loose_match))
+    return _Outcome(None, _conflict(hunk, idx, expected, lo))
+
+
+def _veto(
+    hunk: Hunk,
+    lines: Sequence[str],
+    idx: _Index,
+    chosen: _Place,
+    level: Level,
+    later: list[tuple[Level, tuple[str, ...], list[tuple[int, int]]]],
+    expected: int,
+    lo: int,
+    loose: bool,
+) -> HunkResult | None:
+    """The checks a unique place beyond the expected line must still pass; each one is a way
+    GNU patch goes wrong. Returns the refusal, or None when the place stands."""
+    at = _start(chosen) + 1
+    if level == "fuzz" and _name_defined(hunk, lines) and not _in_scope(hunk, lines, chosen):
+        why = f"fuzzy match at line {at} lies outside '{hunk.section_header}' named by the hunk"
+        return _ambiguous(hunk, level, (at,), why + " header")
+    rival = _near_miss(hunk, idx, expected, lo, chosen) if level == "fuzz" else None
+    if rival is not None:
+        why = f"fuzzy match at line {at} competes with a partial match at the expected line"
+        return _ambiguous(hunk, level, (at, rival + 1), f"{why} {rival + 1}")
+    if chosen.new_side:
+        # The post-image is here, but is the pre-image somewhere too (within the allowance)?
+        span = len(_side(hunk, True, chosen.lead, chosen.trail).texts)
+        for _, modes, drops in later:
+            pre, _ = _find_level(hunk, idx, modes, drops, lo)
+            clash = [
+                p
+                for p, pl in pre.items()
+                if not pl.new_side and not (chosen.pos - span < pl.pos < chosen.pos + span)
+            ]
+            if clash:
+                why = f"post-image at line {at} but pre-image at line {clash[0] + 1}"
+                return _ambiguous(hunk, level, (at, clash[0] + 1), why)
+        if not any(ln.kind == "+" for ln in hunk.lines):
             # A pure deletion's post-image is context only: it may be the tail of a look-alike
             # block. It counts only if the lines to delete are not still there, edited.
             still = _deleted_block_anywhere(hunk, idx, lo)
             if still is not None:
-                return _Outcome(None, _still_there(hunk, still))
-        loose_match = level == "whitespace" or _start(chosen) in loose
-        if _echo(hunk, idx, chosen, "ws" if loose_match else "exact"):
-            return _Outcome(
-                None,
-                _ambiguous(
-                    hunk,
-                    level,
-                    (at,),
-                    f"both the pre-image and the post-image match at line {at} (repeated lines): "
-                    "cannot tell whether it is applied",
-                ),
-            )
-        return _Outcome(chosen, _result(hunk, chosen, level, cands, whitespace=loose_match))
-    return _Outcome(None, _conflict(hunk, idx, expected, lo))
+                return _still_there(hunk, still)
+    if _echo(hunk, idx, chosen, "ws" if loose else "exact"):
+        why = f"both the pre-image and the post-image match at line {at} (repeated lines)"
+        return _ambiguous(hunk, level, (at,), why + ": cannot tell whether it is applied")
+    return None
 
 
 def _deleted_block_still_there(hunk: Hunk, idx: _Index, pos: int) -> bool:

@@ -143,8 +143,9 @@ def _plan_file(overlay: Overlay, fp: FilePatch, mapper: PathMapper, fuzz: int) -
             note="file to create already exists",
             status="conflict",
         )
-    source = mapper(fp.source)
-    path = source if fp.is_delete else mapper(fp.target)
+    path = mapper(fp.source if fp.is_delete else fp.target)
+    # a/x -> b/x is one file whatever -p says; only a real rename reads another path
+    source = mapper(fp.source) if fp.is_rename else path
     action: Action = "delete" if fp.is_delete else ("rename" if source != path else "modify")
     current = overlay.read(source)
     if current is None:

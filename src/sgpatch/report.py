@@ -168,8 +168,16 @@ def show_set(target, plan, pre, verbose: bool, before=None, dry_run: bool = Fals
     con = console()
     con.print(
         f"sglang {target.version} ({target.layout}, version from {target.version_source}) "
-        f"at {target.root}"
+        f"at {target.root}",
+        markup=False,
     )
+    detected = getattr(target, "detected_version", None)
+    if detected is not None and detected != target.version:
+        con.print(
+            f"warning: the tree says sglang {detected} ({target.detected_source}); using "
+            f"{target.version} as given",
+            markup=False,
+        )
     table = Table(title=f"patch set {plan.name}", title_justify="left", expand=False)
     for col in ("patch", "state", "how", "note"):
         table.add_column(col, overflow="fold")

@@ -17,9 +17,10 @@ def fetch(versions: Sequence[str], dest: Path | None, layout: str, as_json: bool
     out = []
     for v in versions:
         wheel = releases.wheel_path(v)
-        root = (
-            releases.copy_tree(v, dest / v if len(versions) > 1 else dest, layout) if dest else None
-        )
+        where = (dest / v if len(versions) > 1 else dest) if dest else None
+        if where is not None and where.exists() and any(where.iterdir()):
+            raise SgpatchError(f"--dest {where} is not empty; give a new or empty folder")
+        root = releases.copy_tree(v, where, layout) if where is not None else None
         out.append({"version": v, "wheel": str(wheel), "root": str(root) if root else None})
         if not as_json:
             report.err(f"sglang {v}: {wheel}" + (f" -> {root}" if root else ""))

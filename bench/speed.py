@@ -192,9 +192,17 @@ def profile(version: str, tmp: Path) -> str:
         main(["apply", "--set", SET, "--sglang-dir", str(tree), "--json"])
     prof.disable()
     buf = io.StringIO()
-    pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(12)
-    keep = [ln for ln in buf.getvalue().splitlines() if "sgpatch" in ln or "ncalls" in ln]
-    return "\n".join(keep[:14])
+    stats = pstats.Stats(prof, stream=buf)
+    stats.sort_stats("cumulative").print_stats(
+        r"sgpatch/(plan|engine|probe|txn|manifest|diffs)", 10
+    )
+    stats.sort_stats("tottime").print_stats(10)
+    keep = [
+        ln.replace(str(ROOT) + "/", "").replace(sys.prefix, "<py>")
+        for ln in buf.getvalue().splitlines()
+        if ln.strip() and ("(" in ln or "ncalls" in ln)
+    ]
+    return "\n".join(keep)
 
 
 def markdown(res: dict) -> str:

@@ -121,8 +121,12 @@ class _Index:
     def matches_at(
         self, pattern: Sequence[str], mode: str, p: int, at_eof: bool, at_bof: bool = False
     ) -> bool:
+        n, m = len(self.lines), len(pattern)
+        if p < 0 or p + m > n or (at_eof and p + m != n) or (at_bof and p):
+            return False
+        if mode == "exact" and mode not in self._keys:  # one spot: no need to index the file
+            return [exact_key(ln) for ln in self.lines[p : p + m]] == list(pattern)
         keys = self.keys(mode)
-        m = len(pattern)
         if p < 0 or p + m > len(keys) or (at_eof and p + m != len(keys)) or (at_bof and p):
             return False
         return keys[p : p + m] == list(pattern)

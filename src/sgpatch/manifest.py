@@ -291,6 +291,34 @@ _PATCH_REQUIRED = ("id", "summary", "type", "upstream", "variants")
 _PATCH_OPTIONAL = ("requires", "optional", "probe", "environment")
 
 
+def _fast_compose(text: str):
+    """Compose with libyaml when it is there (about 10x faster than the Python parser); its
+    plain scalars carry style '' where the Python parser says None, so normalise. None means
+    "use the Python parser" (no libyaml, or a syntax error to report precisely)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", None)
+    if loader is None:
+        return None
+    try:
+        root = yaml.compose(text, Loader=loader)
+    except yaml.YAMLError:
+        return None
+    if root is None:
+        return None
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.ScalarNode):
+            if node.style == "":
+                node.style = None
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(x for pair in node.value for x in pair)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    return root
+
+
 def load_manifest(path: Path) -> SetManifest:
     """Load and validate a set's patchset.yaml; any problem is an SgpatchError naming file:line."""
     import yaml
@@ -304,8 +332,10 @@ def load_manifest(path: Path) -> SetManifest:
         raise bad_input(f"{chk.shown}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise bad_input(f"{chk.shown}: cannot read: {e}") from None
+    root = _fast_compose(text)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        if root is None:  # the C parser refused it: the Python one gives the precise message
+            root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = f":{mark.line + 1}" if mark is not None else ""

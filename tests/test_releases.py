@@ -326,3 +326,35 @@ def test_real_0_5_9_wheel() -> None:
     assert b"class KimiK25ForConditionalGeneration" in data
     assert b"get_embed_and_head" not in data  # upstream added it in 0.5.10
     assert b"__version__ = version = '0.5.9'" in releases.read_member("0.5.9", "_version.py")
+
+
+def test_fetch_git_checks_out_a_tag_and_detects_its_version(tmp_path, capsys):
+    """Input: a local git repository shaped like SGLang (python/sglang/srt, no _version.py)
+    tagged v0.5.9. Outcome: `sgpatch fetch --git REPO v0.5.9 --dest D` checks it out and the
+    version comes from `git describe`; a ref that does not exist is a one-line error, exit 2."""
+    import json
+    import subprocess
+
+    from helpers import sgpatch
+
+    repo = tmp_path / "sglang-repo"
+    (repo / "python" / "sglang" / "srt").mkdir(parents=True)
+    (repo / "python" / "sglang" / "srt" / "__init__.py").write_text("")
+    (repo / "python" / "sglang" / "version.py").write_text("from sglang._version import *\n")
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+        "PATH": "/usr/bin:/bin",
+    }
+    for cmd in (["init", "-q"], ["add", "."], ["commit", "-qm", "r"], ["tag", "v0.5.9"]):
+        subprocess.run(["git", "-C", str(repo), *cmd], check=True, env=env)
+    dest = tmp_path / "co"
+    assert sgpatch("fetch", "--git", str(repo), "v0.5.9", "--dest", str(dest), "--json") == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["checkouts"][0]["version"] == "0.5.9"
+    assert (dest / "python" / "sglang" / "srt").is_dir()
+    assert sgpatch("fetch", "--git", str(repo), "v9.9.9", "--dest", str(tmp_path / "x")) == 2
+    err = capsys.readouterr().err
+    assert "cannot check out v9.9.9" in err and "Traceback" not in err

@@ -275,15 +275,25 @@ def fetch_cmd(
     layout: Annotated[
         str, typer.Option("--layout", help="site-packages or checkout (python/sglang).")
     ] = "site-packages",
+    git_url: Annotated[
+        str | None,
+        typer.Option(
+            "--git",
+            help="Check out this SGLang git repository at the given ref "
+            "(tag, branch or commit) into --dest instead of using the index.",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Download pristine SGLang releases into the cache ($SGPATCH_CACHE or ~/.cache/sgpatch).
 
     Wheels come from the package index via pip and are checked against their RECORD hashes.
+    With --git URL, each argument is a git ref checked out into --dest (for releases not on the
+    index, or main).
     """
     from sgpatch.commands import maint
 
-    raise typer.Exit(maint.fetch(versions, dest, layout, as_json))
+    raise typer.Exit(maint.fetch(versions, dest, layout, as_json, git_url))
 
 
 FormatOpt = Annotated[str, typer.Option("--format", help="table, markdown or json.")]

@@ -179,7 +179,10 @@ def _pip_download(version: str, dest: Path) -> Path:
     cmd = [sys.executable, "-m", "pip", "download", *PIP_DOWNLOAD_FLAGS, "-d", str(dest)]
     cmd += ["--quiet", f"{PACKAGE}=={version}"]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, check=False)
+        proc = _with_progress(
+            f"downloading sglang=={version} from the package index",
+            lambda: subprocess.run(cmd, capture_output=True, text=True, timeout=1800, check=False),
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         raise SgpatchError(f"cannot run pip to download sglang=={version}: {e}") from None
     if proc.returncode != 0:
@@ -190,6 +193,50 @@ def _pip_download(version: str, dest: Path) -> Path:
     if len(got) != 1:
         raise SgpatchError(f"pip download of sglang=={version} left {len(got)} wheels, expected 1")
     return got[0]
+
+
+def _with_progress(label: str, work):
+    """Run `work()` under a rich spinner with elapsed time on a terminal; one plain line in a
+    log (no animation when stderr is not a terminal)."""
+    if not sys.stderr.isatty():
+        sys.stderr.write(f"sgpatch: {label} ...\n")
+        return work()
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, transient=True, console=Console(stderr=True)) as progress:
+        progress.add_task(label, total=None)
+        return work()
+
+
+def git_tree(url: str, ref: str, dest: Path) -> Path:
+    """A git checkout of SGLang at `ref` (tag, branch or commit) under `dest`, for releases not
+    on the package index or for `main`; returns the package root (dest/python/sglang).
+    Tags come along, so `git describe` gives the version."""
+    import git
+
+    dest = Path(dest)
+    if dest.exists() and any(dest.iterdir()):
+        raise SgpatchError(f"--dest {dest} is not empty; give a new or empty folder")
+
+    def clone() -> None:
+        try:
+            git.Repo.clone_from(url, dest, branch=ref, depth=1)
+        except git.GitCommandError:  # a commit sha cannot be cloned by name: full clone
+            shutil.rmtree(dest, ignore_errors=True)
+            try:
+                repo = git.Repo.clone_from(url, dest)
+                repo.git.checkout(ref)
+            except git.GitCommandError as e:
+                msg = (e.stderr or str(e)).strip().splitlines()
+                raise SgpatchError(f"cannot check out {ref} from {url}: {msg[-1]}") from None
+
+    _with_progress(f"cloning {url} at {ref}", clone)
+    root = dest / "python" / PACKAGE
+    if not (root / "srt").is_dir():
+        raise SgpatchError(f"{url} at {ref} has no python/sglang/srt: not an SGLang repository")
+    return root
 
 
 def _urlsafe_digest(alg: str, data: bytes) -> str:

@@ -10,10 +10,18 @@ from sgpatch import report
 from sgpatch.errors import ExitCode, SgpatchError
 
 
-def fetch(versions: Sequence[str], dest: Path | None, layout: str, as_json: bool) -> int:
+def fetch(
+    versions: Sequence[str],
+    dest: Path | None,
+    layout: str,
+    as_json: bool,
+    git_url: str | None = None,
+) -> int:
     """Get pristine releases into the cache (checked against RECORD); optionally a tree."""
     from sgpatch import releases
 
+    if git_url is not None:
+        return _fetch_git(git_url, versions, dest, as_json)
     out = []
     for v in versions:
         wheel = releases.wheel_path(v)
@@ -26,6 +34,25 @@ def fetch(versions: Sequence[str], dest: Path | None, layout: str, as_json: bool
             report.err(f"sglang {v}: {wheel}" + (f" -> {root}" if root else ""))
     if as_json:
         report.emit_json({"command": "fetch", "exit_code": 0, "releases": out})
+    return 0
+
+
+def _fetch_git(url: str, refs: Sequence[str], dest: Path | None, as_json: bool) -> int:
+    from sgpatch import releases
+    from sgpatch.target import find_target
+
+    if dest is None:
+        raise SgpatchError("--git needs --dest (where to put the checkout)")
+    out = []
+    for ref in refs:
+        where = dest / ref if len(refs) > 1 else dest
+        root = releases.git_tree(url, ref, where)
+        version = find_target(root).version
+        out.append({"ref": ref, "root": str(root), "version": str(version)})
+        if not as_json:
+            report.err(f"{url} at {ref}: sglang {version} -> {root}")
+    if as_json:
+        report.emit_json({"command": "fetch", "exit_code": 0, "checkouts": out})
     return 0
 
 

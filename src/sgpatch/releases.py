@@ -196,10 +196,9 @@ def _pip_download(version: str, dest: Path) -> Path:
 
 
 def _with_progress(label: str, work):
-    """Run `work()` under a rich spinner with elapsed time on a terminal; one plain line in a
-    log (no animation when stderr is not a terminal)."""
+    """Run `work()` under a rich spinner with elapsed time on a terminal; silent otherwise (no
+    animation in logs; the commands say what they fetched when done)."""
     if not sys.stderr.isatty():
-        sys.stderr.write(f"sgpatch: {label} ...\n")
         return work()
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn

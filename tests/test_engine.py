@@ -384,6 +384,39 @@ def test_reverse_of_an_edited_look_alike_block_is_a_conflict_not_already_reverte
     assert text(res) == edited
 
 
+def test_hunk_order_second_pass_keeps_the_scope_veto():
+    """Review finding: a hunk refused because its only fuzzy place lies outside the `def` its
+    header names must stay refused when a second look-alike appears after the next hunk (the
+    order pass used to pick the first look-alike without the vetoes)."""
+    diff = (
+        "--- a/f.py\n+++ b/f.py\n"
+        "@@ -1,7 +1,7 @@\n h1a\n h1b\n h1c\n-h1d\n+h1d_new\n h1e\n h1f\n h1g\n"
+        "@@ -20,7 +20,7 @@ def target():\n     top_line_author_saw\n     ca\n     cb\n"
+        "-    old = 1\n+    old = 2\n     cc\n     cd\n     ce\n"
+        "@@ -40,7 +40,7 @@\n h3a\n h3b\n h3c\n-h3d\n+h3d_new\n h3e\n h3f\n h3g\n"
+    )
+    body = ["    ca", "    cb", "    old = 1", "    cc", "    cd", "    ce", "    return 0", ""]
+    tree = ["h1a", "h1b", "h1c", "h1d", "h1e", "h1f", "h1g", "", "def target():"]
+    tree += ["    rewritten = True", "    return rewritten", "", "def other():", "    x", *body]
+    tree += [*numbered("pad", 10), "h3a", "h3b", "h3c", "h3d", "h3e", "h3f", "h3g", ""]
+    for extra in ([], ["def other2():", "    y", *body]):
+        res = run(lines(*tree, *extra), diff, fuzz=1)
+        assert statuses(res)[1] == "ambiguous"
+        assert "outside 'def target():'" in res.hunks[1].reason
+        assert "    old = 2\n" not in text(res)
+
+
+def test_blank_line_after_the_last_hunk_is_not_an_added_line():
+    """Review finding: unidiff keeps a blank line after a finished hunk; it must not become an
+    added line (GNU patch ignores it), and -R must not crash on it."""
+    old = "import os\nimport sys\nimport re\n\nx = 1\n"
+    diff = "--- a/m.py\n+++ b/m.py\n@@ -1,3 +1,3 @@\n-import os\n+import os, json\n"
+    diff += " import sys\n import re\n\n"
+    res = run(old, diff)
+    assert text(res) == old.replace("import os\n", "import os, json\n")
+    assert text(run(text(res), diff, reverse=True)) == old
+
+
 # ---------------------------------------------------------------- property tests
 
 LINE = st.sampled_from([f"line {i}" for i in range(40)] + ["", "    pass", "    return x"])

@@ -151,6 +151,8 @@ def strip_path(path: str, strip: int, patch_name: str = "patch") -> str:
     """Apply `-p strip` to a patch path; refuse absolute paths and `..` (exit 4)."""
     if path.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", path):
         raise unsafe(f"{patch_name}: refusing absolute path {path!r}")
+    if strip < 0:
+        raise bad_input(f"{patch_name}: -p must be 0 or more (got {strip})")
     parts = [p for p in path.split("/") if p not in ("", ".")]
     if ".." in parts:
         raise unsafe(f"{patch_name}: refusing path with '..': {path!r}")
@@ -267,6 +269,8 @@ def _freeze_file(pf, lines: Sequence[str], name: str) -> FilePatch:  # pf: unidi
                 old_no_eol |= prev in (" ", "-")
                 new_no_eol |= prev in (" ", "+")
                 continue
+            if line.line_type not in (" ", "-", "+"):
+                continue  # unidiff keeps blank lines after a finished hunk: not hunk lines
             body.append(HunkLine(line.line_type, strip_eol(line.value)))
         first = _first_body_line(h)
         hunks.append(

@@ -298,6 +298,7 @@ class _Outcome:
     place: _Place | None
     result: HunkResult
     alternatives: tuple[_Place, ...] = ()  # for a plain multi-candidate ambiguity
+    expected: int = 0  # where the hunk was expected (for the second pass's vetoes)
 
 
 def _levels(hunk: Hunk, fuzz: int) -> list[tuple[Level, tuple[str, ...], list[tuple[int, int]]]]:
@@ -411,6 +412,7 @@ def place_hunk(
                     + "); the hunk header does not single one out",
                 ),
                 alternatives=tuple(places) if not new else (),
+                expected=expected,
             )
         loose_match = level == "whitespace" or _start(chosen) in loose
         veto = _veto(hunk, lines, idx, chosen, level, levels[n:], expected, lo, loose_match)
@@ -600,10 +602,10 @@ def apply_hunks(
             prev_end = end + place.trail
             prev_stated_end = stated + hunk.source_length
         elif out.alternatives:
-            alternatives[len(results)] = out.alternatives
+            alternatives[len(results)] = (out.alternatives, out.expected)
         results.append((out.result, hunk, place))
-    for i, alts in alternatives.items():
-        results[i] = _by_order(results, i, alts)
+    for i, (alts, exp) in alternatives.items():
+        results[i] = _by_order(results, i, alts, lines, idx, exp)
     splices = [(pl, h) for r, h, pl in results if pl is not None and r.status == "applied"]
     out, shifts = _splice(lines, splices)
     final = []
@@ -620,10 +622,16 @@ def apply_hunks(
 
 
 def _by_order(
-    results: Sequence[tuple[HunkResult, Hunk, _Place | None]], i: int, alts: tuple[_Place, ...]
+    results: Sequence[tuple[HunkResult, Hunk, _Place | None]],
+    i: int,
+    alts: tuple[_Place, ...],
+    lines: Sequence[str],
+    idx: _Index,
+    expected: int,
 ) -> tuple[HunkResult, Hunk, _Place | None]:
     """Second pass for an ambiguous hunk: hunks keep their order, so only a candidate between
-    the placed hunks before and after it can be right. One left: take it."""
+    the placed hunks before and after it can be right. One left: take it, if it also passes
+    the vetoes any single place must pass."""
     res, hunk, _ = results[i]
     before = [(h, pl) for _, h, pl in results[:i] if pl is not None]
     after = [(h, pl) for _, h, pl in results[i + 1 :] if pl is not None]
@@ -641,6 +649,9 @@ def _by_order(
     if len(fits) != 1 or not (before or after):
         return results[i]
     chosen = fits[0]
+    veto = _veto(hunk, lines, idx, chosen, res.level, [], expected, lo, loose=False)
+    if veto is not None:
+        return (veto, hunk, None)
     return (_result(hunk, chosen, res.level, res.candidates), hunk, chosen)
 
 

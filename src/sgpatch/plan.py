@@ -343,7 +343,11 @@ def _plan_one(
     # 1. the ledger: sgpatch applied it; do the files still hash to what it wrote?
     rec = record.patch(spec.id) if record else None
     if rec is not None:
-        edited = [f for f in rec.files if sha256(overlay.read(f)) != record.files[f].after]
+        edited = [
+            f
+            for f in rec.files
+            if f in record.files and sha256(overlay.read(f)) != record.files[f].after
+        ]
         if edited:
             return PatchPlan(
                 **base,

@@ -100,12 +100,13 @@ def _env(manifest, plan: SetPlan):
 def _ledger_changes(root: Path, ledger, plan: SetPlan, version: str) -> list[FileChange]:
     """The ledger update and the originals store, written in the same transaction."""
     originals = {c.path: (c.before, c.after) for c in plan.changes}
+    written = set(originals)
     records = [
         PatchRecord(
             p.id,
             p.variant or "",
             p.patch_sha256 or "",
-            tuple(sorted({f.path for f in p.files} | {f.source for f in p.files})),
+            tuple(sorted(({f.path for f in p.files} | {f.source for f in p.files}) & written)),
         )
         for p in plan.patches
         if p.selected and p.state == "pending"

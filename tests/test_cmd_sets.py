@@ -321,3 +321,58 @@ def test_recover_command_rolls_back_explicitly_and_is_idempotent(env, capsys):
     assert model.read_text() == MODEL
     assert sgpatch("recover", "--sglang-dir", str(pkg)) == 0
     assert "nothing to do" in capsys.readouterr().err
+
+
+def test_requires_on_a_later_patch_is_enforced(env, capsys):
+    """Review finding: `requires` naming a patch listed *later* was not checked. Input: the
+    demo set with model-hook requiring gate (listed after it), applied --without gate.
+    Outcome: model-hook is a conflict "requires gate", exit 3, nothing written."""
+    pkg, sets = env
+    manifest = sets / SET / "patchset.yaml"
+    text = manifest.read_text().replace(
+        "    type: feature\n    upstream: {status: pending}\n    probe:",
+        "    type: feature\n    upstream: {status: pending}\n    requires: [gate]\n    probe:",
+        1,
+    )
+    text = text.replace("    requires: [model-hook]\n", "", 1)
+    manifest.write_text(text)
+    before = snapshot(pkg)
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", SET)
+    assert sgpatch("apply", *args, "--without", "gate") == 3
+    assert "requires gate" in capsys.readouterr().err
+    assert snapshot(pkg) == before
+
+
+def test_a_second_set_on_an_already_patched_file_is_refused(env, capsys):
+    """Review finding: two sets on one file could never be reverted. Input: the demo set
+    applied, then a copy of it under another name. Outcome: exit 4 naming the file and the set
+    that owns it, nothing written; the first set still reverts cleanly."""
+    import shutil
+
+    pkg, sets = env
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets))
+    assert sgpatch("apply", *args, "--set", SET) == 0
+    other = sets / "other-set"
+    shutil.copytree(sets / SET, other)
+    yaml = other / "patchset.yaml"
+    yaml.write_text(yaml.read_text().replace(f"name: {SET}", "name: other-set"))
+    before = snapshot(pkg)
+    # a variant of the gate patch that applies on top of the first set's result
+    gate = (pkg / "srt" / "gate.py").read_text()
+    (other / "patches" / "0002-gate.patch").write_text(
+        make_diff(gate, gate.replace("gate12\n", "GATE12\n"), "python/sglang/srt/gate.py")
+    )
+    code = sgpatch("apply", *args, "--set", "other-set", "--without", "model-hook")
+    assert code == 4
+    assert "already patched by set demo-set" in capsys.readouterr().err
+    assert snapshot(pkg) == before
+    assert sgpatch("revert", *args, "--set", SET) == 0
+
+
+def test_revert_of_an_unknown_set_is_exit_2_and_writes_nothing(env, capsys):
+    pkg, sets = env
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets))
+    assert sgpatch("revert", *args, "--set", "no-such-set") == 2
+    assert not (pkg / ".sgpatch").exists()
+    assert sgpatch("revert", *args, "--set", SET, "--dry-run") == 0
+    assert not (pkg / ".sgpatch").exists()

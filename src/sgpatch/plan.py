@@ -320,6 +320,7 @@ def plan_set(
         plan = _plan_one(spec, manifest, root, version, record, overlay, fuzz, selected, by_id)
         plans.append(plan)
         by_id[spec.id] = plan
+    plans = _requires_after(manifest, plans)
     pending_files = {f.path for p in plans if p.state == "pending" and p.selected for f in p.files}
     pending_files |= {
         f.source for p in plans if p.state == "pending" and p.selected for f in p.files
@@ -432,9 +433,39 @@ def _plan_one(
         state="pending",
         how=_how(files),
         files=files,
-        note="" if selected else "optional: apply with --with " + spec.id,
+        note="" if selected else _left_out(spec),
         exit_code=ExitCode.NOT_DONE if selected else ExitCode.OK,
     )
+
+
+def _requires_after(manifest: SetManifest, plans: list[PatchPlan]) -> list[PatchPlan]:
+    """`requires` may name a patch listed later: check every requirement once all are known."""
+    by_id = {p.id: p for p in plans}
+    out = []
+    for spec, plan in zip(manifest.patches, plans, strict=True):
+        missing = [
+            r
+            for r in spec.requires
+            if r in by_id
+            and not by_id[r].done
+            and not (by_id[r].state == "pending" and by_id[r].selected)
+        ]
+        if plan.state == "pending" and plan.selected and missing:
+            plan = replace(
+                plan,
+                state="conflict",
+                how="requires",
+                note="requires " + ", ".join(missing),
+                exit_code=ExitCode.CONFLICT,
+            )
+        out.append(plan)
+    return out
+
+
+def _left_out(spec: PatchSpec) -> str:
+    if spec.optional:
+        return f"optional: apply with --with {spec.id}"
+    return "left out with --without"
 
 
 def _upstream_note(spec) -> str:

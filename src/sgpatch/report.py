@@ -225,10 +225,13 @@ def apply_summary(plan, code, written, dry_run: bool) -> None:
     for p in plan.patches:
         if p.selected:
             counts[p.state] = counts.get(p.state, 0) + 1
-    skipped = sum(1 for p in plan.patches if not p.selected)
+    optional = sum(1 for p in plan.patches if not p.selected and p.optional)
+    left_out = sum(1 for p in plan.patches if not p.selected and not p.optional)
     parts = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-    if skipped:
-        parts += f"; {skipped} optional not chosen"
+    if optional:
+        parts += f"; {optional} optional not chosen"
+    if left_out:
+        parts += f"; {left_out} left out (--without)"
     if code != 0:
         err(f"sgpatch: {plan.name}: not applied ({parts}); nothing was written")
     elif dry_run:

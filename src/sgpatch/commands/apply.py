@@ -8,7 +8,7 @@ from pathlib import Path
 from sgpatch import __version__, report
 from sgpatch import ledger as ledger_mod
 from sgpatch.commands.common import open_target, site_packages, supported_set
-from sgpatch.errors import ExitCode
+from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ledger import PatchRecord, original_rel, sha256, state_dir
 from sgpatch.plan import SetPlan, plan_set
 from sgpatch.txn import FileChange, commit, locked, read_bytes
@@ -46,6 +46,7 @@ def run(
             "sgpatch: --strict: unmet precondition(s): "
             + ", ".join(f"{x.package}{x.specifier} (found {x.found})" for x in unmet)
         )
+    _refuse_stacking(ledger, plan)
     written: list[str] = []
     if code == ExitCode.OK and plan.changes and not dry_run:
         # Only a run that writes takes the lock (and so creates .sgpatch/); if another run
@@ -75,6 +76,19 @@ def run(
         report.show_set(target, after, pre, verbose, before=plan, dry_run=dry_run)
         report.apply_summary(after, code, written, dry_run)
     return int(code)
+
+
+def _refuse_stacking(ledger, plan: SetPlan) -> None:
+    """Two sets on one file could never be reverted independently (each one's original bytes
+    hold or lack the other's change), so refuse before writing instead."""
+    for c in plan.changes:
+        for other, rec in ledger.sets.items():
+            if other != plan.name and c.path in rec.files:
+                raise SgpatchError(
+                    f"{c.path} is already patched by set {other}; sgpatch does not stack two "
+                    f"sets on one file (revert {other} first, or merge the sets)",
+                    ExitCode.UNSAFE,
+                )
 
 
 def _moved(root: Path, plan: SetPlan) -> bool:

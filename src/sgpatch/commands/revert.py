@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 
 from sgpatch import ledger as ledger_mod
@@ -28,7 +29,10 @@ def run(
 ) -> int:
     target = open_target(sglang_dir, sglang_version)
     root = target.root
-    with locked(state_dir(root)):
+    record = ledger_mod.load(root).sets.get(set_name)
+    if record is None:
+        load_set(set_name, tuple(patchsets))  # an unknown name is a typo: exit 2, not "done"
+    with locked(state_dir(root)) if record is not None and not dry_run else nullcontext():
         ledger = ledger_mod.load(root)
         record = ledger.sets.get(set_name)
         if record is None:
@@ -111,7 +115,19 @@ def _reverse_apply(root, set_name, record, edited, patchsets) -> list[FileChange
         for prec in reversed(record.patches):
             if path not in prec.files:
                 continue
-            data = (manifest.base_dir / prec.variant).read_bytes()
+            try:
+                data = (manifest.base_dir / prec.variant).read_bytes()
+            except OSError as exc:
+                raise SgpatchError(
+                    f"cannot reverse {prec.id}: patch file {prec.variant} is gone "
+                    f"({exc.strerror}); reinstall the sgpatch that applied it"
+                ) from None
+            if sha256(data) != prec.patch_sha256:
+                raise SgpatchError(
+                    f"cannot reverse {prec.id}: {prec.variant} is not the file that was applied "
+                    "(sha256 differs; sgpatch or the set was upgraded); nothing was written",
+                    ExitCode.UNSAFE,
+                )
             patch = parse_patch(data, f"{set_name}/{prec.variant}")
             mapper = package_mapper(patch.name)
             for fp in patch.files:

@@ -189,3 +189,20 @@ def test_hunk_lines_read_like_gnu_patch(tree, tmp_path, capsys):
     p = write_patch(tmp_path, "o.patch", make_diff(base, base.replace("l15\n", "X\n")))
     assert sgpatch("patch", "-d", str(tree), p) == 0
     assert "Hunk #1 applied at 25 (offset 12)." in capsys.readouterr().err
+
+
+def test_git_modes_are_applied_for_new_files_and_mode_only_changes(tree, tmp_path, capsys):
+    """Review finding: `new file mode 100755` and mode-only patches were ignored. Input: a git
+    diff creating an executable script and one only making f.py executable. Outcome: both end
+    up 0o755; applying again is a no-op (exit 0)."""
+    diff = (
+        "diff --git a/run.sh b/run.sh\nnew file mode 100755\n--- /dev/null\n+++ b/run.sh\n"
+        "@@ -0,0 +1 @@\n+echo hi\n"
+        "diff --git a/f.py b/f.py\nold mode 100644\nnew mode 100755\n"
+    )
+    p = write_patch(tmp_path, "modes.patch", diff)
+    os.chmod(tree / "f.py", 0o644)
+    assert sgpatch("patch", "-d", str(tree), p) == 0
+    assert (tree / "run.sh").stat().st_mode & 0o777 == 0o755
+    assert (tree / "f.py").stat().st_mode & 0o777 == 0o755
+    assert sgpatch("patch", "-d", str(tree), p) == 0

@@ -7,7 +7,7 @@ a dry run exactly as in a real run). The set-level planner (states per patch) bu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -184,9 +184,27 @@ def _plan_file(overlay: Overlay, fp: FilePatch, mapper: PathMapper, fuzz: int) -
         after = None
     if not fp.hunks and action in ("rename", "modify"):
         after = current
+        if (
+            action == "modify"
+            and fp.new_mode is not None
+            and _mode(overlay.root, path) == fp.new_mode
+        ):
+            status = "already-applied"  # a mode-only change that is already there
     return FilePlan(
         path, source, action, current, after, result.hunks, status=status, mode=fp.new_mode
     )
+
+
+def _mode(root: Path, rel: str) -> int | None:
+    try:
+        return (root / rel).stat().st_mode & 0o777
+    except OSError:
+        return None
+
+
+def file_modes(plans: Sequence[FilePlan]) -> dict[str, int]:
+    """Modes a patch sets (git 'new file mode' / 'new mode') on the files it writes."""
+    return {f.path: f.mode for f in plans if f.ok and f.mode is not None and f.status == "ok"}
 
 
 def _new_file_lines(fp: FilePatch) -> list[str]:
@@ -325,7 +343,8 @@ def plan_set(
     pending_files |= {
         f.source for p in plans if p.state == "pending" and p.selected for f in p.files
     }
-    changes = tuple(c for c in overlay.changes() if c.path in pending_files)
+    modes = file_modes([f for p in plans if p.state == "pending" and p.selected for f in p.files])
+    changes = tuple(c for c in overlay.changes(modes) if c.path in pending_files)
     return SetPlan(manifest.name, str(version), tuple(plans), changes)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from sgpatch import report
 from sgpatch.diffs import read_patch
 from sgpatch.errors import ExitCode, SgpatchError
-from sgpatch.plan import Overlay, default_mapper, patch_status, plan_patch
+from sgpatch.plan import Overlay, default_mapper, file_modes, patch_status, plan_patch
 from sgpatch.txn import commit, locked, recover
 
 STATE_DIR = ".sgpatch"
@@ -50,10 +50,11 @@ def run(
         )
         results.append((patch, files))
         code = max(code, patch_status(files))
-    if code == ExitCode.OK and not dry_run and overlay.changes():
+    modes = file_modes([f for _, files in results for f in files])
+    if code == ExitCode.OK and not dry_run and overlay.changes(modes):
         made_state = not state.exists()
         with locked(state):
-            commit(root, state, overlay.changes())
+            commit(root, state, overlay.changes(modes))
         if made_state:
             _cleanup(state)
     if as_json:

@@ -34,3 +34,16 @@ def test_matrix_states_match_the_measured_table(capsys):
         expected = EXPECTED[row["release"]]
         got = {k: c["state"] for k, c in row["cells"].items()}
         assert {k: got[k] for k in expected} == expected, row["release"]
+
+
+def test_the_set_page_shows_the_current_matrix(capsys):
+    """docs/patchsets/kimi-eagle3-sm120.md embeds `sgpatch matrix --format markdown`; it must be
+    what the command prints today (regenerate it with that command when a release is added)."""
+    from pathlib import Path
+
+    assert sgpatch("matrix", "--set", SET, "--format", "markdown") == 0
+    table = capsys.readouterr().out
+    page = Path(__file__).parents[2] / "docs" / "patchsets" / f"{SET}.md"
+    text = page.read_text()
+    embedded = text.split("<!-- matrix:begin -->\n", 1)[1].split("<!-- matrix:end -->", 1)[0]
+    assert embedded == table

@@ -178,7 +178,8 @@ def show_set(target, plan, pre, verbose: bool, before=None, dry_run: bool = Fals
             f"{target.version} as given",
             markup=False,
         )
-    table = Table(title=f"patch set {plan.name}", title_justify="left", expand=False)
+    con.print(f"patch set {plan.name}", markup=False)  # not a rich title: no padding in logs
+    table = Table(expand=False)
     for col in ("patch", "state", "how", "note"):
         table.add_column(col, overflow="fold")
     planned = {p.id: p for p in before.patches} if before is not None else {}

@@ -35,7 +35,7 @@ def list_sets(patchsets: Sequence[Path], as_json: bool) -> int:
         return 0
     from rich.table import Table
 
-    table = Table(title="patch sets", title_justify="left")
+    table = Table()
     for col in ("set", "sglang", "patches", "summary"):
         table.add_column(col, overflow="fold")
     for m in sets:

@@ -106,7 +106,8 @@ def matrix(
     else:
         from rich.table import Table
 
-        table = Table(title=f"{manifest.name} x sglang releases", title_justify="left")
+        report.console().print(f"{manifest.name} x sglang releases", markup=False)
+        table = Table()
         table.add_column("release")
         ids = [p.id for p in manifest.patches]
         for i in ids:

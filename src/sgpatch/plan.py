@@ -419,13 +419,7 @@ def _plan_one(
     # 3. the probe: upstream contains it -> never apply (fuzz must not decide this)
     if probe_result is not None and probe_result.value:
         return PatchPlan(**common, state="upstream", how="probe", note=_upstream_note(spec))
-    missing = [
-        r
-        for r in spec.requires
-        if r in by_id
-        and not by_id[r].done
-        and not (by_id[r].state == "pending" and by_id[r].selected)
-    ]
+    missing = _unmet(spec, by_id)
     if missing:
         return PatchPlan(
             **common,
@@ -457,18 +451,23 @@ def _plan_one(
     )
 
 
+def _unmet(spec: PatchSpec, by_id: Mapping[str, PatchPlan]) -> list[str]:
+    """Required patches that are neither done nor about to be applied in this run."""
+    return [
+        r
+        for r in spec.requires
+        if r in by_id
+        and not by_id[r].done
+        and not (by_id[r].state == "pending" and by_id[r].selected)
+    ]
+
+
 def _requires_after(manifest: SetManifest, plans: list[PatchPlan]) -> list[PatchPlan]:
     """`requires` may name a patch listed later: check every requirement once all are known."""
     by_id = {p.id: p for p in plans}
     out = []
     for spec, plan in zip(manifest.patches, plans, strict=True):
-        missing = [
-            r
-            for r in spec.requires
-            if r in by_id
-            and not by_id[r].done
-            and not (by_id[r].state == "pending" and by_id[r].selected)
-        ]
+        missing = _unmet(spec, by_id)
         if plan.state == "pending" and plan.selected and missing:
             plan = replace(
                 plan,

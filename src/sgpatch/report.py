@@ -199,7 +199,12 @@ def show_set(target, plan, pre, verbose: bool, before=None, dry_run: bool = Fals
     for x in pre:
         mark = {"ok": "ok", "unmet": "UNMET", "unknown": "unknown"}[x.verdict]
         found = x.found or "not found"
-        con.print(f"precondition {x.package}{x.specifier}: {mark} ({found} in {x.where}); {x.why}")
+        # one unwrapped line each, so a build log can be grepped for "precondition .*: UNMET"
+        con.print(
+            f"precondition {x.package}{x.specifier}: {mark} ({found} in {x.where}); {x.why}",
+            markup=False,
+            soft_wrap=True,
+        )
     if verbose:
         for p in plan.patches:
             show_patch_detail(con, p)

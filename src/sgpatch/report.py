@@ -170,6 +170,7 @@ def show_set(target, plan, pre, verbose: bool, before=None, dry_run: bool = Fals
         f"sglang {target.version} ({target.layout}, version from {target.version_source}) "
         f"at {target.root}",
         markup=False,
+        soft_wrap=True,
     )
     detected = getattr(target, "detected_version", None)
     if detected is not None and detected != target.version:

@@ -236,6 +236,28 @@ def _remove_stale_temps(folder: Path, name: str | None = None) -> None:
                 tmp.unlink()
 
 
+def roll_back_interrupted(root: Path, state_dir: Path) -> list[str] | None:
+    """If a killed run left a journal, roll it back under the lock (never under a run that is
+    still writing). None when there was nothing to roll back."""
+    if not (state_dir / JOURNAL).exists():
+        return None
+    with locked(state_dir):
+        return recover(root, state_dir)
+
+
+def stop_if_rolled_back(root: Path, state_dir: Path) -> None:
+    """What every writing command does first: roll back an interrupted run, then stop (exit 4)
+    so the user sees it happened and runs the command again on a known tree."""
+    restored = roll_back_interrupted(root, state_dir)
+    if restored is not None:
+        raise SgpatchError(
+            f"an interrupted sgpatch run was rolled back in {root} "
+            f"({len(restored)} file(s) restored: {', '.join(restored) or 'none changed'}); "
+            "run the command again",
+            ExitCode.UNSAFE,
+        )
+
+
 def recover(root: Path, state_dir: Path) -> list[str] | None:
     """Roll back an interrupted run, if its journal is there. Returns the files restored.
 

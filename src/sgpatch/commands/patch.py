@@ -9,7 +9,7 @@ from sgpatch import report
 from sgpatch.diffs import read_patch
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.plan import Overlay, default_mapper, file_modes, patch_status, plan_patch
-from sgpatch.txn import commit, locked, recover
+from sgpatch.txn import commit, locked, stop_if_rolled_back
 
 STATE_DIR = ".sgpatch"
 
@@ -30,16 +30,7 @@ def run(
     if not root.is_dir():
         raise SgpatchError(f"-d {directory}: not a directory")
     state = root / STATE_DIR
-    restored = None
-    if (state / "journal.json").exists():
-        with locked(state):  # never roll back under a run that is still writing
-            restored = recover(root, state)
-    if restored is not None:
-        raise SgpatchError(
-            f"an interrupted sgpatch run was rolled back in {root} ({len(restored)} files "
-            "restored); run the command again",
-            ExitCode.UNSAFE,
-        )
+    stop_if_rolled_back(root, state)
     patches = [read_patch(p) for p in patchfiles]
     overlay = Overlay(root)
     results = []

@@ -7,16 +7,12 @@ from pathlib import Path
 from sgpatch import report
 from sgpatch.ledger import state_dir
 from sgpatch.target import find_target
-from sgpatch.txn import JOURNAL, locked, recover
+from sgpatch.txn import roll_back_interrupted
 
 
 def run(sglang_dir: Path | None, sglang_version: str | None, as_json: bool) -> int:
     target = find_target(sglang_dir, sglang_version)
-    state = state_dir(target.root)
-    restored: list[str] | None = None
-    if (state / JOURNAL).exists():
-        with locked(state):
-            restored = recover(target.root, state)
+    restored = roll_back_interrupted(target.root, state_dir(target.root))
     if as_json:
         report.emit_json(
             {

@@ -60,3 +60,18 @@ def check(req: EnvRequirement, site_packages: Path | None) -> Precondition:
         except InvalidVersion:
             verdict = "unknown"
     return Precondition(req.package, str(req.specifier), req.why, found, where, verdict)
+
+
+LIVE = ("applied", "pending", "present")  # states in which a patch's code is, or will be, live
+
+
+def for_plan(manifest, plan, site_packages: Path | None) -> list[Precondition]:
+    """The preconditions of every selected patch whose code is (or is about to be) in the tree:
+    a patch upstream already has, or one left out, needs nothing from the environment."""
+    live = {p.id for p in plan.patches if p.selected and p.state in LIVE}
+    return [
+        check(req, site_packages)
+        for spec in manifest.patches
+        if spec.id in live
+        for req in spec.environment
+    ]

@@ -101,12 +101,6 @@ STATE_STYLE = {
 }
 
 
-def precondition(req, site_packages):  # -> preconditions.Precondition
-    from sgpatch.preconditions import check
-
-    return check(req, site_packages)
-
-
 def target_json(target) -> dict[str, Any]:
     return {
         "root": str(target.root),

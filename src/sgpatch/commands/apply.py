@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from sgpatch import __version__, report
+from sgpatch import __version__, preconditions, report
 from sgpatch import ledger as ledger_mod
 from sgpatch.commands.common import open_target, site_packages, supported_set
 from sgpatch.errors import ExitCode, SgpatchError
@@ -38,7 +38,7 @@ def run(
     ledger = ledger_mod.load(root)
     plan = plan_set(manifest, root, target.version, ledger, **options)
     code = _verdict(plan)
-    pre = [report.precondition(r, site_packages(target)) for r in _env(manifest, plan)]
+    pre = preconditions.for_plan(manifest, plan, site_packages(target))
     unmet = [x for x in pre if x.verdict == "unmet"]
     if strict and unmet and code == ExitCode.OK:
         code = ExitCode.NOT_DONE
@@ -104,13 +104,6 @@ def _verdict(plan: SetPlan) -> ExitCode:
     return ExitCode.OK
 
 
-def _env(manifest, plan: SetPlan):
-    wanted = {
-        p.id for p in plan.patches if p.selected and p.state in ("applied", "pending", "present")
-    }
-    return [r for spec in manifest.patches if spec.id in wanted for r in spec.environment]
-
-
 def _ledger_changes(root: Path, ledger, plan: SetPlan, version: str) -> list[FileChange]:
     """The ledger update and the originals store, written in the same transaction."""
     originals = {c.path: (c.before, c.after) for c in plan.changes}
@@ -128,7 +121,7 @@ def _ledger_changes(root: Path, ledger, plan: SetPlan, version: str) -> list[Fil
     new = ledger_mod.record_apply(ledger, plan.name, version, __version__, records, originals)
     out = [
         FileChange(
-            ledger_mod.ledger_rel(), _read(root / ledger_mod.ledger_rel()), ledger_mod.dump(new)
+            ledger_mod.ledger_rel(), read_bytes(root, ledger_mod.ledger_rel()), ledger_mod.dump(new)
         )
     ]
     stored: set[str] = set()
@@ -139,10 +132,3 @@ def _ledger_changes(root: Path, ledger, plan: SetPlan, version: str) -> list[Fil
         stored.add(digest)
         out.append(FileChange(original_rel(digest), None, before, 0o444))
     return out
-
-
-def _read(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None

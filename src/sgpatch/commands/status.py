@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from sgpatch import drift, report
+from sgpatch import drift, preconditions, report
 from sgpatch import ledger as ledger_mod
 from sgpatch.commands.common import open_target, site_packages, supported_set
 from sgpatch.errors import ExitCode, SgpatchError
@@ -33,14 +33,7 @@ def run(
         manifest = supported_set(name, target, patchsets)
         plan = plan_set(manifest, target.root, target.version, ledger, with_ids=tuple(with_ids))
         touched |= {x for p in plan.patches for f in p.files for x in (f.path, f.source)}
-        live = ("applied", "pending", "present")
-        pre = [
-            report.precondition(r, site_packages(target))
-            for spec in manifest.patches
-            for p in plan.patches
-            if p.id == spec.id and p.selected and p.state in live
-            for r in spec.environment
-        ]
+        pre = preconditions.for_plan(manifest, plan, site_packages(target))
         set_code = _check_code(plan)
         code = max(code, set_code)
         dirty: list[str] = []

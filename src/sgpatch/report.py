@@ -155,7 +155,7 @@ def _short(text: str, width: int = 200) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def show_set(target, plan, pre, verbose: bool, before=None, dry_run: bool = False) -> None:
+def show_set(target, plan, pre, verbose: bool) -> None:
     """A rich table per set: patch, state, how it applied, note. Readable without colour."""
     from rich.table import Table
 
@@ -166,7 +166,7 @@ def show_set(target, plan, pre, verbose: bool, before=None, dry_run: bool = Fals
         markup=False,
         soft_wrap=True,
     )
-    detected = getattr(target, "detected_version", None)
+    detected = target.detected_version
     if detected is not None and detected != target.version:
         con.print(
             f"warning: the tree says sglang {detected} ({target.detected_source}); using "
@@ -177,19 +177,11 @@ def show_set(target, plan, pre, verbose: bool, before=None, dry_run: bool = Fals
     table = Table(expand=False)
     for col in ("patch", "state", "how", "note"):
         table.add_column(col, overflow="fold")
-    planned = {p.id: p for p in before.patches} if before is not None else {}
     for p in plan.patches:
-        state = p.state
-        if dry_run and planned.get(p.id) and planned[p.id].state == "pending" and p.selected:
-            state = "pending"
-        style = STATE_STYLE.get(state, "")
+        style = STATE_STYLE.get(p.state, "")
+        state = f"[{style}]{p.state}[/]" if style else p.state
         opt = " (optional)" if p.optional else ""
-        how = (
-            planned[p.id].how
-            if p.state == "applied" and p.id in planned and planned[p.id].state == "pending"
-            else p.how
-        )
-        table.add_row(p.id + opt, f"[{style}]{state}[/]" if style else state, how, _short(p.note))
+        table.add_row(p.id + opt, state, p.how, _short(p.note))
     con.print(table)
     for x in pre:
         mark = {"ok": "ok", "unmet": "UNMET", "unknown": "unknown"}[x.verdict]

@@ -73,7 +73,7 @@ def run(
             )
         )
     else:
-        report.show_set(target, after, pre, verbose, before=plan, dry_run=dry_run)
+        report.show_set(target, after, pre, verbose)
         report.apply_summary(after, code, written, dry_run)
     return int(code)
 

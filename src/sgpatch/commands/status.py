@@ -9,7 +9,7 @@ from sgpatch import drift, preconditions, report
 from sgpatch import ledger as ledger_mod
 from sgpatch.commands.common import open_target, site_packages, supported_set
 from sgpatch.errors import ExitCode, SgpatchError
-from sgpatch.manifest import find_sets, load_manifest, set_supports
+from sgpatch.manifest import SetManifest, find_sets, load_manifest, set_supports
 from sgpatch.plan import plan_set
 
 
@@ -25,12 +25,14 @@ def run(
 ) -> int:
     target = open_target(sglang_dir, sglang_version)
     ledger = ledger_mod.load(target.root)
-    names = [set_name] if set_name else _relevant_sets(target, ledger, patchsets)
+    if set_name:
+        manifests = [supported_set(set_name, target, patchsets)]
+    else:
+        manifests = _relevant_sets(target, ledger, patchsets)
     docs = []
     code = ExitCode.OK
     touched = {f for s in ledger.sets.values() for f in s.files}  # drift: files sets touch
-    for name in names:
-        manifest = supported_set(name, target, patchsets)
+    for manifest in manifests:
         plan = plan_set(manifest, target.root, target.version, ledger, with_ids=tuple(with_ids))
         touched |= {x for p in plan.patches for f in p.files for x in (f.path, f.source)}
         pre = preconditions.for_plan(manifest, plan, site_packages(target))
@@ -47,7 +49,7 @@ def run(
             )
         else:
             report.show_set(target, plan, pre, verbose)
-    if not names:
+    if not manifests:
         raise SgpatchError(
             f"no known patch set supports sglang {target.version} ({target.root}); "
             "see `sgpatch list`"
@@ -79,12 +81,11 @@ def _check_code(plan) -> ExitCode:
     return ExitCode.OK
 
 
-def _relevant_sets(target, ledger, patchsets: Sequence[Path]) -> list[str]:
-    """Every set in the ledger, else every known set that supports this version."""
+def _relevant_sets(target, ledger, patchsets: Sequence[Path]) -> list[SetManifest]:
+    """Every set in the ledger, else every known set that supports this version (each
+    manifest is read once)."""
     if ledger.sets:
-        return sorted(ledger.sets)
-    names = []
-    for name, path in sorted(find_sets(tuple(patchsets)).items()):
-        if set_supports(load_manifest(path / "patchset.yaml"), target.version):
-            names.append(name)
-    return names
+        return [supported_set(name, target, patchsets) for name in sorted(ledger.sets)]
+    found = sorted(find_sets(tuple(patchsets)).items())
+    manifests = [load_manifest(path / "patchset.yaml") for _, path in found]
+    return [m for m in manifests if set_supports(m, target.version)]

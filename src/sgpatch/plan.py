@@ -65,6 +65,14 @@ class Overlay:
         self.read(rel)  # remember the original first
         self.changed[rel] = data
 
+    def fork(self) -> Overlay:
+        """A copy to plan on without touching this one (reads already done are shared)."""
+        return Overlay(self.root, dict(self.changed), dict(self.original))
+
+    def adopt(self, other: Overlay) -> None:
+        """Take over what a fork planned."""
+        self.changed, self.original = other.changed, other.original
+
     def changes(self, modes: Mapping[str, int] | None = None) -> list[FileChange]:
         modes = modes or {}
         return [
@@ -403,10 +411,10 @@ def _plan_one(
     data = _read_patch_bytes(variant.patch, rel)
     patch = parse_patch(data, f"{manifest.name}/{rel}")
     mapper = package_mapper(patch.name)
-    # 2. post-image exactly in place (applied by hand or by an older tool)?
-    present = plan_patch(
-        Overlay(root, dict(overlay.changed), dict(overlay.original)), patch, mapper, fuzz=0
-    )
+    # 2. post-image exactly in place (applied by hand or by an older tool)? Planned at fuzz 0
+    # on a fork of the overlay; at the set's usual fuzz 0 that is also the real plan (step 4).
+    trial = overlay.fork()
+    present = plan_patch(trial, patch, mapper, fuzz=0)
     common = {**base, "variant": rel, "patch_sha256": sha256(data), "probe": probe_result}
     if present and all(f.status == "already-applied" for f in present):
         return PatchPlan(
@@ -429,8 +437,13 @@ def _plan_one(
             exit_code=ExitCode.CONFLICT,
         )
     # 4. the engine, on the overlay (so patches see each other), only for selected patches
-    target = overlay if selected else Overlay(root, dict(overlay.changed), dict(overlay.original))
-    files = plan_patch(target, patch, mapper, fuzz=fuzz)
+    if fuzz == 0:
+        files = present
+    else:
+        trial = overlay.fork()
+        files = plan_patch(trial, patch, mapper, fuzz=fuzz)
+    if selected:
+        overlay.adopt(trial)
     code = patch_status(files)
     if code != ExitCode.OK:
         return PatchPlan(

@@ -150,7 +150,7 @@ def _old_release(manifest: SetManifest, version: Version, work: Path) -> _OldRel
         if spec.probe is not None and evaluate(spec.probe, root).value:
             continue
         patch = read_patch(v.patch)
-        trial = Overlay(root, dict(overlay.changed), dict(overlay.original))
+        trial = overlay.fork()
         files = plan_patch(trial, patch, package_mapper(patch.name), fuzz=0)
         if all(f.ok for f in files):
             images[spec.id] = {f.path: (f.before, f.after) for f in files}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from sgpatch.diffs import Hunk, strip_eol
@@ -473,10 +474,7 @@ def _deleted_block_still_there(hunk: Hunk, idx: _Index, pos: int) -> bool:
     are still present but edited; most of the pre-image aligned there says so."""
     if any(ln.kind == "+" for ln in hunk.lines):
         return False
-    pattern = [ws_key(t) for t in hunk.before]
-    keys = idx.keys("ws")[pos : pos + len(pattern)]
-    same = sum(1 for a, b in zip(keys, pattern, strict=False) if a == b)
-    return same >= max(2, -(-3 * len(pattern) // 5))
+    return _mostly_there(hunk, idx, pos)
 
 
 def _deleted_block_anywhere(hunk: Hunk, idx: _Index, lo: int) -> int | None:
@@ -517,17 +515,28 @@ def _ambiguous(hunk: Hunk, level: Level, cands: tuple[int, ...], reason: str) ->
 def _near_miss(hunk: Hunk, idx: _Index, expected: int, lo: int, chosen: _Place) -> int | None:
     """A fuzzy match far from the expected line must not win over the expected place itself
     when most of the hunk is still there (upstream edited more context than fuzz allows)."""
-    pattern = [ws_key(t) for t in hunk.before]
-    keys = idx.keys("ws")
-    m = len(pattern)
+    m = len(hunk.before)
     start = chosen.pos - chosen.lead
-    need = max(2, -(-3 * m // 5))  # at least 60% of the pre-image, aligned
     for p in range(max(lo, expected - 3), expected + 4):
-        if abs(p - start) <= m or p + m > len(keys):
-            continue
-        if sum(1 for a, b in zip(keys[p : p + m], pattern, strict=True) if a == b) >= need:
+        if abs(p - start) > m and _mostly_there(hunk, idx, p):
             return p
     return None
+
+
+@lru_cache(maxsize=256)
+def _ws_before(hunk: Hunk) -> list[str]:
+    return [ws_key(t) for t in hunk.before]
+
+
+def _mostly_there(hunk: Hunk, idx: _Index, pos: int) -> bool:
+    """At least 60% (and 2) of the pre-image's lines sit at `pos`, aligned, whitespace-tolerant:
+    the hunk's place, edited more than fuzz allows."""
+    pattern = _ws_before(hunk)
+    keys = idx.keys("ws")
+    if pos < 0 or pos + len(pattern) > len(keys):
+        return False
+    same = sum(1 for a, b in zip(keys[pos : pos + len(pattern)], pattern, strict=True) if a == b)
+    return same >= max(2, -(-3 * len(pattern) // 5))
 
 
 def _result(

@@ -524,8 +524,8 @@ def _near_miss(hunk: Hunk, idx: _Index, expected: int, lo: int, chosen: _Place) 
 
 
 @lru_cache(maxsize=256)
-def _ws_before(hunk: Hunk) -> list[str]:
-    return [ws_key(t) for t in hunk.before]
+def _ws_before(hunk: Hunk) -> tuple[str, ...]:
+    return tuple(ws_key(t) for t in hunk.before)
 
 
 def _mostly_there(hunk: Hunk, idx: _Index, pos: int) -> bool:

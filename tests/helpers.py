@@ -55,3 +55,21 @@ def sgpatch(*args: str) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     return 0
+
+
+def git(repo, *args: str) -> str:
+    """Run git in `repo` with a fixed identity and no user/system config; return stdout."""
+    import os
+    import subprocess
+
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    out = subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+    return out.stdout.decode().strip()

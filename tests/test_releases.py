@@ -333,23 +333,15 @@ def test_fetch_git_checks_out_a_tag_and_detects_its_version(tmp_path, capsys):
     tagged v0.5.9. Outcome: `sgpatch fetch --git REPO v0.5.9 --dest D` checks it out and the
     version comes from `git describe`; a ref that does not exist is a one-line error, exit 2."""
     import json
-    import subprocess
 
-    from helpers import sgpatch
+    from helpers import git, sgpatch
 
     repo = tmp_path / "sglang-repo"
     (repo / "python" / "sglang" / "srt").mkdir(parents=True)
     (repo / "python" / "sglang" / "srt" / "__init__.py").write_text("")
     (repo / "python" / "sglang" / "version.py").write_text("from sglang._version import *\n")
-    env = {
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-        "PATH": "/usr/bin:/bin",
-    }
     for cmd in (["init", "-q"], ["add", "."], ["commit", "-qm", "r"], ["tag", "v0.5.9"]):
-        subprocess.run(["git", "-C", str(repo), *cmd], check=True, env=env)
+        git(repo, *cmd)
     dest = tmp_path / "co"
     assert sgpatch("fetch", "--git", str(repo), "v0.5.9", "--dest", str(dest), "--json") == 0
     doc = json.loads(capsys.readouterr().out)

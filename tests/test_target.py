@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from helpers import git
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.target import describe_to_version, detect_version, find_root, find_target
 
@@ -219,20 +219,6 @@ def test_describe_sorts_between_releases() -> None:
 # --- git checkouts -------------------------------------------------------------------------------
 
 
-def _git(repo: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.com",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.com",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_CONFIG_NOSYSTEM": "1",
-    }
-    out = subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
-    return out.stdout.decode().strip()
-
-
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 
@@ -241,19 +227,19 @@ def test_git_describe_on_checkout(tmp_path: Path) -> None:
     repo = tmp_path / "sglang-src"
     root = make_package(repo / "python" / "sglang", version_py=IMPORTING_VERSION_PY)
     (root / "srt" / "models" / "m.py").write_text("x = 1\n")
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "init")
-    _git(repo, "tag", "v0.5.9")
-    _git(repo, "tag", "nightly")  # not a version tag: ignored by --match v[0-9]*
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "init")
+    git(repo, "tag", "v0.5.9")
+    git(repo, "tag", "nightly")  # not a version tag: ignored by --match v[0-9]*
     target = find_target(repo, environ={})
     assert target.layout == "checkout"
     assert target.repo_root == repo.resolve()
     assert (target.version, target.version_source) == (Version("0.5.9"), "git describe")
 
     (root / "srt" / "models" / "m.py").write_text("x = 2\n")
-    _git(repo, "commit", "-q", "-am", "next")
-    sha = _git(repo, "rev-parse", "--short=7", "HEAD")
+    git(repo, "commit", "-q", "-am", "next")
+    sha = git(repo, "rev-parse", "--short=7", "HEAD")
     version = find_target(repo, environ={}).version
     assert version.public == "0.5.9.post1.dev1"
     assert version.local is not None and sha.startswith(version.local[1:8])
@@ -268,9 +254,9 @@ def test_git_without_version_tags(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     make_package(repo / "python" / "sglang")
     (repo / "python" / "sglang" / "srt" / "a.py").write_text("")
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "init")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "init")
     with pytest.raises(SgpatchError, match=r"no vX\.Y\.Z git tag"):
         find_target(repo, environ={})
 
@@ -281,10 +267,10 @@ def test_enclosing_repository_is_not_described(tmp_path: Path) -> None:
     outer = tmp_path / "outer"
     make_package(outer / "vendor" / "python" / "sglang")
     (outer / "f").write_text("")
-    _git(outer, "init", "-q")
-    _git(outer, "add", "-A")
-    _git(outer, "commit", "-q", "-m", "init")
-    _git(outer, "tag", "v9.9.9")
+    git(outer, "init", "-q")
+    git(outer, "add", "-A")
+    git(outer, "commit", "-q", "-m", "init")
+    git(outer, "tag", "v9.9.9")
     with pytest.raises(SgpatchError, match="cannot tell the SGLang version"):
         find_target(outer / "vendor", environ={})
 

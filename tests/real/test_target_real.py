@@ -3,31 +3,16 @@ describe on synthetic trees; this one runs the shipped set on the real 0.5.9 sou
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
+
+from helpers import git
 
 from .intent import CHECKS
 from .test_kimi_eagle3_sm120 import SET, SET_FILES, Cli, states
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-
-
-def _git(repo: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.com",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.com",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_CONFIG_NOSYSTEM": "1",
-    }
-    out = subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
-    return out.stdout.decode().strip()
 
 
 def _no_version_file(name: str) -> bool:
@@ -52,10 +37,10 @@ def test_git_checkout_of_059_is_detected_and_patched(release_tree, cli) -> None:
     root = release_tree("0.5.9", "checkout", members=_no_version_file)
     repo = root.parent.parent
     assert not (root / "_version.py").exists() and (root / "version.py").exists()
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "sglang 0.5.9")
-    _git(repo, "tag", "v0.5.9")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "sglang 0.5.9")
+    git(repo, "tag", "v0.5.9")
 
     code, doc, err = cli("status", "--set", SET, "--sglang-dir", str(repo), "--json")
     assert code == 0, err
@@ -71,7 +56,7 @@ def test_git_checkout_of_059_is_detected_and_patched(release_tree, cli) -> None:
     for check in CHECKS["kimi-k25-eagle3-hooks"]:
         check(root)
 
-    _git(repo, "commit", "-q", "-am", "patched")
+    git(repo, "commit", "-q", "-am", "patched")
     code, doc, err = cli("status", "--set", SET, "--sglang-dir", str(repo), "--check", "--json")
     assert code == 0, err
     assert doc["target"]["version"].startswith("0.5.9.post1.dev1+g")

@@ -114,7 +114,8 @@ def test_identical_copies_after_fuzz_are_refused_as_ambiguous_with_candidates():
     assert text(res) == tgt
 
 
-def test_hunk_header_scope_picks_the_copy_inside_the_named_class():
+def _two_classes() -> list[str]:
+    """Two classes with the same method: the copies differ only by the enclosing class."""
     method = [
         "    def go(self):",
         "        a = 1",
@@ -123,7 +124,11 @@ def test_hunk_header_scope_picks_the_copy_inside_the_named_class():
         "        b = 2",
     ]
     method += ["        return a"]
-    src = ["class A:", *method, "", "", "class B:", *method, "", "", "x = 1", "y = 2"]
+    return ["class A:", *method, "", "", "class B:", *method, "", "", "x = 1", "y = 2"]
+
+
+def test_hunk_header_scope_picks_the_copy_inside_the_named_class():
+    src = _two_classes()
     old = lines(*src)
     new_src = list(src)
     new_src[src.index("        b = 2", 10)] = "        b = 3"
@@ -139,15 +144,7 @@ def test_hunk_header_scope_picks_the_copy_inside_the_named_class():
 
 
 def test_without_scope_two_exact_copies_elsewhere_are_ambiguous():
-    method = [
-        "    def go(self):",
-        "        a = 1",
-        "        q = 5",
-        "        r = 6",
-        "        b = 2",
-    ]
-    method += ["        return a"]
-    src = ["class A:", *method, "", "", "class B:", *method, "", "", "x = 1", "y = 2"]
+    src = _two_classes()
     new_src = list(src)
     new_src[src.index("        b = 2", 10)] = "        b = 3"
     tgt = lines(*numbered("import", 5), *src)

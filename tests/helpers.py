@@ -73,3 +73,15 @@ def git(repo, *args: str) -> str:
     }
     out = subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
     return out.stdout.decode().strip()
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    """sgpatch in-process with its own capture: (exit code, stdout, stderr). For tests that
+    cannot use capsys (forked children, several runs per test)."""
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = sgpatch(*argv)
+    return code, out.getvalue(), err.getvalue()

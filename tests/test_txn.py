@@ -7,9 +7,7 @@ test_bad_inputs.
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import io
 import json
 import os
 import signal
@@ -23,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from helpers import lines, make_diff, numbered
+from helpers import run_cli as cli
 from sgpatch import ledger as ledger_mod
 from sgpatch import txn
-from sgpatch.cli import main
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.txn import FileChange, commit, locked, recover, write_journal
 
@@ -108,17 +106,6 @@ def snapshot(root: Path) -> dict[str, object]:
         else:
             out[rel.as_posix()] = "special"
     return out
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(argv))
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-    return code, out.getvalue(), err.getvalue()
 
 
 def one_line_error(err: str) -> str:
@@ -471,19 +458,25 @@ def test_concurrent_applies_patch_exactly_once(env):
 # ------------------------------------------------------------------------------ via the CLI
 
 
-def test_cli_disk_full_mid_apply_is_one_line_and_tree_unchanged(env, monkeypatch):
-    pkg, _, args = env
-    before = snapshot(pkg)
+def disk_full_at(monkeypatch, n: int) -> None:
+    """The n-th os.replace in txn fails with ENOSPC (disk full)."""
     real = os.replace
     calls = {"n": 0}
 
     def replace(src, dst):
         calls["n"] += 1
-        if calls["n"] == 4:
+        if calls["n"] == n:
             raise OSError(errno.ENOSPC, "No space left on device", str(dst))
         return real(src, dst)
 
     monkeypatch.setattr(txn.os, "replace", replace)
+
+
+def test_cli_disk_full_mid_apply_is_one_line_and_tree_unchanged(env, monkeypatch):
+    pkg, _, args = env
+    before = snapshot(pkg)
+    real = os.replace
+    disk_full_at(monkeypatch, 4)
     code, _, err = cli("apply", *args)
     assert code == 2
     assert "no space left on the device writing srt/models/c.py" in one_line_error(err)
@@ -498,16 +491,7 @@ def test_cli_disk_full_mid_revert_keeps_the_patched_tree(env, monkeypatch):
     assert cli("apply", *args)[0] == 0
     before = snapshot(pkg)
     ledger_before = (pkg / ".sgpatch/ledger.json").read_bytes()
-    real = os.replace
-    calls = {"n": 0}
-
-    def replace(src, dst):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise OSError(errno.ENOSPC, "No space left on device", str(dst))
-        return real(src, dst)
-
-    monkeypatch.setattr(txn.os, "replace", replace)
+    disk_full_at(monkeypatch, 3)
     code, _, err = cli("revert", *args)
     assert code == 2 and "rolled back" in one_line_error(err)
     assert snapshot(pkg) == before

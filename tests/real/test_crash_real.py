@@ -15,7 +15,6 @@ fresh copy is a few ms.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import random
@@ -29,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import run_cli
 from sgpatch import releases, txn
-from sgpatch.cli import main
 from sgpatch.manifest import find_sets
 
 VERSION = "0.5.9"
@@ -41,18 +40,6 @@ RANDOM_RUNS = 50
 
 
 # ------------------------------------------------------------------------------------ helpers
-
-
-def run_cli(*argv: str) -> tuple[int, str, str]:
-    """sgpatch in-process: (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(argv))
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-    return code, out.getvalue(), err.getvalue()
 
 
 def fork_run(argv: list[str], kill_at: int | None = None, kill_after: float | None = None):

@@ -10,18 +10,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
-
-from packaging.version import Version
+from typing import TYPE_CHECKING, Literal
 
 from sgpatch.diffs import FilePatch, Patch, decode, encode, parse_patch, split_lines, strip_path
 from sgpatch.engine import FileResult, HunkResult, apply_hunks
 from sgpatch.errors import ExitCode, SgpatchError
-from sgpatch.ledger import Ledger, SetRecord, sha256
-from sgpatch.manifest import PatchSpec, SetManifest, select_variant
-from sgpatch.probe import ProbeResult
-from sgpatch.probe import evaluate as evaluate_probe
 from sgpatch.txn import FileChange, read_bytes
+
+if TYPE_CHECKING:  # the set planner's inputs; `sgpatch patch` never loads them
+    from packaging.version import Version
+
+    from sgpatch.ledger import Ledger, SetRecord
+    from sgpatch.manifest import PatchSpec, SetManifest
+    from sgpatch.probe import ProbeResult
 
 Action = Literal["modify", "create", "delete", "rename"]
 PathMapper = Callable[[str], str]
@@ -294,7 +295,8 @@ def package_mapper(name: str) -> PathMapper:
     return mapper
 
 
-def _how(files: tuple[FilePlan, ...]) -> str:
+def how_applied(files: Sequence[FilePlan]) -> str:
+    """clean / offset / fuzz N / whitespace / partial: the words the tables and the matrix use."""
     hunks = [h for f in files for h in f.hunks]
     if any(h.status == "already-applied" for h in hunks) and any(
         h.status == "applied" for h in hunks
@@ -367,6 +369,10 @@ def _plan_one(
     selected: bool,
     by_id: Mapping[str, PatchPlan],
 ) -> PatchPlan:
+    from sgpatch.ledger import sha256
+    from sgpatch.manifest import select_variant
+    from sgpatch.probe import evaluate
+
     base = {"id": spec.id, "optional": spec.optional, "selected": selected}
     # 1. the ledger: sgpatch applied it; do the files still hash to what it wrote?
     rec = record.patch(spec.id) if record else None
@@ -387,7 +393,7 @@ def _plan_one(
             )
         return PatchPlan(**base, state="applied", how="recorded", variant=rec.variant)
     variant = select_variant(spec, version)
-    probe_result = evaluate_probe(spec.probe, root) if spec.probe is not None else None
+    probe_result = evaluate(spec.probe, root) if spec.probe is not None else None
     if variant is not None and variant.na is not None:
         return PatchPlan(**base, state="n/a", how="n/a", note=variant.na, probe=probe_result)
     if variant is None:
@@ -457,7 +463,7 @@ def _plan_one(
     return PatchPlan(
         **common,
         state="pending",
-        how=_how(files),
+        how=how_applied(files),
         files=files,
         note="" if selected else _left_out(spec),
         exit_code=ExitCode.NOT_DONE if selected else ExitCode.OK,

@@ -35,7 +35,7 @@ from packaging.version import Version
 from sgpatch.diffs import decode, parse_patch, read_patch
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.manifest import PatchSpec, SetManifest, Variant, load_manifest, select_variant
-from sgpatch.plan import Overlay, package_mapper, plan_patch
+from sgpatch.plan import Overlay, how_applied, package_mapper, plan_patch
 
 PORTED_LINE = "Ported to {version} by sgpatch port"
 
@@ -398,10 +398,8 @@ def port(
                 trial = Overlay(new_root, dict(new.changed), dict(new.original))
                 placed = plan_patch(trial, cur, package_mapper(cur.name), fuzz=0)
                 if all(f.ok for f in placed):
-                    from sgpatch.plan import _how
-
                     new.changed, new.original = trial.changed, trial.original
-                    res.outcome, res.how = "applies", _how(placed)
+                    res.outcome, res.how = "applies", how_applied(placed)
                     res.from_release, res.from_variant = str(to), cur_rel
                     res.note = f"the set's variant for {to} applies"
                     continue
@@ -411,15 +409,13 @@ def port(
             trial = Overlay(new_root, dict(new.changed), dict(new.original))
             files = plan_patch(trial, patch, mapper, fuzz=0)
             if all(f.ok for f in files):
-                from sgpatch.plan import _how
-
                 new.changed = trial.changed
                 new.original = trial.original
                 if all(f.status == "already-applied" for f in files):
                     res.outcome, res.how = "applies", "present"
                     res.note = "the post-image is already there (upstream merged it verbatim?)"
                 else:
-                    res.outcome, res.how = "applies", _how(files)
+                    res.outcome, res.how = "applies", how_applied(files)
                 if current is not None and current.patch == old_v.patch:
                     continue
                 if current is not None and current.patch is not None:

@@ -7,21 +7,26 @@ be found is "unknown", not "unmet": sgpatch may run in a build stage without it.
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
 from sgpatch.manifest import EnvRequirement
+from sgpatch.target import metadata_version
 
 Verdict = Literal["ok", "unmet", "unknown"]
 
 
 @dataclass(frozen=True)
 class Precondition:
+    """One package requirement checked against an environment, with the verdict."""
+
     package: str
     specifier: str
     why: str
@@ -34,24 +39,42 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
-def _version_beside(site_packages: Path, package: str) -> str | None:
+def installed_version(package: str, paths: Iterable[str | Path]) -> str | None:
+    """The version of `package` installed on `paths` (like sys.path), first match wins.
+
+    This is what importlib.metadata's path finder does for *.dist-info and *.egg-info, minus
+    its 40 ms import (email parsing etc.): a dist-info name is `{name}-{version}` by spec, an
+    egg-info carries its version in PKG-INFO."""
     want = _norm(package)
-    for info in site_packages.glob("*.dist-info"):
-        name, _, version = info.name[: -len(".dist-info")].rpartition("-")
-        if _norm(name) == want:
-            return version
+    for entry in paths:
+        try:
+            names = [e.name for e in os.scandir(entry or ".")]
+        except OSError:  # a zip, a missing folder, not a folder
+            continue
+        for name in names:
+            stem, dot, kind = name.rpartition(".")
+            if not dot or kind not in ("dist-info", "egg-info"):
+                continue
+            if kind == "dist-info":  # {name}-{version}, "-" escaped as "_" in both parts
+                dist, _, version = stem.rpartition("-")
+            else:  # name.egg-info (develop) or name-version-pyX.Y.egg-info (dir or file)
+                dist, _, version = stem.partition("-")
+            if _norm(dist) != want:
+                continue
+            found = version if kind == "dist-info" and version else None
+            found = found or metadata_version(Path(entry or ".", name))
+            found = found or version.partition("-")[0]
+            if found:
+                return found
     return None
 
 
 def check(req: EnvRequirement, site_packages: Path | None) -> Precondition:
     if site_packages is not None:
-        found = _version_beside(site_packages, req.package)
+        found = installed_version(req.package, [site_packages])
         where = str(site_packages)
     else:
-        try:
-            found = metadata.version(req.package)
-        except metadata.PackageNotFoundError:
-            found = None
+        found = installed_version(req.package, sys.path)
         where = "the Python running sgpatch"
     verdict: Verdict = "unknown"
     if found is not None:

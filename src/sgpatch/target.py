@@ -153,16 +153,19 @@ def find_dist_info(root: Path) -> Path | None:
     return best[1] if best else None
 
 
-def _metadata_version(dist_info: Path) -> str | None:
-    try:
-        text = (dist_info / "METADATA").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    for line in text.splitlines():
-        if not line.strip():
-            break  # end of the headers
-        if line.lower().startswith("version:"):
-            return line.split(":", 1)[1].strip()
+def metadata_version(info: Path) -> str | None:
+    """`Version:` from a dist-info's METADATA (or an egg-info's PKG-INFO); headers end at the
+    first blank line."""
+    for name in ("METADATA", "PKG-INFO"):
+        try:
+            text = (info / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if not line.strip():
+                break
+            if line.lower().startswith("version:"):
+                return line.split(":", 1)[1].strip()
     return None
 
 
@@ -241,7 +244,7 @@ def detect_version(
         if text is not None:
             return _parse_version(text, str(root / name)), name
     if dist_info is not None:
-        text = _metadata_version(dist_info)
+        text = metadata_version(dist_info)
         if text is not None:
             return _parse_version(text, str(dist_info / "METADATA")), "METADATA"
     if repo_root is not None:

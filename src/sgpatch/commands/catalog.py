@@ -33,14 +33,10 @@ def list_sets(patchsets: Sequence[Path], as_json: bool) -> int:
             }
         )
         return 0
-    from rich.table import Table
-
-    table = Table()
-    for col in ("set", "sglang", "patches", "summary"):
-        table.add_column(col, overflow="fold")
-    for m in sets:
-        table.add_row(m.name, str(m.sglang), str(len(m.patches)), m.summary)
-    report.console().print(table)
+    report.table(
+        ("set", "sglang", "patches", "summary"),
+        [(m.name, str(m.sglang), str(len(m.patches)), m.summary) for m in sets],
+    )
     return 0
 
 
@@ -88,24 +84,21 @@ def show_set(name: str, patchsets: Sequence[Path], as_json: bool) -> int:
             }
         )
         return 0
-    con = report.console()
-    con.print(f"[bold]{m.name}[/]: {m.summary}")
-    con.print(f"supports sglang {m.sglang}; fuzz {m.fuzz}; {m.base_dir}")
+    report.err(f"{m.name}: {m.summary}")
+    report.err(f"supports sglang {m.sglang}; fuzz {m.fuzz}; {m.base_dir}")
     for p in patches:
         opt = " (optional)" if p["optional"] else ""
         up = p["upstream"]
         since = f" since {up['since']}" if up["since"] else ""
         ref = f" {up['ref']}" if up["ref"] else ""
-        con.print(f"\n{p['id']}{opt} ({p['type']}): {p['summary']}", markup=False)
-        con.print(f"  upstream: {up['status']}{ref}{since}", markup=False)
+        report.err(f"\n{p['id']}{opt} ({p['type']}): {p['summary']}")
+        report.err(f"  upstream: {up['status']}{ref}{since}")
         if p["requires"]:
-            con.print(f"  requires: {', '.join(p['requires'])}")
+            report.err(f"  requires: {', '.join(p['requires'])}")
         if p["probe"]:
-            con.print(f"  probe: {p['probe']}", markup=False)
+            report.err(f"  probe: {p['probe']}")
         for v in p["variants"]:
-            con.print(
-                f"  sglang {v['sglang']}: {v['patch'] or 'n/a — ' + (v['na'] or '')}", markup=False
-            )
+            report.err(f"  sglang {v['sglang']}: {v['patch'] or 'n/a — ' + (v['na'] or '')}")
         for e in p["environment"]:
-            con.print(f"  needs {e['package']}{e['specifier']}: {e['why']}", markup=False)
+            report.err(f"  needs {e['package']}{e['specifier']}: {e['why']}")
     return 0

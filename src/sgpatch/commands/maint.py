@@ -104,21 +104,21 @@ def matrix(
 
         sys.stdout.write(mx.markdown(manifest, rows))
     else:
-        from rich.table import Table
-
-        report.console().print(f"{manifest.name} x sglang releases", markup=False)
-        table = Table()
-        table.add_column("release")
+        report.err(f"{manifest.name} x sglang releases")
         ids = [p.id for p in manifest.patches]
-        for i in ids:
-            table.add_column(i, overflow="fold")
-        for r in rows:
-            cells = [
-                "error" if r.error else mx.cell_text(r.cells[i]) if i in r.cells else ""
-                for i in ids
-            ]
-            table.add_row(r.release, *cells)
-        report.console().print(table)
+        report.table(
+            ("release", *ids),
+            [
+                (
+                    r.release,
+                    *(
+                        "error" if r.error else mx.cell_text(r.cells[i]) if i in r.cells else ""
+                        for i in ids
+                    ),
+                )
+                for r in rows
+            ],
+        )
         for r in rows:
             if r.error:
                 report.err(f"{r.release}: {r.error}")

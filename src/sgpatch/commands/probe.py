@@ -44,15 +44,14 @@ def run(
             }
         )
         return 0
-    con = report.console()
-    con.print(f"sglang {target.version} at {target.root}")
+    report.err(f"sglang {target.version} at {target.root}")
     for p, r in rows:
         verdict = "no probe" if r is None else ("upstream has it" if r.value else "not upstream")
-        con.print(f"{p.id}: {verdict}", markup=False)
+        report.err(f"{p.id}: {verdict}")
         if verbose and r is not None:
-            con.print(f"  probe: {describe(p.probe)}", markup=False)
+            report.err(f"  probe: {describe(p.probe)}")
             for e in r.evidence:
                 where = f"{e.file}:{e.line}" if e.line else e.file
                 text = f" {e.text!r}" if e.text else ""
-                con.print(f"    {e.kind} {where}{text} {e.note}".rstrip(), markup=False)
+                report.err(f"    {e.kind} {where}{text} {e.note}".rstrip())
     return 0

@@ -201,7 +201,7 @@ def test_unwritable_folder_of_the_third_file_rolls_back(tmp_path, monkeypatch):
             raise PermissionError(errno.EACCES, "Permission denied", kw["dir"])
         return real(*args, **kw)
 
-    monkeypatch.setattr(txn.tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
     with pytest.raises(SgpatchError) as exc:
         commit(tmp_path, tmp_path / ".sgpatch", changes)
     assert "c/f.py" in exc.value.message and "rolled back" in exc.value.message

@@ -147,6 +147,8 @@ class _Image:
 
 @dataclass(frozen=True)
 class _Place:
+    """Where a hunk image matched, and how much outer context was dropped to get there."""
+
     pos: int  # 0-based start in the input file of the matched (trimmed) image
     new_side: bool  # the post-image matched: already applied
     lead: int
@@ -296,6 +298,8 @@ def _independent(hunk: Hunk, places) -> list[_Place]:
 
 @dataclass(frozen=True)
 class _Outcome:
+    """One hunk's first-pass verdict, kept with what the second pass needs to revisit it."""
+
     place: _Place | None
     result: HunkResult
     alternatives: tuple[_Place, ...] = ()  # for a plain multi-candidate ambiguity

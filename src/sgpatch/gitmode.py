@@ -146,6 +146,8 @@ def _dirty(repo, target, paths: Sequence[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class Made:
+    """A commit `apply --commit` made for one patch."""
+
     patch_id: str
     sha: str
     subject: str
@@ -253,6 +255,8 @@ def _header_of(manifest, variant: str | None) -> str:
 
 @dataclass(frozen=True)
 class Exported:
+    """A patch file `export` wrote back from its commit."""
+
     patch_id: str
     sha: str
     path: Path
@@ -322,15 +326,15 @@ def _blob(commit, path: str) -> bytes | None:
 def uncommitted(target, manifest, ledger=None) -> list[str]:
     """Package-relative files a patch of the set touches (on this release, or as recorded in
     the ledger) that hold uncommitted changes sgpatch did not make. [] outside git mode."""
+    repo = repo_for(target)
+    if repo is None:
+        return []
     from sgpatch import ledger as ledger_mod
     from sgpatch.diffs import read_patch
     from sgpatch.ledger import sha256
     from sgpatch.manifest import select_variant
     from sgpatch.refresh import patch_files
 
-    repo = repo_for(target)
-    if repo is None:
-        return []
     try:
         _ = repo.head.commit
     except ValueError:

@@ -37,6 +37,8 @@ class FileRecord:
 
 @dataclass(frozen=True)
 class PatchRecord:
+    """An applied patch as the ledger remembers it: which file, which bytes, what it touched."""
+
     id: str
     variant: str  # patch file, relative to the set directory
     patch_sha256: str
@@ -45,6 +47,8 @@ class PatchRecord:
 
 @dataclass(frozen=True)
 class SetRecord:
+    """One applied set: its patches and the original bytes of every file they changed."""
+
     name: str
     sglang_version: str
     sgpatch_version: str
@@ -57,6 +61,8 @@ class SetRecord:
 
 @dataclass(frozen=True)
 class Ledger:
+    """Every set applied to one tree (`.sgpatch/ledger.json`); replaced whole, never mutated."""
+
     sets: Mapping[str, SetRecord] = field(default_factory=dict)
 
     def with_set(self, record: SetRecord) -> Ledger:

@@ -16,6 +16,8 @@ from sgpatch.matrix import Row
 
 @dataclass(frozen=True)
 class Finding:
+    """One lint problem, with where to annotate it in CI."""
+
     level: Literal["error", "warning"]
     patch: str | None
     release: str | None

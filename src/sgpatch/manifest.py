@@ -69,6 +69,8 @@ class EnvRequirement:
 
 @dataclass(frozen=True)
 class PatchSpec:
+    """One patch of a set as the manifest declares it (variants per release, probe, needs)."""
+
     id: str
     summary: str
     type: str
@@ -83,6 +85,8 @@ class PatchSpec:
 
 @dataclass(frozen=True)
 class SetManifest:
+    """A validated `patchset.yaml`; every path in it is resolved under `base_dir`."""
+
     name: str
     summary: str
     sglang: SpecifierSet

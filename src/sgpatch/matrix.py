@@ -37,6 +37,8 @@ class Cell:
 
 @dataclass(frozen=True)
 class Row:
+    """One release's line of the matrix: a cell per patch, or why it could not be planned."""
+
     release: str
     cells: dict[str, Cell]
     error: str | None = None  # the release could not be planned at all (e.g. no variant)

@@ -42,6 +42,8 @@ PORTED_LINE = "Ported to {version} by sgpatch port"
 
 @dataclass
 class FileConflict:
+    """A file whose old hunks would not place, and the scratch merge left for a human."""
+
     path: str  # package-relative
     hunks: tuple[int, ...]  # hunks of the old patch that did not place at fuzz 0
     reason: str
@@ -51,6 +53,8 @@ class FileConflict:
 
 @dataclass
 class PortResult:
+    """What porting did to one patch, and the manifest line it changes."""
+
     id: str
     outcome: str  # upstream | applies | ported | conflict | n/a | unchanged
     from_release: str | None = None
@@ -86,6 +90,8 @@ class PortResult:
 
 @dataclass
 class PortReport:
+    """The whole port of a set to one release: per-patch results and files written."""
+
     set: str
     to: str
     results: list[PortResult]

@@ -47,16 +47,22 @@ class SymbolProbe:
 
 @dataclass(frozen=True)
 class AllProbe:
+    """True when every sub-probe is."""
+
     nodes: tuple[ProbeNode, ...]
 
 
 @dataclass(frozen=True)
 class AnyProbe:
+    """True when at least one sub-probe is."""
+
     nodes: tuple[ProbeNode, ...]
 
 
 @dataclass(frozen=True)
 class NotProbe:
+    """True when its sub-probe is false."""
+
     node: ProbeNode
 
 
@@ -121,6 +127,8 @@ def _clip(text: str) -> str:
 
 @dataclass
 class _Module:
+    """A parsed tree file, read once per probe run (or why it could not be)."""
+
     rel: str
     tree: ast.Module | None
     lines: list[str]
@@ -308,6 +316,8 @@ def _dotted(expr: ast.expr) -> str | None:
 
 @dataclass(frozen=True)
 class _ClassRef:
+    """A class definition found by following imports, and the file it lives in."""
+
     path: Path
     node: ast.ClassDef
 

@@ -267,6 +267,8 @@ def changed_files(root: Path, version) -> list[str]:
 
 @dataclass(frozen=True)
 class Refreshed:
+    """A patch file in canonical form, and whether that differs from disk."""
+
     patch_id: str
     variant: Path  # the patch file (absolute)
     data: bytes  # its new content

@@ -25,10 +25,8 @@ import errno
 import json
 import os
 import signal
-import socket
 import stat
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -147,6 +145,8 @@ def _atomic_write(
         mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
     path.parent.mkdir(parents=True, exist_ok=True)
     _step()
+    import tempfile  # here, not at the top: read-only commands never write
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -327,6 +327,8 @@ def _holder(state_dir: Path) -> str:
 
 
 def _write_owner(state_dir: Path) -> None:
+    import socket  # only writers take the lock
+
     doc = {
         "pid": os.getpid(),
         "host": socket.gethostname(),

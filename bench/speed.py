@@ -39,7 +39,21 @@ from sgpatch.probe import AllProbe, AnyProbe, NotProbe, RegexProbe, SymbolProbe 
 
 SET = "kimi-eagle3-sm120"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "NO_COLOR": "1"}
-SGPATCH = [sys.executable, "-m", "sgpatch"]
+# what users run: the console script of this environment (python -m adds runpy's imports)
+_SCRIPT = Path(sys.executable).with_name("sgpatch")
+SGPATCH = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "sgpatch"]
+# the cumulative import floors of `sgpatch status`, measured as whole processes: the stack the
+# design card asks for, then sgpatch's own modules, then everything status imports
+FLOORS = {
+    "interpreter": "pass",
+    "+ typer (the CLI library)": "import typer",
+    "+ yaml, unidiff, packaging, dataclasses (rest of the stack)": (
+        "import typer, yaml, unidiff, packaging.specifiers, dataclasses"
+    ),
+    "+ sgpatch's modules (every import status makes)": (
+        "import typer, yaml, unidiff, sgpatch.cli, sgpatch.commands.status"
+    ),
+}
 
 
 def _probe_greps(node, out: list[tuple[str, str]]) -> None:
@@ -113,6 +127,10 @@ def end_to_end(version: str, repeat: int, tmp: Path) -> dict[str, float]:
 def startup(repeat: int) -> dict[str, float]:
     helps = [_timed([*SGPATCH, "--help"])[0] for _ in range(repeat)]
     bare = [_timed([sys.executable, "-c", "pass"])[0] for _ in range(repeat)]
+    floors = {
+        what: statistics.median(_timed([sys.executable, "-c", code])[0] for _ in range(repeat))
+        for what, code in FLOORS.items()
+    }
     out = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "sgpatch", "--help"],
         env=ENV,
@@ -129,6 +147,7 @@ def startup(repeat: int) -> dict[str, float]:
     return {
         "help": statistics.median(helps),
         "python": statistics.median(bare),
+        "floors": floors,
         "modules": mods,
         "heavy_on_help": heavy,
     }
@@ -228,6 +247,23 @@ def markdown(res: dict) -> str:
         "",
         f"`sgpatch --help` imports {s['modules']} modules; heavy ones on that path: "
         f"{', '.join(s['heavy_on_help']) or 'none (GitPython, rich, yaml, unidiff are lazy)'}.",
+        "",
+        "Where `sgpatch status` spends its time: each row a whole process importing a bit more "
+        "(same run, median), the last row the command itself; the difference to the row above is "
+        "that step's cost.",
+        "",
+        "| process | wall time | step | vs baseline |",
+        "|---|---:|---:|---:|",
+    ]
+    prev = 0.0
+    steps = [*s["floors"].items(), (f"`sgpatch status --set {SET}` (+ the work)", e["status"])]
+    for what, t in steps:
+        out.append(
+            f"| {what} | {t * 1000:.0f} ms | +{(t - prev) * 1000:.0f} ms | "
+            f"{t / e['baseline']:.1f}x |"
+        )
+        prev = t
+    out += [
         "",
         "Engine alone on the largest real diffs between releases (fuzz 2 allowed):",
         "",

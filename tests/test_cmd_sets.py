@@ -369,6 +369,48 @@ def test_a_second_set_on_an_already_patched_file_is_refused(env, capsys):
     assert sgpatch("revert", *args, "--set", SET) == 0
 
 
+OTHER_SET = """schema: 1
+name: other-set
+summary: a second set, on another file
+sglang: ">=0.5.0,<0.6"
+patches:
+  - id: other
+    summary: change other.py
+    type: feature
+    upstream: {status: pending}
+    variants:
+      - {sglang: ">=0.5.0", patch: patches/0001-other.patch}
+"""
+
+
+def test_revert_keeps_what_other_sets_need_and_the_last_leaves_no_state(env, capsys):
+    """Input: the demo set and a second set on another file, both applied, then reverted one
+    after the other. Outcome: the first revert drops the stored originals only the first set
+    needed; the last revert removes `.sgpatch/` too, so every path under the package (folders
+    included) is exactly as before the first apply."""
+    pkg, sets = env
+    other_py = lines(*numbered("other", 8))
+    (pkg / "srt" / "other.py").write_text(other_py)
+    other = sets / "other-set"
+    (other / "patches").mkdir(parents=True)
+    (other / "patchset.yaml").write_text(OTHER_SET)
+    (other / "patches" / "0001-other.patch").write_text(
+        make_diff(other_py, other_py.replace("other3\n", "OTHER3\n"), "python/sglang/srt/other.py")
+    )
+    everything = {p.relative_to(pkg): p.is_dir() or p.read_bytes() for p in pkg.rglob("*")}
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets))
+    assert sgpatch("apply", *args, "--set", SET) == 0
+    assert sgpatch("apply", *args, "--set", "other-set") == 0
+    store = pkg / ".sgpatch" / "originals"
+    assert len(list(store.iterdir())) == 3  # model.py, gate.py, other.py
+    assert sgpatch("revert", *args, "--set", SET) == 0
+    assert [p.name for p in store.iterdir()] == [ledger_mod.sha256(other_py.encode())]
+    assert list(ledger_mod.load(pkg).sets) == ["other-set"]
+    assert sgpatch("revert", *args, "--set", "other-set") == 0
+    assert not (pkg / ".sgpatch").exists()
+    assert {p.relative_to(pkg): p.is_dir() or p.read_bytes() for p in pkg.rglob("*")} == everything
+
+
 def test_revert_of_an_unknown_set_is_exit_2_and_writes_nothing(env, capsys):
     pkg, sets = env
     args = ("--sglang-dir", str(pkg), "--patchsets", str(sets))

@@ -277,12 +277,6 @@ def test_state_folder_symlinked_outside_is_refused(tmp_path):
     assert not list((outside / "state").iterdir())
 
 
-PATCH_RECOVER_BUG = (
-    "commands/patch.py calls txn.recover() without holding the lock: a `sgpatch patch -d ROOT` "
-    "started while another run is mid-commit on ROOT rolls that run's files back under its feet"
-)
-
-
 def test_patch_command_does_not_recover_under_a_running_writer(tmp_path, monkeypatch):
     """Input: another run holds the lock and is mid-commit (its journal exists, one file already
     written). Outcome wanted: `sgpatch patch` waits for the lock and gives up (exit 4) without

@@ -396,6 +396,83 @@ def test_lock_waits_for_a_holder_that_finishes_in_time(env, monkeypatch):
     assert patched(pkg)
 
 
+def test_a_run_waiting_on_a_removed_lock_file_takes_the_new_one(tmp_path):
+    """Input: run B waits for the lock while the holder removes `.sgpatch/` (as the last
+    revert does) and releases. Outcome: B holds the lock file that is now at the path, so a
+    newcomer cannot take it too; locking the removed file would let both write at once."""
+    from filelock import FileLock, Timeout
+
+    state = tmp_path / ".sgpatch"
+    inside, leave = threading.Event(), threading.Event()
+
+    def waiter():
+        with locked(state, timeout=10):
+            inside.set()
+            leave.wait(10)
+
+    with locked(state):
+        t = threading.Thread(target=waiter)
+        t.start()
+        time.sleep(0.5)  # B has pinned and is blocked on the file about to be removed
+        txn.remove_state_dir(state)
+        assert not state.exists()
+    try:
+        assert inside.wait(10)
+        assert (state / txn.LOCK).exists()
+        with pytest.raises(Timeout):
+            FileLock(str(state / txn.LOCK)).acquire(timeout=0.2)
+    finally:
+        leave.set()
+        t.join()
+
+
+def test_a_lock_won_on_a_file_removed_meanwhile_is_taken_again(tmp_path, monkeypatch):
+    """Input: just as this run's flock succeeds, its lock file is removed (a holder's cleanup)
+    and a newcomer creates and locks a new one at the same name. Outcome: the run sees that the
+    name leads to another file, and waits for the newcomer instead of writing alongside it."""
+    import filelock
+
+    state = tmp_path / ".sgpatch"
+    real = filelock.FileLock
+    newcomer = real(str(state / txn.LOCK), thread_local=False)
+    inside, leave, raced = threading.Event(), threading.Event(), threading.Event()
+
+    class RacyLock(real):
+        def acquire(self, *args, **kwargs):
+            got = super().acquire(*args, **kwargs)
+            if not raced.is_set():  # once
+                raced.set()
+                (state / txn.LOCK).unlink()
+                newcomer.acquire(timeout=1)  # a new file at the old name, locked
+            return got
+
+    monkeypatch.setattr(filelock, "FileLock", RacyLock)
+
+    def run():
+        with locked(state, timeout=10):
+            inside.set()
+            leave.wait(10)
+
+    t = threading.Thread(target=run)
+    t.start()
+    try:
+        assert not inside.wait(0.7), "took the lock while the newcomer held the real one"
+        newcomer.release()
+        assert inside.wait(10)
+    finally:
+        leave.set()
+        t.join()
+
+
+def test_remove_state_dir_keeps_a_folder_with_anything_else_in_it(tmp_path):
+    """Input: `.sgpatch/` holding a journal besides the lock. Outcome: nothing is removed."""
+    state = tmp_path / ".sgpatch"
+    with locked(state):
+        (state / txn.JOURNAL).write_text("{}")
+        txn.remove_state_dir(state)
+    assert sorted(p.name for p in state.iterdir()) == [txn.JOURNAL, txn.LOCK]
+
+
 def _ledger_consistent(pkg: Path) -> None:
     record = ledger_mod.load(pkg).sets[SET]
     assert [p.id for p in record.patches] == ["pa", "pb", "pc", "pd"]  # each exactly once

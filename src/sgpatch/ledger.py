@@ -135,6 +135,15 @@ def dump(ledger: Ledger) -> bytes:
     return (json.dumps(doc, indent=2, sort_keys=False) + "\n").encode()
 
 
+def unreferenced(old: Ledger, new: Ledger) -> list[str]:
+    """Digests of stored originals that `old` needed and `new` no longer does (to delete)."""
+
+    def digests(ledger: Ledger) -> set[str]:
+        return {r.before for s in ledger.sets.values() for r in s.files.values() if r.before}
+
+    return sorted(digests(old) - digests(new))
+
+
 def read_original(root: Path, digest: str | None) -> bytes | None:
     """The original bytes with this sha256 (None for 'the file did not exist')."""
     if digest is None:

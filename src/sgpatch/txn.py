@@ -342,37 +342,99 @@ def _write_owner(state_dir: Path) -> None:
 @contextlib.contextmanager
 def locked(state_dir: Path, timeout: float | None = None) -> Iterator[None]:
     """One writer per target: wait up to `timeout` seconds (default $SGPATCH_LOCK_TIMEOUT or
-    30), then refuse (exit 4) naming the lock file and the run that holds it."""
+    30), then refuse (exit 4) naming the lock file and the run that holds it.
+
+    The lock file may be removed by the run holding it (`remove_state_dir`, after the last set
+    is reverted). A run that was waiting on the removed file must not count it as held, or it
+    and a newcomer locking the new file would both write. So before locking, this run opens the
+    file itself, which pins its inode; after locking, the name must still lead to that inode
+    (an inode held open cannot be removed and reused meanwhile), else it locks again."""
     from filelock import FileLock, Timeout
 
     if timeout is None:
         timeout = lock_timeout()
-    _check_state_dir(state_dir)
-    try:
-        state_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SgpatchError(
-            f"cannot create the state folder {state_dir}: {exc.strerror or exc}"
-        ) from None
-    lock = FileLock(str(state_dir / LOCK))
-    try:
-        lock.acquire(timeout=timeout)
-    except Timeout:
-        raise unsafe(
-            f"another sgpatch run holds the lock {state_dir / LOCK} ({_holder(state_dir)}); "
-            f"waited {timeout:g}s (set ${LOCK_TIMEOUT_ENV} to wait longer)"
-        ) from None
-    except OSError as exc:
-        raise SgpatchError(
-            f"cannot take the lock {state_dir / LOCK}: {exc.strerror or exc}"
-        ) from None
+    deadline = time.monotonic() + timeout
+    lock_path = state_dir / LOCK
+    while True:
+        _check_state_dir(state_dir)
+        try:
+            state_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SgpatchError(
+                f"cannot create the state folder {state_dir}: {exc.strerror or exc}"
+            ) from None
+        try:
+            pin = os.open(lock_path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except FileNotFoundError:
+            if time.monotonic() < deadline:
+                continue  # the folder was removed between mkdir and open: make it again
+            raise SgpatchError(
+                f"cannot take the lock {lock_path}: its folder keeps vanishing"
+            ) from None
+        except OSError as exc:
+            raise SgpatchError(f"cannot take the lock {lock_path}: {exc.strerror or exc}") from None
+        try:
+            lock = FileLock(str(lock_path))
+            lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
+            if _names(pin, lock_path):
+                break
+            lock.release()  # removed while we waited: lock the file that is there now
+        except FileNotFoundError:  # the holder removed the folder while we waited: again
+            if time.monotonic() >= deadline:
+                raise _busy(state_dir, timeout) from None
+        except Timeout:
+            raise _busy(state_dir, timeout) from None
+        except OSError as exc:
+            raise SgpatchError(f"cannot take the lock {lock_path}: {exc.strerror or exc}") from None
+        finally:
+            os.close(pin)  # flock belongs to filelock's own descriptor: this does not unlock
     _write_owner(state_dir)
     try:
         yield
     finally:
         with contextlib.suppress(OSError):
             (state_dir / LOCK_OWNER).unlink()
-        lock.release()
+        with contextlib.suppress(OSError):
+            lock.release()
+
+
+def _busy(state_dir: Path, timeout: float) -> SgpatchError:
+    return unsafe(
+        f"another sgpatch run holds the lock {state_dir / LOCK} ({_holder(state_dir)}); "
+        f"waited {timeout:g}s (set ${LOCK_TIMEOUT_ENV} to wait longer)"
+    )
+
+
+def _names(fd: int, path: Path) -> bool:
+    """`path` still names the file open as `fd`."""
+    try:
+        a, b = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def remove_state_dir(state_dir: Path) -> None:
+    """Take away `.sgpatch/` once it holds nothing but the lock (the last set was reverted, or a
+    one-off `sgpatch patch` is done), so the tree is left as it was found. Call it with the lock
+    held; the lock file goes last, and `locked` sends any run that waited on it to a new one.
+    Anything else in the folder (a journal, another set's originals) keeps it."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(state_dir):
+            if entry.is_dir(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    os.rmdir(entry.path)  # only when empty
+    try:
+        left = set(os.listdir(state_dir)) - {LOCK, LOCK_OWNER}
+    except OSError:
+        return
+    if left:
+        return
+    for name in (LOCK_OWNER, LOCK):
+        with contextlib.suppress(FileNotFoundError):
+            (state_dir / name).unlink()
+    with contextlib.suppress(OSError):
+        state_dir.rmdir()
 
 
 def _write_error(exc: OSError, rel: str) -> str:

@@ -237,7 +237,7 @@ def test_lifecycle(release_tree, record_sha, cli, version: str, layout: str) -> 
     only); `apply` exits 0, every written file compiles, every pending patch (and every patch
     upstream already has) meets its intent check; `status --check` exits 0 with the pending
     patches `applied`; a second `apply` exits 0 and changes no byte; `revert` leaves every file
-    hashing to the wheel's RECORD."""
+    hashing to the wheel's RECORD and no `.sgpatch/` folder."""
     root, top, target = make(release_tree, version, layout)
     record = record_sha(version)
     expected = EXPECTED[version]
@@ -291,6 +291,7 @@ def test_lifecycle(release_tree, record_sha, cli, version: str, layout: str) -> 
     assert code == 0, err
     assert sorted(doc["restored"]) == sorted(written)
     assert_pristine(top, root, version, record)
+    assert not (root / STATE).exists(), "reverting the only set left sgpatch's folder behind"
     code, doc, _ = cli("status", "--set", SET, *target, "--json")
     assert states(doc) == expected
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 from sgpatch import report
 from sgpatch.diffs import read_patch
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.plan import Overlay, default_mapper, file_modes, patch_status, plan_patch
-from sgpatch.txn import commit, locked, stop_if_rolled_back
+from sgpatch.txn import commit, locked, remove_state_dir, stop_if_rolled_back
 
 STATE_DIR = ".sgpatch"
 
@@ -46,8 +45,8 @@ def run(
         made_state = not state.exists()
         with locked(state):
             commit(root, state, overlay.changes(modes))
-        if made_state:
-            _cleanup(state)
+            if made_state:
+                remove_state_dir(state)  # a one-off patch leaves no .sgpatch/ behind
     if as_json:
         report.emit_json(
             {
@@ -71,11 +70,3 @@ def run(
         if code != ExitCode.OK:
             report.err("sgpatch: nothing was written (a hunk was refused)")
     return int(code)
-
-
-def _cleanup(state: Path) -> None:
-    """A one-off `sgpatch patch` leaves no state folder behind."""
-    for name in ("lock",):
-        (state / name).unlink(missing_ok=True)
-    with contextlib.suppress(OSError):
-        state.rmdir()

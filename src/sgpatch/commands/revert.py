@@ -12,10 +12,10 @@ from sgpatch.commands.common import open_target
 from sgpatch.diffs import decode, encode, parse_patch, split_lines
 from sgpatch.engine import apply_hunks
 from sgpatch.errors import ExitCode, SgpatchError
-from sgpatch.ledger import read_original, sha256, state_dir
+from sgpatch.ledger import Ledger, read_original, sha256, state_dir
 from sgpatch.manifest import load_set
 from sgpatch.plan import package_mapper
-from sgpatch.txn import FileChange, commit, locked, read_bytes
+from sgpatch.txn import FileChange, commit, locked, read_bytes, remove_state_dir
 
 
 def run(
@@ -77,14 +77,12 @@ def run(
             )
         if edited:
             changes += _reverse_apply(root, set_name, record, edited, patchsets)
-        new_ledger = ledger.without_set(set_name)
-        ledger_path = ledger_mod.ledger_rel()
-        changes.append(
-            FileChange(ledger_path, read_bytes(root, ledger_path), ledger_mod.dump(new_ledger))
-        )
+        restored = [c.path for c in changes]
+        changes += _forget(root, ledger, ledger.without_set(set_name))
         if not dry_run:
             commit(root, state_dir(root), changes)
-    restored = [c.path for c in changes if c.path != ledger_path]
+            if not ledger.without_set(set_name).sets:
+                remove_state_dir(state_dir(root))  # the last set: leave no .sgpatch/ behind
     if as_json:
         report.emit_json(
             {
@@ -103,6 +101,17 @@ def run(
         done = "dry run, nothing written" if dry_run else "reverted"
         report.err(f"sgpatch: {set_name}: {done} ({len(restored)} file(s))")
     return 0
+
+
+def _forget(root: Path, old: Ledger, new: Ledger) -> list[FileChange]:
+    """The ledger's own changes, in the same journaled commit as the files: the new ledger (or
+    none, when no set is left) and the stored originals no set needs any more."""
+    rel = ledger_mod.ledger_rel()
+    changes = [FileChange(rel, read_bytes(root, rel), ledger_mod.dump(new) if new.sets else None)]
+    for digest in ledger_mod.unreferenced(old, new):
+        path = ledger_mod.original_rel(digest)
+        changes.append(FileChange(path, read_bytes(root, path), None))
+    return changes
 
 
 def _reverse_apply(root, set_name, record, edited, patchsets) -> list[FileChange]:

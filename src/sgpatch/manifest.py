@@ -104,6 +104,21 @@ class SetManifest:
         raise bad_input(f"patch set {self.name!r} has no patch {patch_id!r} (known: {known})")
 
 
+class AsWritten(SpecifierSet):
+    """A SpecifierSet that prints as the manifest wrote it. packaging sorts the clauses, so
+    `>=0.5.5,<0.5.24` would be shown to its author as `<0.5.24,>=0.5.5`."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self._text = ",".join(part.strip() for part in text.split(","))
+
+    def __str__(self) -> str:
+        return self._text
+
+    def __reduce__(self) -> tuple[type[AsWritten], tuple[str]]:  # pickling (matrix's workers)
+        return (type(self), (self._text,))
+
+
 # --- YAML nodes with positions -------------------------------------------------------------------
 
 
@@ -167,7 +182,7 @@ class _Checker:
     def specifier(self, node: object, field: str) -> SpecifierSet:
         text = self.text(node, field).strip()
         try:
-            return SpecifierSet(text)
+            return AsWritten(text)
         except InvalidSpecifier:
             hint = " (a bare version needs '==')" if _looks_like_version(text) else ""
             self.fail(node, field, f"invalid specifier {text!r}{hint}")

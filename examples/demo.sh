@@ -15,7 +15,9 @@ SET=kimi-eagle3-sm120
 DIR="${DEMO_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/sgpatch-demo.XXXXXX")}"
 PY="$(command -v python || command -v python3)"
 
-section() { printf '\n\033[1m==== %s\033[0m\n' "$*"; }
+# bold headings on a terminal only: a log or pipe gets plain text, like sgpatch's own output
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then BOLD=$'\033[1m' PLAIN=$'\033[0m'; else BOLD='' PLAIN=''; fi
+section() { printf '\n%s==== %s%s\n' "$BOLD" "$*" "$PLAIN"; }
 # run EXPECTED_EXIT CMD...: show the command, run it, check its exit code.
 run() {
     local want=$1; shift

@@ -585,14 +585,14 @@ def test_docs_example_loads(tmp_path: Path) -> None:
 
 
 def test_ranges_print_as_the_manifest_wrote_them() -> None:
-    """Input: `>=0.5.5, <0.5.24` in a manifest. Outcome: shown as `>=0.5.5,<0.5.24` (packaging
+    """Input: `>= 0.5.5, <0.5.24,` in a manifest. Outcome: shown as `>=0.5.5,<0.5.24` (packaging
     alone would sort it to `<0.5.24,>=0.5.5`), while matching, equality and pickling (the
     matrix's worker processes) behave as for a plain SpecifierSet."""
     import pickle
 
     from sgpatch.manifest import AsWritten
 
-    spec = AsWritten(">=0.5.5, <0.5.24")
+    spec = AsWritten(">= 0.5.5, <0.5.24,")
     assert str(spec) == ">=0.5.5,<0.5.24"
     assert str(SpecifierSet(">=0.5.5, <0.5.24")) == "<0.5.24,>=0.5.5"
     assert spec == SpecifierSet("<0.5.24,>=0.5.5")

@@ -396,10 +396,10 @@ def test_lock_waits_for_a_holder_that_finishes_in_time(env, monkeypatch):
     assert patched(pkg)
 
 
-def test_a_run_waiting_on_a_removed_lock_file_takes_the_new_one(tmp_path):
+def test_a_run_waiting_while_the_holder_removes_the_folder_starts_over(tmp_path):
     """Input: run B waits for the lock while the holder removes `.sgpatch/` (as the last
-    revert does) and releases. Outcome: B holds the lock file that is now at the path, so a
-    newcomer cannot take it too; locking the removed file would let both write at once."""
+    revert does) and releases. Outcome: B makes the folder again and holds the lock file that
+    is now at the path (a newcomer cannot take it), instead of failing on the vanished one."""
     from filelock import FileLock, Timeout
 
     state = tmp_path / ".sgpatch"
@@ -462,6 +462,48 @@ def test_a_lock_won_on_a_file_removed_meanwhile_is_taken_again(tmp_path, monkeyp
     finally:
         leave.set()
         t.join()
+
+
+def test_a_lock_that_keeps_moving_gives_up_at_the_timeout(tmp_path, monkeypatch):
+    """Input: the name never leads to the file just locked (forced). Outcome: exit 4 once the
+    timeout has passed, instead of relocking forever."""
+    monkeypatch.setattr(txn, "_names", lambda fd, path: False)
+    with pytest.raises(SgpatchError) as info, locked(tmp_path / ".sgpatch", timeout=0.3):
+        pass
+    assert info.value.code == ExitCode.UNSAFE and "holds the lock" in info.value.message
+
+
+@pytest.mark.parametrize("kind", ["dangling-symlink", "fifo"])
+def test_a_lock_file_that_is_not_a_regular_file_is_refused(tmp_path, kind):
+    """Input: `.sgpatch/lock` is a symlink to a file that does not exist yet, or a FIFO.
+    Outcome: exit 4 naming it, at once; nothing is created through the link, nothing blocks."""
+    state = tmp_path / ".sgpatch"
+    state.mkdir()
+    outside = tmp_path / "outside"
+    if kind == "fifo":
+        os.mkfifo(state / txn.LOCK)
+    else:
+        (state / txn.LOCK).symlink_to(outside)
+    with pytest.raises(SgpatchError) as info, locked(state, timeout=0):
+        pass
+    assert info.value.code == ExitCode.UNSAFE and str(state / txn.LOCK) in info.value.message
+    assert not outside.exists()
+
+
+@pytest.mark.parametrize("error", [NotImplementedError(), OSError(errno.ENOSYS, "no flock")])
+def test_a_filesystem_without_file_locks_is_one_line(tmp_path, monkeypatch, error):
+    """Input: the lock cannot be taken because the filesystem has no flock (filelock 3 raises
+    NotImplementedError, 4 an OSError). Outcome: exit 2 naming the lock file, no traceback."""
+
+    class NoFlock:
+        def acquire(self, timeout):
+            raise error
+
+    monkeypatch.setattr(txn, "_file_lock", lambda path: NoFlock())
+    with pytest.raises(SgpatchError) as info, locked(tmp_path / ".sgpatch", timeout=1):
+        pass
+    assert info.value.code == ExitCode.BAD_INPUT
+    assert info.value.message.startswith(f"cannot take the lock {tmp_path / '.sgpatch' / 'lock'}")
 
 
 def test_remove_state_dir_keeps_a_folder_with_anything_else_in_it(tmp_path):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import NoReturn
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from sgpatch.errors import bad_input, unsafe
@@ -110,7 +110,7 @@ class AsWritten(SpecifierSet):
 
     def __init__(self, text: str) -> None:
         super().__init__(text)
-        self._text = ",".join(part.strip() for part in text.split(","))
+        self._text = ",".join(str(Specifier(c.strip())) for c in text.split(",") if c.strip())
 
     def __str__(self) -> str:
         return self._text

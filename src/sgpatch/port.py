@@ -263,10 +263,6 @@ def capped(spec: SpecifierSet, version: Version) -> str:
     return _join([*keep, Specifier(f"<{version}")])
 
 
-def _show(spec: SpecifierSet) -> str:
-    return _join(list(spec))
-
-
 def _join(specs) -> str:
     lower = sorted((s for s in specs if s.operator in (">=", ">", "==", "~=", "===")), key=str)
     rest = sorted((s for s in specs if s.operator not in (">=", ">", "==", "~=", "===")), key=str)
@@ -388,7 +384,7 @@ def port(
                     new_spec = capped(current.sglang, to)
                     cur_index = spec.variants.index(current)
                     res.manifest_change = (
-                        f"variant line {current.line}: sglang {_show(current.sglang)!r} -> "
+                        f"variant line {current.line}: sglang {str(current.sglang)!r} -> "
                         f"{new_spec!r}"
                     )
                     edits.append(
@@ -434,7 +430,7 @@ def port(
                 if widened is not None and current is None:
                     old_index = spec.variants.index(old_v)
                     res.manifest_change = (
-                        f"variant line {old_v.line}: sglang {_show(old_v.sglang)!r} -> {widened!r}"
+                        f"variant line {old_v.line}: sglang {str(old_v.sglang)!r} -> {widened!r}"
                     )
                     edits.append(
                         lambda t, s=spec.id, j=old_index, ns=widened: set_variant_spec(
@@ -531,7 +527,7 @@ def port(
     set_change = None
     if not manifest.sglang.contains(to, prereleases=True):
         set_spec = _set_widened(manifest.sglang, to)
-        set_change = f"set sglang {_show(manifest.sglang)!r} -> {set_spec!r}"
+        set_change = f"set sglang {str(manifest.sglang)!r} -> {set_spec!r}"
         edits.append(lambda t, ns=set_spec: set_set_spec(t, manifest.path, ns))
     report = PortReport(
         manifest.name, str(to), results, [], dry_run, str(scratch_dir) if scratch_dir else None

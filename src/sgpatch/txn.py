@@ -349,7 +349,7 @@ def locked(state_dir: Path, timeout: float | None = None) -> Iterator[None]:
     and a newcomer locking the new file would both write. So before locking, this run opens the
     file itself, which pins its inode; after locking, the name must still lead to that inode
     (an inode held open cannot be removed and reused meanwhile), else it locks again."""
-    from filelock import FileLock, Timeout
+    from filelock import Timeout
 
     if timeout is None:
         timeout = lock_timeout()
@@ -364,7 +364,7 @@ def locked(state_dir: Path, timeout: float | None = None) -> Iterator[None]:
                 f"cannot create the state folder {state_dir}: {exc.strerror or exc}"
             ) from None
         try:
-            pin = os.open(lock_path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            pin = _pin(lock_path)
         except FileNotFoundError:
             if time.monotonic() < deadline:
                 continue  # the folder was removed between mkdir and open: make it again
@@ -374,20 +374,23 @@ def locked(state_dir: Path, timeout: float | None = None) -> Iterator[None]:
         except OSError as exc:
             raise SgpatchError(f"cannot take the lock {lock_path}: {exc.strerror or exc}") from None
         try:
-            lock = FileLock(str(lock_path))
+            lock = _file_lock(lock_path)
             lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
             if _names(pin, lock_path):
                 break
             lock.release()  # removed while we waited: lock the file that is there now
         except FileNotFoundError:  # the holder removed the folder while we waited: again
-            if time.monotonic() >= deadline:
-                raise _busy(state_dir, timeout) from None
+            pass
         except Timeout:
             raise _busy(state_dir, timeout) from None
-        except OSError as exc:
-            raise SgpatchError(f"cannot take the lock {lock_path}: {exc.strerror or exc}") from None
+        except (OSError, NotImplementedError) as exc:  # NotImplementedError: no flock here
+            why = getattr(exc, "strerror", None) or str(exc) or "the filesystem has no file locks"
+            raise SgpatchError(f"cannot take the lock {lock_path}: {why}") from None
         finally:
             os.close(pin)  # flock belongs to filelock's own descriptor: this does not unlock
+        if time.monotonic() >= deadline:
+            raise _busy(state_dir, timeout)
+        time.sleep(0.05)
     _write_owner(state_dir)
     try:
         yield
@@ -403,6 +406,33 @@ def _busy(state_dir: Path, timeout: float) -> SgpatchError:
         f"another sgpatch run holds the lock {state_dir / LOCK} ({_holder(state_dir)}); "
         f"waited {timeout:g}s (set ${LOCK_TIMEOUT_ENV} to wait longer)"
     )
+
+
+def _pin(lock_path: Path) -> int:
+    """Open (create) the lock file to pin its inode: never through a symlink, never blocking
+    on a FIFO, and only a regular file (like every path sgpatch touches)."""
+    flags = os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        fd = os.open(lock_path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise unsafe(f"refusing lock file {lock_path}: it is a symlink") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise unsafe(f"refusing lock file {lock_path}: not a regular file")
+    return fd
+
+
+def _file_lock(lock_path: Path):
+    """A filelock lock that stays a kernel flock: filelock 4 would fall back to a lock file
+    made with O_EXCL where flock is missing, which the pinned file makes impossible (and
+    which a crashed run leaves stale); there we fail with one line instead."""
+    from filelock import FileLock
+
+    if "fallback_to_soft" in FileLock.__init__.__code__.co_varnames:
+        return FileLock(str(lock_path), fallback_to_soft=False)
+    return FileLock(str(lock_path))  # filelock 3: no such option, and no fallback
 
 
 def _names(fd: int, path: Path) -> bool:

@@ -42,11 +42,9 @@ def run(
         code = max(code, patch_status(files))
     modes = file_modes([f for _, files in results for f in files])
     if code == ExitCode.OK and not dry_run and overlay.changes(modes):
-        made_state = not state.exists()
         with locked(state):
             commit(root, state, overlay.changes(modes))
-            if made_state:
-                remove_state_dir(state)  # a one-off patch leaves no .sgpatch/ behind
+            remove_state_dir(state)  # a one-off patch leaves no .sgpatch/ (unless a set's in it)
     if as_json:
         report.emit_json(
             {

@@ -35,7 +35,9 @@ def run(
     with locked(state_dir(root)) if record is not None and not dry_run else nullcontext():
         ledger = ledger_mod.load(root)
         record = ledger.sets.get(set_name)
-        if record is None:
+        if record is None:  # reverted by a run we waited for
+            if not dry_run:
+                remove_state_dir(state_dir(root))  # our lock may have made the folder again
             report.err(f"sgpatch: {set_name} is not applied in {root}; nothing to revert")
             if as_json:
                 report.emit_json(
@@ -81,8 +83,7 @@ def run(
         changes += _forget(root, ledger, ledger.without_set(set_name))
         if not dry_run:
             commit(root, state_dir(root), changes)
-            if not ledger.without_set(set_name).sets:
-                remove_state_dir(state_dir(root))  # the last set: leave no .sgpatch/ behind
+            remove_state_dir(state_dir(root))  # gone once the last set is: nothing else in it
     if as_json:
         report.emit_json(
             {

@@ -411,6 +411,26 @@ def test_revert_keeps_what_other_sets_need_and_the_last_leaves_no_state(env, cap
     assert {p.relative_to(pkg): p.is_dir() or p.read_bytes() for p in pkg.rglob("*")} == everything
 
 
+def test_a_patch_reaching_outside_the_package_is_exit_2_and_writes_nothing(env, capsys):
+    """Input: the gate patch of the set also adds a docs page (as an upstream pull request
+    would). Outcome: apply exits 2 with one line naming the path; nothing is written, and no
+    docs/ folder appears inside the package."""
+    pkg, sets = env
+    gate_patch = sets / SET / "patches" / "0002-gate.patch"
+    gate_patch.write_text(
+        gate_patch.read_text()
+        + make_diff("", "How to gate.\n", "docs/gate.md").replace(
+            "--- a/docs/gate.md", "--- /dev/null"
+        )
+    )
+    before = snapshot(pkg)
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", SET)
+    assert sgpatch("apply", *args) == 2
+    err = capsys.readouterr().err
+    assert "docs/gate.md is outside the SGLang package" in err and "Traceback" not in err
+    assert snapshot(pkg) == before and not (pkg / "docs").exists()
+
+
 def test_revert_of_an_unknown_set_is_exit_2_and_writes_nothing(env, capsys):
     pkg, sets = env
     args = ("--sglang-dir", str(pkg), "--patchsets", str(sets))

@@ -282,14 +282,44 @@ class SetPlan:
         )
 
 
+# Top-level folders of the SGLang repository that are never inside the package: a diff made
+# from an upstream pull request often touches them (kernels, docs, CI), and read as package-
+# relative they would land inside python/sglang/ (a new file would be created there silently).
+# `test/` and `benchmark/` are not listed: some releases' packages have their own (checked on
+# every cached release by tests/real/test_plan_real.py).
+REPO_ONLY = frozenset(
+    {
+        "sgl-kernel",
+        "sgl-router",
+        "sgl-model-gateway",
+        "docs",
+        "examples",
+        "scripts",
+        "docker",
+        "3rdparty",
+        "assets",
+        ".github",
+        ".devcontainer",
+    }
+)
+
+
 def package_mapper(name: str) -> PathMapper:
-    """Upstream-form paths (a/python/sglang/x) or bare ones (sglang/x, x) -> package-relative."""
+    """Upstream-form paths (a/python/sglang/x) or bare ones (sglang/x, x) -> package-relative.
+    A path that is clearly elsewhere in the repository (python/<not sglang>/..., sgl-kernel/,
+    docs/, ...) is refused (exit 2): a patch set patches the package only."""
 
     def mapper(path: str) -> str:
         rel = strip_path(path, 1 if path.startswith(("a/", "b/")) else 0, name)
         for prefix in ("python/sglang/", "sglang/"):
             if rel.startswith(prefix):
                 return rel[len(prefix) :]
+        top = rel.split("/", 1)[0]
+        if top in REPO_ONLY or (top == "python" and "/" in rel):
+            raise SgpatchError(
+                f"{name}: {rel} is outside the SGLang package (python/sglang/); a patch set "
+                "patches the package only: drop that file from the patch"
+            )
         return rel
 
     return mapper

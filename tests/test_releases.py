@@ -297,6 +297,24 @@ def test_index_versions_parses_pip_output(monkeypatch: pytest.MonkeyPatch) -> No
     assert pre == [Version("0.5.22.dev1"), Version("0.5.23"), Version("0.6.0rc1")]
 
 
+def test_listing_asks_the_index_for_the_same_target_as_downloading(monkeypatch) -> None:
+    """Input: any Python running sgpatch (a 3.10 pip would hide the cp311-only 0.5.22). Outcome:
+    `pip index versions` names the wheel target that `pip download` uses, so every release that
+    can be fetched is listed."""
+    seen: list[list[str]] = []
+
+    def run(cmd, **kw):
+        seen.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0, PIP_INDEX, "")
+
+    monkeypatch.setattr(releases.subprocess, "run", run)
+    releases._pip_index_versions(False)
+    (cmd,) = seen
+    assert cmd[1:5] == ["-m", "pip", "index", "versions"] and cmd[-1] == "sglang"
+    assert tuple(cmd[5:-1]) == releases.PIP_TARGET_FLAGS
+    assert set(releases.PIP_TARGET_FLAGS) <= set(releases.PIP_DOWNLOAD_FLAGS)
+
+
 def test_index_versions_falls_back_to_cached_wheels(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -57,9 +57,10 @@ LAYOUTS: tuple[Layout, ...] = ("site-packages", "checkout")
 PACKAGE = "sglang"
 CACHE_ENV = "SGPATCH_CACHE"
 # 0.5.11+ ship cp311 manylinux_2_34 wheels, <=0.5.10.post1 pure-python ones; pip accepts several
-# --platform flags at once, so one call fetches either kind (checked on 0.5.5 and 0.5.11).
-PIP_DOWNLOAD_FLAGS = (
-    "--no-deps",
+# --platform flags at once, so one call fetches either kind (checked on 0.5.5 and 0.5.11). The
+# wheels are only read, never installed, so the Python running sgpatch does not matter: listing
+# and downloading both name this target (a 3.10 pip would otherwise not list 0.5.22).
+PIP_TARGET_FLAGS = (
     "--only-binary=:all:",
     "--python-version",
     "3.11",
@@ -68,6 +69,7 @@ PIP_DOWNLOAD_FLAGS = (
     "--platform",
     "any",
 )
+PIP_DOWNLOAD_FLAGS = ("--no-deps", *PIP_TARGET_FLAGS)
 _WEAK_HASHES = frozenset({"md5", "sha1"})
 _SIGNATURES = ("RECORD", "RECORD.jws", "RECORD.p7s")
 
@@ -523,7 +525,7 @@ def _make_writable(top: Path) -> None:
 
 def _pip_index_versions(prereleases: bool) -> str:
     """Raw `pip index versions sglang` output (stdout); raises OSError/CalledProcessError."""
-    cmd = [sys.executable, "-m", "pip", "index", "versions", PACKAGE]
+    cmd = [sys.executable, "-m", "pip", "index", "versions", *PIP_TARGET_FLAGS, PACKAGE]
     if prereleases:
         cmd.append("--pre")
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)

@@ -43,7 +43,8 @@ def _root(
     """sgpatch: apply, check and revert versioned patch sets on SGLang trees.
 
     Exit codes: 0 done, 1 not done (pending/modified), 2 bad input, 3 conflict, 4 refused for
-    safety. Every command takes --json (one JSON document on stdout).
+    safety. Every command takes --json (matrix and lint: --format json): one JSON
+    document on stdout.
     """
 
 
@@ -341,7 +342,7 @@ def lint_cmd(
 ) -> None:
     """CI checks for patch sets: every variant applies with fuzz 0 and no ambiguity on every
     release it covers; probes agree with the manifest's upstream status; headers present.
-    Exit 3 on any error."""
+    Exit 3 on any error finding; 2 when the set cannot be read."""
     from sgpatch.commands import maint
 
     raise typer.Exit(maint.lint(set_names or [], patchsets or [], releases, fmt, offline))

@@ -164,13 +164,25 @@ def test_new_delete_and_rename_files(tree, tmp_path, capsys):
         f"@@ -1,30 +0,0 @@\n{''.join('-' + ln + chr(10) for ln in numbered('g', 30))}"
     )
     p = write_patch(tmp_path, "nd.patch", diff)
+    capsys.readouterr()
+    assert sgpatch("patch", "--dry-run", "-d", str(tree), p) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert "checking file new.py (new)" in err and "checking file g.py (deleted)" in err
     assert sgpatch("patch", "-d", str(tree), p) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert "creating file new.py" in err and "deleting file g.py" in err
+    assert "  Hunk #1 applied at 1." in err  # an empty side's start is the line it follows
     assert (tree / "new.py").read_text() == "x = 1\ny = 2\n"
     assert not (tree / "g.py").exists()
     assert sgpatch("patch", "-d", str(tree), p) == 0  # again: already done, nothing to do
+    capsys.readouterr()
     assert sgpatch("patch", "-R", "-d", str(tree), p) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert "deleting file new.py" in err and "creating file g.py" in err
+    assert "  Hunk #1 reversed at 1." in err  # not "(offset 1)"
     assert not (tree / "new.py").exists()
     assert (tree / "g.py").read_text() == lines(*numbered("g", 30))
+    assert not (tree / ".sgpatch").exists()
 
 
 def test_json_output_is_one_document_on_stdout(tree, tmp_path, capsys):

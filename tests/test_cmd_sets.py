@@ -431,6 +431,17 @@ def test_a_patch_reaching_outside_the_package_is_exit_2_and_writes_nothing(env, 
     assert snapshot(pkg) == before and not (pkg / "docs").exists()
 
 
+def test_revert_json_of_a_set_not_applied_prints_only_the_document(env, capsys):
+    """Input: `revert --json` of a known set that is not applied. Outcome: exit 0, the JSON
+    document on stdout and nothing on stderr (with --json no human summary is printed)."""
+    pkg, sets = env
+    capsys.readouterr()
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", SET, "--json")
+    assert sgpatch("revert", *args) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["restored"] == [] and err == ""
+
+
 def test_revert_of_an_unknown_set_is_exit_2_and_writes_nothing(env, capsys):
     pkg, sets = env
     args = ("--sglang-dir", str(pkg), "--patchsets", str(sets))

@@ -506,6 +506,18 @@ def test_a_filesystem_without_file_locks_is_one_line(tmp_path, monkeypatch, erro
     assert info.value.message.startswith(f"cannot take the lock {tmp_path / '.sgpatch' / 'lock'}")
 
 
+def test_a_locked_run_that_left_nothing_leaves_no_folder(tmp_path):
+    """Input: a run takes the lock and writes nothing (or was rolled back). Outcome: no
+    `.sgpatch/` afterwards; one holding a ledger stays."""
+    state = tmp_path / ".sgpatch"
+    with locked(state):
+        assert (state / txn.LOCK).exists()
+    assert not state.exists()
+    with locked(state):
+        (state / "ledger.json").write_text("{}")
+    assert sorted(p.name for p in state.iterdir()) == ["ledger.json", txn.LOCK]
+
+
 def test_remove_state_dir_keeps_a_folder_with_anything_else_in_it(tmp_path):
     """Input: `.sgpatch/` holding a journal besides the lock. Outcome: nothing is removed."""
     state = tmp_path / ".sgpatch"

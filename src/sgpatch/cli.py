@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from sgpatch import interrupts
 from sgpatch.errors import SgpatchError
 
 app = typer.Typer(
@@ -50,7 +51,9 @@ def _root(
 
 @app.command("patch")
 def patch_cmd(
-    patchfiles: Annotated[list[Path], typer.Argument(help="Unified diff file(s) to apply.")],
+    patchfiles: Annotated[
+        list[Path], typer.Argument(metavar="PATCHFILE...", help="Unified diff file(s) to apply.")
+    ],
     strip: Annotated[
         int, typer.Option("-p", "--strip", help="Strip N leading path components.")
     ] = 1,
@@ -226,7 +229,7 @@ def list_cmd(patchsets: PatchsetsOpt = None, as_json: JsonOpt = False) -> None:
 
 @app.command("show")
 def show_cmd(
-    name: Annotated[str, typer.Argument(help="Patch set name.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Patch set name.")],
     patchsets: PatchsetsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -270,7 +273,9 @@ def recover_cmd(
 
 @app.command("fetch")
 def fetch_cmd(
-    versions: Annotated[list[str], typer.Argument(help="SGLang release(s), e.g. 0.5.10.")],
+    versions: Annotated[
+        list[str], typer.Argument(metavar="VERSION...", help="SGLang release(s), e.g. 0.5.10.")
+    ],
     dest: Annotated[
         Path | None, typer.Option("--dest", help="Also extract a pristine tree here.")
     ] = None,
@@ -316,7 +321,11 @@ def matrix_cmd(
     fmt: FormatOpt = "table",
     fail_on: Annotated[
         list[str] | None,
-        typer.Option("--fail-on", help="Exit 3 if a cell is: conflict, fuzz, error, ..."),
+        typer.Option(
+            "--fail-on",
+            help="Exit 3 if a cell is (repeatable): conflict, error, fuzz, offset, whitespace, "
+            "partial, pending, present, upstream, n/a.",
+        ),
     ] = None,
     offline: OfflineOpt = False,
     workers: Annotated[int | None, typer.Option("--workers", help="Parallel workers.")] = None,
@@ -412,7 +421,8 @@ def refresh_cmd(
 @app.command("diff")
 def diff_cmd(
     paths: Annotated[
-        list[str] | None, typer.Argument(help="Package-relative files (default: all changed).")
+        list[str] | None,
+        typer.Argument(metavar="[FILE]...", help="Package-relative files (default: all changed)."),
     ] = None,
     sglang_dir: SglangDir = None,
     against: Annotated[
@@ -453,18 +463,35 @@ def main(argv: list[str] | None = None) -> None:
     """
     args = sys.argv[1:] if argv is None else list(argv)
     try:
-        _app_for(args)(args=args, standalone_mode=True, prog_name="sgpatch")
+        with interrupts.raising():
+            _app_for(args)(args=args, standalone_mode=True, prog_name="sgpatch")
     except SgpatchError as exc:
-        sys.stderr.write(f"sgpatch: error: {exc.message}\n")
-        if "--json" in args:
+        _say(sys.stderr, f"sgpatch: error: {exc.message}\n")
+        if _wants_json(args):
             import json
 
             doc = {"schema": 1, "error": exc.message, "exit_code": int(exc.code)}
-            sys.stdout.write(json.dumps(doc) + "\n")
+            _say(sys.stdout, json.dumps(doc) + "\n")
         sys.exit(int(exc.code))
-    except KeyboardInterrupt:
-        sys.stderr.write("sgpatch: interrupted\n")
-        sys.exit(130)
+    except (interrupts.Interrupted, KeyboardInterrupt):
+        _say(sys.stderr, interrupts.MESSAGE + "\n")
+        sys.exit(interrupts.EXIT)
+
+
+def _wants_json(args: list[str]) -> bool:
+    """--json, or matrix/lint's --format json: the error then also goes to stdout as JSON."""
+    pairs = zip(args, [*args[1:], ""], strict=True)
+    return "--json" in args or "--format=json" in args or ("--format", "json") in pairs
+
+
+def _say(stream, text: str) -> None:
+    """Last words on a stream that may be closed or broken: never a second traceback."""
+    try:
+        if stream is not None:
+            stream.write(text)
+            stream.flush()
+    except OSError:
+        pass
 
 
 def _app_for(args: list[str]) -> typer.Typer:

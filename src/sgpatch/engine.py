@@ -626,9 +626,9 @@ def apply_hunks(
         if place is not None:
             start = place.pos - place.lead
             line = start + sum(d for at, d in shifts if at < start) + 1
-            final.append(
-                HunkResult(**{**res.__dict__, "line": line, "offset": line - hunk.target_start})
-            )
+            # an empty side's start names the line it follows (`-5,2 +4,0` lands on line 5)
+            stated = hunk.target_start + (0 if hunk.target_length else 1)
+            final.append(HunkResult(**{**res.__dict__, "line": line, "offset": line - stated}))
         else:
             final.append(res)
     return FileResult(tuple(out), tuple(final))

@@ -64,7 +64,8 @@ def require_repo(target):
     repo = repo_for(target)
     if repo is None:
         raise SgpatchError(
-            f"--commit needs a checkout inside a git work tree; {target.root} is a "
+            f"git mode (apply --commit, export) needs a checkout inside a git work tree; "
+            f"{target.root} is a "
             f"{target.layout} tree" + ("" if target.layout != "checkout" else " outside git")
         )
     try:

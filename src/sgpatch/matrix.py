@@ -16,10 +16,11 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from packaging.specifiers import SpecifierSet
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from sgpatch.diffs import read_patch
+from sgpatch.errors import bad_input
 from sgpatch.manifest import SetManifest, load_manifest
 from sgpatch.probe import AllProbe, AnyProbe, NotProbe, RegexProbe, SymbolProbe
 
@@ -160,8 +161,11 @@ def select_versions(
     """Releases on the index (or in the cache when offline) that the set and `spec` cover."""
     from sgpatch import releases
 
+    try:
+        wanted = SpecifierSet(spec) if spec else SpecifierSet()
+    except InvalidSpecifier:
+        raise bad_input(f"--releases {spec!r}: not a PEP 440 specifier (e.g. '>=0.5.10')") from None
     found = releases.cached_versions() if offline else releases.index_versions(">=0")
-    wanted = SpecifierSet(spec) if spec else SpecifierSet()
     return [
         v
         for v in found

@@ -33,7 +33,7 @@ from packaging.specifiers import Specifier, SpecifierSet
 from packaging.version import Version
 
 from sgpatch.diffs import decode, parse_patch, read_patch
-from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.errors import ExitCode, SgpatchError, bad_input
 from sgpatch.manifest import PatchSpec, SetManifest, Variant, load_manifest, select_variant
 from sgpatch.plan import Overlay, how_applied, package_mapper, plan_patch
 
@@ -109,6 +109,24 @@ class PortReport:
 
 # ---------------------------------------------------------------------------------------------
 # releases and trees
+
+
+def _check_forward(manifest: SetManifest, to: Version, offline: bool) -> None:
+    """port carries a set forward to a newer release (exit 2 otherwise), and with --offline
+    only to one already in the cache: nothing is fetched behind the user's back."""
+    from sgpatch import releases
+
+    for s in manifest.sglang:
+        floor = Version(s.version) if s.operator in (">=", ">") else None
+        if floor is not None and (to < floor or (s.operator == ">" and to == floor)):
+            raise bad_input(
+                f"--to {to} is older than what set {manifest.name} supports ({manifest.sglang}); "
+                "port carries a set forward to a newer release"
+            )
+    if offline and to not in releases.cached_versions():
+        raise bad_input(
+            f"--offline: sglang {to} is not in the release cache; run `sgpatch fetch {to}` first"
+        )
 
 
 def _releases_below(version: Version, offline: bool) -> list[Version]:
@@ -333,6 +351,7 @@ def port(
     from sgpatch.probe import evaluate
 
     to = Version(str(version))
+    _check_forward(manifest, to, offline)
     below = _releases_below(to, offline)
     index = sorted(below)
     text = manifest.path.read_text(encoding="utf-8")

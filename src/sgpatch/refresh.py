@@ -290,7 +290,7 @@ def refresh(manifest, patch_id: str, root: Path, version, extra_files: Sequence[
             "add a variant first (or use `sgpatch port`)"
         )
     old = read_patch(variant.patch)
-    files = sorted(set(patch_files(old)) | {_package_rel(f) for f in extra_files})
+    files = sorted(set(patch_files(old)) | {package_rel(f) for f in extra_files})
     diff = tree_diff(root, version, files)
     if not diff:
         raise SgpatchError(
@@ -302,7 +302,9 @@ def refresh(manifest, patch_id: str, root: Path, version, extra_files: Sequence[
     return Refreshed(patch_id, variant.patch, data, data != current, tuple(files))
 
 
-def _package_rel(path: str) -> str:
+def package_rel(path: str, what: str = "--file") -> str:
+    """A file the user named, package-relative; errors name it as `what` (the option or
+    argument it came from)."""
     from sgpatch.plan import package_mapper
 
-    return package_mapper("--file")(path)
+    return package_mapper(what)(path)

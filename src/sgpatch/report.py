@@ -9,6 +9,7 @@ FORCE_COLOR asks for the terminal form in a log.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -17,18 +18,31 @@ from dataclasses import asdict
 from typing import Any
 
 from sgpatch.engine import HunkResult
+from sgpatch.errors import SgpatchError
 from sgpatch.plan import FilePlan
 
 SCHEMA = 1
 
 
 def emit_json(doc: dict[str, Any]) -> None:
-    """Print one JSON document on stdout (the only thing --json prints there)."""
-    sys.stdout.write(json.dumps({"schema": SCHEMA, **doc}, indent=2, default=str) + "\n")
+    """Print one JSON document on stdout (the only thing --json prints there). A script asked
+    for it, so failing to deliver it (a full disk) is an error, not a traceback; a closed
+    stdout (`>&-`) asked for nothing."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.write(json.dumps({"schema": SCHEMA, **doc}, indent=2, default=str) + "\n")
+        sys.stdout.flush()
+    except OSError as exc:
+        raise SgpatchError(
+            f"cannot write the JSON document to stdout: {exc.strerror or exc}"
+        ) from None
 
 
 def err(text: str = "") -> None:
-    sys.stderr.write(text + "\n")
+    """A line for people on stderr; if nobody can read it (closed, full), the run goes on."""
+    with contextlib.suppress(OSError, AttributeError):  # AttributeError: stderr is None
+        sys.stderr.write(text + "\n")
 
 
 def on_terminal() -> bool:
@@ -116,10 +130,13 @@ def hunk_line(h: HunkResult, reverse: bool = False) -> str:
 
 
 def file_lines(f: FilePlan, dry_run: bool, reverse: bool = False) -> Iterable[str]:
-    verb = "checking" if dry_run else "patching"
-    what = {"create": "creating ", "delete": "deleting ", "rename": "renaming "}.get(f.action, "")
-    src = f" (from {f.source})" if f.action == "rename" else ""
-    yield f"{verb} file {what}{f.path}{src}"
+    if dry_run:
+        how = {"create": " (new)", "delete": " (deleted)", "rename": f" (renamed from {f.source})"}
+        yield f"checking file {f.path}{how.get(f.action, '')}"
+    else:
+        verb = {"create": "creating", "delete": "deleting", "rename": "renaming"}
+        src = f" (from {f.source})" if f.action == "rename" else ""
+        yield f"{verb.get(f.action, 'patching')} file {f.path}{src}"
     if f.note:
         yield f"  {f.note}"
     elif f.status == "already-applied" and not f.hunks:

@@ -263,6 +263,23 @@ def detect_version(
     )
 
 
+def locate(sglang_dir: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Path:
+    """The package root (`--sglang-dir`, else `$SGLANG_DIR`, else the installed package), without
+    reading the version: rolling back an interrupted run must work on any tree."""
+    env = os.environ if environ is None else environ
+    if sglang_dir is not None and str(sglang_dir) != "":
+        return find_root(sglang_dir)
+    if env.get(ENV_SGLANG_DIR):
+        return find_root(env[ENV_SGLANG_DIR])
+    installed, where = _installed_root()
+    if installed is None:
+        raise bad_input(
+            f"no SGLang tree: --sglang-dir not given, ${ENV_SGLANG_DIR} not set, "
+            f"and no 'sglang' package on {where}"
+        )
+    return installed
+
+
 def find_target(
     sglang_dir: str | Path | None = None,
     sglang_version: str | None = None,
@@ -274,20 +291,7 @@ def find_target(
     `_version.py` is stale, a fresh clone without tags). What the tree itself says is still kept
     in `detected_version` so a caller can point out a disagreement.
     """
-    env = os.environ if environ is None else environ
-    if sglang_dir is not None and str(sglang_dir) != "":
-        root = find_root(sglang_dir)
-    elif env.get(ENV_SGLANG_DIR):
-        root = find_root(env[ENV_SGLANG_DIR])
-    else:
-        installed, where = _installed_root()
-        if installed is None:
-            raise bad_input(
-                f"no SGLang tree: --sglang-dir not given, ${ENV_SGLANG_DIR} not set, "
-                f"and no 'sglang' package on {where}"
-            )
-        root = installed
-
+    root = locate(sglang_dir, environ)
     layout, repo_root, dist_info = detect_layout(root)
     override = None
     if sglang_version is not None:

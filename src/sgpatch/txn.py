@@ -397,6 +397,7 @@ def locked(state_dir: Path, timeout: float | None = None) -> Iterator[None]:
     finally:
         with contextlib.suppress(OSError):
             (state_dir / LOCK_OWNER).unlink()
+        remove_state_dir(state_dir)  # when nothing but the lock is left: no trace of the run
         with contextlib.suppress(OSError):
             lock.release()
 
@@ -445,10 +446,11 @@ def _names(fd: int, path: Path) -> bool:
 
 
 def remove_state_dir(state_dir: Path) -> None:
-    """Take away `.sgpatch/` once it holds nothing but the lock (the last set was reverted, or a
-    one-off `sgpatch patch` is done), so the tree is left as it was found. Call it with the lock
-    held; the lock file goes last, and `locked` sends any run that waited on it to a new one.
-    Anything else in the folder (a journal, another set's originals) keeps it."""
+    """Take away `.sgpatch/` once it holds nothing but the lock (the last set was reverted, a
+    one-off `sgpatch patch` is done, a run was rolled back), so the tree is left as it was
+    found. `locked` calls it last, with the lock still held; the lock file goes last, and
+    `locked` sends any run that waited on it to a new one. Anything else in the folder (a
+    journal, a ledger, originals) keeps it."""
     with contextlib.suppress(OSError):
         for entry in os.scandir(state_dir):
             if entry.is_dir(follow_symlinks=False):

@@ -8,15 +8,16 @@ from pathlib import Path
 from sgpatch.errors import SgpatchError
 from sgpatch.ledger import state_dir
 from sgpatch.manifest import SetManifest, load_set, set_supports
-from sgpatch.target import Target, find_target
+from sgpatch.target import Target, find_target, locate
 from sgpatch.txn import stop_if_rolled_back
 
 
 def open_target(sglang_dir: Path | None, sglang_version: str | None) -> Target:
-    """Find the tree; if an interrupted run left a journal, roll it back and stop (exit 4)."""
-    target = find_target(sglang_dir, sglang_version)
-    stop_if_rolled_back(target.root, state_dir(target.root))
-    return target
+    """Find the tree; if an interrupted run left a journal, roll it back and stop (exit 4),
+    before the version is read (nothing about an interrupted run depends on it)."""
+    root = locate(sglang_dir)
+    stop_if_rolled_back(root, state_dir(root))
+    return find_target(sglang_dir, sglang_version)
 
 
 def supported_set(name: str, target: Target, extra: Sequence[Path]) -> SetManifest:

@@ -7,7 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from sgpatch import report
-from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.errors import ExitCode, SgpatchError, bad_input
 
 
 def fetch(
@@ -56,6 +56,29 @@ def _fetch_git(url: str, refs: Sequence[str], dest: Path | None, as_json: bool) 
     return 0
 
 
+MATRIX_FORMATS = ("table", "markdown", "json")
+LINT_FORMATS = ("text", "github", "json")
+# a cell's state, or how it applied (any fuzz level is "fuzz"); "error": a release not planned
+FAIL_ON = (
+    "conflict",
+    "error",
+    "fuzz",
+    "offset",
+    "whitespace",
+    "partial",
+    "pending",
+    "present",
+    "upstream",
+    "n/a",
+)
+
+
+def _one_of(option: str, value: str, allowed: Sequence[str]) -> None:
+    """A typo in a CI gate must not pass silently: refuse values the command does not know."""
+    if value not in allowed:
+        raise bad_input(f"{option} {value!r}: expected one of {', '.join(allowed)}")
+
+
 def matrix(
     set_name: str,
     patchsets: Sequence[Path],
@@ -68,19 +91,22 @@ def matrix(
     from sgpatch import matrix as mx
     from sgpatch.manifest import load_set
 
+    _one_of("--format", fmt, MATRIX_FORMATS)
+    for kind in fail_on:
+        _one_of("--fail-on", kind, FAIL_ON)
     manifest = load_set(set_name, tuple(patchsets))
     versions = mx.select_versions(manifest, releases_spec, offline)
     if not versions:
         raise SgpatchError(f"no release matches {releases_spec or manifest.sglang}")
     rows = mx.compute(manifest, versions, workers)
-    failing = {"conflict", "error", "fuzz", "pending", "present", "upstream"} & set(fail_on)
+    failing = set(fail_on)
     code = ExitCode.OK
     for row in rows:
         if row.error and "error" in failing:
             code = ExitCode.CONFLICT
         for cell in row.cells.values():
-            kind = "fuzz" if cell.how.startswith("fuzz") else cell.state
-            if kind in failing or (cell.state == "conflict" and "conflict" in failing):
+            kinds = {cell.state, "fuzz" if cell.how.startswith("fuzz") else cell.how}
+            if kinds & failing:
                 code = ExitCode.CONFLICT
     if fmt == "json":
         report.emit_json(
@@ -136,6 +162,7 @@ def lint(
     from sgpatch import matrix as mx
     from sgpatch.manifest import find_sets, load_set
 
+    _one_of("--format", fmt, LINT_FORMATS)
     names = list(set_names) or sorted(find_sets(tuple(patchsets)))
     findings_all = []
     for name in names:

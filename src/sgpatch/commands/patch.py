@@ -8,7 +8,7 @@ from sgpatch import report
 from sgpatch.diffs import read_patch
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.plan import Overlay, default_mapper, file_modes, patch_status, plan_patch
-from sgpatch.txn import commit, locked, remove_state_dir, stop_if_rolled_back
+from sgpatch.txn import commit, locked, stop_if_rolled_back
 
 STATE_DIR = ".sgpatch"
 
@@ -42,9 +42,8 @@ def run(
         code = max(code, patch_status(files))
     modes = file_modes([f for _, files in results for f in files])
     if code == ExitCode.OK and not dry_run and overlay.changes(modes):
-        with locked(state):
+        with locked(state):  # and leaves no .sgpatch/ behind, unless a set's ledger is in it
             commit(root, state, overlay.changes(modes))
-            remove_state_dir(state)  # a one-off patch leaves no .sgpatch/ (unless a set's in it)
     if as_json:
         report.emit_json(
             {

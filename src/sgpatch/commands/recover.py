@@ -5,29 +5,34 @@ from __future__ import annotations
 from pathlib import Path
 
 from sgpatch import report
+from sgpatch.errors import SgpatchError
 from sgpatch.ledger import state_dir
-from sgpatch.target import find_target
+from sgpatch.target import find_target, locate
 from sgpatch.txn import roll_back_interrupted
 
 
 def run(sglang_dir: Path | None, sglang_version: str | None, as_json: bool) -> int:
-    target = find_target(sglang_dir, sglang_version)
-    restored = roll_back_interrupted(target.root, state_dir(target.root))
+    root = locate(sglang_dir)  # no version needed to roll back, and it may be unreadable
+    restored = roll_back_interrupted(root, state_dir(root))
     if as_json:
+        try:
+            where = report.target_json(find_target(sglang_dir, sglang_version))
+        except SgpatchError:  # e.g. a version that cannot be read: the root is what matters
+            where = {"root": str(root)}
         report.emit_json(
             {
                 "command": "recover",
                 "exit_code": 0,
-                "target": report.target_json(target),
+                "target": where,
                 "interrupted": restored is not None,
                 "restored": restored or [],
             }
         )
     elif restored is None:
-        report.err(f"sgpatch: no interrupted run in {target.root}; nothing to do")
+        report.err(f"sgpatch: no interrupted run in {root}; nothing to do")
     else:
         report.err(
-            f"sgpatch: rolled back an interrupted run in {target.root}: "
+            f"sgpatch: rolled back an interrupted run in {root}: "
             f"{len(restored)} file(s) restored" + (f" ({', '.join(restored)})" if restored else "")
         )
     return 0

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sgpatch import report
-from sgpatch.errors import ExitCode
+from sgpatch.errors import ExitCode, SgpatchError
 
 
 def run(
@@ -60,10 +60,15 @@ def diff(paths: Sequence[str], sglang_dir: Path | None, against: str | None, as_
 
     from sgpatch import refresh as rf
     from sgpatch.target import find_target
+    from sgpatch.txn import read_bytes
 
     target = find_target(sglang_dir, against)
     version = Version(against) if against else target.version
-    rels = [rf._package_rel(p) for p in paths] or rf.changed_files(target.root, version)
+    rels = [rf.package_rel(p, f"FILE {p}") for p in paths]
+    for rel in rels:  # a typo would otherwise be an empty diff and exit 0
+        if read_bytes(target.root, rel) is None and rf.pristine_bytes(version, rel) is None:
+            raise SgpatchError(f"FILE {rel}: neither in the tree nor in sglang {version}")
+    rels = rels or rf.changed_files(target.root, version)
     text = rf.tree_diff(target.root, version, rels)
     if as_json:
         report.emit_json(

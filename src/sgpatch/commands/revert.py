@@ -15,7 +15,7 @@ from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ledger import Ledger, read_original, sha256, state_dir
 from sgpatch.manifest import load_set
 from sgpatch.plan import package_mapper
-from sgpatch.txn import FileChange, commit, locked, read_bytes, remove_state_dir
+from sgpatch.txn import FileChange, commit, locked, read_bytes
 
 
 def run(
@@ -35,11 +35,10 @@ def run(
     with locked(state_dir(root)) if record is not None and not dry_run else nullcontext():
         ledger = ledger_mod.load(root)
         record = ledger.sets.get(set_name)
-        if record is None:  # reverted by a run we waited for
-            if not dry_run:
-                remove_state_dir(state_dir(root))  # our lock may have made the folder again
-            report.err(f"sgpatch: {set_name} is not applied in {root}; nothing to revert")
-            if as_json:
+        if record is None:  # not applied (or reverted by a run we waited for)
+            if not as_json:
+                report.err(f"sgpatch: {set_name} is not applied in {root}; nothing to revert")
+            else:
                 report.emit_json(
                     {
                         "command": "revert",
@@ -82,8 +81,7 @@ def run(
         restored = [c.path for c in changes]
         changes += _forget(root, ledger, ledger.without_set(set_name))
         if not dry_run:
-            commit(root, state_dir(root), changes)
-            remove_state_dir(state_dir(root))  # gone once the last set is: nothing else in it
+            commit(root, state_dir(root), changes)  # the last set gone: locked() drops .sgpatch/
     if as_json:
         report.emit_json(
             {

@@ -1,0 +1,48 @@
+"""Ctrl-C: one line and exit 130, never a traceback and never a half-written tree.
+
+Until the CLI runs (start-up imports, nothing written yet) Ctrl-C simply exits (`exit_now`).
+While a command runs, it raises `Interrupted` instead of KeyboardInterrupt (`raising`): the CLI
+library would turn KeyboardInterrupt into a silent exit 130, while `Interrupted`, a
+BaseException like it, still unwinds through the writer's rollback (which catches
+BaseException) up to `cli.main`, which prints the line.
+
+Only `_signal` and `os` are imported, the C module behind `signal`: `signal` itself imports
+enum, which would be ~6 ms of start-up during which Ctrl-C was not ours yet.
+"""
+
+import _signal
+import os
+
+EXIT = 130  # 128 + SIGINT, what a shell reports for a process Ctrl-C stopped
+MESSAGE = "sgpatch: interrupted; nothing is left half-written (`sgpatch status` shows the tree)"
+
+
+class Interrupted(BaseException):
+    """Ctrl-C while a command runs."""
+
+
+def exit_now(signum: int, frame: object) -> None:
+    """The start-up handler: nothing has been written, so stop right here."""
+    os.write(2, (MESSAGE + "\n").encode())
+    os._exit(EXIT)
+
+
+def _raise(signum: int, frame: object) -> None:
+    raise Interrupted()
+
+
+class raising:  # a lowercase name: read as `with interrupts.raising():`
+    """Within the block, Ctrl-C raises `Interrupted`; the previous handler comes back after.
+    Only the main thread can set handlers: elsewhere (a test calling the CLI from a thread)
+    the block changes nothing."""
+
+    def __enter__(self) -> "raising":
+        try:
+            self.previous = _signal.signal(_signal.SIGINT, _raise)
+        except ValueError:  # not the main thread
+            self.previous = None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            _signal.signal(_signal.SIGINT, self.previous)

@@ -218,3 +218,24 @@ def test_git_modes_are_applied_for_new_files_and_mode_only_changes(tree, tmp_pat
     assert (tree / "run.sh").stat().st_mode & 0o777 == 0o755
     assert (tree / "f.py").stat().st_mode & 0o777 == 0o755
     assert sgpatch("patch", "-d", str(tree), p) == 0
+
+
+def test_reversing_a_new_file_removes_the_folders_it_made(tree, tmp_path, capsys):
+    """Input: a patch creating new/dir/n.txt, applied then reversed; and one deleting a file
+    from a folder that holds another. Outcome: no new/ left after the reverse (the tree is as
+    before, as git leaves it); the folder that still holds a file stays."""
+    before = snapshot(tree)
+    folders = sorted(p for p in tree.rglob("*") if p.is_dir())
+    diff = "--- /dev/null\n+++ b/new/dir/n.txt\n@@ -0,0 +1 @@\n+hello\n"
+    p = write_patch(tmp_path, "c.patch", diff)
+    assert sgpatch("patch", "-d", str(tree), p) == 0
+    assert (tree / "new" / "dir" / "n.txt").read_text() == "hello\n"
+    assert sgpatch("patch", "-R", "-d", str(tree), p) == 0
+    assert snapshot(tree) == before
+    assert sorted(p for p in tree.rglob("*") if p.is_dir()) == folders
+    (tree / "keep").mkdir()
+    (tree / "keep" / "a.py").write_text("a\n")
+    (tree / "keep" / "b.py").write_text("b\n")
+    p = write_patch(tmp_path, "d.patch", "--- a/keep/a.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n")
+    assert sgpatch("patch", "-d", str(tree), p) == 0
+    assert sorted(x.name for x in (tree / "keep").iterdir()) == ["b.py"]

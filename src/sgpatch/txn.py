@@ -540,6 +540,21 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
     _step()
     journal.unlink()
     _fsync_dir(state_dir)
+    _remove_emptied_folders(root, [c.path for c in changes if c.after is None])
+
+
+def _remove_emptied_folders(root: Path, deleted: Sequence[str]) -> None:
+    """Folders a deletion left empty go too, up to (not including) the root, as git does: a
+    reversed patch that created `new/dir/f.py` leaves no `new/dir/` behind. A tidy-up after
+    the commit: a rollback would make them again with the files."""
+    for rel in deleted:
+        folder = (root / rel).parent
+        while folder != root and root in folder.parents:
+            try:
+                folder.rmdir()  # only when empty
+            except OSError:
+                break
+            folder = folder.parent
 
 
 def _describe(exc: BaseException, rel: str) -> str:

@@ -99,6 +99,9 @@ class PortReport:
     dry_run: bool
     scratch: str | None
     set_change: str | None = None
+    # releases between the set's old range and `to` that the widened range now claims, though
+    # port checked only `to` (lint checks them)
+    unchecked: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -552,6 +555,9 @@ def port(
         manifest.name, str(to), results, [], dry_run, str(scratch_dir) if scratch_dir else None
     )
     report.set_change = set_change
+    if set_change is not None:
+        covered = [v for v in below if manifest.sglang.contains(v, prereleases=True)]
+        report.unchecked = [str(v) for v in sorted(below) if not covered or v > max(covered)]
     if report.exit_code != ExitCode.OK:
         return report
     new_text = text
@@ -664,7 +670,10 @@ def _file_reason(f) -> str:
 
 def _scratch(scratch: Path | None, name: str, to: Version) -> Path:
     if scratch is not None:
-        scratch.mkdir(parents=True, exist_ok=True)
+        try:
+            scratch.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file there, or on the way
+            raise bad_input(f"--scratch {scratch}: {exc.strerror or exc}") from None
         return scratch.resolve()
     return Path(tempfile.mkdtemp(prefix=f"sgpatch-port-{name}-{to}-"))
 

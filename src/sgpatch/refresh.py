@@ -276,8 +276,20 @@ class Refreshed:
     files: tuple[str, ...]
 
 
-def refresh(manifest, patch_id: str, root: Path, version, extra_files: Sequence[str] = ()):
-    """Regenerate the variant of `patch_id` that covers `version` from the tree at `root`."""
+def refresh(
+    manifest,
+    patch_id: str,
+    root: Path,
+    version,
+    extra_files: Sequence[str] = (),
+    others: Sequence = (),
+):
+    """Regenerate the variant of `patch_id` that covers `version` from the tree at `root`.
+
+    A patch file is a diff against the pristine release. `others` are the parsed patches of the
+    same set applied on the tree besides this one (from the ledger): their changes are taken
+    out of each file first, reversed with the engine, so a file two patches touch does not
+    end up in both (exit 3 if one cannot be taken out cleanly)."""
     from sgpatch.diffs import read_patch
     from sgpatch.manifest import select_variant
 
@@ -291,7 +303,9 @@ def refresh(manifest, patch_id: str, root: Path, version, extra_files: Sequence[
         )
     old = read_patch(variant.patch)
     files = sorted(set(patch_files(old)) | {package_rel(f) for f in extra_files})
-    diff = tree_diff(root, version, files)
+    diff = canonical_diff(
+        FileDiff(f, pristine_bytes(version, f), _without(root, f, others, patch_id)) for f in files
+    )
     if not diff:
         raise SgpatchError(
             f"{patch_id}: the tree at {root} has no changes in {', '.join(files)} against "
@@ -300,6 +314,32 @@ def refresh(manifest, patch_id: str, root: Path, version, extra_files: Sequence[
     data = render(old.header, diff)
     current = variant.patch.read_bytes()
     return Refreshed(patch_id, variant.patch, data, data != current, tuple(files))
+
+
+def _without(root: Path, rel: str, others: Sequence, patch_id: str) -> bytes | None:
+    """The file's bytes in the tree with the other applied patches' changes reversed, newest
+    first."""
+    from sgpatch.engine import apply_hunks
+    from sgpatch.errors import ExitCode
+    from sgpatch.plan import package_mapper
+    from sgpatch.txn import read_bytes
+
+    data = read_bytes(root, rel)
+    for other in reversed(others):
+        mapper = package_mapper(other.name)
+        for fp in other.files:
+            if mapper(fp.target if fp.target != "/dev/null" else fp.source) != rel or data is None:
+                continue
+            res = apply_hunks(split_lines(decode(data)), fp.hunks, reverse=True)
+            if not res.ok:
+                bad = next(h for h in res.hunks if not h.ok)
+                raise SgpatchError(
+                    f"{patch_id}: cannot take {other.name}'s change out of {rel} "
+                    f"(hunk #{bad.index}: {bad.reason}); revert that patch, then refresh",
+                    ExitCode.CONFLICT,
+                )
+            data = encode("".join(res.lines))
+    return data
 
 
 def package_rel(path: str, what: str = "--file") -> str:

@@ -9,6 +9,7 @@ writes). Where port cannot match the shipped set, the test pins exactly where an
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -138,6 +139,11 @@ def test_port_the_059_set_and_compare_with_the_shipped_set(version, tmp_path, ca
         code, doc = port_json(capsys, sets, version, *[f"--without={p['id']}" for p in conflicts])
     assert code == 0, doc
     skipped = [p["id"] for p in doc["patches"] if p["outcome"] == "skipped"]
+    # the range now reaches `version`; the releases it jumped over are named, not hidden
+    between = [
+        str(v) for v in releases.cached_versions() if Version("0.5.10") <= v < Version(version)
+    ]
+    assert doc["unchecked"] == between
 
     # agrees with the shipped set's states on the pristine release
     shipped = matrix.compute(load_manifest(SHIPPED / "patchset.yaml"), [Version(version)], 1)[0]
@@ -248,3 +254,57 @@ def test_refresh_rewrites_an_edited_tree_canonically(tmp_path, release_tree):
     )
     assert (sets / SET / "patches/0.5.9/0001-kimi-k25-eagle3-hooks.patch").read_bytes() == want
     assert b"support EAGLE-3" in want
+
+
+def test_refresh_with_the_whole_set_applied_keeps_patches_apart(tmp_path):
+    """Input: the whole set applied to 0.5.9 with the optional no-multicast patch (it shares
+    torch_symm_mem.py with the world-sizes patch), then every patch refreshed from that tree.
+    Outcome: every patch file keeps its hunks exactly (only line numbers of variants made on
+    older releases move): the other applied patches' changes are taken out first, so no patch
+    picks up another's hunks."""
+    sets = tmp_path / "sets"
+    shutil.copytree(SHIPPED, sets / SET)
+    root = releases.copy_tree("0.5.9", tmp_path / "t", "site-packages")
+    common = ("--set", SET, "--patchsets", str(sets), "--sglang-dir", str(root))
+    assert sgpatch("apply", *common, "--with", NOMC) == 0
+    before = _patch_bodies(sets)
+    for pid in ALL:
+        assert sgpatch("refresh", *common, "--patch", pid) == 0, pid
+    assert _patch_bodies(sets) == before
+
+
+def _patch_bodies(sets: Path) -> dict[str, str]:
+    """Every patch file, with the @@ line numbers blanked: a variant made on an older release
+    (0.5.5, 0.5.8) gets 0.5.9's numbers when refreshed there, and nothing else may change."""
+    return {
+        str(p.relative_to(sets)): re.sub(
+            r"(?m)^@@ -\d+(,\d+)? \+\d+(,\d+)? @@", "@@", p.read_text()
+        )
+        for p in sorted((sets / SET).rglob("*.patch"))
+    }
+
+
+def test_refresh_after_an_edit_leaves_the_patch_applied(tmp_path, capsys):
+    """Input: the set applied to a 0.5.9 tree, one value edited in a patched file, the patch
+    refreshed. Outcome: the patch file now carries the edit, and on that tree the set is still
+    `applied` (status --check 0) and `revert` gives back the release, as quilt refresh leaves a
+    patch applied; before, the tree was stuck `modified` and revert --force refused."""
+    sets = tmp_path / "sets"
+    shutil.copytree(SHIPPED, sets / SET)
+    top = tmp_path / "t"
+    root = releases.copy_tree("0.5.9", top, "site-packages")
+    common = ("--set", SET, "--patchsets", str(sets), "--sglang-dir", str(root))
+    assert sgpatch("apply", *common) == 0
+    f = root / "srt/distributed/device_communicators/all_reduce_utils.py"
+    text = f.read_text()
+    block = text.index("    12: {")
+    f.write_text(text[:block] + text[block:].replace("6: 128 * MiB", "6: 96 * MiB", 1))
+    assert sgpatch("status", *common, "--check") == 1  # modified
+    assert sgpatch("refresh", *common, "--patch", SIZES) == 0
+    assert (
+        b"+        6: 96 * MiB" in next((sets / SET / "patches").rglob("0002-*.patch")).read_bytes()
+    )
+    assert sgpatch("status", *common, "--check") == 0
+    capsys.readouterr()
+    assert sgpatch("revert", *common) == 0
+    assert f.read_bytes() == releases.read_member("0.5.9", f.relative_to(root).as_posix())

@@ -26,9 +26,12 @@ def fetch(
     for v in versions:
         wheel = releases.wheel_path(v)
         where = (dest / v if len(versions) > 1 else dest) if dest else None
-        if where is not None and where.exists() and any(where.iterdir()):
-            raise SgpatchError(f"--dest {where} is not empty; give a new or empty folder")
-        root = releases.copy_tree(v, where, layout) if where is not None else None
+        if where is not None and where.exists() and (not where.is_dir() or any(where.iterdir())):
+            raise SgpatchError(f"--dest {where} is not an empty folder; give a new or empty one")
+        try:
+            root = releases.copy_tree(v, where, layout) if where is not None else None
+        except OSError as exc:  # e.g. a file on the way to --dest
+            raise SgpatchError(f"--dest {where}: {exc.strerror or exc}") from None
         out.append({"version": v, "wheel": str(wheel), "root": str(root) if root else None})
         if not as_json:
             report.err(f"sglang {v}: {wheel}" + (f" -> {root}" if root else ""))

@@ -45,6 +45,7 @@ def run(
                 "changed": bool(rep.written) and not dry_run and code == 0,
                 "written": rep.written,
                 "set_change": rep.set_change,
+                "unchecked": rep.unchecked,
                 "scratch": rep.scratch,
                 "patches": [r.json() for r in rep.results],
             }
@@ -60,6 +61,12 @@ def run(
                 report.err(f"    merged file: {c.scratch}{marks if c.markers else ''}")
     if rep.set_change:
         report.err(f"  set range: {rep.set_change}")
+    if rep.unchecked and not code:
+        report.err(
+            f"  warning: the new range also claims {', '.join(rep.unchecked)}, which port did "
+            f"not check (it checks {rep.to} only); run `sgpatch lint --set {rep.set}`, or port "
+            "to each of them first"
+        )
     if code:
         report.err(f"sgpatch port: {rep.set} -> {rep.to}: conflict; nothing in the set changed")
     elif not rep.written:

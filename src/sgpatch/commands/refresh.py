@@ -6,7 +6,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from sgpatch import ledger as ledger_mod
 from sgpatch import report
+from sgpatch.diffs import read_patch
 from sgpatch.errors import ExitCode, SgpatchError
 
 
@@ -26,12 +28,19 @@ def run(
 
     target = find_target(sglang_dir, sglang_version)
     manifest = load_set(set_name, tuple(patchsets))
-    res = rf.refresh(manifest, patch_id, target.root, target.version, files)
+    record = ledger_mod.load(target.root).sets.get(manifest.name)
+    others = [
+        read_patch(manifest.base_dir / p.variant)
+        for p in (record.patches if record else ())
+        if p.id != patch_id and (manifest.base_dir / p.variant).is_file()
+    ]
+    res = rf.refresh(manifest, patch_id, target.root, target.version, files, others)
     rel = res.variant.relative_to(manifest.base_dir).as_posix()
     if not dry_run and res.changed:
         tmp = res.variant.with_name(f".{res.variant.name}.sgpatch-tmp")
         tmp.write_bytes(res.data)
         tmp.replace(res.variant)
+        _keep_applied(target.root, manifest.name, patch_id, rel, res)
     if as_json:
         report.emit_json(
             {
@@ -55,13 +64,52 @@ def run(
     return int(ExitCode.OK)
 
 
+def _keep_applied(root: Path, set_name: str, patch_id: str, variant: str, res) -> None:
+    """Like quilt refresh, the patch stays applied on the tree it was refreshed from: the ledger
+    learns the new patch file and the bytes now in its files (they are the patch's now, not an
+    edit), so `status`, `apply` and `revert` keep working there."""
+    from dataclasses import replace
+
+    from sgpatch.txn import FileChange, commit, locked, read_bytes
+
+    with locked(ledger_mod.state_dir(root)):
+        ledger = ledger_mod.load(root)
+        record = ledger.sets.get(set_name)
+        if record is None or record.patch(patch_id) is None:
+            return  # refreshed from a tree the set was not applied to by sgpatch
+        patches = tuple(
+            replace(p, variant=variant, patch_sha256=ledger_mod.sha256(res.data))
+            if p.id == patch_id
+            else p
+            for p in record.patches
+        )
+        files = {
+            path: replace(r, after=ledger_mod.sha256(read_bytes(root, path)))
+            if path in res.files
+            else r
+            for path, r in record.files.items()
+        }
+        new = ledger.with_set(replace(record, patches=patches, files=files))
+        rel = ledger_mod.ledger_rel()
+        commit(
+            root,
+            ledger_mod.state_dir(root),
+            [FileChange(rel, read_bytes(root, rel), ledger_mod.dump(new))],
+        )
+
+
 def diff(paths: Sequence[str], sglang_dir: Path | None, against: str | None, as_json: bool) -> int:
-    from packaging.version import Version
+    from packaging.version import InvalidVersion, Version
 
     from sgpatch import refresh as rf
     from sgpatch.target import find_target
     from sgpatch.txn import read_bytes
 
+    if against is not None:
+        try:
+            Version(against)
+        except InvalidVersion:
+            raise SgpatchError(f"--against {against!r}: not a PEP 440 version") from None
     target = find_target(sglang_dir, against)
     version = Version(against) if against else target.version
     rels = [rf.package_rel(p, f"FILE {p}") for p in paths]

@@ -48,14 +48,14 @@ def test_each_rule_fires(tmp_path):
     rows = [
         Row("0.5.0", {"p": Cell("conflict", "conflict", note="x.py hunk #1: gone")}),
         Row("0.5.1", {"p": Cell("pending", "fuzz 1")}),
-        Row("0.5.2", {"p": Cell("upstream", "probe")}),  # variant covers it, probe says upstream
+        Row("0.5.2", {"p": Cell("upstream", "probe")}),  # probe: upstream; manifest: from 0.5.3
         Row("0.5.4", {"p": Cell("pending", "clean")}),  # merged since 0.5.3, probe false
         Row("0.5.5", {}, error="no variant of patch 'p'"),
     ]
     msgs = [(f.level, f.release, f.message.split(";")[0][:30]) for f in check(m, rows)]
     assert ("error", "0.5.0", "does not apply: x.py hunk #1: ") in msgs
     assert ("error", "0.5.1", "applies only with fuzz 1") in msgs
-    assert any(lvl == "warning" and rel == "0.5.2" for lvl, rel, _ in msgs)
+    assert ("error", "0.5.2", "the probe says upstream has it") in msgs
     assert any(lvl == "error" and rel == "0.5.4" and "merged since" in t for lvl, rel, t in msgs)
     assert any(lvl == "error" and rel == "0.5.5" for lvl, rel, _ in msgs)
 
@@ -65,3 +65,16 @@ def test_github_annotations_format(tmp_path):
     findings = check(m, [Row("0.5.0", {"p": Cell("conflict", "conflict", note="n")})])
     (line,) = render(findings, "github", "s")
     assert line.startswith("::error file=") and "sglang 0.5.0" in line
+
+
+def test_a_probe_that_matches_where_the_manifest_says_pending_is_an_error(tmp_path):
+    """Input: a pending patch whose probe matches on a release a variant covers (a probe that
+    matches too much: the patch would silently never apply). Outcome: an error naming the
+    release; once the manifest says merged since then, only a warning to narrow the variant."""
+    path = _set(tmp_path)
+    path.write_text(path.read_text().replace('{status: merged, ref: "o/r#1", since: "0.5.3"}',
+                                             "{status: pending}"))  # fmt: skip
+    m = load_manifest(path)
+    (f,) = check(m, [Row("0.5.1", {"p": Cell("upstream", "probe")})])
+    assert (f.level, f.release) == ("error", "0.5.1")
+    assert "manifest says pending, so the patch is never applied here" in f.message

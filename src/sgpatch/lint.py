@@ -83,16 +83,31 @@ def check(manifest: SetManifest, rows: Sequence[Row]) -> list[Finding]:
                     )
                 )
             elif cell.state == "upstream" and variant is not None and variant.patch is not None:
-                out.append(
-                    Finding(
-                        "warning",
-                        spec.id,
-                        row.release,
-                        "a variant covers this release but the probe says upstream "
-                        "has it; narrow the variant's specifier",
-                        *where,
+                up = spec.upstream
+                if up.status == "merged" and up.since is not None and version >= up.since:
+                    out.append(
+                        Finding(
+                            "warning",
+                            spec.id,
+                            row.release,
+                            "a variant covers this release but the probe says upstream "
+                            "has it; narrow the variant's specifier",
+                            *where,
+                        )
                     )
-                )
+                else:  # the patch silently never applies here: a probe that matches too much
+                    said = f"merged since {up.since}" if up.status == "merged" else up.status
+                    out.append(
+                        Finding(
+                            "error",
+                            spec.id,
+                            row.release,
+                            f"the probe says upstream has it, but the manifest says {said}, so "
+                            "the patch is never applied here: fix the probe, or record when "
+                            "upstream merged it (upstream: {status: merged, since: ...})",
+                            *where,
+                        )
+                    )
             since = spec.upstream.since
             if (
                 spec.upstream.status == "merged"

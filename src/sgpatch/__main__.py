@@ -12,12 +12,16 @@ from sgpatch import interrupts
 
 
 def main() -> None:
-    _signal.signal(_signal.SIGINT, interrupts.exit_now)
+    interrupts.install(interrupts.exit_now)
     if hasattr(_signal, "SIGPIPE"):
         _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
-    from sgpatch.cli import main as cli_main
+    try:
+        from sgpatch.cli import main as cli_main
 
-    cli_main()
+        cli_main()
+    finally:  # finished: a Ctrl-C now just ends the process, with its output flushed so far
+        if _signal.getsignal(_signal.SIGINT) == interrupts.exit_now:
+            _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
 
 
 if __name__ == "__main__":

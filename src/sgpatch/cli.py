@@ -480,8 +480,9 @@ def main(argv: list[str] | None = None) -> None:
 
 def _wants_json(args: list[str]) -> bool:
     """--json, or matrix/lint's --format json: the error then also goes to stdout as JSON."""
-    pairs = zip(args, [*args[1:], ""], strict=True)
-    return "--json" in args or "--format=json" in args or ("--format", "json") in pairs
+    opts = args[: args.index("--")] if "--" in args else args  # after `--`: file names
+    pairs = zip(opts, [*opts[1:], ""], strict=True)
+    return "--json" in opts or "--format=json" in opts or ("--format", "json") in pairs
 
 
 def _say(stream, text: str) -> None:

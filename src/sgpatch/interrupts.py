@@ -23,8 +23,22 @@ class Interrupted(BaseException):
 
 def exit_now(signum: int, frame: object) -> None:
     """The start-up handler: nothing has been written, so stop right here."""
-    os.write(2, (MESSAGE + "\n").encode())
+    try:  # noqa: SIM105 (no contextlib here: it is start-up time)
+        os.write(2, (MESSAGE + "\n").encode())
+    except OSError:  # stderr closed or full: still stop
+        pass
     os._exit(EXIT)
+
+
+def install(handler) -> object | None:
+    """Set the SIGINT handler and return the previous one; None (and nothing changed) where
+    Ctrl-C is ignored (`cmd &` in a script) or this is not the main thread."""
+    try:
+        if _signal.getsignal(_signal.SIGINT) == _signal.SIG_IGN:
+            return None
+        return _signal.signal(_signal.SIGINT, handler)
+    except ValueError:  # not the main thread
+        return None
 
 
 def _raise(signum: int, frame: object) -> None:
@@ -37,12 +51,29 @@ class raising:  # a lowercase name: read as `with interrupts.raising():`
     the block changes nothing."""
 
     def __enter__(self) -> "raising":
-        try:
-            self.previous = _signal.signal(_signal.SIGINT, _raise)
-        except ValueError:  # not the main thread
-            self.previous = None
+        self.previous = install(_raise)
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.previous is not None:
             _signal.signal(_signal.SIGINT, self.previous)
+
+
+class deferred:  # a lowercase name: read as `with interrupts.deferred():`
+    """Within the block Ctrl-C is only noted, and raised as `Interrupted` when the block ends:
+    for a rollback, which a second Ctrl-C must not cut short."""
+
+    def __enter__(self) -> "deferred":
+        self.hit = False
+
+        def note(signum: int, frame: object) -> None:
+            self.hit = True
+
+        self.previous = install(note)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            _signal.signal(_signal.SIGINT, self.previous)
+        if self.hit and exc[0] is None:
+            raise Interrupted()

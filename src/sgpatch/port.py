@@ -120,7 +120,9 @@ def _check_forward(manifest: SetManifest, to: Version, offline: bool) -> None:
     from sgpatch import releases
 
     for s in manifest.sglang:
-        floor = Version(s.version) if s.operator in (">=", ">") else None
+        floor = None  # the lowest release the clause lets through
+        if s.operator in (">=", ">", "~=", "==", "==="):
+            floor = Version(s.version.removesuffix(".*"))
         if floor is not None and (to < floor or (s.operator == ">" and to == floor)):
             raise bad_input(
                 f"--to {to} is older than what set {manifest.name} supports ({manifest.sglang}); "

@@ -35,12 +35,14 @@ def emit_json(doc: dict[str, Any]) -> None:
         sys.stdout.flush()
     except OSError as exc:
         raise SgpatchError(
-            f"cannot write the JSON document to stdout: {exc.strerror or exc}"
+            f"cannot write the JSON document to stdout: {exc.strerror or exc} (the command "
+            "itself ran: `sgpatch status` shows the tree)"
         ) from None
 
 
 def err(text: str = "") -> None:
-    """A line for people on stderr; if nobody can read it (closed, full), the run goes on."""
+    """A line for people on stderr; if nobody can read it (closed, full), the run goes on (the
+    console script ends by SIGPIPE on a closed pipe, before this sees it)."""
     with contextlib.suppress(OSError, AttributeError):  # AttributeError: stderr is None
         sys.stderr.write(text + "\n")
 

@@ -32,6 +32,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sgpatch import interrupts
 from sgpatch.errors import ExitCode, SgpatchError, unsafe
 
 JOURNAL = "journal.json"
@@ -39,6 +40,7 @@ LOCK = "lock"
 LOCK_OWNER = "lock.owner"
 TMP_SUFFIX = ".sgpatch-tmp"
 KILL_ENV = "SGPATCH_TEST_KILL_AT"
+SIGNAL_ENV = "SGPATCH_TEST_SIGNAL"
 LOCK_TIMEOUT_ENV = "SGPATCH_LOCK_TIMEOUT"
 DEFAULT_LOCK_TIMEOUT = 30.0
 
@@ -46,12 +48,14 @@ _steps = 0  # write steps taken by this process (for SGPATCH_TEST_KILL_AT)
 
 
 def _step() -> None:
-    """Count one write step; test-only: die here (SIGKILL, no cleanup) if asked to."""
+    """Count one write step. Test-only: $SGPATCH_TEST_KILL_AT=N (or N,M,...) sends SIGKILL (no
+    cleanup), or the signal $SGPATCH_TEST_SIGNAL names (e.g. INT for Ctrl-C), at those steps."""
     global _steps
     _steps += 1
     kill_at = os.environ.get(KILL_ENV)
-    if kill_at and kill_at.strip() == str(_steps):
-        os.kill(os.getpid(), signal.SIGKILL)
+    if kill_at and str(_steps) in (s.strip() for s in kill_at.split(",")):
+        name = os.environ.get(SIGNAL_ENV, "KILL")
+        os.kill(os.getpid(), getattr(signal, f"SIG{name}"))
 
 
 @dataclass(frozen=True)
@@ -241,7 +245,7 @@ def roll_back_interrupted(root: Path, state_dir: Path) -> list[str] | None:
     still writing). None when there was nothing to roll back."""
     if not (state_dir / JOURNAL).exists():
         return None
-    with locked(state_dir):
+    with locked(state_dir), interrupts.deferred():
         return recover(root, state_dir)
 
 
@@ -391,8 +395,8 @@ def locked(state_dir: Path, timeout: float | None = None) -> Iterator[None]:
         if time.monotonic() >= deadline:
             raise _busy(state_dir, timeout)
         time.sleep(0.05)
-    _write_owner(state_dir)
     try:
+        _write_owner(state_dir)
         yield
     finally:
         with contextlib.suppress(OSError):
@@ -451,6 +455,8 @@ def remove_state_dir(state_dir: Path) -> None:
     found. `locked` calls it last, with the lock still held; the lock file goes last, and
     `locked` sends any run that waited on it to a new one. Anything else in the folder (a
     journal, a ledger, originals) keeps it."""
+    if not (state_dir / JOURNAL).exists():
+        _remove_stale_temps(state_dir)  # a journal write cut short; with the lock held, garbage
     with contextlib.suppress(OSError):
         for entry in os.scandir(state_dir):
             if entry.is_dir(follow_symlinks=False):
@@ -526,7 +532,8 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
             _fsync_dir(folder)
     except BaseException as exc:
         try:
-            recover(root, state_dir)
+            with interrupts.deferred():  # a second Ctrl-C must not cut the rollback short
+                recover(root, state_dir)
         except SgpatchError as rollback:
             raise SgpatchError(
                 f"{_describe(exc, current_rel)}; rolling back failed too: {rollback.message}",

@@ -349,7 +349,8 @@ def test_real_0_5_9_wheel() -> None:
 def test_fetch_git_checks_out_a_tag_and_detects_its_version(tmp_path, capsys):
     """Input: a local git repository shaped like SGLang (python/sglang/srt, no _version.py)
     tagged v0.5.9. Outcome: `sgpatch fetch --git REPO v0.5.9 --dest D` checks it out and the
-    version comes from `git describe`; a ref that does not exist is a one-line error, exit 2."""
+    version comes from `git describe`; a ref or repository that does not exist is a one-line
+    error in git's words, exit 2, and leaves nothing in --dest."""
     import json
 
     from helpers import git, sgpatch
@@ -368,3 +369,10 @@ def test_fetch_git_checks_out_a_tag_and_detects_its_version(tmp_path, capsys):
     assert sgpatch("fetch", "--git", str(repo), "v9.9.9", "--dest", str(tmp_path / "x")) == 2
     err = capsys.readouterr().err
     assert "cannot check out v9.9.9" in err and "Traceback" not in err
+    assert not (tmp_path / "x").exists()  # no half clone left behind: a retry just works
+    assert (
+        sgpatch("fetch", "--git", str(tmp_path / "nope"), "v0.5.9", "--dest", str(tmp_path / "y"))
+        == 2
+    )
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(f"fatal: repository '{tmp_path / 'nope'}' does not exist"), err

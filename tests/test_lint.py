@@ -78,3 +78,22 @@ def test_a_probe_that_matches_where_the_manifest_says_pending_is_an_error(tmp_pa
     (f,) = check(m, [Row("0.5.1", {"p": Cell("upstream", "probe")})])
     assert (f.level, f.release) == ("error", "0.5.1")
     assert "manifest says pending, so the patch is never applied here" in f.message
+
+
+def test_a_variant_no_release_chooses_is_flagged_over_the_whole_range(tmp_path):
+    """Input: a second variant `>=0.5.3` after a first `<0.6` that already covers every release
+    of the set (a range typo). Outcome: over the whole range, a warning naming the dead
+    variant; over a --releases subset nothing can be concluded, so nothing is said."""
+    path = _set(tmp_path)
+    path.write_text(
+        path.read_text().replace(
+            '      - {sglang: "<0.5.3", patch: patches/p.patch}',
+            '      - {sglang: "<0.6", patch: patches/p.patch}\n'
+            '      - {sglang: ">=0.5.3", patch: patches/p.patch}',
+        )
+    )
+    m = load_manifest(path)
+    rows = [Row(v, {"p": Cell("pending", "clean")}) for v in ("0.5.1", "0.5.2")]
+    (dead,) = [f for f in check(m, rows, every_release=True) if "never chosen" in f.message]
+    assert dead.level == "warning" and ">=0.5.3" in dead.message and dead.line
+    assert not [f for f in check(m, rows) if "never chosen" in f.message]

@@ -26,10 +26,14 @@ class Finding:
     line: int | None = None
 
 
-def check(manifest: SetManifest, rows: Sequence[Row]) -> list[Finding]:
+def check(manifest: SetManifest, rows: Sequence[Row], every_release: bool = False) -> list[Finding]:
     """Every variant applies at fuzz 0 without ambiguity on each release it covers; probes say
-    'upstream' exactly where the manifest says upstream has the change; headers are there."""
+    'upstream' exactly where the manifest says upstream has the change; headers are there.
+    With `every_release` (rows cover the set's whole range), also: no variant is dead, i.e.
+    shadowed by earlier ones on every release it names."""
     out: list[Finding] = []
+    if every_release and rows:
+        out += _dead_variants(manifest, [Version(r.release) for r in rows])
     for spec in manifest.patches:
         for v in spec.variants:
             if v.patch is None:
@@ -123,6 +127,28 @@ def check(manifest: SetManifest, rows: Sequence[Row]) -> list[Finding]:
                         f"manifest says merged since {since}, but the probe does not "
                         f"find it (state {cell.state})",
                         *where,
+                    )
+                )
+    return out
+
+
+def _dead_variants(manifest: SetManifest, versions: Sequence[Version]) -> list[Finding]:
+    """Variants with a patch file that no release selects: the first matching variant wins, so
+    an earlier, wider one hides it (often a range typo), or no release is in its range."""
+    out = []
+    for spec in manifest.patches:
+        chosen = {id(select_variant(spec, v)) for v in versions}
+        for v in spec.variants:
+            if v.patch is not None and id(v) not in chosen:
+                out.append(
+                    Finding(
+                        "warning",
+                        spec.id,
+                        None,
+                        f"variant {v.sglang} ({v.patch.name}) is never chosen: an earlier "
+                        "variant covers every release it names, or none is in the set's range",
+                        manifest.path,
+                        v.line or spec.line,
                     )
                 )
     return out

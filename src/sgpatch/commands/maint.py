@@ -172,7 +172,7 @@ def lint(
         manifest = load_set(name, tuple(patchsets))
         versions = mx.select_versions(manifest, releases_spec, offline)
         rows = mx.compute(manifest, versions)
-        findings = lint_mod.check(manifest, rows)
+        findings = lint_mod.check(manifest, rows, every_release=releases_spec is None)
         findings_all += findings
         if fmt == "json":
             continue

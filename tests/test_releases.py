@@ -370,6 +370,9 @@ def test_fetch_git_checks_out_a_tag_and_detects_its_version(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "cannot check out v9.9.9" in err and "Traceback" not in err
     assert not (tmp_path / "x").exists()  # no half clone left behind: a retry just works
+    args = ("fetch", "--git", str(repo), "v0.5.9", "--dest", str(tmp_path / "z"))
+    assert sgpatch(*args, "--layout", "checkout") == 2  # a --git checkout has no other layout
+    assert "--layout is for trees made from wheels" in capsys.readouterr().err
     assert (
         sgpatch("fetch", "--git", str(tmp_path / "nope"), "v0.5.9", "--dest", str(tmp_path / "y"))
         == 2

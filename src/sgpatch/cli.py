@@ -280,8 +280,11 @@ def fetch_cmd(
         Path | None, typer.Option("--dest", help="Also extract a pristine tree here.")
     ] = None,
     layout: Annotated[
-        str, typer.Option("--layout", help="site-packages or checkout (python/sglang).")
-    ] = "site-packages",
+        str | None,
+        typer.Option(
+            "--layout", help="site-packages (default) or checkout (python/sglang); not with --git."
+        ),
+    ] = None,
     git_url: Annotated[
         str | None,
         typer.Option(

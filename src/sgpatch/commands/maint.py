@@ -13,7 +13,7 @@ from sgpatch.errors import ExitCode, SgpatchError, bad_input
 def fetch(
     versions: Sequence[str],
     dest: Path | None,
-    layout: str,
+    layout: str | None,
     as_json: bool,
     git_url: str | None = None,
 ) -> int:
@@ -21,7 +21,12 @@ def fetch(
     from sgpatch import releases
 
     if git_url is not None:
+        if layout is not None:
+            raise bad_input(
+                "--layout is for trees made from wheels; a --git checkout is always a checkout"
+            )
         return _fetch_git(git_url, versions, dest, as_json)
+    layout = layout or "site-packages"
     out = []
     for v in versions:
         wheel = releases.wheel_path(v)

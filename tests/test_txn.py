@@ -164,22 +164,27 @@ def _three_files(root: Path) -> list[FileChange]:
     ] + [FileChange("new/dir/g.py", None, b"g\n")]
 
 
+def disk_full_at(monkeypatch, n: int) -> None:
+    """The n-th os.replace in txn fails with ENOSPC (disk full)."""
+    real = os.replace
+    calls = {"n": 0}
+
+    def replace(src, dst):
+        calls["n"] += 1
+        if calls["n"] == n:
+            raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+        return real(src, dst)
+
+    monkeypatch.setattr(txn.os, "replace", replace)
+
+
 @pytest.mark.parametrize("nth", [1, 2, 3, 4])
 def test_disk_full_on_the_nth_replace_rolls_back(tmp_path, monkeypatch, nth):
     """Input: os.replace raises ENOSPC on its n-th call (journal is call 1). Outcome: a clean
     error naming the file, every file as before, no journal, no temp file, no new folder."""
     changes = _three_files(tmp_path)
     before = snapshot(tmp_path)
-    real = os.replace
-    calls = {"n": 0}
-
-    def replace(src, dst):
-        calls["n"] += 1
-        if calls["n"] == nth:
-            raise OSError(errno.ENOSPC, "No space left on device", str(dst))
-        return real(src, dst)
-
-    monkeypatch.setattr(txn.os, "replace", replace)
+    disk_full_at(monkeypatch, nth)
     with pytest.raises(SgpatchError) as exc:
         commit(tmp_path, tmp_path / ".sgpatch", changes)
     assert "no space left" in exc.value.message and "\n" not in exc.value.message
@@ -587,20 +592,6 @@ def test_concurrent_applies_patch_exactly_once(env):
 
 
 # ------------------------------------------------------------------------------ via the CLI
-
-
-def disk_full_at(monkeypatch, n: int) -> None:
-    """The n-th os.replace in txn fails with ENOSPC (disk full)."""
-    real = os.replace
-    calls = {"n": 0}
-
-    def replace(src, dst):
-        calls["n"] += 1
-        if calls["n"] == n:
-            raise OSError(errno.ENOSPC, "No space left on device", str(dst))
-        return real(src, dst)
-
-    monkeypatch.setattr(txn.os, "replace", replace)
 
 
 def test_cli_disk_full_mid_apply_is_one_line_and_tree_unchanged(env, monkeypatch):

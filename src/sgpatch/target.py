@@ -284,14 +284,17 @@ def find_target(
     sglang_dir: str | Path | None = None,
     sglang_version: str | None = None,
     environ: Mapping[str, str] | None = None,
+    *,
+    root: Path | None = None,
 ) -> Target:
-    """Locate the SGLang tree (`--sglang-dir`, else `$SGLANG_DIR`, else the installed package).
+    """Locate the SGLang tree (`--sglang-dir`, else `$SGLANG_DIR`, else the installed package;
+    `root` when a caller already has it from `locate`).
 
     An explicit `sglang_version` wins over detection: the user said so on purpose (a fork whose
     `_version.py` is stale, a fresh clone without tags). What the tree itself says is still kept
     in `detected_version` so a caller can point out a disagreement.
     """
-    root = locate(sglang_dir, environ)
+    root = root if root is not None else locate(sglang_dir, environ)
     layout, repo_root, dist_info = detect_layout(root)
     override = None
     if sglang_version is not None:

@@ -17,7 +17,7 @@ def open_target(sglang_dir: Path | None, sglang_version: str | None) -> Target:
     before the version is read (nothing about an interrupted run depends on it)."""
     root = locate(sglang_dir)
     stop_if_rolled_back(root, state_dir(root))
-    return find_target(sglang_dir, sglang_version)
+    return find_target(sglang_dir, sglang_version, root=root)
 
 
 def supported_set(name: str, target: Target, extra: Sequence[Path]) -> SetManifest:

@@ -16,7 +16,7 @@ def run(sglang_dir: Path | None, sglang_version: str | None, as_json: bool) -> i
     restored = roll_back_interrupted(root, state_dir(root))
     if as_json:
         try:
-            where = report.target_json(find_target(sglang_dir, sglang_version))
+            where = report.target_json(find_target(sglang_dir, sglang_version, root=root))
         except SgpatchError:  # e.g. a version that cannot be read: the root is what matters
             where = {"root": str(root)}
         report.emit_json(

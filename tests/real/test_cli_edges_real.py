@@ -238,3 +238,15 @@ def test_port_goes_forward_only_and_offline_means_offline(tmp_path, monkeypatch,
     assert code == 2
     assert f"--offline: sglang {target} is not in the release cache" in capsys.readouterr().err
     assert (sets / SET / "patchset.yaml").read_bytes() == manifest
+
+
+def test_the_shipped_range_is_shown_as_its_manifest_writes_it():
+    """Input: `list --json` and `show --json` of the shipped set. Outcome: `sglang` is the text
+    of the manifest's `sglang:` line (packaging alone would reorder its clauses)."""
+    import re
+
+    text = (bundled_dir() / SET / "patchset.yaml").read_text()
+    written = re.search(r'^sglang: "([^"]+)"', text, re.M).group(1)
+    listed = json.loads(_run("list", "--json").stdout)["sets"]
+    assert [s["sglang"] for s in listed if s["name"] == SET] == [written]
+    assert json.loads(_run("show", SET, "--json").stdout)["sglang"] == written

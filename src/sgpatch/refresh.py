@@ -21,7 +21,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -223,13 +223,19 @@ def pristine_bytes(version, rel: str) -> bytes | None:
     return releases.read_member(version, rel)
 
 
-def tree_diff(root: Path, version, paths: Iterable[str], context: int = CONTEXT) -> str:
-    """Canonical diff of `paths` (package-relative) in the tree at `root` against the release."""
+def tree_diff(
+    root: Path,
+    version,
+    paths: Iterable[str],
+    context: int = CONTEXT,
+    read: Callable[[str], bytes | None] | None = None,
+) -> str:
+    """Canonical diff of `paths` (package-relative) in the tree at `root` against the release;
+    `read` gives a file's side of the diff (default: its bytes in the tree)."""
     from sgpatch.txn import read_bytes
 
-    files = [
-        FileDiff(p, pristine_bytes(version, p), read_bytes(root, p)) for p in sorted(set(paths))
-    ]
+    read = read or (lambda p: read_bytes(root, p))
+    files = [FileDiff(p, pristine_bytes(version, p), read(p)) for p in sorted(set(paths))]
     return canonical_diff(files, context)
 
 
@@ -303,9 +309,7 @@ def refresh(
         )
     old = read_patch(variant.patch)
     files = sorted(set(patch_files(old)) | {package_rel(f) for f in extra_files})
-    diff = canonical_diff(
-        FileDiff(f, pristine_bytes(version, f), _without(root, f, others, patch_id)) for f in files
-    )
+    diff = tree_diff(root, version, files, read=lambda f: _without(root, f, others, patch_id))
     if not diff:
         raise SgpatchError(
             f"{patch_id}: the tree at {root} has no changes in {', '.join(files)} against "

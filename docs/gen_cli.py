@@ -121,7 +121,7 @@ def _table(command) -> list[str]:
         if value and _repeatable(p):
             value += ", repeatable"
         rows.append(_row(names, value, _default(p), _cell(p.help or "")))
-    rows.append(_row("`--help`", "", "", "Show the command's help and exit."))
+    rows.append(_row("`-h`, `--help`", "", "", "Show the command's help and exit."))
     return rows
 
 
@@ -138,7 +138,7 @@ def render() -> str:
         "### `sgpatch` (global)",
         "",
         "```",
-        "sgpatch [--version] [--help] COMMAND [ARGS]...",
+        "sgpatch [-V|--version] [-h|--help] COMMAND [ARGS]...",
         "```",
         "",
         *[p + "\n" for p in _paragraphs(root.help)],
@@ -147,7 +147,7 @@ def render() -> str:
     ]
     for p in root.params:
         out.append(f"| {', '.join(f'`{o}`' for o in p.opts)} | {_cell(p.help or '')} |")
-    out.append("| `--help` | Show the help and exit. |")
+    out.append("| `-h`, `--help` | Show the help and exit. |")
     for name in root.list_commands(None):
         command = root.get_command(None, name)
         out += ["", f"### `sgpatch {name}`", "", "```", _usage(name, command), "```", ""]
@@ -172,7 +172,7 @@ def command_options() -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for name in root.list_commands(None):
         command = root.get_command(None, name)
-        opts = {"--help"}
+        opts = {"-h", "--help"}
         for p in command.params:
             if not _is_argument(p):
                 opts.update(p.opts)

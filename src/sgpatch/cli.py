@@ -6,6 +6,7 @@ string back (~220 compiles, ~13 ms per run).
 """
 
 import copy
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -22,6 +23,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
@@ -38,18 +40,21 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show version.")
+        bool,
+        typer.Option("--version", "-V", callback=_version, is_eager=True, help="Show version."),
     ] = False,
 ) -> None:
     """sgpatch: apply, check and revert versioned patch sets on SGLang trees.
 
     Exit codes: 0 done, 1 not done (pending/modified), 2 bad input, 3 conflict, 4 refused for
-    safety. Every command takes --json (matrix and lint: --format json): one JSON
-    document on stdout.
+    safety. Every command takes --json: one JSON document on stdout. A command's product
+    (listings, tables, diffs) goes to stdout; messages and the one-line verdict to stderr.
+    `sgpatch help CMD` shows a command's options; `sgpatch completion bash|zsh|fish` prints a
+    shell completion script.
     """
 
 
-@app.command("patch")
+@app.command("patch", short_help="Apply unified diffs like GNU patch, never in the wrong place.")
 def patch_cmd(
     patchfiles: Annotated[
         list[Path], typer.Argument(metavar="PATCHFILE...", help="Unified diff file(s) to apply.")
@@ -105,7 +110,7 @@ WithoutOpt = Annotated[
 ]
 
 
-@app.command("apply")
+@app.command("apply", short_help="Apply a patch set to an SGLang tree, all or nothing.")
 def apply_cmd(
     set_name: SetOpt,
     sglang_dir: SglangDir = None,
@@ -156,7 +161,7 @@ def apply_cmd(
     )
 
 
-@app.command("status")
+@app.command("status", short_help="Show each patch's state on an SGLang tree.")
 def status_cmd(
     set_name: Annotated[
         str | None, typer.Option("--set", "-s", help="Only this set (default: all relevant).")
@@ -195,7 +200,7 @@ def status_cmd(
     )
 
 
-@app.command("revert")
+@app.command("revert", short_help="Restore the original bytes of every file a set touched.")
 def revert_cmd(
     set_name: SetOpt,
     sglang_dir: SglangDir = None,
@@ -219,7 +224,7 @@ def revert_cmd(
     )
 
 
-@app.command("list")
+@app.command("list", short_help="List the known patch sets and the releases they support.")
 def list_cmd(patchsets: PatchsetsOpt = None, as_json: JsonOpt = False) -> None:
     """The patch sets sgpatch knows, with the SGLang releases each supports."""
     from sgpatch.commands import catalog
@@ -227,7 +232,7 @@ def list_cmd(patchsets: PatchsetsOpt = None, as_json: JsonOpt = False) -> None:
     raise typer.Exit(catalog.list_sets(patchsets or [], as_json))
 
 
-@app.command("show")
+@app.command("show", short_help="Show one patch set: patches, variants, probes.")
 def show_cmd(
     name: Annotated[str, typer.Argument(metavar="NAME", help="Patch set name.")],
     patchsets: PatchsetsOpt = None,
@@ -239,7 +244,7 @@ def show_cmd(
     raise typer.Exit(catalog.show_set(name, patchsets or [], as_json))
 
 
-@app.command("probe")
+@app.command("probe", short_help="Say which patches upstream already contains.")
 def probe_cmd(
     set_name: SetOpt,
     sglang_dir: SglangDir = None,
@@ -256,7 +261,7 @@ def probe_cmd(
     )
 
 
-@app.command("recover")
+@app.command("recover", short_help="Roll back an interrupted sgpatch run.")
 def recover_cmd(
     sglang_dir: SglangDir = None,
     sglang_version: SglangVersion = None,
@@ -271,7 +276,7 @@ def recover_cmd(
     raise typer.Exit(recover.run(sglang_dir, sglang_version, as_json))
 
 
-@app.command("fetch")
+@app.command("fetch", short_help="Download pristine SGLang releases into the cache.")
 def fetch_cmd(
     versions: Annotated[
         list[str], typer.Argument(metavar="VERSION...", help="SGLang release(s), e.g. 0.5.10.")
@@ -316,7 +321,7 @@ OfflineOpt = Annotated[
 ]
 
 
-@app.command("matrix")
+@app.command("matrix", short_help="Plan a set against every release it claims.")
 def matrix_cmd(
     set_name: SetOpt,
     patchsets: PatchsetsOpt = None,
@@ -332,17 +337,31 @@ def matrix_cmd(
     ] = None,
     offline: OfflineOpt = False,
     workers: Annotated[int | None, typer.Option("--workers", help="Parallel workers.")] = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Each patch of a set against each release the set claims: clean / offset / fuzz /
-    upstream / n/a / conflict, planned on pristine trees from the release cache, in parallel."""
+    """Plan each patch of a set against each release the set claims.
+
+    A cell is clean / offset / fuzz / upstream / n/a / conflict, planned on pristine trees from
+    the release cache, in parallel. --json is --format json.
+    """
     from sgpatch.commands import maint
 
+    fmt = _json_format(fmt, as_json, "table")
     raise typer.Exit(
         maint.matrix(set_name, patchsets or [], releases, fmt, fail_on or [], offline, workers)
     )
 
 
-@app.command("lint")
+def _json_format(fmt: str, as_json: bool, default: str) -> str:
+    """--json is --format json; with another --format it is a contradiction, not a guess."""
+    if as_json and fmt not in (default, "json"):
+        from sgpatch.errors import bad_input
+
+        raise bad_input(f"--json and --format {fmt} contradict each other; give one")
+    return "json" if as_json else fmt
+
+
+@app.command("lint", short_help="Check patch sets the way CI does.")
 def lint_cmd(
     set_names: Annotated[
         list[str] | None, typer.Option("--set", "-s", help="Set(s) to check (default: all).")
@@ -351,16 +370,21 @@ def lint_cmd(
     releases: ReleasesOpt = None,
     fmt: Annotated[str, typer.Option("--format", help="text, github or json.")] = "text",
     offline: OfflineOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
-    """CI checks for patch sets: every variant applies with fuzz 0 and no ambiguity on every
-    release it covers; probes agree with the manifest's upstream status; headers present.
-    Exit 3 on any error finding; 2 when the set cannot be read."""
+    """Check patch sets the way CI does.
+
+    Every variant applies with fuzz 0 and no ambiguity on every release it covers; probes agree
+    with the manifest's upstream status; headers present. Exit 3 on any error finding; 2 when
+    the set cannot be read. --json is --format json.
+    """
     from sgpatch.commands import maint
 
+    fmt = _json_format(fmt, as_json, "text")
     raise typer.Exit(maint.lint(set_names or [], patchsets or [], releases, fmt, offline))
 
 
-@app.command("port")
+@app.command("port", short_help="Carry a patch set to a new SGLang release.")
 def port_cmd(
     set_name: SetOpt,
     to: Annotated[str, typer.Option("--to", help="The new SGLang release, e.g. 0.5.24.")],
@@ -376,8 +400,11 @@ def port_cmd(
     offline: OfflineOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Carry a set to a new release: per patch upstream now / still applies / ported (3-way
-    merge into a new fuzz-0 variant) / conflict. Any conflict: exit 3 and the set is unchanged."""
+    """Carry a patch set to a new SGLang release.
+
+    Per patch: upstream now / still applies / ported (3-way merge into a new fuzz-0 variant) /
+    conflict. Any conflict: exit 3 and the set is unchanged.
+    """
     from sgpatch.commands import port
 
     raise typer.Exit(
@@ -387,10 +414,12 @@ def port_cmd(
     )
 
 
-@app.command("refresh")
+@app.command("refresh", short_help="Regenerate a patch from an edited tree.")
 def refresh_cmd(
     set_name: SetOpt,
-    patch_id: Annotated[str, typer.Option("--patch", "-p", help="The patch id to regenerate.")],
+    patch_id: Annotated[
+        str | None, typer.Option("--patch", help="The patch id to regenerate (required).")
+    ] = None,
     sglang_dir: SglangDir = None,
     sglang_version: SglangVersion = None,
     patchsets: PatchsetsOpt = None,
@@ -402,11 +431,16 @@ def refresh_cmd(
         bool, typer.Option("--dry-run", help="Print the new patch; write nothing.")
     ] = False,
     as_json: JsonOpt = False,
+    old_p: Annotated[str | None, typer.Option("-p", hidden=True)] = None,
 ) -> None:
-    """Regenerate a patch's variant for the tree's release from the edited tree, against the
-    pristine release (like quilt refresh), in canonical form; header kept."""
+    """Regenerate a patch from an edited tree.
+
+    The variant for the tree's release is rewritten from the tree against the pristine release
+    (like quilt refresh), in canonical form; its header is kept.
+    """
     from sgpatch.commands import refresh
 
+    patch_id = _deprecated_alias(patch_id, old_p, "refresh -p", "--patch")
     raise typer.Exit(
         refresh.run(
             set_name,
@@ -421,7 +455,7 @@ def refresh_cmd(
     )
 
 
-@app.command("diff")
+@app.command("diff", short_help="Print a tree's diff against its pristine release.")
 def diff_cmd(
     paths: Annotated[
         list[str] | None,
@@ -434,13 +468,16 @@ def diff_cmd(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print the canonical diff of a tree against its pristine release (from the cache)."""
+    """Print the canonical diff of a tree against its pristine release (from the cache).
+
+    Paths are `a/python/sglang/...`, the form patch files use, so the output is a patch file.
+    """
     from sgpatch.commands import refresh
 
     raise typer.Exit(refresh.diff(paths or [], sglang_dir, against, as_json))
 
 
-@app.command("export")
+@app.command("export", short_help="Git mode: write sgpatch commits back to patch files.")
 def export_cmd(
     set_name: SetOpt,
     to: Annotated[Path, typer.Option("--to", help="Folder to write the patch files into.")],
@@ -449,13 +486,82 @@ def export_cmd(
     patchsets: PatchsetsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Git mode: write the commits `apply --commit` made (found by their trailer) back to
-    canonical patch files."""
+    """Git mode: write sgpatch's commits back to patch files.
+
+    The commits `apply --commit` made (found by their trailer) become canonical patch files.
+    """
     from sgpatch.commands import gitcmds
 
     raise typer.Exit(
         gitcmds.export(set_name, to, sglang_dir, sglang_version, patchsets or [], as_json)
     )
+
+
+def _deprecated_alias(value: str | None, old: str | None, old_name: str, new: str) -> str:
+    """An option whose spelling changed: the old one still works for one release, with a
+    warning; neither is a usage error (exit 2)."""
+    from sgpatch.errors import bad_input
+
+    if old is not None:
+        sys.stderr.write(
+            f"sgpatch: warning: {old_name} is deprecated (short flags now mean one thing in "
+            f"every command: -p is --strip); use {new}\n"
+        )
+        if value is not None and value != old:
+            raise bad_input(f"{old_name} {old!r} and {new} {value!r} disagree")
+        value = value or old
+    if value is None:
+        raise bad_input(f"missing option {new}")
+    return value
+
+
+@app.command("help", short_help="Show the help of sgpatch or of one command.")
+def help_cmd(
+    command: Annotated[
+        str | None, typer.Argument(metavar="[COMMAND]", help="The command to explain.")
+    ] = None,
+) -> None:
+    """Show the help of sgpatch or of one command (the same as the command with --help)."""
+    group = typer.main.get_command(app)
+    root = group.context_class(group, info_name="sgpatch")
+    if command is None:
+        sys.stdout.write(group.get_help(root) + "\n")
+        return
+    sub = group.get_command(root, command)
+    if sub is None:
+        from sgpatch.errors import bad_input
+
+        raise bad_input(f"no such command {command!r}; see `sgpatch --help`")
+    ctx = sub.context_class(sub, info_name=command, parent=root)
+    sys.stdout.write(sub.get_help(ctx) + "\n")
+
+
+SHELLS = ("bash", "zsh", "fish")
+
+
+@app.command("completion", short_help="Print a shell completion script.")
+def completion_cmd(
+    shell: Annotated[str, typer.Argument(metavar="SHELL", help="bash, zsh or fish.")],
+) -> None:
+    """Print a shell completion script for bash, zsh or fish.
+
+    bash: `sgpatch completion bash > ~/.local/share/bash-completion/completions/sgpatch`;
+    zsh: into a file named `_sgpatch` on $fpath; fish: into
+    `~/.config/fish/completions/sgpatch.fish`. Or `eval "$(sgpatch completion bash)"` in a shell's
+    start-up file. Completion costs nothing on ordinary runs: the script calls sgpatch only when
+    Tab is pressed.
+    """
+    from sgpatch.errors import bad_input
+
+    if shell not in SHELLS:
+        raise bad_input(f"shell {shell!r}: expected one of {', '.join(SHELLS)}")
+    from typer._completion_shared import get_completion_script
+
+    script = get_completion_script(prog_name="sgpatch", complete_var=COMPLETE_VAR, shell=shell)
+    sys.stdout.write(script.rstrip("\n") + "\n")
+
+
+COMPLETE_VAR = "_SGPATCH_COMPLETE"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -465,6 +571,10 @@ def main(argv: list[str] | None = None) -> None:
     error is also one JSON document on stdout, so scripts always get something to parse.
     """
     args = sys.argv[1:] if argv is None else list(argv)
+    if COMPLETE_VAR in os.environ:  # Tab in a shell: typer's completion classes answer
+        from typer.completion import completion_init
+
+        completion_init()
     try:
         with interrupts.raising():
             _app_for(args)(args=args, standalone_mode=True, prog_name="sgpatch")

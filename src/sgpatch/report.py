@@ -1,4 +1,8 @@
-"""Human and JSON renderings of results. Human text goes to stderr, JSON to stdout.
+"""Human and JSON renderings of results.
+
+Streams, as git and pip use them: a command's product (a listing, `show`, a status, probe or
+matrix table, lint findings, a diff) goes to stdout so it can be piped; messages, warnings,
+progress and the one-line verdict go to stderr. JSON goes to stdout.
 
 Human output must read well in a terminal and in `docker build` logs alike. On a terminal, tables
 are rich's (boxes, colour; NO_COLOR and TERM=dumb honoured). Anywhere else (a build log, a pipe,
@@ -47,17 +51,36 @@ def err(text: str = "") -> None:
         sys.stderr.write(text + "\n")
 
 
-def on_terminal() -> bool:
+def out(text: str = "") -> None:
+    """A line of the command's product on stdout. A closed stdout (`>&-`) asked for nothing; a
+    full disk is an error (a reader that went away ends the process by SIGPIPE)."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.write(text + "\n")
+    except OSError as exc:
+        raise SgpatchError(f"cannot write to stdout: {exc.strerror or exc}") from None
+
+
+def stream(to_stdout: bool) -> Callable[[str], None]:
+    """`out` for a product, `err` for a message: one switch for code shared by both."""
+    return out if to_stdout else err
+
+
+def on_terminal(to_stdout: bool = False) -> bool:
     """Rich tables only where someone is looking (or FORCE_COLOR says so)."""
-    return sys.stderr.isatty() or bool(os.environ.get("FORCE_COLOR"))
+    s = sys.stdout if to_stdout else sys.stderr
+    return bool(s is not None and s.isatty()) or bool(os.environ.get("FORCE_COLOR"))
 
 
-def console():  # rich is imported only when a terminal will show it
-    """Rich console on stderr; 160 columns when not a terminal so forced output does not wrap."""
+def console(to_stdout: bool = False):  # rich is imported only when a terminal will show it
+    """Rich console on stderr (or stdout); 160 columns when not a terminal so forced output
+    does not wrap."""
     from rich.console import Console
 
-    width = None if sys.stderr.isatty() or os.environ.get("COLUMNS") else 160
-    return Console(stderr=True, highlight=False, soft_wrap=False, width=width)
+    s = sys.stdout if to_stdout else sys.stderr
+    width = None if s.isatty() or os.environ.get("COLUMNS") else 160
+    return Console(stderr=not to_stdout, highlight=False, soft_wrap=False, width=width)
 
 
 def plain_table(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
@@ -71,18 +94,25 @@ def table(
     columns: Sequence[str],
     rows: Sequence[Sequence[str]],
     style: Callable[[str, str], str] | None = None,
+    *,
+    to_stdout: bool = True,
 ) -> None:
-    """A table on stderr: rich on a terminal, `plain_table` elsewhere. `style(column, text)`
-    colours a cell on a terminal only; the text is the same either way."""
-    if not on_terminal():
-        err("\n".join(plain_table(columns, rows)))
+    """A table on stdout (a product; stderr when it reports progress): rich on a terminal,
+    `plain_table` elsewhere. `style(column, text)` colours a cell on a terminal only; the text
+    is the same either way. The first column holds ids (patch, set, release): never wrapped or
+    cut, so it can be copied; the other columns fold when the terminal is narrow."""
+    if not on_terminal(to_stdout):
+        stream(to_stdout)("\n".join(plain_table(columns, rows)))
         return
     from rich.table import Table
     from rich.text import Text
 
     t = Table()
-    for col in columns:
-        t.add_column(col, overflow="fold")
+    for i, col in enumerate(columns):
+        if i == 0:
+            t.add_column(col, no_wrap=True, overflow="ignore", min_width=_widest(col, rows))
+        else:
+            t.add_column(col, overflow="fold")
     for row in rows:
         t.add_row(
             *(
@@ -90,7 +120,11 @@ def table(
                 for col, c in zip(columns, row, strict=True)
             )
         )
-    console().print(t)
+    console(to_stdout).print(t)
+
+
+def _widest(column: str, rows: Sequence[Sequence[str]]) -> int:
+    return max([len(column), *(len(r[0]) for r in rows)])
 
 
 def hunk_json(h: HunkResult) -> dict[str, Any]:
@@ -214,9 +248,11 @@ def _short(text: str, width: int = 200) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def show_set(target, plan, pre, verbose: bool) -> None:
-    """A table per set: patch, state, how it applied, note. Readable without colour."""
-    err(
+def show_set(target, plan, pre, verbose: bool, *, to_stdout: bool = False) -> None:
+    """A table per set: patch, state, how it applied, note. Readable without colour. `status`
+    prints it on stdout (its product); `apply` on stderr (a report of what it did)."""
+    say = stream(to_stdout)
+    say(
         f"sglang {target.version} ({target.layout}, version from {target.version_source}) "
         f"at {target.root}"
     )
@@ -226,52 +262,67 @@ def show_set(target, plan, pre, verbose: bool) -> None:
             f"warning: the tree says sglang {detected} ({target.detected_source}); using "
             f"{target.version} as given"
         )
-    err(f"patch set {plan.name}")
+    say(f"patch set {plan.name}")
     rows = [
         (p.id + (" (optional)" if p.optional else ""), p.state, p.how, _short(p.note))
         for p in plan.patches
     ]
-    table(("patch", "state", "how", "note"), rows, _state_style)
+    table(("patch", "state", "how", "note"), rows, _state_style, to_stdout=to_stdout)
     for x in pre:
         mark = {"ok": "ok", "unmet": "UNMET", "unknown": "unknown"}[x.verdict]
         found = x.found or "not found"
         # one line each, so a build log can be grepped for "precondition .*: UNMET"
-        err(f"precondition {x.package}{x.specifier}: {mark} ({found} in {x.where}); {x.why}")
+        say(f"precondition {x.package}{x.specifier}: {mark} ({found} in {x.where}); {x.why}")
     if verbose:
         for p in plan.patches:
-            show_patch_detail(p)
+            show_patch_detail(p, say)
 
 
 def _state_style(column: str, text: str) -> str:
     return STATE_STYLE.get(text, "") if column == "state" else ""
 
 
-def show_patch_detail(p) -> None:
-    err(f"{p.id}: {p.state} ({p.how})" + (f" — variant {p.variant}" if p.variant else ""))
+def show_patch_detail(p, say: Callable[[str], None] = err) -> None:
+    say(f"{p.id}: {p.state} ({p.how})" + (f" — variant {p.variant}" if p.variant else ""))
     for f in p.files:
         for line in file_lines(f, dry_run=True):
-            err("  " + line)
+            say("  " + line)
     if p.probe is not None:
-        err(f"  probe: {'true' if p.probe.value else 'false'}")
+        say(f"  probe: {'true' if p.probe.value else 'false'}")
         for e in p.probe.evidence:
             where = f"{e.file}:{e.line}" if e.line else e.file
             text = f" {e.text!r}" if e.text else ""
-            err(f"    {e.kind} {where}{text} {e.note}".rstrip())
+            say(f"    {e.kind} {where}{text} {e.note}".rstrip())
 
 
-def apply_summary(plan, code, written, dry_run: bool) -> None:
-    """One line a build log can grep: what happened to the set, counted by final state."""
+def state_counts(plan) -> str:
+    """'5 pending, 1 upstream; 1 optional not chosen': the chosen patches counted by state."""
     counts: dict[str, int] = {}
     for p in plan.patches:
         if p.selected:
             counts[p.state] = counts.get(p.state, 0) + 1
     optional = sum(1 for p in plan.patches if not p.selected and p.optional)
     left_out = sum(1 for p in plan.patches if not p.selected and not p.optional)
-    parts = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    parts = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no patches"
     if optional:
         parts += f"; {optional} optional not chosen"
     if left_out:
         parts += f"; {left_out} left out (--without)"
+    return parts
+
+
+def status_verdict(plan, code) -> None:
+    """The last line of `status` for a set, on stderr: counts and done / not done / conflict."""
+    if any(p.selected and p.state == "conflict" for p in plan.patches):
+        word = "conflict"
+    else:
+        word = "done" if code == 0 else "not done"
+    err(f"sgpatch: {plan.name}: {state_counts(plan)}; {word}")
+
+
+def apply_summary(plan, code, written, dry_run: bool) -> None:
+    """One line a build log can grep: what happened to the set, counted by final state."""
+    parts = state_counts(plan)
     if code != 0:
         err(f"sgpatch: {plan.name}: not applied ({parts}); nothing was written")
     elif dry_run:

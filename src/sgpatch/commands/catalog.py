@@ -84,21 +84,21 @@ def show_set(name: str, patchsets: Sequence[Path], as_json: bool) -> int:
             }
         )
         return 0
-    report.err(f"{m.name}: {m.summary}")
-    report.err(f"supports sglang {m.sglang}; fuzz {m.fuzz}; {m.base_dir}")
+    report.out(f"{m.name}: {m.summary}")
+    report.out(f"supports sglang {m.sglang}; fuzz {m.fuzz}; {m.base_dir}")
     for p in patches:
         opt = " (optional)" if p["optional"] else ""
         up = p["upstream"]
         since = f" since {up['since']}" if up["since"] else ""
         ref = f" {up['ref']}" if up["ref"] else ""
-        report.err(f"\n{p['id']}{opt} ({p['type']}): {p['summary']}")
-        report.err(f"  upstream: {up['status']}{ref}{since}")
+        report.out(f"\n{p['id']}{opt} ({p['type']}): {p['summary']}")
+        report.out(f"  upstream: {up['status']}{ref}{since}")
         if p["requires"]:
-            report.err(f"  requires: {', '.join(p['requires'])}")
+            report.out(f"  requires: {', '.join(p['requires'])}")
         if p["probe"]:
-            report.err(f"  probe: {p['probe']}")
+            report.out(f"  probe: {p['probe']}")
         for v in p["variants"]:
-            report.err(f"  sglang {v['sglang']}: {v['patch'] or 'n/a — ' + (v['na'] or '')}")
+            report.out(f"  sglang {v['sglang']}: {v['patch'] or 'n/a — ' + (v['na'] or '')}")
         for e in p["environment"]:
-            report.err(f"  needs {e['package']}{e['specifier']}: {e['why']}")
+            report.out(f"  needs {e['package']}{e['specifier']}: {e['why']}")
     return 0

@@ -138,25 +138,40 @@ def matrix(
 
         sys.stdout.write(mx.markdown(manifest, rows))
     else:
-        report.err(f"{manifest.name} x sglang releases")
-        ids = [p.id for p in manifest.patches]
-        report.table(
-            ("release", *ids),
-            [
-                (
-                    r.release,
-                    *(
-                        "error" if r.error else mx.cell_text(r.cells[i]) if i in r.cells else ""
-                        for i in ids
-                    ),
-                )
-                for r in rows
-            ],
-        )
-        for r in rows:
-            if r.error:
-                report.err(f"{r.release}: {r.error}")
+        _matrix_table(manifest, rows)
+    if fmt != "json":
+        errors = sum(1 for r in rows if r.error)
+        tail = f", {errors} not planned" if errors else ""
+        gate = f"; a --fail-on state found (exit {int(code)})" if code else ""
+        report.err(f"sgpatch: {manifest.name}: {len(rows)} release(s){tail}{gate}")
     return int(code)
+
+
+def _matrix_table(manifest, rows) -> None:
+    """Release x patch, with numbered columns and the ids listed above the table: five ids side
+    by side do not fit 80 columns, and an id folded across lines cannot be copied."""
+    from sgpatch import matrix as mx
+
+    ids = [p.id for p in manifest.patches]
+    report.out(f"{manifest.name} x sglang releases")
+    for n, i in enumerate(ids, 1):
+        report.out(f"  P{n}  {i}")
+    report.table(
+        ("release", *(f"P{n}" for n in range(1, len(ids) + 1))),
+        [
+            (
+                r.release,
+                *(
+                    "error" if r.error else mx.cell_text(r.cells[i]) if i in r.cells else ""
+                    for i in ids
+                ),
+            )
+            for r in rows
+        ],
+    )
+    for r in rows:
+        if r.error:
+            report.err(f"{r.release}: {r.error}")
 
 
 def lint(
@@ -182,7 +197,7 @@ def lint(
         if fmt == "json":
             continue
         for line in lint_mod.render(findings, fmt, name):
-            (print if fmt == "github" else report.err)(line)
+            report.out(line)
         errors = sum(1 for f in findings if f.level == "error")
         warnings = len(findings) - errors
         report.err(

@@ -44,14 +44,21 @@ def run(
             }
         )
         return 0
-    report.err(f"sglang {target.version} at {target.root}")
+    report.out(f"sglang {target.version} at {target.root}")
     for p, r in rows:
         verdict = "no probe" if r is None else ("upstream has it" if r.value else "not upstream")
-        report.err(f"{p.id}: {verdict}")
+        report.out(f"{p.id}: {verdict}")
         if verbose and r is not None:
-            report.err(f"  probe: {describe(p.probe)}")
+            report.out(f"  probe: {describe(p.probe)}")
             for e in r.evidence:
                 where = f"{e.file}:{e.line}" if e.line else e.file
                 text = f" {e.text!r}" if e.text else ""
-                report.err(f"    {e.kind} {where}{text} {e.note}".rstrip())
+                report.out(f"    {e.kind} {where}{text} {e.note}".rstrip())
+    upstream = sum(1 for _, r in rows if r is not None and r.value)
+    without = sum(1 for _, r in rows if r is None)
+    tail = f", {without} without a probe" if without else ""
+    report.err(
+        f"sgpatch: {manifest.name}: {upstream} of {len(rows)} upstream on sglang "
+        f"{target.version}{tail}"
+    )
     return 0

@@ -48,7 +48,8 @@ def run(
                 {**report.set_json("status", target, plan, pre, set_code), "uncommitted": dirty}
             )
         else:
-            report.show_set(target, plan, pre, verbose)
+            report.show_set(target, plan, pre, verbose, to_stdout=True)
+            report.status_verdict(plan, set_code)
     if not manifests:
         raise SgpatchError(
             f"no known patch set supports sglang {target.version} ({target.root}); "

@@ -449,3 +449,45 @@ def test_revert_of_an_unknown_set_is_exit_2_and_writes_nothing(env, capsys):
     assert not (pkg / ".sgpatch").exists()
     assert sgpatch("revert", *args, "--set", SET, "--dry-run") == 0
     assert not (pkg / ".sgpatch").exists()
+
+
+def test_products_go_to_stdout_messages_and_verdicts_to_stderr(env, capsys):
+    """Input: list, show, probe and status (human output) on the demo set. Outcome: each
+    command's product is on stdout (pipeable: `| grep`); status and probe end with one verdict
+    line on stderr naming the set; nothing else on stderr."""
+    pkg, sets = env
+    where = ("--patchsets", str(sets))
+    tree = ("--sglang-dir", str(pkg), *where)
+    capsys.readouterr()
+    assert sgpatch("list", *where) == 0
+    out, err = capsys.readouterr()
+    assert SET in out and err == ""
+    assert sgpatch("show", SET, *where) == 0
+    out, err = capsys.readouterr()
+    assert "model-hook" in out and err == ""
+    assert sgpatch("probe", "--set", SET, *tree) == 0
+    out, err = capsys.readouterr()
+    assert "already-upstream: upstream has it" in out
+    assert err == f"sgpatch: {SET}: 1 of 4 upstream on sglang 0.5.9, 2 without a probe\n"
+    assert sgpatch("status", "--set", SET, *tree) == 0
+    out, err = capsys.readouterr()
+    assert "model-hook" in out and "pending" in out
+    assert (
+        err.splitlines()[-1]
+        == f"sgpatch: {SET}: 2 pending, 1 upstream; 1 optional not chosen; not done"
+    )
+
+
+def test_status_check_ends_with_a_verdict_line(env, capsys):
+    """Input: `status --check` before and after apply. Outcome: exit 1 then 0, and the last line
+    on stderr says 'not done' then 'done' with the counts."""
+    pkg, sets = env
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", SET)
+    capsys.readouterr()
+    assert sgpatch("status", "--check", *args) == 1
+    assert capsys.readouterr().err.splitlines()[-1].endswith("; not done")
+    assert sgpatch("apply", *args) == 0
+    capsys.readouterr()
+    assert sgpatch("status", "--check", *args) == 0
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last == f"sgpatch: {SET}: 2 applied, 1 upstream; 1 optional not chosen; done"

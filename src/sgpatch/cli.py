@@ -523,7 +523,7 @@ def help_cmd(
 ) -> None:
     """Show the help of sgpatch or of one command (the same as the command with --help)."""
     group = typer.main.get_command(app)
-    root = group.context_class(group, info_name="sgpatch")
+    root = group.context_class(group, info_name="sgpatch", **group.context_settings)
     if command is None:
         sys.stdout.write(group.get_help(root) + "\n")
         return

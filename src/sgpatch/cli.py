@@ -384,6 +384,31 @@ def lint_cmd(
     raise typer.Exit(maint.lint(set_names or [], patchsets or [], releases, fmt, offline))
 
 
+@app.command("verify", short_help="Check a patch set on real releases, end to end.")
+def verify_cmd(
+    set_name: SetOpt,
+    patchsets: PatchsetsOpt = None,
+    releases: ReleasesOpt = None,
+    offline: OfflineOpt = False,
+    keep: Annotated[
+        bool, typer.Option("--keep", help="Keep the patched trees (the path is printed).")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check a patch set on real releases, end to end.
+
+    Per release, on a fresh copy of the pristine release, optional patches chosen too:
+    `apply --strict` exits 0, every
+    Python file it wrote compiles, `apply` again is a no-op, `status --check` exits 0, and
+    `revert` leaves every file exactly as the wheel's RECORD says. Exit 0 every release
+    verified; otherwise the worst release's code: apply's own (2 no variant, 3 conflict, 4
+    ambiguous), 3 for a failed compile, reapply, status or revert; 2 no release matches.
+    """
+    from sgpatch.commands import verify
+
+    raise typer.Exit(verify.run(set_name, patchsets or [], releases, offline, keep, as_json))
+
+
 @app.command("port", short_help="Carry a patch set to a new SGLang release.")
 def port_cmd(
     set_name: SetOpt,

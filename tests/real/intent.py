@@ -6,7 +6,7 @@ in that tree. They use the standard library only (``ast``), never import SGLang,
 for every release 0.5.5 ... 0.5.23 once the change is there (from upstream or from the set).
 
 ``EXPECTED`` is the state of every patch on a pristine tree of each release, as measured from
-the release wheels with bench/verify_patchset.py:
+the release wheels (the real-release tests hold each release to it):
 ``"upstream"`` (the release already contains the change), ``"n/a"`` (the set's variant says
 it does not apply), ``"pending"`` (needed: the set's variant applies with fuzz 0).
 """

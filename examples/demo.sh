@@ -2,7 +2,12 @@
 # `make demo`: apply the kimi-eagle3-sm120 patch set to a real SGLang release, end to end.
 #
 #   SGLANG_VERSION=0.5.9     release to patch (default 0.5.9; any release the set supports)
+#   UPSTREAM_VERSION=V       release to compare with (default: the first release after
+#                            SGLANG_VERSION that the set supports; none after the newest)
 #   DEMO_DIR=./demo-tree     where to build the trees (default: a fresh temp dir, kept)
+#
+# Section titles come from what `sgpatch status` reports on the release, not from a script
+# written for one release.
 #
 # Needs `sgpatch` on PATH (make demo puts .venv/bin first) and `python` with sgpatch importable.
 # The release wheel comes from the package index through pip on first use and is cached in
@@ -10,7 +15,6 @@
 set -euo pipefail
 
 VERSION="${SGLANG_VERSION:-0.5.9}"
-UPSTREAM_VERSION="${UPSTREAM_VERSION:-0.5.10}"   # the release where upstream merged the Kimi hooks
 SET=kimi-eagle3-sm120
 DIR="${DEMO_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/sgpatch-demo.XXXXXX")}"
 PY="$(command -v python || command -v python3)"
@@ -40,6 +44,30 @@ print(copy_tree(sys.argv[1], Path(sys.argv[2]), "site-packages"))
 EOF
 }
 
+# states TREE: "COUNTS|CHECK_EXIT|UPSTREAM_IDS", from what `sgpatch status` reports on TREE.
+states() {
+    local rc=0 doc
+    doc="$(sgpatch status --json --check --set "$SET" --sglang-dir "$1")" || rc=$?
+    printf '%s' "$doc" | "$PY" -c '
+import json, sys
+ps = [p for p in json.load(sys.stdin)["sets"][0]["patches"] if p["selected"]]
+counts = {}
+for p in ps:
+    counts[p["state"]] = counts.get(p["state"], 0) + 1
+text = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+print(text, sys.argv[1], " ".join(p["id"] for p in ps if p["state"] == "upstream"), sep="|")
+' "$rc"
+}
+# next_release: the first release after $VERSION that the set supports (empty after the newest).
+next_release() {
+    "$PY" -c '
+import sys
+from sgpatch.manifest import load_set
+from sgpatch.matrix import select_versions
+later = select_versions(load_set(sys.argv[2]), ">" + sys.argv[1])
+print(later[0] if later else "")' "$VERSION" "$SET"
+}
+
 section "sgpatch and its patch sets"
 run 0 sgpatch --version
 run 0 sgpatch list
@@ -50,9 +78,11 @@ rm -rf "$DIR/$VERSION"
 T="$(tree "$VERSION" "$DIR/$VERSION")"
 echo "package root: $T"
 
-section "status before: everything pending (status --check exits 1)"
+IFS='|' read -r BEFORE BEFORE_RC BEFORE_UP <<<"$(states "$T")"
+if [ "$BEFORE_RC" = 0 ]; then VERDICT="nothing to do"; else VERDICT="not done"; fi
+section "status before: $BEFORE; $VERDICT (status --check exits $BEFORE_RC)"
 run 0 sgpatch status --sglang-dir "$T"
-run 1 sgpatch status --sglang-dir "$T" --check
+run "$BEFORE_RC" sgpatch status --sglang-dir "$T" --check
 
 section "probes: does upstream already contain each patch? (-v shows the evidence)"
 run 0 sgpatch probe -v --set "$SET" --sglang-dir "$T"
@@ -63,32 +93,44 @@ run 0 sgpatch apply --dry-run --set "$SET" --sglang-dir "$T"
 section "apply (--strict: no fuzz, as in a Docker build)"
 run 0 sgpatch apply --strict --set "$SET" --sglang-dir "$T"
 
-section "status after: done (status --check exits 0)"
+IFS='|' read -r AFTER AFTER_RC _ <<<"$(states "$T")"
+section "status after: $AFTER; done (status --check exits $AFTER_RC)"
 run 0 sgpatch status --check --sglang-dir "$T"
 
-section "what changed in srt/models/kimi_k25.py"
 PRISTINE="$("$PY" -c "import sys; from sgpatch.releases import pristine_tree; print(pristine_tree(sys.argv[1]))" "$VERSION")"
-if [ -f "$T/srt/models/kimi_k25.py" ]; then
-    diff -u "$PRISTINE/srt/models/kimi_k25.py" "$T/srt/models/kimi_k25.py" \
-        --label a/srt/models/kimi_k25.py --label b/srt/models/kimi_k25.py || true
+CHANGED="$( (cd "$PRISTINE" && diff -rq -x .sgpatch . "$T" | awk '{print substr($2, 3)}') || true)"
+FIRST="$(head -n 1 <<<"$CHANGED")"
+section "what changed: $(grep -c . <<<"$CHANGED" || true) file(s)${FIRST:+; the diff of $FIRST against the pristine release}"
+printf '%s\n' "$CHANGED" | sed 's/^/  /'
+if [ -n "$FIRST" ]; then
+    run 0 sgpatch diff --sglang-dir "$T" "$FIRST"
 fi
-echo "files changed in the tree:"
-(cd "$PRISTINE" && diff -rq -x .sgpatch . "$T" | awk '{print "  " substr($2, 3)}') || true
 
 section "apply again: a no-op"
 run 0 sgpatch apply --set "$SET" --sglang-dir "$T"
 
-section "SGLang $UPSTREAM_VERSION: upstream merged the Kimi hooks, the probe sees it"
-rm -rf "$DIR/$UPSTREAM_VERSION"
-U="$(tree "$UPSTREAM_VERSION" "$DIR/$UPSTREAM_VERSION")"
-run 0 sgpatch probe --set "$SET" --sglang-dir "$U"
-run 0 sgpatch apply --strict --set "$SET" --sglang-dir "$U"
-state="$(sgpatch status --json --set "$SET" --sglang-dir "$U" | "$PY" -c '
-import json, sys
-doc = json.load(sys.stdin)
-print(next(p["state"] for p in doc["sets"][0]["patches"] if p["id"] == "kimi-k25-eagle3-hooks"))')"
-echo "kimi-k25-eagle3-hooks on $UPSTREAM_VERSION: $state"
-[ "$state" = upstream ] || { echo "demo: expected 'upstream', got '$state'" >&2; exit 1; }
+NEXT="${UPSTREAM_VERSION:-$(next_release)}"
+if [ -n "$NEXT" ]; then
+    rm -rf "$DIR/$NEXT"
+    U="$(tree "$NEXT" "$DIR/$NEXT")"
+    IFS='|' read -r THEN _ THEN_UP <<<"$(states "$U")"
+    NEWLY="$(comm -13 <(tr ' ' '\n' <<<"$BEFORE_UP" | sort) <(tr ' ' '\n' <<<"$THEN_UP" | sort) | xargs)"
+    if [ -n "$NEWLY" ]; then
+        section "SGLang $NEXT: upstream now contains $NEWLY; the probes see it ($THEN)"
+    else
+        section "SGLang $NEXT, the next release: no patch moved upstream since $VERSION ($THEN)"
+    fi
+    run 0 sgpatch probe --set "$SET" --sglang-dir "$U"
+    run 0 sgpatch apply --strict --set "$SET" --sglang-dir "$U"
+    IFS='|' read -r _ _ NOW_UP <<<"$(states "$U")"
+    for id in $NEWLY; do
+        if grep -qx "$id" <(tr ' ' '\n' <<<"$NOW_UP"); then state=upstream; else state=other; fi
+        echo "$id on $NEXT: $state"
+        [ "$state" = upstream ] || { echo "demo: expected $id upstream on $NEXT" >&2; exit 1; }
+    done
+else
+    section "SGLang $VERSION is the newest release the set supports: no later one to compare"
+fi
 
 section "done"
 echo "trees kept in $DIR (revert with: sgpatch revert --set $SET --sglang-dir $T)"

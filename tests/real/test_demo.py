@@ -50,3 +50,45 @@ def test_demo_applies_the_set_and_shows_status_before_and_after(tmp_path: Path) 
     states = {p["id"]: p["state"] for p in json.loads(status.stdout)["sets"][0]["patches"]}
     assert states["kimi-k25-eagle3-hooks"] == "upstream"
     assert states["sm120-symm-mem-sizes"] == "applied"
+
+
+def test_demo_titles_follow_what_status_reports_on_another_release(tmp_path, release_tree, capsys):
+    """Input: the demo with SGLANG_VERSION=0.5.14 (three patches upstream there). Outcome:
+    exit 0; the 'status before' title gives the counts `status --json` reports on our own copy
+    of 0.5.14; the comparison release is the first later one the set supports, never an older
+    one."""
+    from helpers import sgpatch
+    from sgpatch.manifest import load_set
+    from sgpatch.matrix import select_versions
+
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "DEMO_DIR": str(tmp_path / "demo"),
+        "SGLANG_VERSION": "0.5.14",
+    }
+    env.pop("UPSTREAM_VERSION", None)
+    proc = subprocess.run(
+        ["bash", str(REPO / "examples" / "demo.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    capsys.readouterr()
+    assert (
+        sgpatch("status", "--json", "--set", SET, "--sglang-dir", str(release_tree("0.5.14"))) == 0
+    )
+    patches = json.loads(capsys.readouterr().out)["sets"][0]["patches"]
+    counts: dict[str, int] = {}
+    for p in patches:
+        if p["selected"]:
+            counts[p["state"]] = counts.get(p["state"], 0) + 1
+    expected = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    assert f"==== status before: {expected}; not done (status --check exits 1)" in out, out
+    later = select_versions(load_set(SET), ">0.5.14")[0]
+    assert re.search(rf"^==== SGLang {re.escape(str(later))}[ ,]", out, re.M), out
+    titles = [line for line in out.splitlines() if line.startswith("==== ")]
+    assert not [t for t in titles if "everything pending" in t or "0.5.10" in t], titles

@@ -62,6 +62,8 @@ SKIP: dict[tuple[str, str, str], str] = {
     "from the index, the newest release on the index)",
     ("docs/porting.md", "", r"^sgpatch port .*--to 0\.5\.24"): "0.5.24 is not released; port on "
     "real history is tests/real/test_port_real.py",
+    ("docs/cli.md", "", r"^sgpatch completion \w+ >"): "installs into the user's shell set-up; "
+    "tests/test_cli.py checks each script and what Tab completes",
 }
 
 # (page, regex on the command) -> expected exit code, where the page says it is not 0

@@ -239,3 +239,21 @@ def test_reversing_a_new_file_removes_the_folders_it_made(tree, tmp_path, capsys
     p = write_patch(tmp_path, "d.patch", "--- a/keep/a.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n")
     assert sgpatch("patch", "-d", str(tree), p) == 0
     assert sorted(x.name for x in (tree / "keep").iterdir()) == ["b.py"]
+
+
+def test_every_run_ends_with_a_verdict_line(tree, tmp_path, capsys):
+    """Input: one diff, dry run, real run, then -R. Outcome: the last stderr line says what
+    happened each time (would be patched / patched / reversed), counting the file."""
+    base = (tree / "f.py").read_text()
+    p = write_patch(tmp_path, "v.patch", make_diff(base, base.replace("l15\n", "X\n")))
+    capsys.readouterr()
+    runs = [("--dry-run",), (), ("-R",)]
+    last = []
+    for extra in runs:
+        assert sgpatch("patch", *extra, "-d", str(tree), p) == 0
+        last.append(capsys.readouterr().err.splitlines()[-1])
+    assert last == [
+        "sgpatch: dry run: 1 file(s) would be patched; nothing was written",
+        "sgpatch: 1 file(s) patched",
+        "sgpatch: 1 file(s) reversed",
+    ]

@@ -40,4 +40,5 @@ def export(
     else:
         for e in out:
             report.err(f"{e.patch_id}: {e.sha[:12]} -> {e.path}")
+        report.err(f"sgpatch export: {set_name}: {len(out)} patch file(s) written to {to}")
     return 0

@@ -64,6 +64,15 @@ def run(
             for f in files:
                 for line in report.file_lines(f, dry_run, reverse):
                     report.err(line)
-        if code != ExitCode.OK:
-            report.err("sgpatch: nothing was written (a hunk was refused)")
+        report.err(_verdict(code, dry_run, reverse, [f for _, fs in results for f in fs]))
     return int(code)
+
+
+def _verdict(code: int, dry_run: bool, reverse: bool, files) -> str:
+    """The last line on stderr, as `apply`'s: what happened, in one greppable line."""
+    if code != ExitCode.OK:
+        return "sgpatch: nothing was written (a hunk was refused)"
+    verb = "reversed" if reverse else "patched"
+    if dry_run:
+        return f"sgpatch: dry run: {len(files)} file(s) would be {verb}; nothing was written"
+    return f"sgpatch: {len(files)} file(s) {verb}"

@@ -58,6 +58,8 @@ def run(
         )
     elif dry_run:
         sys.stdout.write(res.data.decode("utf-8", "surrogateescape"))
+        what = "would change" if res.changed else "unchanged"
+        report.err(f"sgpatch refresh: {manifest.name}/{patch_id}: {rel} {what} (dry run)")
     else:
         what = "refreshed" if res.changed else "unchanged"
         report.err(f"sgpatch refresh: {manifest.name}/{patch_id}: {rel} {what}")

@@ -133,3 +133,21 @@ def test_refresh_dash_p_still_works_for_one_release_with_a_warning(tmp_path) -> 
     assert rest == plain_err.splitlines()
     code, _, err = run_cli(*args)
     assert code == 2 and "missing option --patch" in err
+
+
+def test_a_listing_to_a_full_disk_is_one_error_line() -> None:
+    """Input: `sgpatch list > /dev/full` (its product on stdout cannot be written). Outcome:
+    exit 2 and one `sgpatch: error:` line on stderr, no Python 'Exception ignored' noise."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "sgpatch", "list"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "sgpatch: error: cannot write to stdout: No space left on device"
+    ]

@@ -5,6 +5,7 @@ No `from __future__ import annotations` here: typer would have to compile every 
 string back (~220 compiles, ~13 ms per run).
 """
 
+import contextlib
 import copy
 import os
 import sys
@@ -602,7 +603,10 @@ def main(argv: list[str] | None = None) -> None:
         completion_init()
     try:
         with interrupts.raising():
-            _app_for(args)(args=args, standalone_mode=True, prog_name="sgpatch")
+            try:
+                _app_for(args)(args=args, standalone_mode=True, prog_name="sgpatch")
+            finally:
+                _flush_product()
     except SgpatchError as exc:
         _say(sys.stderr, f"sgpatch: error: {exc.message}\n")
         if _wants_json(args):
@@ -614,6 +618,18 @@ def main(argv: list[str] | None = None) -> None:
     except (interrupts.Interrupted, KeyboardInterrupt):
         _say(sys.stderr, interrupts.MESSAGE + "\n")
         sys.exit(interrupts.EXIT)
+
+
+def _flush_product() -> None:
+    """A product on stdout that cannot be written (a full disk) is an error line and exit 2,
+    not Python's 'Exception ignored' at exit; a reader that went away ends us by SIGPIPE."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except OSError as exc:
+        with contextlib.suppress(OSError):  # nothing more can go out through this stdout
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        raise SgpatchError(f"cannot write to stdout: {exc.strerror or exc}") from None
 
 
 def _wants_json(args: list[str]) -> bool:

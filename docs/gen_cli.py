@@ -116,6 +116,8 @@ def _table(command) -> list[str]:
             value = _value(p)
             rows.append(_row(f"`{meta}` (argument)", value, _default(p), _cell(p.help or "")))
             continue
+        if getattr(p, "hidden", False):  # a deprecated spelling, kept for one release
+            continue
         names = ", ".join(f"`{o}`" for o in [*p.opts, *p.secondary_opts])
         value = _value(p)
         if value and _repeatable(p):

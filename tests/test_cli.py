@@ -151,3 +151,25 @@ def test_a_listing_to_a_full_disk_is_one_error_line() -> None:
     assert proc.stderr.splitlines() == [
         "sgpatch: error: cannot write to stdout: No space left on device"
     ]
+
+
+def test_a_log_holding_both_streams_keeps_the_verdict_last(tmp_path) -> None:
+    """Input: `sgpatch probe` on a tiny tree with stdout and stderr into one file (a build log;
+    stdout is block-buffered there). Outcome: the findings come first, the verdict line last."""
+    pkg = tmp_path / "sglang"
+    (pkg / "srt").mkdir(parents=True)
+    (pkg / "_version.py").write_text("__version__ = version = '0.5.9'\n")
+    log = tmp_path / "log"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as in a build
+    args = ["probe", "--set", "kimi-eagle3-sm120", "--sglang-dir", str(pkg)]
+    with open(log, "w") as both:
+        subprocess.run(
+            [sys.executable, "-m", "sgpatch", *args],
+            stdout=both,
+            stderr=subprocess.STDOUT,
+            check=True,
+            env=env,
+        )
+    lines = log.read_text().splitlines()
+    assert lines[0].startswith("sglang 0.5.9 at ")
+    assert lines[-1].startswith("sgpatch: kimi-eagle3-sm120: 0 of ")

@@ -46,7 +46,11 @@ def emit_json(doc: dict[str, Any]) -> None:
 
 def err(text: str = "") -> None:
     """A line for people on stderr; if nobody can read it (closed, full), the run goes on (the
-    console script ends by SIGPIPE on a closed pipe, before this sees it)."""
+    console script ends by SIGPIPE on a closed pipe, before this sees it). The product written
+    to stdout so far goes out first, so a log that holds both streams keeps their order (the
+    verdict after the table), though stdout is block-buffered there."""
+    with contextlib.suppress(OSError, AttributeError):  # a full stdout is reported at exit
+        sys.stdout.flush()
     with contextlib.suppress(OSError, AttributeError):  # AttributeError: stderr is None
         sys.stderr.write(text + "\n")
 

@@ -43,6 +43,7 @@ from packaging.version import InvalidVersion, Version
 from sgpatch.errors import ExitCode, SgpatchError
 
 __all__ = [
+    "Download",
     "Layout",
     "cache_dir",
     "cached_versions",

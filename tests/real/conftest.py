@@ -22,42 +22,6 @@ from sgpatch import releases
 ReleaseTree = Callable[..., Path]
 
 
-# Downloads during the real-release tests (the first `make test` fetches every release it needs,
-# ~600 MB) are shown as they happen, one line each past pytest's output capture, and summed up
-# at the end: a build log that says nothing for minutes looks hung.
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Route sgpatch's download lines to the terminal for this item (fixtures included)."""
-    capman = item.config.pluginmanager.getplugin("capturemanager")
-    terminal = item.config.pluginmanager.getplugin("terminalreporter")
-    if capman is None or terminal is None:
-        return
-
-    def show(line: str) -> None:
-        with capman.global_and_fixture_disabled():
-            terminal.write_line(line)
-
-    releases.set_reporter(show)
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_runtest_teardown(item: pytest.Item) -> None:
-    releases.set_reporter(None)
-
-
-def pytest_terminal_summary(terminalreporter) -> None:
-    """The final line: how much this run downloaded, and where the cache is."""
-    got = releases.downloaded()
-    if got:
-        size = sum(d.size for d in got) / 1e6
-        terminalreporter.write_line(
-            f"sgpatch: downloaded {len(got)} SGLang wheel(s), {size:.1f} MB, into "
-            f"{releases.cache_dir()} (${releases.CACHE_ENV} moves it)"
-        )
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark everything under tests/real as `real`, so `-m "not real"` skips it."""
     here = Path(__file__).parent

@@ -424,12 +424,13 @@ def test_a_batch_off_a_terminal_says_each_download_and_a_total(cache, index, cap
 def test_a_batch_that_keeps_going_names_what_failed(cache, index, capsys) -> None:
     """Input: fetch of 9.9.12 (not on the index) and 9.9.11 with keep_going, then without.
     Outcome: the first returns 9.9.11 only, with a line for the failure and the final line
-    counting it; the second stops with the download error (exit 2 from the CLI)."""
+    counting it, and 9.9.12 is tried once; the second stops with the download error."""
     got = releases.fetch(["9.9.12", "9.9.11"], keep_going=True)
     assert list(got) == [Version("9.9.11")]
     lines = capsys.readouterr().err.splitlines()
     assert lines[0] == "sgpatch: cannot download sglang==9.9.12: ERROR: No matching dist"
     assert lines[-1].endswith("; 1 could not be downloaded")
+    assert index == ["9.9.12", "9.9.11"]
     with pytest.raises(SgpatchError, match="No matching dist"):
         releases.fetch(["9.9.12"])
 

@@ -200,21 +200,14 @@ def fetch(versions, *, keep_going: bool = False) -> dict[Version, Path]:
     rels = list(dict.fromkeys(_release(v) for v in versions))
     cached = _cached_wheels()
     missing = [r for r in rels if r not in cached]
-    if missing:
-        _fetch_missing(missing, keep_going)
-    out: dict[Version, Path] = {}
-    for r in rels:
-        try:
-            out[r] = wheel_path(r)
-        except SgpatchError:
-            if not keep_going:
-                raise
-    return out
+    failed = _fetch_missing(missing, keep_going) if missing else set()
+    return {r: wheel_path(r) for r in rels if r not in failed}
 
 
-def _fetch_missing(missing: list[Version], keep_going: bool) -> None:
+def _fetch_missing(missing: list[Version], keep_going: bool) -> set[Version]:
+    """Download `missing` in order; return the releases that failed (keep_going only)."""
     start, before = time.monotonic(), len(_downloads)
-    failed = 0
+    failed: set[Version] = set()
     with _batch_progress(len(missing)) as step:
         for rel in missing:
             step(f"sglang=={rel}")
@@ -223,14 +216,15 @@ def _fetch_missing(missing: list[Version], keep_going: bool) -> None:
             except SgpatchError as e:
                 if not keep_going:
                     raise
-                failed += 1
+                failed.add(rel)
                 _say(f"sgpatch: {e.message}")  # names the release: "cannot download sglang==V"
     got = _downloads[before:]
     line = (
         f"sgpatch: downloaded {len(got)} wheel(s), {_mb(sum(d.size for d in got))} in "
         f"{time.monotonic() - start:.1f} s, into {_wheels_dir()}"
     )
-    _say(line + (f"; {failed} could not be downloaded" if failed else ""))
+    _say(line + (f"; {len(failed)} could not be downloaded" if failed else ""))
+    return failed
 
 
 @contextlib.contextmanager

@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test test-fast lint format demo bench clean
+.PHONY: install test test-fast lint format demo bench dist clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,12 +21,12 @@ test-fast: $(STAMP)  ## unit tests only
 	$(PY) -m pytest -m "not real"
 
 lint: $(STAMP)
-	$(PY) -m ruff check src tests bench
-	$(PY) -m ruff format --check src tests bench
+	$(PY) -m ruff check src tests bench tools
+	$(PY) -m ruff format --check src tests bench tools
 
 format: $(STAMP)
-	$(PY) -m ruff format src tests bench
-	$(PY) -m ruff check --fix src tests bench
+	$(PY) -m ruff format src tests bench tools
+	$(PY) -m ruff check --fix src tests bench tools
 
 demo: $(STAMP)  ## fetch a real SGLang release and apply kimi-eagle3-sm120 to it
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash examples/demo.sh
@@ -34,6 +34,9 @@ demo: $(STAMP)  ## fetch a real SGLang release and apply kimi-eagle3-sm120 to it
 bench: $(STAMP)  ## accuracy and speed benchmarks, side by side with GNU patch / git / shell -> docs/benchmarks.md
 	$(PY) bench/accuracy.py --out docs/benchmarks.md
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/speed.py --out docs/benchmarks.md
+
+dist: $(STAMP)  ## dist/sgpatch-<version>-py3-none-any.whl, what examples/Dockerfile installs
+	$(PY) tools/dist.py --out dist
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache

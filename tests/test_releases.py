@@ -6,6 +6,7 @@ import base64
 import hashlib
 import os
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -379,3 +380,101 @@ def test_fetch_git_checks_out_a_tag_and_detects_its_version(tmp_path, capsys):
     )
     err = capsys.readouterr().err.strip()
     assert err.endswith(f"fatal: repository '{tmp_path / 'nope'}' does not exist"), err
+
+
+# --- telling people about downloads --------------------------------------------------------------
+
+
+@pytest.fixture
+def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A fake package index of tiny wheels 9.9.10 and 9.9.11 (9.9.12 is missing); returns the
+    versions "downloaded", in order."""
+    calls: list[str] = []
+
+    def fake_download(version: str, dest: Path) -> Path:
+        calls.append(version)
+        if version == "9.9.12":
+            raise SgpatchError(f"cannot download sglang=={version}: ERROR: No matching dist")
+        return _move(make_wheel(tmp_path / "index" / version, version=version), dest)
+
+    monkeypatch.setattr(releases, "_pip_download", fake_download)
+    return calls
+
+
+def test_a_batch_off_a_terminal_says_each_download_and_a_total(cache, index, capsys) -> None:
+    """Input: fetch of 9.9.10, 9.9.11 and 9.9.10 again on an empty cache, stderr not a terminal.
+    Outcome: each wheel downloaded once, one line each with its size, then one final line with
+    the count, total size and the cache folder; no control characters. A second fetch of the
+    same releases downloads and prints nothing."""
+    got = releases.fetch(["9.9.10", "9.9.11", "9.9.10"])
+    assert list(got) == [Version("9.9.10"), Version("9.9.11")] and index == ["9.9.10", "9.9.11"]
+    lines = capsys.readouterr().err.splitlines()
+    sizes = [got[Version(v)].stat().st_size / 1e6 for v in ("9.9.10", "9.9.11")]
+    assert len(lines) == 3, lines
+    for line, v, mb in zip(lines, ("9.9.10", "9.9.11"), sizes, strict=False):
+        assert line.startswith(f"sgpatch: downloaded sglang-{v}-py3-none-any.whl ({mb:.1f} MB in ")
+    assert lines[2].startswith(f"sgpatch: downloaded 2 wheel(s), {sum(sizes):.1f} MB in ")
+    assert lines[2].endswith(f", into {cache / 'wheels'}")
+    assert not any(c in "".join(lines) for c in "\r\x1b")
+    assert [d.name for d in releases.downloaded()[-2:]] == [p.name for p in got.values()]
+    releases.fetch(["9.9.10", "9.9.11"])
+    assert capsys.readouterr().err == "" and index == ["9.9.10", "9.9.11"]
+
+
+def test_a_batch_that_keeps_going_names_what_failed(cache, index, capsys) -> None:
+    """Input: fetch of 9.9.12 (not on the index) and 9.9.11 with keep_going, then without.
+    Outcome: the first returns 9.9.11 only, with a line for the failure and the final line
+    counting it, and 9.9.12 is tried once; the second stops with the download error."""
+    got = releases.fetch(["9.9.12", "9.9.11"], keep_going=True)
+    assert list(got) == [Version("9.9.11")]
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "sgpatch: cannot download sglang==9.9.12: ERROR: No matching dist"
+    assert lines[-1].endswith("; 1 could not be downloaded")
+    assert index == ["9.9.12", "9.9.11"]
+    with pytest.raises(SgpatchError, match="No matching dist"):
+        releases.fetch(["9.9.12"])
+
+
+def test_a_single_download_is_said_too(cache, index, capsys) -> None:
+    """Input: one wheel fetched on demand (as port and the tests do), stderr not a terminal.
+    Outcome: its one line, no batch total."""
+    releases.wheel_path("9.9.10")
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("sgpatch: downloaded sglang-9.9.10-py3-none-any.whl (")
+
+
+def test_a_batch_on_a_terminal_draws_a_progress_bar(cache, index, monkeypatch, capsys) -> None:
+    """Input: the same batch with stderr a terminal. Outcome: rich draws a bar naming the
+    release being fetched and how many of how many, with the download lines and the final
+    line printed as well."""
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "120")
+    releases.fetch(["9.9.10", "9.9.11"])
+    err = capsys.readouterr().err
+    assert "downloading sglang==9.9.11" in err and "1/2" in err, err
+    assert "\x1b[" in err
+    assert "sgpatch: downloaded sglang-9.9.10-py3-none-any.whl (" in err
+    assert "sgpatch: downloaded 2 wheel(s), " in err
+
+
+def test_off_a_terminal_rich_is_not_imported(tmp_path: Path) -> None:
+    """Input: a batch download off a terminal in a fresh interpreter. Outcome: rich is never
+    imported (start-up time is measured; a build log needs no rich)."""
+    code = f"""
+import sys
+from pathlib import Path
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from test_releases import make_wheel, _move
+from sgpatch import releases
+releases._pip_download = lambda v, dest: _move(make_wheel(Path({str(tmp_path)!r}) / v, v), dest)
+releases.fetch(["9.9.10", "9.9.11"])
+print("rich" in sys.modules)
+"""
+    env = {**os.environ, "SGPATCH_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"
+    assert proc.stderr.count("sgpatch: downloaded ") == 3

@@ -90,7 +90,8 @@ SglangDir = Annotated[
     typer.Option(
         "--sglang-dir",
         help="SGLang package root, site-packages, repository root or its python/ folder "
-        "(default: $SGLANG_DIR, else the installed sglang).",
+        "(default: $SGLANG_DIR, else the tree the current directory is in, else the installed "
+        "sglang).",
     ),
 ]
 SglangVersion = Annotated[

@@ -142,7 +142,12 @@ def compute(
     versions: Sequence[Version],
     workers: int | None = None,
 ) -> list[Row]:
-    """The matrix over `versions`, in parallel (processes: planning is CPU-bound Python)."""
+    """The matrix over `versions`, in parallel (processes: planning is CPU-bound Python).
+    Missing wheels are fetched first, here, as one reported batch (not by the workers at once);
+    one that cannot be fetched becomes its release's error row."""
+    from sgpatch import releases as cache
+
+    cache.fetch(versions, keep_going=True)
     members = needed_files(manifest)
     set_dir = str(manifest.base_dir)
     releases = [str(v) for v in versions]

@@ -7,11 +7,16 @@ against their own RECORD (every member's sha256), and read or extracted from the
 
 Versions are PEP 440 strings; a local label (`0.5.10+cu130`) names a build of the same source
 release, so it is dropped when looking for the wheel.
+
+Downloads are reported on stderr: off a terminal (a build log) one line per wheel with its size,
+and for a batch (`fetch`, `matrix`, `lint`) a final line; on a terminal a rich progress bar
+(rich is imported only then).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import csv
 import functools
 import hashlib
@@ -24,6 +29,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,15 +43,19 @@ from packaging.version import InvalidVersion, Version
 from sgpatch.errors import ExitCode, SgpatchError
 
 __all__ = [
+    "Download",
     "Layout",
     "cache_dir",
     "cached_versions",
     "copy_tree",
+    "downloaded",
     "extract",
+    "fetch",
     "index_versions",
     "pristine_tree",
     "read_member",
     "record",
+    "set_reporter",
     "verify_wheel",
     "wheel_path",
 ]
@@ -135,6 +145,132 @@ def cached_versions() -> list[Version]:
 
 
 # ---------------------------------------------------------------------------------------------
+# telling people about downloads
+
+
+@dataclass(frozen=True)
+class Download:
+    """One wheel this process fetched from the package index."""
+
+    name: str  # the wheel's file name
+    size: int  # bytes
+    seconds: float
+
+
+_downloads: list[Download] = []
+_reporter: Callable[[str], None] | None = None
+_live = None  # the rich Progress of a batch on a terminal, while it runs
+
+
+def set_reporter(reporter: Callable[[str], None] | None) -> None:
+    """Send download lines to `reporter` instead of stderr (None: stderr again). The real-release
+    tests use it to show the first run's downloads past pytest's output capture."""
+    global _reporter
+    _reporter = reporter
+
+
+def downloaded() -> list[Download]:
+    """The wheels this process has downloaded so far, oldest first."""
+    return list(_downloads)
+
+
+def _say(line: str) -> None:
+    """A line for people: above the progress bar while one runs, else on stderr."""
+    if _reporter is not None:
+        _reporter(line)
+    elif _live is not None:
+        _live.console.print(line, markup=False, highlight=False, soft_wrap=True)
+    else:
+        try:
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+        except (OSError, AttributeError):  # closed or no stderr: the download goes on
+            pass
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:.1f} MB"
+
+
+def fetch(versions, *, keep_going: bool = False) -> dict[Version, Path]:
+    """The verified wheels of `versions`, downloading the missing ones as one batch: a line per
+    download and a final line off a terminal, a progress bar on one. With `keep_going`, a
+    release that cannot be downloaded is said and left out instead of stopping the batch
+    (`matrix` then reports it as that release's error)."""
+    rels = list(dict.fromkeys(_release(v) for v in versions))
+    cached = _cached_wheels()
+    missing = [r for r in rels if r not in cached]
+    failed = _fetch_missing(missing, keep_going) if missing else set()
+    return {r: wheel_path(r) for r in rels if r not in failed}
+
+
+def _fetch_missing(missing: list[Version], keep_going: bool) -> set[Version]:
+    """Download `missing` in order; return the releases that failed (keep_going only)."""
+    start, before = time.monotonic(), len(_downloads)
+    failed: set[Version] = set()
+    with _batch_progress(len(missing)) as step:
+        for rel in missing:
+            step(f"sglang=={rel}")
+            try:
+                wheel_path(rel)
+            except SgpatchError as e:
+                if not keep_going:
+                    raise
+                failed.add(rel)
+                _say(f"sgpatch: {e.message}")  # names the release: "cannot download sglang==V"
+    got = _downloads[before:]
+    line = (
+        f"sgpatch: downloaded {len(got)} wheel(s), {_mb(sum(d.size for d in got))} in "
+        f"{time.monotonic() - start:.1f} s, into {_wheels_dir()}"
+    )
+    _say(line + (f"; {len(failed)} could not be downloaded" if failed else ""))
+    return failed
+
+
+@contextlib.contextmanager
+def _batch_progress(total: int):
+    """Yields `step(label)`, called before each download. On a terminal: a transient rich bar
+    (n of total, elapsed time) with the download lines printed above it; elsewhere nothing."""
+    global _live
+    if not sys.stderr.isatty() or _reporter is not None:
+        yield lambda label: None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    columns = (
+        SpinnerColumn(),
+        TextColumn("downloading {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, transient=True, console=Console(stderr=True)) as progress:
+        task = progress.add_task("", total=total)
+        started = False
+
+        def step(label: str) -> None:
+            nonlocal started
+            if started:
+                progress.advance(task)
+            started = True
+            progress.update(task, description=label)
+
+        _live = progress
+        try:
+            yield step
+        finally:
+            _live = None
+
+
+# ---------------------------------------------------------------------------------------------
 # wheels: download and verification
 
 
@@ -158,6 +294,7 @@ def _download(rel: Version) -> Path:
         with FileLock(str(wheels / f".{PACKAGE}-{rel}.lock"), timeout=900):
             path = _cached_wheels().get(rel)  # another worker may have fetched it meanwhile
             if path is None:
+                start = time.monotonic()
                 tmp = Path(tempfile.mkdtemp(prefix=".download-", dir=wheels))
                 try:
                     got = _pip_download(str(rel), tmp)
@@ -167,6 +304,7 @@ def _download(rel: Version) -> Path:
                     _write_stamp(path)
                 finally:
                     shutil.rmtree(tmp, ignore_errors=True)
+                _tell_download(path, time.monotonic() - start)
     except Timeout:
         raise SgpatchError(
             f"timed out waiting for another process downloading sglang=={rel}", ExitCode.UNSAFE
@@ -174,6 +312,12 @@ def _download(rel: Version) -> Path:
     if _cached_wheels().get(rel) != path:
         raise SgpatchError(f"pip downloaded a wheel that is not sglang {rel}: {path.name}")
     return path
+
+
+def _tell_download(path: Path, seconds: float) -> None:
+    size = path.stat().st_size
+    _downloads.append(Download(path.name, size, seconds))
+    _say(f"sgpatch: downloaded {path.name} ({_mb(size)} in {seconds:.1f} s)")
 
 
 def _pip_download(version: str, dest: Path) -> Path:
@@ -199,8 +343,9 @@ def _pip_download(version: str, dest: Path) -> Path:
 
 def _with_progress(label: str, work):
     """Run `work()` under a rich spinner with elapsed time on a terminal; silent otherwise (no
-    animation in logs; the commands say what they fetched when done)."""
-    if not sys.stderr.isatty():
+    animation in logs: a download says what it fetched when done). Inside a batch, the batch's
+    bar already shows it."""
+    if not sys.stderr.isatty() or _live is not None or _reporter is not None:
         return work()
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn

@@ -3,6 +3,9 @@
 The package root is the `sglang` folder that holds `srt/`. It can live in site-packages (with a
 `sglang-V.dist-info` beside it), in a repository checkout (`<repo>/python/sglang`), or be a bare
 copy of the package. Nothing here imports SGLang: importing it pulls in torch and takes seconds.
+
+Which tree, when the user names none: `$SGLANG_DIR`, else the tree the current directory is in
+(as git finds its repository), else the `sglang` the running Python would import.
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ Layout = Literal["site-packages", "checkout", "package"]
 
 ENV_SGLANG_DIR = "SGLANG_DIR"
 
+#: How a tree was chosen (`Found.how`), in the order they are tried.
+CHOSEN_BY = ("--sglang-dir", "$SGLANG_DIR", "current directory", "installed")
+
 #: Where each version came from, in the order they are tried (the override comes first).
 VERSION_SOURCES = ("--sglang-version", "_version.py", "version.py", "METADATA", "git describe")
 
@@ -43,6 +49,17 @@ class Target:
     # What the tree itself says, when --sglang-version overrode it (None if it could not tell).
     detected_version: Version | None = None
     detected_source: str | None = None
+
+
+@dataclass(frozen=True)
+class Found:
+    """A located package root and how it was chosen; for "current directory", also the root of
+    the `sglang` the running Python would import (None: it imports none), to warn when the two
+    differ."""
+
+    root: Path
+    how: str  # one of CHOSEN_BY
+    imported: Path | None = None
 
 
 def is_package_root(path: Path) -> bool:
@@ -67,6 +84,26 @@ def find_root(sglang_dir: str | Path) -> Path:
             return candidate.resolve()
     looked = ", ".join(str(c) for c in candidates)
     raise bad_input(f"not an SGLang tree (no folder holding srt/): looked at {looked}")
+
+
+def tree_around(cwd: Path) -> Path | None:
+    """The SGLang tree the directory `cwd` is in, nearest first, as git finds a repository: each
+    of `cwd` and its parents is tried as a package root (`.../sglang` holding srt/, so anywhere
+    below it works), a folder holding one (`sglang/`: a site-packages folder) and a checkout root
+    (`python/sglang`). Stricter than --sglang-dir: the folder must be named `sglang`, so a stray
+    `srt/` (subtitles, say) above the current directory is never taken for SGLang."""
+    for here in (cwd, *cwd.parents):
+        for candidate in (here, here / "sglang", here / "python" / "sglang"):
+            if candidate.name == "sglang" and is_package_root(candidate):
+                return candidate.resolve()
+    return None
+
+
+def _current_dir() -> Path | None:
+    try:
+        return Path.cwd()
+    except OSError:  # the current directory was removed
+        return None
 
 
 def _installed_root() -> tuple[Path | None, str]:
@@ -263,21 +300,40 @@ def detect_version(
     )
 
 
-def locate(sglang_dir: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Path:
-    """The package root (`--sglang-dir`, else `$SGLANG_DIR`, else the installed package), without
-    reading the version: rolling back an interrupted run must work on any tree."""
+def discover(
+    sglang_dir: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Found:
+    """The package root and how it was chosen: `--sglang-dir`, else `$SGLANG_DIR`, else the tree
+    around the current directory (`cwd`, default the process's), else the installed package."""
     env = os.environ if environ is None else environ
     if sglang_dir is not None and str(sglang_dir) != "":
-        return find_root(sglang_dir)
+        return Found(find_root(sglang_dir), "--sglang-dir")
     if env.get(ENV_SGLANG_DIR):
-        return find_root(env[ENV_SGLANG_DIR])
+        return Found(find_root(env[ENV_SGLANG_DIR]), "$SGLANG_DIR")
+    here = cwd if cwd is not None else _current_dir()
+    around = tree_around(here) if here is not None else None
     installed, where = _installed_root()
+    if around is not None:
+        return Found(around, "current directory", installed)
     if installed is None:
         raise bad_input(
-            f"no SGLang tree: --sglang-dir not given, ${ENV_SGLANG_DIR} not set, "
-            f"and no 'sglang' package on {where}"
+            f"no SGLang tree: --sglang-dir not given, ${ENV_SGLANG_DIR} not set, the current "
+            f"directory is not inside one, and no 'sglang' package on {where}; pass "
+            "--sglang-dir DIR (the package root, its site-packages folder or a checkout)"
         )
-    return installed
+    return Found(installed, "installed")
+
+
+def locate(
+    sglang_dir: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Path:
+    """The package root (see `discover`), without reading the version: rolling back an
+    interrupted run must work on any tree."""
+    return discover(sglang_dir, environ, cwd).root
 
 
 def find_target(
@@ -286,15 +342,16 @@ def find_target(
     environ: Mapping[str, str] | None = None,
     *,
     root: Path | None = None,
+    cwd: Path | None = None,
 ) -> Target:
-    """Locate the SGLang tree (`--sglang-dir`, else `$SGLANG_DIR`, else the installed package;
-    `root` when a caller already has it from `locate`).
+    """Locate the SGLang tree (`--sglang-dir`, else `$SGLANG_DIR`, else the tree around `cwd`,
+    else the installed package; `root` when a caller already has it from `locate`).
 
     An explicit `sglang_version` wins over detection: the user said so on purpose (a fork whose
     `_version.py` is stale, a fresh clone without tags). What the tree itself says is still kept
     in `detected_version` so a caller can point out a disagreement.
     """
-    root = root if root is not None else locate(sglang_dir, environ)
+    root = root if root is not None else locate(sglang_dir, environ, cwd)
     layout, repo_root, dist_info = detect_layout(root)
     override = None
     if sglang_version is not None:

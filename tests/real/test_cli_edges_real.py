@@ -170,6 +170,7 @@ def test_a_ci_gate_with_a_typo_is_refused(args, message):
 def test_fail_on_how_a_cell_applied():
     """Input: `matrix --fail-on offset` on 0.5.9, where the fusion gate applies with an offset.
     Outcome: exit 3; `--fail-on fuzz` there exits 0 (nothing needs fuzz)."""
+    releases.wheel_path("0.5.9")  # --offline plans only what the cache holds
     base = ("matrix", "--set", SET, "--offline", "--releases", "==0.5.9", "--format", "json")
     assert _run(*base, "--fail-on", "offset").returncode == 3
     assert _run(*base, "--fail-on", "fuzz").returncode == 0
@@ -230,11 +231,10 @@ def test_port_goes_forward_only_and_offline_means_offline(tmp_path, monkeypatch,
     def no_download(*args, **kwargs):
         raise AssertionError("port --offline tried to download")
 
-    cached = releases.cached_versions()
-    target = cached[-1]
+    target = "0.5.23"
     monkeypatch.setattr(releases, "_pip_download", no_download)
-    monkeypatch.setattr(releases, "cached_versions", lambda: [v for v in cached if v != target])
-    code = sgpatch("port", "--set", SET, "--patchsets", str(sets), "--to", str(target), "--offline")
+    monkeypatch.setenv(releases.CACHE_ENV, str(tmp_path / "empty-cache"))
+    code = sgpatch("port", "--set", SET, "--patchsets", str(sets), "--to", target, "--offline")
     assert code == 2
     assert f"--offline: sglang {target} is not in the release cache" in capsys.readouterr().err
     assert (sets / SET / "patchset.yaml").read_bytes() == manifest

@@ -18,11 +18,12 @@ stopping at the first non-zero exit as `docker build` does. What stands in for w
   runs in `.venv`), so every venv a build makes also gets a `.pth` file listing the site-packages
   of the Python running the tests. `pip install` then finds typer, rich, ... already installed and
   needs no package index for them.
-- `ARG SGPATCH` (the sgpatch requirement; sgpatch is not on the package index) is overridden with
-  a wheel built once per session from a copy of this working tree (`pip wheel --no-deps`), the
-  third way docs/docker.md documents ("a wheel copied into the context"); building it fetches the
-  build backend (setuptools) through pip as usual.
-- Absolute paths the Dockerfiles use (`/root/sglang`, `/opt/venv`) are mapped under a temp dir.
+- The build context is a temp folder holding `dist/` with the wheel `make dist` builds, made once
+  per session by the same script (`tools/dist.py`, from a clean copy of this working tree; it
+  fetches the build backend, setuptools, through pip as usual). `COPY` copies from it as Docker
+  does (a wildcard must match, and `.dockerignore` must not leave the file out of the context).
+- Absolute paths the Dockerfiles use (`/root/sglang`, `/opt/venv`, `/opt/sgpatch`) are mapped
+  under a temp dir.
 - Lines that cannot run here are in `STAND_INS` below, each with its reason; a stand-in that no
   longer matches any line of its Dockerfile fails the test, so the list cannot rot:
   the FlashInfer upgrade (pulls torch and CUDA wheels; faked by a minimal dist-info of each pinned
@@ -41,6 +42,7 @@ per patch, no colour codes and no progress animation, and nothing was written).
 from __future__ import annotations
 
 import base64
+import fnmatch
 import hashlib
 import json
 import os
@@ -77,7 +79,7 @@ ESC = re.compile(r"\x1b[\[\]()]")  # CSI / OSC / charset escape sequences
 class Dockerfile:
     base: str  # FROM image
     args: dict[str, str]  # ARG name -> default ("" if none)
-    steps: list[tuple[str, str]]  # ("RUN" | "ENV", text), in order
+    steps: list[tuple[str, str]]  # ("RUN" | "ENV" | "COPY", text), in order
 
 
 def _logical_lines(text: str) -> list[str]:
@@ -120,7 +122,7 @@ def parse_dockerfile(text: str) -> Dockerfile:
         elif instr == "ARG":
             name, eq, default = rest.partition("=")
             args[name.strip()] = shlex.split(default)[0] if eq and default else ""
-        elif instr in ("RUN", "ENV"):
+        elif instr in ("RUN", "ENV", "COPY"):
             steps.append((instr, rest))
         else:
             raise AssertionError(f"unsupported Dockerfile instruction in the example: {line}")
@@ -160,6 +162,7 @@ class Step:
 @dataclass
 class Build:
     tmp: Path
+    context: Path  # the build context (`docker build ... CONTEXT`)
     path_map: dict[str, Path]
     env: dict[str, str]
     args: dict[str, str]
@@ -280,41 +283,32 @@ STAND_INS: dict[str, list[tuple[str, str, Callable[[Build, str], tuple[int, str]
 }
 
 
-@pytest.fixture(scope="session")
-def sgpatch_wheel(tmp_path_factory) -> Path:
-    """A wheel of this working tree (src/ and the bundled sets behind the src/sgpatch/patchsets
-    symlink), built once per session from a clean copy so the repository gets no build/ folder."""
-    tmp = tmp_path_factory.mktemp("sgpatch-wheel")
-    ctx = tmp / "sgpatch"
-    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc")
-    ctx.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(REPO / name, ctx / name)
-    for name in ("src", "patchsets"):
-        shutil.copytree(REPO / name, ctx / name, symlinks=True, ignore=ignore)
+def make_dist(out: Path) -> Path:
+    """`make dist` into `out`: the Makefile runs the same script with the venv's Python."""
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "-q",
-            "-w",
-            str(tmp / "dist"),
-            str(ctx),
-        ],
+        [sys.executable, str(REPO / "tools" / "dist.py"), "--out", str(out)],
         capture_output=True,
         text=True,
         check=False,
     )
-    assert proc.returncode == 0, f"pip wheel failed:\n{proc.stdout}\n{proc.stderr}"
-    (wheel,) = (tmp / "dist").glob("sgpatch-*.whl")
+    assert proc.returncode == 0, f"tools/dist.py failed:\n{proc.stdout}\n{proc.stderr}"
+    path, _, digest = proc.stdout.strip().partition(" sha256=")
+    wheel = Path(path)
+    assert wheel.parent == out and [p.name for p in out.glob("sgpatch-*.whl")] == [wheel.name]
+    assert digest == hashlib.sha256(wheel.read_bytes()).hexdigest()
+    return wheel
+
+
+@pytest.fixture(scope="session")
+def context(tmp_path_factory) -> Path:
+    """A build context as `make dist` leaves the repository: `dist/sgpatch-V-py3-none-any.whl`."""
+    ctx = tmp_path_factory.mktemp("context")
+    wheel = make_dist(ctx / "dist")
     with zipfile.ZipFile(wheel) as zf:
         assert f"sgpatch/patchsets/{SET}/patchset.yaml" in zf.namelist(), (
             "the sgpatch wheel does not ship the bundled patch sets"
         )
-    return wheel
+    return ctx
 
 
 def _base_env(tmp: Path) -> dict[str, str]:
@@ -377,20 +371,67 @@ def _image_from(b: Build, base: str) -> None:
         b.tamper(b.sglang_root)
 
 
-def build(name: str, tmp: Path, sgpatch_wheel: Path, tamper=None) -> Build:
+def _dockerignored(rel: str) -> bool:
+    """Whether the repository's .dockerignore leaves `rel` out of the build context (Docker's
+    rules: patterns in order, the last one matching wins, `!` re-includes)."""
+    ignore = REPO / ".dockerignore"
+    out = False
+    if not ignore.is_file():
+        return out
+    for raw in ignore.read_text().splitlines():
+        pattern = raw.strip()
+        if not pattern or pattern.startswith("#"):
+            continue
+        keep = pattern.startswith("!")
+        pattern = pattern.lstrip("!").strip("/")
+        parts = rel.split("/")
+        prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+        if any(fnmatch.fnmatchcase(p, pattern) for p in prefixes):
+            out = not keep
+    return out
+
+
+def _copy(b: Build, text: str) -> tuple[int, str]:
+    """`COPY SRC... DEST` from the build context, as Docker does it: every source (a wildcard
+    too) must match a file in the context, and DEST ending in `/` is a folder."""
+    *sources, dest = shlex.split(text)
+    got = []
+    for src in sources:
+        matches = sorted(b.context.glob(src))
+        matches = [m for m in matches if not _dockerignored(m.relative_to(b.context).as_posix())]
+        if not matches:
+            return 1, f"COPY failed: no source files were specified ({src} in the context)\n"
+        got += matches
+    target = Path(dest)
+    if dest.endswith("/") or len(got) > 1:
+        target.mkdir(parents=True, exist_ok=True)
+    for m in got:
+        shutil.copy2(m, target / m.name if target.is_dir() else target)
+    return 0, "".join(f"COPY {m.relative_to(b.context)} -> {dest}\n" for m in got)
+
+
+def build(name: str, tmp: Path, context: Path, tamper=None) -> Build:
     df = parse_dockerfile((EXAMPLES / name).read_text(encoding="utf-8"))
     m = re.search(r"v(\d+\.\d+\.\d+(?:\.post\d+)?)", df.args.get("SGLANG_REF", "") or df.base)
     assert m, f"{name}: no SGLang version in FROM {df.base} or ARG SGLANG_REF"
     root = tmp / "fs"
     b = Build(
         tmp=tmp,
-        path_map={"/root/sglang": root / "root" / "sglang", "/opt/venv": root / "opt" / "venv"},
+        context=context,
+        path_map={
+            "/root/sglang": root / "root" / "sglang",
+            "/opt/venv": root / "opt" / "venv",
+            "/opt/sgpatch": root / "opt" / "sgpatch",
+        },
         env=_base_env(tmp),
-        args={**df.args, "SGPATCH": str(sgpatch_wheel)},
+        args=dict(df.args),
         version=m.group(1),
         tamper=tamper,
     )
-    assert "SGPATCH" in df.args, f"{name}: the sgpatch requirement should be a build ARG"
+    copies = [text for instr, text in df.steps if instr == "COPY"]
+    assert any(re.match(r"dist/sgpatch-\*\.whl ", c) for c in copies), (
+        f"{name}: sgpatch should come from the wheel `make dist` writes: {copies}"
+    )
     _image_from(b, df.base)
     stand_ins = STAND_INS[name]
     for instr, text in df.steps:
@@ -400,6 +441,12 @@ def build(name: str, tmp: Path, sgpatch_wheel: Path, tamper=None) -> Build:
                 b.env[k] = expand(v, {**b.args, **b.env})
                 if k == "PATH":
                     b.env["VIRTUAL_ENV"] = b.env["PATH"].split(os.pathsep)[0].removesuffix("/bin")
+            continue
+        if instr == "COPY":
+            rc, out = _copy(b, text)
+            b.steps.append(Step(text, "copy", rc, out))
+            if rc != 0:
+                break
             continue
         for pattern, reason, handler in stand_ins:
             if re.search(pattern, text):
@@ -476,8 +523,8 @@ DOCKERFILES = ["Dockerfile", "Dockerfile.source"]
 
 
 @pytest.mark.parametrize("name", DOCKERFILES)
-def test_dockerfile_builds_and_patches(name, tmp_path, sgpatch_wheel):
-    b = build(name, tmp_path, sgpatch_wheel)
+def test_dockerfile_builds_and_patches(name, tmp_path, context):
+    b = build(name, tmp_path, context)
     log = "\n".join(f"RUN {s.line}\n{s.output}" for s in b.steps)
     assert b.failed is None, f"{name}: build failed:\n{log}"
     assert b.used == {p for p, _, _ in STAND_INS[name]}, "a stand-in matches no line any more"
@@ -523,8 +570,8 @@ def _edit_gate(root: Path) -> None:
 
 
 @pytest.mark.parametrize("name", DOCKERFILES)
-def test_dockerfile_build_stops_on_a_conflict(name, tmp_path, sgpatch_wheel):
-    b = build(name, tmp_path, sgpatch_wheel, tamper=_edit_gate)
+def test_dockerfile_build_stops_on_a_conflict(name, tmp_path, context):
+    b = build(name, tmp_path, context, tamper=_edit_gate)
     failed = b.failed
     log = "\n".join(f"RUN {s.line}\n{s.output}" for s in b.steps)
     assert failed is not None, f"{name}: the build did not fail:\n{log}"
@@ -566,3 +613,58 @@ def test_dockerfile_build_stops_on_a_conflict(name, tmp_path, sgpatch_wheel):
     assert changed == [COMM], changed
     ledger = root / ".sgpatch" / "ledger.json"
     assert not ledger.exists() or SET not in ledger.read_text(), ledger.read_text()
+
+
+def _pip_install(target: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-compile",
+            "-q",
+            "--disable-pip-version-check",
+            "--target",
+            str(target),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_the_wheel_can_be_pinned_by_hash(tmp_path, context):
+    """Input: the wheel `make dist` built, installed as docs/docker.md shows: a direct reference
+    with a `#sha256=` fragment, and a requirements file with `--hash` under `--require-hashes`,
+    each with the right and with a wrong digest. Outcome: the right digest installs sgpatch,
+    a wrong one is refused by pip ("DO NOT MATCH THE HASHES") and installs nothing."""
+    (wheel,) = (context / "dist").glob("sgpatch-*.whl")
+    right = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    wrong = hashlib.sha256(b"not the wheel").hexdigest()
+    url = wheel.as_uri()
+    for digest, ok in ((wrong, False), (right, True)):
+        target = tmp_path / f"fragment-{ok}"
+        proc = _pip_install(target, f"sgpatch @ {url}#sha256={digest}")
+        assert (proc.returncode == 0) is ok, proc.stderr
+        assert (target / "sgpatch" / "cli.py").is_file() is ok
+        if not ok:
+            assert "DO NOT MATCH THE HASHES" in proc.stderr, proc.stderr
+        req = tmp_path / f"requirements-{ok}.txt"
+        req.write_text(f"sgpatch @ {url} --hash=sha256:{digest}\n")
+        target = tmp_path / f"require-hashes-{ok}"
+        proc = _pip_install(target, "--require-hashes", "-r", str(req))
+        assert (proc.returncode == 0) is ok, proc.stderr
+        assert (target / "sgpatch" / "cli.py").is_file() is ok
+
+
+def test_make_dist_builds_the_same_bytes_again(tmp_path, context):
+    """Input: `make dist` run a second time on the same working tree, into another folder.
+    Outcome: the same sha256 (timestamps come from the last commit), so a hash pin of the
+    wheel survives a rebuild of the same commit."""
+    (first,) = (context / "dist").glob("sgpatch-*.whl")
+    again = make_dist(tmp_path / "dist")
+    assert again.name == first.name
+    assert again.read_bytes() == first.read_bytes()

@@ -2,20 +2,45 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from sgpatch import report
 from sgpatch.errors import SgpatchError
 from sgpatch.ledger import state_dir
 from sgpatch.manifest import SetManifest, load_set, set_supports
-from sgpatch.target import Target, find_target, locate
+from sgpatch.target import Target, discover, find_target
 from sgpatch.txn import stop_if_rolled_back
+
+
+def locate_tree(sglang_dir: Path | None) -> Path:
+    """The tree's package root. One stderr line when it was found from the current directory
+    (as git finds its repository), and a warning when it is not the `sglang` this Python would
+    import: the server may run other files than the ones patched."""
+    found = discover(sglang_dir)
+    if found.how == "current directory":
+        report.err(
+            f"sgpatch: using the SGLang tree around the current directory: {found.root} "
+            "(--sglang-dir to choose another)"
+        )
+        if found.imported is None:
+            report.err(
+                f"sgpatch: warning: {sys.executable} imports no sglang; this tree may not be "
+                "the one that runs"
+            )
+        elif found.imported != found.root:
+            report.err(
+                f"sgpatch: warning: {sys.executable} imports sglang from {found.imported}, "
+                "not from this tree"
+            )
+    return found.root
 
 
 def open_target(sglang_dir: Path | None, sglang_version: str | None) -> Target:
     """Find the tree; if an interrupted run left a journal, roll it back and stop (exit 4),
     before the version is read (nothing about an interrupted run depends on it)."""
-    root = locate(sglang_dir)
+    root = locate_tree(sglang_dir)
     stop_if_rolled_back(root, state_dir(root))
     return find_target(sglang_dir, sglang_version, root=root)
 

@@ -17,11 +17,12 @@ def export(
     as_json: bool,
 ) -> int:
     from sgpatch import gitmode
+    from sgpatch.commands.common import locate_tree
     from sgpatch.errors import SgpatchError
     from sgpatch.manifest import load_set
     from sgpatch.target import find_target
 
-    target = find_target(sglang_dir, sglang_version)
+    target = find_target(sglang_dir, sglang_version, root=locate_tree(sglang_dir))
     try:
         manifest = load_set(set_name, tuple(patchsets))
     except SgpatchError:

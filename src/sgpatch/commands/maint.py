@@ -27,6 +27,7 @@ def fetch(
             )
         return _fetch_git(git_url, versions, dest, as_json)
     layout = layout or "site-packages"
+    releases.fetch(versions)  # the missing ones as one batch: a line each, and a final line
     out = []
     for v in versions:
         wheel = releases.wheel_path(v)

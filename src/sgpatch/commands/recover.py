@@ -5,14 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from sgpatch import report
+from sgpatch.commands.common import locate_tree
 from sgpatch.errors import SgpatchError
 from sgpatch.ledger import state_dir
-from sgpatch.target import find_target, locate
+from sgpatch.target import find_target
 from sgpatch.txn import roll_back_interrupted
 
 
 def run(sglang_dir: Path | None, sglang_version: str | None, as_json: bool) -> int:
-    root = locate(sglang_dir)  # no version needed to roll back, and it may be unreadable
+    root = locate_tree(sglang_dir)  # no version needed to roll back, and it may be unreadable
     restored = roll_back_interrupted(root, state_dir(root))
     if as_json:
         try:

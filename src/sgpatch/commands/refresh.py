@@ -23,10 +23,11 @@ def run(
     as_json: bool,
 ) -> int:
     from sgpatch import refresh as rf
+    from sgpatch.commands.common import locate_tree
     from sgpatch.manifest import load_set
     from sgpatch.target import find_target
 
-    target = find_target(sglang_dir, sglang_version)
+    target = find_target(sglang_dir, sglang_version, root=locate_tree(sglang_dir))
     manifest = load_set(set_name, tuple(patchsets))
     record = ledger_mod.load(target.root).sets.get(manifest.name)
     others = [
@@ -104,6 +105,7 @@ def diff(paths: Sequence[str], sglang_dir: Path | None, against: str | None, as_
     from packaging.version import InvalidVersion, Version
 
     from sgpatch import refresh as rf
+    from sgpatch.commands.common import locate_tree
     from sgpatch.target import find_target
     from sgpatch.txn import read_bytes
 
@@ -112,7 +114,7 @@ def diff(paths: Sequence[str], sglang_dir: Path | None, against: str | None, as_
             Version(against)
         except InvalidVersion:
             raise SgpatchError(f"--against {against!r}: not a PEP 440 version") from None
-    target = find_target(sglang_dir, against)
+    target = find_target(sglang_dir, against, root=locate_tree(sglang_dir))
     version = Version(against) if against else target.version
     rels = [rf.package_rel(p, f"FILE {p}") for p in paths]
     for rel in rels:  # a typo would otherwise be an empty diff and exit 0

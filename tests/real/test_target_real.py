@@ -85,8 +85,8 @@ def test_a_bare_command_inside_a_checkout_uses_it(release_tree) -> None:
     """Input: `sgpatch status --check` and `sgpatch apply` with no --sglang-dir, run from
     `<repo>/python/sglang/srt/models` of a real 0.5.9 checkout, with this Python importing no
     sglang. Expected: the checkout is used; the first stderr line says so, the second warns
-    that Python does not import it; status exits 1 (pending), apply exits 0 and the tree then
-    has the Kimi hooks."""
+    that Python does not import it; the status header (on stdout) names it; status exits 1
+    (pending), apply exits 0 and the tree then has the Kimi hooks."""
     root = release_tree("0.5.9", "checkout", members=members)
     inside = root / "srt" / "models"
     proc = _sgpatch(inside, "status", "--set", SET, "--check")
@@ -100,7 +100,8 @@ def test_a_bare_command_inside_a_checkout_uses_it(release_tree) -> None:
         f"sgpatch: warning: {sys.executable} imports no sglang; this tree may not be the one "
         "that runs"
     )
-    assert f"sglang 0.5.9 (checkout, version from _version.py) at {root.resolve()}" in lines[2]
+    # the table and its header line are status's product: stdout
+    assert f"sglang 0.5.9 (checkout, version from _version.py) at {root.resolve()}" in proc.stdout
     proc = _sgpatch(inside, "apply", "--set", SET)
     assert proc.returncode == 0, proc.stderr
     for check in CHECKS["kimi-k25-eagle3-hooks"]:

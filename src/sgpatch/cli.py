@@ -591,6 +591,59 @@ def completion_cmd(
 COMPLETE_VAR = "_SGPATCH_COMPLETE"
 
 
+@app.command("import")
+def import_cmd(
+    patches: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="[PATCH]...",
+            help="Unified diffs, git format-patch files or mboxes, applied in this order.",
+        ),
+    ] = None,
+    name: Annotated[str, typer.Option("--name", help="Name of the new set (its folder).")] = ...,
+    sglang_version: Annotated[
+        str | None,
+        typer.Option("--sglang-version", help="The release the patches were made for."),
+    ] = None,
+    dest: Annotated[
+        Path, typer.Option("--dest", help="Folder to write the set into (DEST/NAME).")
+    ] = ...,
+    git_range: Annotated[
+        str | None, typer.Option("--git", help="A commit range of --repo, e.g. v0.5.9..mine.")
+    ] = None,
+    repo: Annotated[
+        Path | None, typer.Option("--repo", help="The SGLang checkout --git reads.")
+    ] = None,
+    tree: Annotated[
+        Path | None,
+        typer.Option("--tree", help="An edited SGLang tree, imported against its release."),
+    ] = None,
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option("--exclude", help="Leave out files matching this glob (repeatable)."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Make a patch set from patches you have: one patch per input file, per mbox commit, per
+    --git commit, or one for a --tree; applied in order to the pristine release, written in
+    canonical form with a checked probe and a variant bounded to that release, then linted."""
+    from sgpatch.commands import importcmd
+
+    raise typer.Exit(
+        importcmd.run(
+            name,
+            sglang_version,
+            dest,
+            patches or [],
+            git_range,
+            repo,
+            tree,
+            exclude or [],
+            as_json,
+        )
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: turn SgpatchError into one line on stderr and its exit code.
 

@@ -1,0 +1,167 @@
+"""`sgpatch import` on the real third-party stacks in tests/data/stacks (slime, AReaL), each on
+the pristine release it was made for: the imported set applied by sgpatch must give, file for
+file and byte for byte, what `git apply` (or GNU patch -F0 for AReaL's `diff -ruN` file) gives
+on a copy of the same pristine tree, and every suggested probe must be false on the pristine
+release and true on the patched tree."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import sgpatch
+from sgpatch.manifest import load_manifest
+from sgpatch.probe import evaluate
+
+STACKS = Path(__file__).resolve().parents[1] / "data" / "stacks"
+
+
+def _stacks() -> list[tuple[str, str]]:
+    out = []
+    for series in sorted(STACKS.glob("*/*/series")):
+        out.append((series.parent.parent.name, series.parent.name))
+    return out
+
+
+def _series(project: str, version: str) -> list[Path]:
+    folder = STACKS / project / version
+    return [folder / n for n in (folder / "series").read_text().split()]
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    """Every file of a package tree, package-relative (sgpatch's state and caches left out)."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and not {".sgpatch", "__pycache__"} & set(p.relative_to(root).parts)
+    }
+
+
+def _git_applied(release_tree, version: str, patches: list[Path]) -> Path:
+    root = release_tree(version, "checkout")
+    repo = root.parent.parent
+    for patch in patches:
+        subprocess.run(["git", "apply", str(patch)], cwd=repo, check=True, capture_output=True)
+    return root
+
+
+def _imported(tmp_path: Path, capsys, name: str, version: str, inputs: list[Path]) -> dict:
+    capsys.readouterr()
+    code = sgpatch(
+        "import",
+        "--name",
+        name,
+        "--sglang-version",
+        version,
+        "--dest",
+        str(tmp_path / "sets"),
+        *map(str, inputs),
+        "--json",
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0, doc
+    return doc
+
+
+def _sgpatch_applied(release_tree, version: str, sets: Path, name: str) -> Path:
+    root = release_tree(version, "checkout")
+    code = sgpatch("apply", "--sglang-dir", str(root), "--set", name, "--patchsets", str(sets))
+    assert code == 0
+    return root
+
+
+@pytest.mark.parametrize(("project", "version"), _stacks())
+def test_imported_stack_gives_what_git_apply_gives(
+    project, version, release_tree, tmp_path, capsys
+):
+    """Input: a real stack's patch files in series order, imported onto their release. Outcome:
+    exit 0, one patch per input; sgpatch apply of the set leaves the package byte-identical to
+    `git apply` of the inputs (same files changed, same bytes); every probe is false on the
+    pristine tree and true on the patched one."""
+    inputs = _series(project, version)
+    name = f"{project}-{version.replace('.', '-')}"
+    doc = _imported(tmp_path, capsys, name, version, inputs)
+    assert [p["input"] for p in doc["patches"]] == [str(p) for p in inputs]
+    expected = _files(_git_applied(release_tree, version, inputs))
+    pristine = release_tree(version, "checkout")
+    got_root = _sgpatch_applied(release_tree, version, tmp_path / "sets", name)
+    got = _files(got_root)
+    changed = {p for p in set(expected) | set(got) if expected.get(p) != got.get(p)}
+    assert not changed, sorted(changed)[:5]
+    manifest = load_manifest(tmp_path / "sets" / name / "patchset.yaml")
+    for spec in manifest.patches:
+        if spec.probe is None:
+            continue
+        assert not evaluate(spec.probe, pristine).value, spec.id
+        assert evaluate(spec.probe, got_root).value, spec.id
+
+
+def test_diff_ruN_between_unrelated_folders_imports_like_gnu_patch(release_tree, tmp_path, capsys):
+    """Input: AReaL's shipped 0.5.2 patch, a `diff -ruN` whose old paths are `./srt/...` and new
+    paths `../../../my-sglang/python/sglang/srt/...` (with timestamps). Outcome: imported with
+    canonical `a/python/sglang/...` paths, and applying the set gives what AReaL's own
+    `patch -p1 -F0` in the package folder gives."""
+    inputs = [STACKS / "areal" / "0.5.2" / "v0.5.2-diff-ruN.patch"]
+    doc = _imported(tmp_path, capsys, "areal-run", "0.5.2", inputs)
+    patch_file = tmp_path / "sets" / "areal-run" / doc["patches"][0]["file"]
+    heads = [ln for ln in patch_file.read_text().splitlines() if ln.startswith("diff --git")]
+    assert heads and all(h.startswith("diff --git a/python/sglang/srt/") for h in heads)
+    gnu = release_tree("0.5.2", "checkout")
+    subprocess.run(["patch", "-p1", "-F0", "-s", "-i", str(inputs[0])], cwd=gnu, check=True)
+    got = _files(_sgpatch_applied(release_tree, "0.5.2", tmp_path / "sets", "areal-run"))
+    expected = {k: v for k, v in _files(gnu).items() if not k.endswith((".orig", ".rej"))}
+    assert {p for p in set(expected) | set(got) if expected.get(p) != got.get(p)} == set()
+
+
+def test_mbox_of_commits_imports_one_patch_per_commit(release_tree, tmp_path, capsys):
+    """Input: a git checkout of the 0.5.2 tree with AReaL's patch committed as two commits (one
+    also touching the repository's own test/ and docs/), exported as one mbox with
+    `git format-patch --stdout`. Outcome: two patches in commit order, author/subject/date in
+    each header, the repository-only files listed as left out, and the same bytes as git
+    applying both commits; --git RANGE --repo gives the same patches."""
+    root = release_tree("0.5.2", "checkout")
+    repo = root.parent.parent
+    git = ["git", "-c", "user.name=Ada Lovelace", "-c", "user.email=ada@example.org"]
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "v0.5.2"], cwd=repo, check=True)
+    subprocess.run([*git, "tag", "base"], cwd=repo, check=True)
+    patch = STACKS / "areal" / "0.5.2" / "v0.5.2.patch"
+    subprocess.run(["git", "apply", "--include=*/loader.py", str(patch)], cwd=repo, check=True)
+    (repo / "test").mkdir()
+    (repo / "test" / "test_loader.py").write_text("def test_x():\n    pass\n")
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run(
+        [*git, "commit", "-qm", "Loader: fast path\n\nWhy: speed."], cwd=repo, check=True
+    )
+    subprocess.run(["git", "apply", "--exclude=*/loader.py", str(patch)], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "Qwen3: use it"], cwd=repo, check=True)
+    mbox = tmp_path / "two.mbox"
+    out = subprocess.run(
+        ["git", "format-patch", "--stdout", "base..HEAD"], cwd=repo, check=True, capture_output=True
+    )
+    mbox.write_bytes(out.stdout)
+    doc = _imported(tmp_path, capsys, "two", "0.5.2", [mbox])
+    assert [p["id"] for p in doc["patches"]] == ["loader-fast-path", "qwen3-use-it"]
+    assert doc["left_out"] == [
+        {"input": f"{mbox} [1/2]", "path": "test/test_loader.py", "why": doc["left_out"][0]["why"]}
+    ]
+    first = (tmp_path / "sets" / "two" / doc["patches"][0]["file"]).read_text()
+    assert "From: Ada Lovelace <ada@example.org>" in first and "Why: speed." in first
+    assert "Left-out: test/test_loader.py" in first
+    got = _files(_sgpatch_applied(release_tree, "0.5.2", tmp_path / "sets", "two"))
+    expected = _files(root)
+    assert {p for p in set(expected) | set(got) if expected.get(p) != got.get(p)} == set()
+    shutil.rmtree(tmp_path / "sets")
+    capsys.readouterr()
+    code = sgpatch(
+        "import", "--name", "two", "--sglang-version", "0.5.2", "--dest", str(tmp_path / "sets"),
+        "--git", "base..HEAD", "--repo", str(repo), "--json",
+    )  # fmt: skip
+    again = json.loads(capsys.readouterr().out)
+    assert code == 0 and [p["id"] for p in again["patches"]] == ["loader-fast-path", "qwen3-use-it"]

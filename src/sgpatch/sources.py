@@ -255,10 +255,13 @@ def _place(
     form: str,
     exclude: Sequence[str],
 ) -> Section:
-    git = raw[0].startswith("diff --git ")
     old, new = pair
+    sides = [p for p in (old, new) if p is not None]
+    # git's a/ b/ prefixes; a plain `diff -u a/x b/x` has them too (GNU patch -p1 drops them)
+    git = raw[0].startswith("diff --git ") or all(p.startswith(("a/", "b/")) for p in sides)
     mapped = {p: package_path(p, form, git) for p in (old, new) if p is not None}
-    if not git and old is not None and new is not None:  # plain diff: no renames; pick a side
+    if not raw[0].startswith("diff --git ") and old is not None and new is not None:
+        # a plain diff has no renames: both names mean one file; take the one naming the package
         rel_old, rel_new = mapped[old][0], mapped[new][0]
         rel = rel_new if _names_package(new) or rel_old is None else rel_old
         mapped = {old: (rel, mapped[old][1]), new: (rel, mapped[new][1])}
@@ -307,7 +310,7 @@ def _mail(lines: Sequence[str]) -> dict[str, str]:
     return {
         "subject": _SUBJECT_TAG.sub("", subject).strip(),
         "author": " ".join(str(msg.get("From", "")).split()),
-        "date": str(msg.get("Date", "")).strip(),
+        "date": next((strip_eol(ln)[6:].strip() for ln in lines if ln.startswith("Date: ")), ""),
         "body": _body(body),
         "commit": commit if re.fullmatch(r"[0-9a-f]{7,40}", commit) else "",
     }

@@ -165,3 +165,20 @@ def test_mbox_of_commits_imports_one_patch_per_commit(release_tree, tmp_path, ca
     )  # fmt: skip
     again = json.loads(capsys.readouterr().out)
     assert code == 0 and [p["id"] for p in again["patches"]] == ["loader-fast-path", "qwen3-use-it"]
+
+
+def test_edited_tree_imports_as_one_patch_giving_the_same_tree(release_tree, tmp_path, capsys):
+    """Input: a 0.5.9 checkout with slime's 0.5.9 stack applied by git apply, imported with
+    --tree (version read from the tree). Outcome: one patch covering every changed file; the
+    set applied to a pristine 0.5.9 gives the edited tree's bytes."""
+    edited = _git_applied(release_tree, "0.5.9", _series("slime", "0.5.9"))
+    capsys.readouterr()
+    code = sgpatch(
+        "import", "--name", "edited", "--dest", str(tmp_path / "sets"), "--tree", str(edited),
+        "--json",
+    )  # fmt: skip
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["sglang_version"] == "0.5.9" and len(doc["patches"]) == 1
+    got = _files(_sgpatch_applied(release_tree, "0.5.9", tmp_path / "sets", "edited"))
+    expected = _files(edited)
+    assert {p for p in set(expected) | set(got) if expected.get(p) != got.get(p)} == set()

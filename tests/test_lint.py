@@ -6,7 +6,7 @@ from pathlib import Path
 
 from sgpatch.lint import check, render
 from sgpatch.manifest import load_manifest
-from sgpatch.matrix import Cell, Row
+from sgpatch.matrix import Cell, Failure, Row
 
 
 def _set(tmp_path: Path) -> Path:
@@ -97,3 +97,52 @@ def test_a_variant_no_release_chooses_is_flagged_over_the_whole_range(tmp_path):
     (dead,) = [f for f in check(m, rows, every_release=True) if "never chosen" in f.message]
     assert dead.level == "warning" and ">=0.5.3" in dead.message and dead.line
     assert not [f for f in check(m, rows) if "never chosen" in f.message]
+
+
+def test_every_refused_hunk_is_its_own_finding(tmp_path):
+    """Input: a conflict cell with two refused hunks and a file-level problem. Outcome: three
+    error findings, each naming its file and hunk (not only the first)."""
+    m = load_manifest(_set(tmp_path))
+    fails = (
+        Failure("srt/x.py", 1, "gone"),
+        Failure("srt/x.py", 3, "ambiguous"),
+        Failure("srt/y.py", None, "file does not exist"),
+    )
+    rows = [Row("0.5.1", {"p": Cell("conflict", "conflict", note="first", failures=fails)})]
+    msgs = [f.message for f in check(m, rows) if f.level == "error"]
+    assert msgs == [
+        "does not apply: srt/x.py hunk #1: gone",
+        "does not apply: srt/x.py hunk #3: ambiguous",
+        "does not apply: srt/y.py: file does not exist",
+    ]
+
+
+def test_a_probe_false_after_its_patch_is_applied_is_an_error(tmp_path):
+    """Input: a pending cell whose probe is false on the tree with the set applied. Outcome:
+    an error for that release saying the probe does not recognise the patch."""
+    m = load_manifest(_set(tmp_path))
+    rows = [Row("0.5.1", {"p": Cell("pending", "clean", probe=False, probe_after=False)})]
+    (f,) = check(m, rows)
+    assert (f.level, f.release) == ("error", "0.5.1") and "does not recognise" in f.message
+    ok = [Row("0.5.1", {"p": Cell("pending", "clean", probe=False, probe_after=True)})]
+    assert check(m, ok) == []
+
+
+def test_since_earlier_than_where_the_probe_turns_true_is_flagged(tmp_path):
+    """Input: merged since 0.5.3, but the pristine probe is already true on 0.5.2 (where no
+    variant covers it); then the same with status pending. Outcome: one warning per patch
+    naming 0.5.2 and what to write in the manifest."""
+    path = _set(tmp_path)
+    path.write_text(path.read_text().replace('"<0.5.3"', '"<0.5.2"'))
+    m = load_manifest(path)
+    rows = [
+        Row("0.5.1", {"p": Cell("pending", "clean", probe=False, probe_after=True)}),
+        Row("0.5.2", {"p": Cell("upstream", "probe", probe=True)}),
+        Row("0.5.3", {"p": Cell("upstream", "probe", probe=True)}),
+    ]
+    (f,) = check(m, rows)
+    assert (f.level, f.release) == ("warning", "0.5.2") and 'set since: "0.5.2"' in f.message
+    path.write_text(path.read_text().replace('{status: merged, ref: "o/r#1", since: "0.5.3"}',
+                                             "{status: pending}"))  # fmt: skip
+    (f,) = check(load_manifest(path), rows)
+    assert 'status: merged, since: "0.5.2"' in f.message

@@ -10,8 +10,10 @@ from typing import Literal
 from packaging.version import Version
 
 from sgpatch.diffs import read_patch
-from sgpatch.manifest import SetManifest, select_variant
-from sgpatch.matrix import Row
+from sgpatch.manifest import PatchSpec, SetManifest, select_variant
+from sgpatch.matrix import Row, failure_text
+
+PROBE_AFTER_LEVEL: Literal["error", "warning"] = "error"
 
 
 @dataclass(frozen=True)
@@ -62,9 +64,11 @@ def check(manifest: SetManifest, rows: Sequence[Row], every_release: bool = Fals
             variant = select_variant(spec, version)
             where = (manifest.path, spec.line)
             if cell.state == "conflict":
-                out.append(
-                    Finding("error", spec.id, row.release, f"does not apply: {cell.note}", *where)
-                )
+                reasons = [failure_text(f) for f in cell.failures] or [cell.note]
+                out += [
+                    Finding("error", spec.id, row.release, f"does not apply: {r}", *where)
+                    for r in reasons
+                ]
             elif cell.state == "pending" and cell.how not in ("clean", "offset"):
                 out.append(
                     Finding(
@@ -112,6 +116,18 @@ def check(manifest: SetManifest, rows: Sequence[Row], every_release: bool = Fals
                             *where,
                         )
                     )
+            if cell.state == "pending" and cell.probe_after is False:
+                out.append(
+                    Finding(
+                        PROBE_AFTER_LEVEL,
+                        spec.id,
+                        row.release,
+                        "the probe is false on the tree with the set applied: it does not "
+                        "recognise the patch's own change, so it cannot tell when upstream has "
+                        "it; make it match what the patch adds",
+                        *where,
+                    )
+                )
             since = spec.upstream.since
             if (
                 spec.upstream.status == "merged"
@@ -129,7 +145,39 @@ def check(manifest: SetManifest, rows: Sequence[Row], every_release: bool = Fals
                         *where,
                     )
                 )
+    out += [f for spec in manifest.patches for f in _since_findings(manifest, spec, rows)]
     return out
+
+
+def _turns_true(spec: PatchSpec, rows: Sequence[Row]) -> Version | None:
+    """The first release (of the planned rows, in version order) where the probe is true on
+    the pristine tree."""
+    planned = sorted((Version(r.release), r.cells.get(spec.id)) for r in rows if not r.error)
+    return next((v for v, cell in planned if cell is not None and cell.probe), None)
+
+
+def _since_findings(manifest: SetManifest, spec: PatchSpec, rows: Sequence[Row]) -> list[Finding]:
+    """One finding per patch when the first release where the probe turns true disagrees with
+    the manifest: before `since`, or on a patch the manifest still calls pending/submitted."""
+    if spec.probe is None:
+        return []
+    first = _turns_true(spec, rows)
+    up = spec.upstream
+    if first is None or (up.since is not None and first >= up.since):
+        return []
+    where = (manifest.path, spec.line)
+    if up.status == "merged":
+        message = (
+            f"the probe finds it on the pristine {first} already, but the manifest says merged "
+            f'since {up.since}: set since: "{first}", or the probe matches too much'
+        )
+    else:
+        message = (
+            f"the probe finds it on the pristine {first} and later, but the manifest says "
+            f'{up.status}: record upstream: {{status: merged, since: "{first}"}}, or the probe '
+            "matches too much"
+        )
+    return [Finding("warning", spec.id, str(first), message, *where)]
 
 
 def _dead_variants(manifest: SetManifest, versions: Sequence[Version]) -> list[Finding]:

@@ -26,6 +26,15 @@ from sgpatch.probe import AllProbe, AnyProbe, NotProbe, RegexProbe, SymbolProbe
 
 
 @dataclass(frozen=True)
+class Failure:
+    """One refused hunk (or a file-level problem: hunk None) of a patch on a release."""
+
+    file: str
+    hunk: int | None
+    reason: str
+
+
+@dataclass(frozen=True)
 class Cell:
     """One patch on one release."""
 
@@ -34,6 +43,35 @@ class Cell:
     note: str = ""
     variant: str | None = None
     probe: bool | None = None
+    failures: tuple[Failure, ...] = ()  # every refused hunk, in file and hunk order
+    probe_after: bool | None = None  # the probe on the tree with the set applied (pending only)
+
+
+def failures_of(files) -> tuple[Failure, ...]:
+    """Every refused hunk of a patch's file plans, and file-level problems, with the reason."""
+    out = []
+    for f in files:
+        if f.note and not f.ok:
+            out.append(Failure(f.path, None, f.note))
+        for h in f.hunks:
+            if not h.ok:
+                out.append(Failure(f.path, h.index, h.reason or h.status))
+    return tuple(out)
+
+
+def failure_text(f: Failure) -> str:
+    return f"{f.file} hunk #{f.hunk}: {f.reason}" if f.hunk else f"{f.file}: {f.reason}"
+
+
+def failure_lines(manifest: SetManifest, rows: Sequence[Row]) -> list[str]:
+    """`release patch: file hunk #n: reason`, one line per refused hunk of every release."""
+    return [
+        f"{row.release} {pid}: {failure_text(f)}"
+        for row in rows
+        for pid in (p.id for p in manifest.patches)
+        if pid in row.cells
+        for f in row.cells[pid].failures
+    ]
 
 
 @dataclass(frozen=True)
@@ -120,6 +158,7 @@ def plan_release(set_dir: str, release: str, members: Sequence[str]) -> Row:
             plan = plan_set(manifest, root, target.version, Ledger(), with_ids=_optional(manifest))
         except SgpatchError as exc:
             return Row(release, {}, error=exc.message)
+        after = _probes_after(manifest, plan, root)
     cells = {
         p.id: Cell(
             state=p.state,
@@ -127,10 +166,34 @@ def plan_release(set_dir: str, release: str, members: Sequence[str]) -> Row:
             note=p.note,
             variant=p.variant,
             probe=p.probe.value if p.probe is not None else None,
+            failures=failures_of(p.files) if p.state == "conflict" else (),
+            probe_after=after.get(p.id),
         )
         for p in plan.patches
     }
     return Row(release, cells)
+
+
+def _probes_after(manifest: SetManifest, plan, root: Path) -> dict[str, bool]:
+    """Write what the plan would apply into the (scratch) minimal tree and evaluate the probe
+    of every patch that would be applied: a probe must find its own patch's post-image."""
+    from sgpatch.probe import evaluate
+
+    if not any(c.path for c in plan.changes):
+        return {}
+    for change in plan.changes:
+        path = root / change.path
+        if change.after is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(change.after)
+    specs = {spec.id: spec for spec in manifest.patches}
+    return {
+        p.id: evaluate(specs[p.id].probe, root).value
+        for p in plan.patches
+        if p.state == "pending" and specs[p.id].probe is not None
+    }
 
 
 def _optional(manifest: SetManifest) -> tuple[str, ...]:
@@ -198,4 +261,6 @@ def markdown(manifest: SetManifest, rows: Sequence[Row]) -> str:
             + " | ".join(cell_text(row.cells[i]) if i in row.cells else "" for i in ids)
             + " |"
         )
-    return "\n".join([head, sep, *body]) + "\n"
+    fails = [f"- {line}" for line in failure_lines(manifest, rows)]
+    tail = ["", "Refused hunks:", "", *fails] if fails else []
+    return "\n".join([head, sep, *body, *tail]) + "\n"

@@ -173,6 +173,8 @@ def _matrix_table(manifest, rows) -> None:
     for r in rows:
         if r.error:
             report.err(f"{r.release}: {r.error}")
+    for line in mx.failure_lines(manifest, rows):  # every refused hunk, with its reason
+        report.out(line)
 
 
 def lint(

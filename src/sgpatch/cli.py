@@ -644,6 +644,34 @@ def import_cmd(
     )
 
 
+@app.command("split")
+def split_cmd(
+    set_name: SetOpt,
+    patch_id: Annotated[str, typer.Option("--patch", "-p", help="The patch id to split.")],
+    by: Annotated[str, typer.Option("--by", help="file or hunk.")],
+    take: Annotated[
+        list[str],
+        typer.Option(
+            "--take", help="What goes into the new patch: a file, or FILE:N by hunk (repeatable)."
+        ),
+    ],
+    new_id: Annotated[str, typer.Option("--into", help="Id of the new patch.")],
+    summary: Annotated[
+        str | None, typer.Option("--summary", help="Summary of the new patch.")
+    ] = None,
+    patchsets: PatchsetsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Split one patch into two (for when part of it lands upstream): the taken files or hunks
+    move into a new patch listed right after it, each half with its own checked probe; the
+    manifest is edited in place and linted on each variant's release before anything is written."""
+    from sgpatch.commands import splitcmd
+
+    raise typer.Exit(
+        splitcmd.run(set_name, patchsets or [], patch_id, by, take, new_id, summary, as_json)
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: turn SgpatchError into one line on stderr and its exit code.
 

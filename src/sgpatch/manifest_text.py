@@ -1,0 +1,101 @@
+"""Edit patchset.yaml as text, keeping every byte (comments, layout) outside the edited part.
+
+The manifest is composed into YAML nodes only to find positions; edits splice lines into the
+original text. Callers load the result with manifest.load_manifest before writing it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from sgpatch.errors import SgpatchError
+
+
+def compose(text: str, path: Path):
+    import yaml
+
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:  # the manifest loaded before; a bug if this happens
+        raise SgpatchError(f"{path}: cannot re-read: {e}") from None
+
+
+def get(node, key: str):
+    """The value node of `key` in a mapping node, or None."""
+    for k, v in node.value:
+        if k.value == key:
+            return v
+    return None
+
+
+def patch_item(root, patch_id: str):
+    for item in get(root, "patches").value:
+        if get(item, "id").value == patch_id:
+            return item
+    raise SgpatchError(f"patch {patch_id} not found in the manifest text")
+
+
+def _key_node(item, key: str):
+    for k, _ in item.value:
+        if k.value == key:
+            return k
+    return None
+
+
+def _eol(text: str) -> str:
+    return "\r\n" if "\r\n" in text else "\n"
+
+
+def _end_line(lines: Sequence[str], node) -> int:
+    """The index of the first line after a block node. Blank and comment lines at its end are
+    left outside (a comment above the next entry belongs to that entry)."""
+    mark = node.end_mark
+    at_start = mark.line >= len(lines) or not lines[mark.line][: mark.column].strip()
+    end = min(mark.line if at_start else mark.line + 1, len(lines))
+    while end > node.start_mark.line + 1 and (
+        not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")
+    ):
+        end -= 1
+    return end
+
+
+def replace_key(text: str, path: Path, patch_id: str, key: str, new_lines: Sequence[str]) -> str:
+    """Replace `key:` and its value in a patch's mapping by `new_lines` (no line endings), or
+    insert them after the patch's `upstream`/`requires`/`optional` key when it has none."""
+    lines = text.splitlines(keepends=True)
+    item = patch_item(compose(text, path), patch_id)
+    eol = _eol(text)
+    knode, vnode = _key_node(item, key), get(item, key)
+    block = [ln + eol for ln in new_lines]
+    if knode is not None:
+        start = knode.start_mark.line
+        return "".join([*lines[:start], *block, *lines[_end_line(lines, vnode) :]])
+    after = None
+    for name in ("optional", "requires", "upstream", "type", "summary"):
+        if get(item, name) is not None:
+            after = get(item, name)
+            break
+    if after is None:  # pragma: no cover - id, summary, type and upstream are required
+        raise SgpatchError(f"{path}: patch {patch_id}: cannot place {key}")
+    at = _end_line(lines, after)
+    return "".join([*lines[:at], *block, *lines[at:]])
+
+
+def insert_after_patch(text: str, path: Path, patch_id: str, entry: Sequence[str]) -> str:
+    """Insert a new patch entry (lines without endings, starting `- id: ...` at column 0)
+    right after the entry of `patch_id`, indented like it."""
+    lines = text.splitlines(keepends=True)
+    item = patch_item(compose(text, path), patch_id)
+    indent = max(item.start_mark.column - 2, 0)
+    at = _end_line(lines, item)
+    eol = _eol(text)
+    block = [eol] + [(" " * indent + ln if ln else "") + eol for ln in entry]
+    if at == len(lines) and lines and not lines[-1].endswith("\n"):
+        lines[-1] += eol
+    return "".join([*lines[:at], *block, *lines[at:]])
+
+
+def patch_key_indent(text: str, path: Path, patch_id: str) -> int:
+    """The column of a patch entry's keys (`id`, `summary`, ...)."""
+    return patch_item(compose(text, path), patch_id).start_mark.column

@@ -189,7 +189,7 @@ def _trims_hold(label: str, plans: Sequence[FilePlan], trims: dict) -> list[str]
     return out
 
 
-def tree_source(root: Path, version: Version) -> tuple[Source, dict, dict]:
+def tree_source(root: Path, version: Version, name: str) -> tuple[Source, dict, dict]:
     """An edited tree as one input: every packaged file that differs from release `version`,
     plus new .py files the release does not ship (caches and sgpatch's state left out)."""
     from sgpatch import releases
@@ -209,7 +209,8 @@ def tree_source(root: Path, version: Version) -> tuple[Source, dict, dict]:
     before = {rel: pristine(version, rel) for rel in rels}
     after = {rel: read_bytes(root, rel) for rel in rels}
     sections = tuple(Section((), rel, rel, rel) for rel in rels)
-    return Source(label=str(root), stem=root.name, sections=sections), before, after
+    body = f"Every file of {root} that differs from the pristine sglang {version}."
+    return Source(label=str(root), stem=name, sections=sections, body=body), before, after
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,9 +7,9 @@ directory) and runs its commands in the order the page gives them, so a page tha
 reverts sees its own effects. The placeholder paths of the docs map onto writable copies of real
 releases from the release cache (`PLACEHOLDERS`), made on first use; `$SGLANG_DIR` points at the
 page's 0.5.9 tree, standing in for "the installed sglang" of commands without `--sglang-dir`.
-`./my-sets/my-set` (authoring.md) is a copy of the shipped set under that name, `fix.diff`
-(cli.md) is the set's 0.5.9 Kimi patch and `/src/tree` a 0.5.9 checkout, and `dup.diff`/`t.txt`
-are the duplicated-block scenario engine.md describes.
+`stacks/` (import.md) is tests/data/stacks; `./my-sets/my-set` (authoring.md) is a copy of the
+shipped set under that name, `fix.diff` (cli.md) is the set's 0.5.9 Kimi patch and `/src/tree` a
+0.5.9 checkout, and `dup.diff`/`t.txt` are the duplicated-block scenario engine.md describes.
 
 Each command must exit with the code the page implies: 0, unless a console block prints
 `exit N` after it or `EXPECT` says otherwise (with the reason the page gives), and never print a
@@ -48,6 +48,7 @@ PLACEHOLDERS: dict[str, tuple[str, str, str]] = {
     "/tmp/docs-t59": ("0.5.9", "site-packages", "site"),
     "/tmp/t59": ("0.5.9", "site-packages", "site"),
     "/tmp/t510": ("0.5.10", "site-packages", "site"),
+    "/tmp/t513": ("0.5.13", "site-packages", "site"),
     "/root/sglang": ("0.5.9", "checkout", "repo"),
     "/src/tree": ("0.5.9", "checkout", "repo"),
     "./sglang-fork": ("0.5.9", "checkout", "repo"),
@@ -222,6 +223,7 @@ class Workspace:
         first = sets / "patches" / "0.5.9" / "0001-first-change.patch"
         shutil.copyfile(KIMI_PATCH, first)
         (root / "my-set").symlink_to(sets)
+        (root / "stacks").symlink_to(REPO / "tests" / "data" / "stacks")  # import.md
 
     @staticmethod
     def _dup(root: Path) -> None:

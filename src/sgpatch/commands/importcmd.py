@@ -30,7 +30,7 @@ def run(
         raise bad_input("--git RANGE and --repo CHECKOUT go together")
     tree_changes = None
     if tree is not None:
-        version, src, before, after = _tree(tree, sglang_version)
+        version, src, before, after = _tree(tree, sglang_version, name)
         srcs = [src]
         tree_changes = (before, after)
     else:
@@ -65,13 +65,13 @@ def _known_release(version) -> None:
     releases.wheel_path(version)
 
 
-def _tree(tree: Path, sglang_version: str | None):
+def _tree(tree: Path, sglang_version: str | None, name: str):
     from sgpatch import importer
     from sgpatch.target import find_target
 
     target = find_target(tree, sglang_version)
     version = target.version
-    src, before, after = importer.tree_source(target.root, version)
+    src, before, after = importer.tree_source(target.root, version, name)
     return version, src, before, after
 
 

@@ -64,3 +64,12 @@ def test_yaml_form_loads_back_to_the_same_probe():
             {"not": {"file": "b.py", "regex": "y"}},
         ]
     }
+
+
+def test_probe_for_a_crlf_file_matches():
+    """Input: a CRLF file gaining a distinctive line. Outcome: a probe (its regex matches the
+    CRLF line, so the after-check passes)."""
+    before = BEFORE.replace(b"\n", b"\r\n")
+    after = AFTER.replace(b"\n", b"\r\n")
+    sug = suggest(["f.py"], {"f.py": before}.get, {"f.py": before}, {"f.py": after})
+    assert sug.probe == RegexProbe("f.py", line_regex("value = compute_something_else(x, y)"))

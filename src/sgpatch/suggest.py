@@ -40,8 +40,9 @@ class Suggestion:
 
 
 def line_regex(text: str) -> str:
-    """`^[ \\t]*<the stripped line, metacharacters escaped>[ \\t]*$`: indentation-tolerant."""
-    return r"^[ \t]*" + _META.sub(r"\\\1", text.strip()) + r"[ \t]*$"
+    """`^[ \\t]*<the stripped line, metacharacters escaped>[ \\t\\r]*$`: indentation-tolerant,
+    and the `\\r` lets it match in a CRLF file too."""
+    return r"^[ \t]*" + _META.sub(r"\\\1", text.strip()) + r"[ \t\r]*$"
 
 
 def _lines(data: bytes | None) -> list[str]:

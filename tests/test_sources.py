@@ -115,3 +115,26 @@ def test_package_path_per_form(path, form, rel):
     """Input: one path in an input of a given form. Outcome: its package-relative path, or None
     (left out) for repository-only and unsafe paths."""
     assert package_path(path, form)[0] == rel
+
+
+def test_commit_message_mentioning_diff_is_not_the_diff():
+    """Input: a mail whose message has a line starting `diff of the two configs`. Outcome: the
+    message is the body; the diff starts at `diff --git`."""
+    text = mail("c" * 40, "Subject", "diff of the two configs is small", git_block("sglang/a.py"))
+    (src,) = from_text(text, "m.patch", "m")
+    assert src.body == "diff of the two configs is small" and src.kept[0].rel == "a.py"
+
+
+def test_binary_file_outside_the_package_is_left_out_not_refused():
+    """Input: a `diff -r` with a text change in the package and a `Binary files ... differ`
+    line for a kernel library outside it. Outcome: the text change is kept, the binary left
+    out; the kept section holds no binary line."""
+    text = (
+        "diff -ruN a/python/sglang/f.py b/python/sglang/f.py\n"
+        "--- a/python/sglang/f.py\n+++ b/python/sglang/f.py\n" + HUNK
+        + "Binary files a/sgl-kernel/k.so and b/sgl-kernel/k.so differ\n"
+    )  # fmt: skip
+    (src,) = from_text(text, "r.patch", "r")
+    assert [s.rel for s in src.kept] == ["f.py"]
+    assert [s.shown for s in src.left_out] == ["sgl-kernel/k.so"]
+    assert not any("Binary" in ln for ln in src.kept[0].lines)

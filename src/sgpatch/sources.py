@@ -27,6 +27,7 @@ from sgpatch.errors import bad_input
 
 _MBOX_FROM = re.compile(r"^From \S+ +(Mon|Tue|Wed|Thu|Fri|Sat|Sun) ")
 _GIT_DIFF = re.compile(r"^diff --git (\S+) (\S+)\s*$")
+_BINARY_FILES = re.compile(r"^Binary files (\S+) and (\S+) differ")
 _SUBJECT_TAG = re.compile(r"^\s*(\[[^\]]*\]\s*)+")
 _HUNK_COUNTS = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 _MAIL_HEADER = re.compile(r"^[A-Za-z][A-Za-z0-9-]*:")
@@ -130,11 +131,14 @@ def _strip_signature(lines: list[str]) -> list[str]:
 
 
 def _starts_file(lines: Sequence[str], i: int) -> bool:
+    """A diff starts here: `diff --git`, another `diff ...` line with its `---` close below (a
+    commit message may say "diff of ..."), or a `---`/`+++` pair."""
     line = lines[i]
-    if line.startswith("diff "):
+    if line.startswith("diff --git ") or _BINARY_FILES.match(line):
         return True
-    nxt = lines[i + 1] if i + 1 < len(lines) else ""
-    return line.startswith("--- ") and nxt.startswith("+++ ")
+    if line.startswith("diff "):
+        return any(ln.startswith("--- ") for ln in lines[i + 1 : i + 4])
+    return line.startswith("--- ") and _next_is_plus(lines, i)
 
 
 def _sections(lines: list[str]) -> list[list[str]]:
@@ -155,7 +159,8 @@ def _sections(lines: list[str]) -> list[list[str]]:
             out[-1].append(line)
             continue
         pair = line.startswith("--- ") and _next_is_plus(lines, i)
-        if line.startswith("diff ") or not out or (pair and _has_minus_header(out[-1])):
+        binary = _BINARY_FILES.match(line) and (not out or _has_minus_header(out[-1]))
+        if line.startswith("diff ") or not out or binary or (pair and _has_minus_header(out[-1])):
             out.append([])
         m = _HUNK_COUNTS.match(line)
         if m:
@@ -190,6 +195,9 @@ def _header_path(raw: list[str], prefix: str) -> str | None:
 def _map(raw: list[str], label: str) -> tuple[list[str], str, tuple[str | None, str | None]]:
     """(raw lines, path to show, (old path, new path)) with a/ b/ kept for now."""
     old, new = _header_path(raw, "--- "), _header_path(raw, "+++ ")
+    b = next((_BINARY_FILES.match(strip_eol(ln)) for ln in raw if _BINARY_FILES.match(ln)), None)
+    if b and old is None and new is None:  # `diff -r` says "Binary files X and Y differ"
+        old, new = (None if p == DEV_NULL else p for p in (b.group(1), b.group(2)))
     m = _GIT_DIFF.match(strip_eol(raw[0]))
     if m and old is None and new is None:  # git header only: mode change, rename, binary
         old, new = m.group(1), m.group(2)

@@ -141,3 +141,17 @@ def test_existing_set_folder_is_not_overwritten(tmp_path):
         importer.write_set(res, tmp_path)
     assert e.value.code == 2
     assert (tmp_path / "s" / "patchset.yaml").read_text() == "mine\n"
+
+
+def test_probe_entry_a_later_patch_removes_is_dropped(release):
+    """Input: patch 1 adds two distinctive lines; patch 2 removes one of them again. Outcome:
+    patch 1's probe keeps only the line still there at the end (lint checks probes on the tree
+    with the whole set applied)."""
+    one = edit(edit(ORIG, 10, "    stays_in_the_end = keep_this_line()\n"), 30,
+               "    removed_later = drop_this_line_later()\n")  # fmt: skip
+    two = one.replace("    removed_later = drop_this_line_later()\n", "")
+    d1 = make_diff(ORIG, one, "python/sglang/srt/a.py")
+    d2 = make_diff(one, two, "python/sglang/srt/a.py")
+    res = importer.import_sources("mine", V, [src(d1, "one.patch"), src(d2, "two.patch")])
+    probe = res.patches[0].probe
+    assert "stays_in_the_end" in probe.regex and "removed_later" not in str(probe)

@@ -281,6 +281,7 @@ def import_sources(
     touched_by: dict[str, list[str]] = {}
     left: list[tuple[str, Section]] = []
     failures: list[str] = []
+    states: list[tuple[dict, dict]] = []
     for n, src in enumerate(sources, 1):
         left += [(src.label, s) for s in src.left_out]
         if tree is not None:
@@ -306,10 +307,34 @@ def import_sources(
         for f in files:
             touched_by.setdefault(f, []).append(pid)
         out.append(_imported(pid, n, version, src, files, data, requires, before, after))
+        states.append((before, after))
     if failures:
         _fail(failures, version)
+    out = [_settle(p, st, overlay, version) for p, st in zip(out, states, strict=True)]
     result = ImportResult(name, version, tuple(out), tuple(left), "")
     return ImportResult(name, version, tuple(out), tuple(left), manifest_text(result))
+
+
+def _settle(p: Imported, state: tuple[dict, dict], overlay: Overlay, version: Version) -> Imported:
+    """A probe must also hold on the tree with every patch applied (lint checks it there): if a
+    later patch took some of its lines away, keep only the entries still true at the end."""
+    from dataclasses import replace
+
+    from sgpatch import suggest
+    from sgpatch.probe import AllProbe
+
+    if p.probe is None or suggest.value_on(p.probe, overlay.read):
+        return p
+    entries = p.probe.nodes if isinstance(p.probe, AllProbe) else (p.probe,)
+    kept = [n for n in entries if suggest.value_on(n, overlay.read)]
+    probe = kept[0] if len(kept) == 1 else AllProbe(tuple(kept)) if kept else None
+    before, after = state
+    if probe is not None and not suggest.check(
+        probe, lambda r: pristine(version, r), before.get, after.get
+    ):
+        return replace(p, probe=probe)
+    why = "every suggested line is gone again once the later patches are applied"
+    return replace(p, probe=None, probe_why=why)
 
 
 def _imported(pid, n, version, src, files, data, requires, before, after) -> Imported:

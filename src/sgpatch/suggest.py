@@ -136,6 +136,12 @@ def write_tree(root: Path, read: Reader, files: Sequence[str]) -> Path:
     return root
 
 
+def value_on(node: ProbeNode, read: Reader) -> bool:
+    """The probe's value on a small tree made of the files it names, as `read` gives them."""
+    with tempfile.TemporaryDirectory(prefix="sgpatch-probe-") as tmp:
+        return evaluate(node, write_tree(Path(tmp), read, files_of(node))).value
+
+
 def check_on(node: ProbeNode, pristine: Path, before: Path, after: Path) -> str:
     """ "" when the probe is false on the pristine tree and before the patch, true after it;
     else what is wrong."""

@@ -73,3 +73,13 @@ def test_probe_for_a_crlf_file_matches():
     after = AFTER.replace(b"\n", b"\r\n")
     sug = suggest(["f.py"], {"f.py": before}.get, {"f.py": before}, {"f.py": after})
     assert sug.probe == RegexProbe("f.py", line_regex("value = compute_something_else(x, y)"))
+
+
+def test_blocks_from_the_canonical_diff_give_the_same_probe():
+    """Input: the same change, once with its canonical diff given and once without. Outcome:
+    the same probe (the diff only saves diffing the files again)."""
+    from sgpatch.refresh import FileDiff, canonical_diff
+
+    diff = canonical_diff([FileDiff("srt/f.py", BEFORE, AFTER)])
+    args = (["srt/f.py"], {"srt/f.py": BEFORE}.get, {"srt/f.py": BEFORE}, {"srt/f.py": AFTER})
+    assert suggest(*args, diff).probe == suggest(*args).probe is not None

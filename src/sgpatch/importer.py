@@ -13,6 +13,7 @@ DEST/NAME, loaded back with manifest.py, linted on V, then renamed into place.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,7 +43,9 @@ class ReleaseOverlay(Overlay):
         return self.original[rel]
 
 
+@functools.lru_cache(maxsize=4096)
 def pristine(version: Version, rel: str) -> bytes | None:
+    """The release's own bytes (cached: the overlay, the probes and lint all ask)."""
     from sgpatch.refresh import pristine_bytes
 
     return pristine_bytes(version, rel)
@@ -306,7 +309,7 @@ def import_sources(
         requires = tuple(dict.fromkeys(p for f in files for p in touched_by.get(f, ())))
         for f in files:
             touched_by.setdefault(f, []).append(pid)
-        out.append(_imported(pid, n, version, src, files, data, requires, before, after))
+        out.append(_imported(pid, n, version, src, files, (data, diff), requires, before, after))
         states.append((before, after))
     if failures:
         _fail(failures, version)
@@ -337,10 +340,11 @@ def _settle(p: Imported, state: tuple[dict, dict], overlay: Overlay, version: Ve
     return replace(p, probe=None, probe_why=why)
 
 
-def _imported(pid, n, version, src, files, data, requires, before, after) -> Imported:
+def _imported(pid, n, version, src, files, made, requires, before, after) -> Imported:
     from sgpatch import suggest
 
-    sug = suggest.suggest(files, lambda r: pristine(version, r), before, after)
+    data, diff = made
+    sug = suggest.suggest(files, lambda r: pristine(version, r), before, after, diff)
     return Imported(
         id=pid,
         file=f"patches/{version}/{n:04d}-{pid}.patch",

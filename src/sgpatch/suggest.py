@@ -77,21 +77,51 @@ def _distinct(texts: Sequence[str], absent_in: Sequence[bytes | None], present_i
     return None
 
 
-def _hunk_texts(before: bytes | None, after: bytes | None) -> list[tuple[list[str], list[str]]]:
-    """(added, removed) lines per changed block between two versions of a file."""
-    import difflib
+Blocks = list[tuple[list[str], list[str]]]  # (added, removed) lines per changed block
 
-    a, b = _lines(before), _lines(after)
-    out = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag != "equal":
-            out.append((b[j1:j2], a[i1:i2]))
+
+def blocks_of(diff: str) -> dict[str, Blocks]:
+    """Changed blocks per package-relative file of a canonical diff (refresh.canonical_diff)."""
+    out: dict[str, Blocks] = {}
+    for part in re.split(r"^diff --git a/python/sglang/", diff, flags=re.M)[1:]:
+        rel = part.split(" ", 1)[0]
+        out[rel] = _blocks(part.splitlines()[1:])
     return out
 
 
-def file_entries(rel: str, pristine: bytes | None, before: bytes | None, after: bytes | None):
+def _hunk_texts(before: bytes | None, after: bytes | None) -> Blocks:
+    """(added, removed) lines per changed block between two versions of a file (git's diff,
+    the canonical writer's: difflib is quadratic on SGLang's 5000-line files)."""
+    from sgpatch.refresh import FileDiff, file_diff
+
+    return _blocks(file_diff(FileDiff("f", before, after)).splitlines())
+
+
+def _blocks(lines: Sequence[str]) -> Blocks:
+    out: Blocks = []
+    for line in lines:
+        kind = line[:1]
+        if line.startswith(("diff ", "--- ", "+++ ", "new file", "deleted file", "\\")):
+            continue
+        if kind not in "+-":
+            if out and (out[-1][0] or out[-1][1]):
+                out.append(([], []))
+            continue
+        if not out:
+            out.append(([], []))
+        out[-1][0 if kind == "+" else 1].append(line[1:])
+    return [b for b in out if b[0] or b[1]]
+
+
+def file_entries(
+    rel: str,
+    pristine: bytes | None,
+    before: bytes | None,
+    after: bytes | None,
+    blocks: Blocks | None = None,
+):
     """Probe entries for one file's change, best first (at most PER_FILE)."""
-    blocks = _hunk_texts(before, after)
+    blocks = _hunk_texts(before, after) if blocks is None else blocks
     added: list[ProbeNode] = []
     for plus, _minus in blocks:
         regex = _distinct(_candidates(plus), (pristine, before), after)
@@ -169,11 +199,14 @@ def suggest(
     pristine: Reader,
     before: Mapping[str, bytes | None],
     after: Mapping[str, bytes | None],
+    diff: str | None = None,
 ) -> Suggestion:
-    """A probe for the change `before` -> `after` (package-relative paths), checked."""
+    """A probe for the change `before` -> `after` (package-relative paths), checked; `diff`,
+    the change's canonical diff when the caller has it, saves diffing the files again."""
     nodes: list[ProbeNode] = []
+    known = blocks_of(diff) if diff is not None else {}
     for rel in sorted(files):
-        nodes += file_entries(rel, pristine(rel), before.get(rel), after.get(rel))
+        nodes += file_entries(rel, pristine(rel), before.get(rel), after.get(rel), known.get(rel))
     if not nodes:
         return Suggestion(None, "no added or removed line is distinctive enough for a probe")
     with tempfile.TemporaryDirectory(prefix="sgpatch-probe-") as tmp:

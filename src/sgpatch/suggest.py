@@ -213,7 +213,8 @@ def suggest(
         p = write_tree(Path(tmp, "p"), pristine, files)
         b = write_tree(Path(tmp, "b"), before.get, files)
         a = write_tree(Path(tmp, "a"), after.get, files)
-        nodes = [n for n in nodes if not evaluate(n, p).value]
+        on_pristine = evaluate(AllProbe(tuple(nodes)), p).children  # one read per file
+        nodes = [n for n, r in zip(nodes, on_pristine, strict=True) if not r.value]
         probe = _combine(nodes)
         if probe is None:
             return Suggestion(None, "every candidate line is already in the pristine release")

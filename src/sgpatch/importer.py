@@ -329,7 +329,7 @@ def _settle(p: Imported, state: tuple[dict, dict], overlay: Overlay, version: Ve
     if p.probe is None or suggest.value_on(p.probe, overlay.read):
         return p
     entries = p.probe.nodes if isinstance(p.probe, AllProbe) else (p.probe,)
-    kept = [n for n in entries if suggest.value_on(n, overlay.read)]
+    kept = [n for n, v in zip(entries, suggest.values_on(entries, overlay.read), strict=True) if v]
     probe = kept[0] if len(kept) == 1 else AllProbe(tuple(kept)) if kept else None
     before, after = state
     if probe is not None and not suggest.check(

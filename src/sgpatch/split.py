@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.version import Version
@@ -38,6 +38,7 @@ class Half:
     new_file: Path
     states: tuple[dict, dict, dict]  # before, mid, full: package-relative path -> bytes
     pristine: dict
+    final: dict  # the same files with the whole set applied (later patches too)
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,8 @@ def _plan_on(manifest: SetManifest, spec: PatchSpec, version: Version, tmp: Path
         for rel in {f.path, f.source}:
             data = (root / rel).read_bytes() if (root / rel).is_file() else None
             pristine[rel] = data
-    return pp, pristine
+    final = {c.path: c.after for c in plan.changes if c.path in pristine}
+    return pp, pristine, final
 
 
 def _states(pp) -> tuple[dict, dict]:
@@ -193,7 +195,7 @@ def _split_variant(manifest, spec, variant, by, take, new_id, summary, tmp: Path
 
     _check_take(by, take, variant)
     base = base_release(manifest, variant)
-    pp, pristine = _plan_on(manifest, spec, base, tmp)
+    pp, pristine, final = _plan_on(manifest, spec, base, tmp)
     before, full = _states(pp)
     mid = _mid(by, take, variant, before, full, manifest.fuzz)
     what = ", ".join(sorted(f"{t[0]} hunk #{t[1]}" if by == "hunk" else t for t in take))
@@ -209,6 +211,7 @@ def _split_variant(manifest, spec, variant, by, take, new_id, summary, tmp: Path
         new_file=_new_file(variant, new_id),
         states=(before, mid, full),
         pristine=pristine,
+        final={**full, **final},
     )
 
 
@@ -221,9 +224,11 @@ def _probe_for(halves: Sequence[Half], a: int, b: int) -> tuple[ProbeNode | None
         old, new = h.states[a], h.states[b]
         files = [r for r in new if old.get(r) != new.get(r)]
         sug = suggest.suggest(files, h.pristine.get, old, new)
-        if sug.probe is None:
-            why = sug.why
+        probe = _holding_at_the_end(sug.probe, halves)
+        if probe is None:
+            why = sug.why or "every suggested line is gone once the later patches are applied"
             continue
+        sug = replace(sug, probe=probe)
         bad = [
             f"{o.base}: {p}"
             for o in halves
@@ -233,6 +238,22 @@ def _probe_for(halves: Sequence[Half], a: int, b: int) -> tuple[ProbeNode | None
             return sug.probe, ""
         why = f"the suggested probe is {bad[0]}"
     return None, why
+
+
+def _holding_at_the_end(probe: ProbeNode | None, halves: Sequence[Half]) -> ProbeNode | None:
+    """The probe's entries that are still true with the whole set applied, on every variant's
+    release (lint checks probes there)."""
+    from sgpatch import suggest
+    from sgpatch.probe import AllProbe
+
+    if probe is None:
+        return None
+    entries = probe.nodes if isinstance(probe, AllProbe) else (probe,)
+    alive = [suggest.values_on(entries, h.final.get) for h in halves]
+    kept = [n for i, n in enumerate(entries) if all(a[i] for a in alive)]
+    if len(kept) == len(entries):
+        return probe
+    return kept[0] if len(kept) == 1 else AllProbe(tuple(kept)) if kept else None
 
 
 def split_patch(

@@ -172,6 +172,14 @@ def value_on(node: ProbeNode, read: Reader) -> bool:
         return evaluate(node, write_tree(Path(tmp), read, files_of(node))).value
 
 
+def values_on(nodes: Sequence[ProbeNode], read: Reader) -> list[bool]:
+    """Each probe's value on one small tree (every file read once)."""
+    files = [f for n in nodes for f in files_of(n)]
+    with tempfile.TemporaryDirectory(prefix="sgpatch-probe-") as tmp:
+        result = evaluate(AllProbe(tuple(nodes)), write_tree(Path(tmp), read, files))
+    return [c.value for c in result.children]
+
+
 def check_on(node: ProbeNode, pristine: Path, before: Path, after: Path) -> str:
     """ "" when the probe is false on the pristine tree and before the patch, true after it;
     else what is wrong."""

@@ -591,7 +591,7 @@ def completion_cmd(
 COMPLETE_VAR = "_SGPATCH_COMPLETE"
 
 
-@app.command("import")
+@app.command("import", short_help="Make a patch set from patch files, commits or an edited tree.")
 def import_cmd(
     patches: Annotated[
         list[Path] | None,
@@ -644,7 +644,7 @@ def import_cmd(
     )
 
 
-@app.command("split")
+@app.command("split", short_help="Split one patch of a set into two, by file or by hunk.")
 def split_cmd(
     set_name: SetOpt,
     patch_id: Annotated[str, typer.Option("--patch", "-p", help="The patch id to split.")],

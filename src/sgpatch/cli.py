@@ -542,55 +542,6 @@ def _deprecated_alias(value: str | None, old: str | None, old_name: str, new: st
     return value
 
 
-@app.command("help", short_help="Show the help of sgpatch or of one command.")
-def help_cmd(
-    command: Annotated[
-        str | None, typer.Argument(metavar="[COMMAND]", help="The command to explain.")
-    ] = None,
-) -> None:
-    """Show the help of sgpatch or of one command (the same as the command with --help)."""
-    group = typer.main.get_command(app)
-    root = group.context_class(group, info_name="sgpatch", **group.context_settings)
-    if command is None:
-        sys.stdout.write(group.get_help(root) + "\n")
-        return
-    sub = group.get_command(root, command)
-    if sub is None:
-        from sgpatch.errors import bad_input
-
-        raise bad_input(f"no such command {command!r}; see `sgpatch --help`")
-    ctx = sub.context_class(sub, info_name=command, parent=root)
-    sys.stdout.write(sub.get_help(ctx) + "\n")
-
-
-SHELLS = ("bash", "zsh", "fish")
-
-
-@app.command("completion", short_help="Print a shell completion script.")
-def completion_cmd(
-    shell: Annotated[str, typer.Argument(metavar="SHELL", help="bash, zsh or fish.")],
-) -> None:
-    """Print a shell completion script for bash, zsh or fish.
-
-    bash: `sgpatch completion bash > ~/.local/share/bash-completion/completions/sgpatch`;
-    zsh: into a file named `_sgpatch` on $fpath; fish: into
-    `~/.config/fish/completions/sgpatch.fish`. Or `eval "$(sgpatch completion bash)"` in a shell's
-    start-up file. Completion costs nothing on ordinary runs: the script calls sgpatch only when
-    Tab is pressed.
-    """
-    from sgpatch.errors import bad_input
-
-    if shell not in SHELLS:
-        raise bad_input(f"shell {shell!r}: expected one of {', '.join(SHELLS)}")
-    from typer._completion_shared import get_completion_script
-
-    script = get_completion_script(prog_name="sgpatch", complete_var=COMPLETE_VAR, shell=shell)
-    sys.stdout.write(script.rstrip("\n") + "\n")
-
-
-COMPLETE_VAR = "_SGPATCH_COMPLETE"
-
-
 @app.command("import", short_help="Make a patch set from patch files, commits or an edited tree.")
 def import_cmd(
     patches: Annotated[
@@ -670,6 +621,55 @@ def split_cmd(
     raise typer.Exit(
         splitcmd.run(set_name, patchsets or [], patch_id, by, take, new_id, summary, as_json)
     )
+
+
+@app.command("help", short_help="Show the help of sgpatch or of one command.")
+def help_cmd(
+    command: Annotated[
+        str | None, typer.Argument(metavar="[COMMAND]", help="The command to explain.")
+    ] = None,
+) -> None:
+    """Show the help of sgpatch or of one command (the same as the command with --help)."""
+    group = typer.main.get_command(app)
+    root = group.context_class(group, info_name="sgpatch", **group.context_settings)
+    if command is None:
+        sys.stdout.write(group.get_help(root) + "\n")
+        return
+    sub = group.get_command(root, command)
+    if sub is None:
+        from sgpatch.errors import bad_input
+
+        raise bad_input(f"no such command {command!r}; see `sgpatch --help`")
+    ctx = sub.context_class(sub, info_name=command, parent=root)
+    sys.stdout.write(sub.get_help(ctx) + "\n")
+
+
+SHELLS = ("bash", "zsh", "fish")
+
+
+@app.command("completion", short_help="Print a shell completion script.")
+def completion_cmd(
+    shell: Annotated[str, typer.Argument(metavar="SHELL", help="bash, zsh or fish.")],
+) -> None:
+    """Print a shell completion script for bash, zsh or fish.
+
+    bash: `sgpatch completion bash > ~/.local/share/bash-completion/completions/sgpatch`;
+    zsh: into a file named `_sgpatch` on $fpath; fish: into
+    `~/.config/fish/completions/sgpatch.fish`. Or `eval "$(sgpatch completion bash)"` in a shell's
+    start-up file. Completion costs nothing on ordinary runs: the script calls sgpatch only when
+    Tab is pressed.
+    """
+    from sgpatch.errors import bad_input
+
+    if shell not in SHELLS:
+        raise bad_input(f"shell {shell!r}: expected one of {', '.join(SHELLS)}")
+    from typer._completion_shared import get_completion_script
+
+    script = get_completion_script(prog_name="sgpatch", complete_var=COMPLETE_VAR, shell=shell)
+    sys.stdout.write(script.rstrip("\n") + "\n")
+
+
+COMPLETE_VAR = "_SGPATCH_COMPLETE"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -598,7 +598,7 @@ def import_cmd(
 @app.command("split", short_help="Split one patch of a set into two, by file or by hunk.")
 def split_cmd(
     set_name: SetOpt,
-    patch_id: Annotated[str, typer.Option("--patch", "-p", help="The patch id to split.")],
+    patch_id: Annotated[str, typer.Option("--patch", help="The patch id to split.")],
     by: Annotated[str, typer.Option("--by", help="file or hunk.")],
     take: Annotated[
         list[str],

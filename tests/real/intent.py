@@ -3,7 +3,9 @@
 Every ``check_*`` function takes the SGLang package root (the folder that holds ``srt/``)
 and raises ``AssertionError`` with a clear message when the intent of the patch is not met
 in that tree. They use the standard library only (``ast``), never import SGLang, and hold
-for every release 0.5.5 ... 0.5.23 once the change is there (from upstream or from the set).
+for every release 0.5.1 ... 0.5.23 once the change is there (from upstream or from the set).
+Older names are followed: in 0.5.3-0.5.4.post2 the symmetric-memory communicator is
+``SymmMemCommunicator`` in symm_mem.py and its size table ``SYMM_MEM_ALL_REDUCE_MAX_SIZES``.
 
 ``EXPECTED`` is the state of every patch on a pristine tree of each release, as measured from
 the release wheels (the real-release tests hold each release to it):
@@ -19,10 +21,18 @@ from pathlib import Path
 KIMI = "srt/models/kimi_k25.py"
 ALL_REDUCE_UTILS = "srt/distributed/device_communicators/all_reduce_utils.py"
 SYMM = "srt/distributed/device_communicators/torch_symm_mem.py"
+OLD_SYMM = "srt/distributed/device_communicators/symm_mem.py"  # 0.5.3-0.5.4.post2
+# (file, communicator class) newest first; the first file that exists is the release's
+SYMM_CLASSES = ((SYMM, "TorchSymmMemCommunicator"), (OLD_SYMM, "SymmMemCommunicator"))
+SIZE_TABLES = ("TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES", "SYMM_MEM_ALL_REDUCE_MAX_SIZES")
 COMM = "srt/layers/communicator.py"
 ADDNORM = "srt/layers/layer_boundary/residual/add_norm.py"
 FICF = "srt/layers/flashinfer_comm_fusion.py"
 DSV2 = "srt/models/deepseek_v2.py"
+# where `from sglang.srt.utils import X` finds X (a module up to 0.5.2, a package from 0.5.3)
+SRT_UTILS = ("srt/utils.py", "srt/utils/__init__.py", "srt/utils/common.py")
+# files the checks read besides the ones the set patches or probes (tests extract these too)
+READS = SRT_UTILS
 
 KIMI_CLASS = "KimiK25ForConditionalGeneration"
 KIMI_HOOKS = ("get_embed_and_head", "set_embed_and_head", "set_eagle3_layers_to_capture")
@@ -163,12 +173,13 @@ def check_no_hook_outside_class(root: Path) -> None:
 
 # ----------------------------------------------------------------------------- symm mem
 def check_symm_mem_sizes(root: Path) -> None:
-    """TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES has an SM12x (key 12) entry for 2/4/6/8 GPUs."""
+    """TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES (SYMM_MEM_ALL_REDUCE_MAX_SIZES before 0.5.4.post3)
+    has an SM12x (key 12) entry for 2/4/6/8 GPUs, copied from this release's SM100 entry."""
     tree = _parse(root, ALL_REDUCE_UTILS)
-    value = _module_assign(tree, "TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES")
-    assert isinstance(value, ast.Dict), (
-        f"{ALL_REDUCE_UTILS}: TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES is not a dict literal"
-    )
+    tables = [n for n in SIZE_TABLES if _module_assign(tree, n) is not None]
+    assert len(tables) == 1, f"{ALL_REDUCE_UTILS}: expected one of {SIZE_TABLES}, found {tables}"
+    value = _module_assign(tree, tables[0])
+    assert isinstance(value, ast.Dict), f"{ALL_REDUCE_UTILS}: {tables[0]} is not a dict literal"
     keys = _dict_keys(value)
     assert keys.count(12) == 1, (
         f"{ALL_REDUCE_UTILS}: key 12 appears {keys.count(12)} times (keys {keys})"
@@ -179,24 +190,33 @@ def check_symm_mem_sizes(root: Path) -> None:
         f"{ALL_REDUCE_UTILS}: entry 12 covers world sizes {sorted(_dict_keys(sm12))}, "
         "expected [2, 4, 6, 8]"
     )
+    sm100 = _dict_get(value, 10)
+    assert sm100 is not None and ast.dump(sm12) == ast.dump(sm100), (
+        f"{ALL_REDUCE_UTILS}: entry 12 {ast.unparse(sm12)} is not this release's SM100 entry "
+        f"{ast.unparse(sm100) if sm100 is not None else None}"
+    )
 
 
-def _symm_class(root: Path):
-    tree = _parse(root, SYMM)
-    return tree, _class(tree, "TorchSymmMemCommunicator", SYMM)
+def _symm_class(root: Path) -> tuple[ast.Module, ast.ClassDef, str]:
+    """(module, communicator class, file) of the release's symmetric-memory communicator."""
+    for rel, name in SYMM_CLASSES:
+        if (Path(root) / rel).is_file():
+            tree = _parse(root, rel)
+            return tree, _class(tree, name, rel), rel
+    raise AssertionError(f"neither {SYMM} nor {OLD_SYMM} exists under {root}")
 
 
 def check_world_sizes(root: Path) -> None:
     """TorchSymmMemCommunicator does not KeyError on SM12x when it picks multimem vs two-shot:
     either _WORLD_SIZES_MULTIMEM has key 12, or it is only read with .get(...)."""
-    _tree, cls = _symm_class(root)
+    _tree, cls, rel = _symm_class(root)
     table = None
     for node in cls.body:
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == "_WORLD_SIZES_MULTIMEM" for t in node.targets
         ):
             table = node.value
-    assert isinstance(table, ast.Dict), f"{SYMM}: _WORLD_SIZES_MULTIMEM dict not found"
+    assert isinstance(table, ast.Dict), f"{rel}: _WORLD_SIZES_MULTIMEM dict not found"
     has_12 = 12 in _dict_keys(table)
     subscripts = [
         n.lineno
@@ -215,62 +235,111 @@ def check_world_sizes(root: Path) -> None:
         and n.func.value.attr == "_WORLD_SIZES_MULTIMEM"
     ]
     assert has_12 or (gets and not subscripts), (
-        f"{SYMM}: _WORLD_SIZES_MULTIMEM has no key 12 and is indexed directly "
+        f"{rel}: _WORLD_SIZES_MULTIMEM has no key 12 and is indexed directly "
         f"(lines {subscripts}): SM12x raises KeyError"
     )
     if has_12:
         entry = _dict_get(table, 12)
         assert isinstance(entry, (ast.List, ast.Tuple)), (
-            f"{SYMM}: _WORLD_SIZES_MULTIMEM[12] is not a list"
+            f"{rel}: _WORLD_SIZES_MULTIMEM[12] is not a list"
         )
 
 
 def check_no_multicast(root: Path) -> None:
     """(optional patch) On SM12x the communicator stays enabled without multicast: the
     'multicast_ptr == 0' disable branch excludes device capability 12."""
-    tree, cls = _symm_class(root)
-    init = _method(cls, "__init__", SYMM)
+    tree, cls, rel = _symm_class(root)
+    init = _method(cls, "__init__", rel)
     tests = [
         n.test
         for n in ast.walk(init)
         if isinstance(n, ast.If) and "multicast_ptr" in _attrs(n.test)
     ]
     assert len(tests) == 1, (
-        f"{SYMM}: expected one 'if ... multicast_ptr ...' in __init__, found {len(tests)}"
+        f"{rel}: expected one 'if ... multicast_ptr ...' in __init__, found {len(tests)}"
     )
     src = ast.unparse(tests[0])
     assert "device_capability" in src and "12" in src, (
-        f"{SYMM}: the multicast check does not exempt SM12x: if {src}"
+        f"{rel}: the multicast check does not exempt SM12x: if {src}"
     )
     bad = _unreachable_after_return(tree)
-    assert not bad, f"{SYMM}: unreachable code after return in {bad}"
+    assert not bad, f"{rel}: unreachable code after return in {bad}"
 
 
 # ----------------------------------------------------------------------------- fusion gate
+SM100 = "_is_sm100_supported"
+
+
 def _gate_exprs(tree: ast.Module) -> list:
-    """Every `a or b [or ...]` made of names that includes _is_sm90_supported and
-    _is_sm100_supported: the SM gates of FlashInfer all-reduce fusion."""
+    """The SM gates of FlashInfer all-reduce fusion: every `a or b [or ...]` of names that
+    includes _is_sm100_supported (SM90 or SM100 from 0.5.2), and every `a and b ...` with a
+    bare _is_sm100_supported operand (0.5.1-0.5.1.post3 gate on SM100 alone)."""
     out = []
     for n in ast.walk(tree):
-        if isinstance(n, ast.BoolOp) and isinstance(n.op, ast.Or):
-            names = {v.id for v in n.values if isinstance(v, ast.Name)}
-            if {"_is_sm90_supported", "_is_sm100_supported"} <= names:
-                out.append(n)
+        if not isinstance(n, ast.BoolOp):
+            continue
+        if SM100 in {v.id for v in n.values if isinstance(v, ast.Name)}:
+            out.append(n)
     return out
 
 
-def _check_sm120_flag(tree: ast.Module, rel: str, name: str) -> None:
+def _imported(tree: ast.Module) -> dict:
+    """name bound by a module-level `from X import name` -> X."""
+    return {
+        a.asname or a.name: n.module
+        for n in tree.body
+        if isinstance(n, ast.ImportFrom)
+        for a in n.names
+    }
+
+
+def _defined_in_srt_utils(root: Path, name: str) -> bool:
+    """`from sglang.srt.utils import name` finds a module-level def or assignment (srt/utils.py
+    up to 0.5.2, srt/utils/common.py re-exported by the package from 0.5.3; from 0.5.7
+    `is_sm120_supported = lru_cache(...)(...)`)."""
+    files = [rel for rel in SRT_UTILS if (Path(root) / rel).is_file()]
+    assert files, f"none of {SRT_UTILS} exists under {root}: cannot check where {name} comes from"
+    for rel in files:
+        tree = _parse(root, rel)
+        if _module_assign(tree, name) is not None or any(
+            isinstance(n, FuncDef) and n.name == name for n in tree.body
+        ):
+            return True
+    return False
+
+
+def _is_capability_12(node: ast.AST) -> bool:
+    """`...get_device_capability(...)[0] == 12`: SM12x tested in place."""
+    return (
+        isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and isinstance(node.ops[0], ast.Eq)
+        and isinstance(node.comparators[0], ast.Constant)
+        and node.comparators[0].value == 12
+        and isinstance(node.left, ast.Subscript)
+        and "get_device_capability" in _attrs(node.left)
+    )
+
+
+def _check_sm120_call(root: Path, tree: ast.Module, rel: str) -> None:
+    """is_sm120_supported is imported where it is called, and exists where it is imported from
+    (the 0.5.5 variant lands at an offset on 0.5.3.post2, whose utils have no such function)."""
+    imported = _imported(tree)
+    assert "is_sm120_supported" in imported, f"{rel}: is_sm120_supported is used but not imported"
+    if imported["is_sm120_supported"] == "sglang.srt.utils":
+        assert _defined_in_srt_utils(root, "is_sm120_supported"), (
+            f"{rel}: imports is_sm120_supported from sglang.srt.utils, which does not define it"
+        )
+
+
+def _check_sm120_flag(root: Path, tree: ast.Module, rel: str, name: str) -> None:
     value = _module_assign(tree, name)
     assert value is not None, f"{rel}: module-level {name} is not defined"
     src = ast.unparse(value)
-    assert "sm120" in src, f"{rel}: {name} = {src} does not test for SM12x"
+    in_place = any(_is_capability_12(n) for n in ast.walk(value))
+    assert "sm120" in src or in_place, f"{rel}: {name} = {src} does not test for SM12x"
     if "is_sm120_supported(" in src:
-        imported = {
-            a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names
-        }
-        assert "is_sm120_supported" in imported, (
-            f"{rel}: is_sm120_supported is used but not imported"
-        )
+        _check_sm120_call(root, tree, rel)
 
 
 def check_fusion_gate(root: Path) -> None:
@@ -288,8 +357,10 @@ def check_fusion_gate(root: Path) -> None:
             assert sm12, (
                 f"{rel}:{gate.lineno}: fusion gate `{ast.unparse(gate)}` does not admit SM12x"
             )
-            _check_sm120_flag(tree, rel, sm12[0])
-    assert gates_seen, f"no SM90/SM100 fusion gate found in {gate_files}"
+            _check_sm120_flag(root, tree, rel, sm12[0])
+    assert gates_seen, f"no SM100 fusion gate found in {gate_files}"
+    if not (root / FICF).is_file():
+        return
     tree = _parse(root, FICF)
     resolve = [n for n in tree.body if isinstance(n, FuncDef) and n.name == "_resolve_backend"]
     if resolve:
@@ -306,15 +377,7 @@ def check_fusion_gate(root: Path) -> None:
         src = ast.unparse(guards[0].test)
         assert "sm120" in src, f"{FICF}: _resolve_backend rejects SM12x: if {src}"
         if "is_sm120_supported(" in src:
-            imported = {
-                a.asname or a.name
-                for n in tree.body
-                if isinstance(n, ast.ImportFrom)
-                for a in n.names
-            }
-            assert "is_sm120_supported" in imported, (
-                f"{FICF}: is_sm120_supported is used but not imported"
-            )
+            _check_sm120_call(root, tree, FICF)
 
 
 # ----------------------------------------------------------------------------- aux capture
@@ -395,6 +458,19 @@ CHECKS = {
 }
 
 RELEASES = (
+    "0.5.1",
+    "0.5.1.post1",
+    "0.5.1.post2",
+    "0.5.1.post3",
+    "0.5.2",
+    "0.5.3",
+    "0.5.3.post1",
+    "0.5.3.post2",
+    "0.5.3.post3",
+    "0.5.4",
+    "0.5.4.post1",
+    "0.5.4.post2",
+    "0.5.4.post3",
     "0.5.5",
     "0.5.5.post1",
     "0.5.5.post2",
@@ -429,16 +505,17 @@ RELEASES = (
 
 def _expected(release: str) -> dict:
     v = tuple(int(x) for x in release.split(".post")[0].split("."))
+    symm = "n/a" if v < (0, 5, 3) else "pending"  # no symmetric-memory all-reduce before 0.5.3
     return {
         "kimi-k25-eagle3-hooks": "n/a"
         if v < (0, 5, 9)
         else "pending"
         if v < (0, 5, 10)
         else "upstream",
-        "sm120-symm-mem-sizes": "pending",
-        "sm120-symm-mem-world-sizes": "pending" if v < (0, 5, 14) else "upstream",
+        "sm120-symm-mem-sizes": symm,
+        "sm120-symm-mem-world-sizes": symm if v < (0, 5, 14) else "upstream",
         "sm120-flashinfer-allreduce-fusion": "pending",
-        "sm120-symm-mem-two-shot-no-multicast": "pending",
+        "sm120-symm-mem-two-shot-no-multicast": symm,
         "eagle3-aux-capture-allreduce-fusion": (
             "n/a" if v < (0, 5, 9) else "pending" if v < (0, 5, 14) else "upstream"
         ),

@@ -216,11 +216,12 @@ def test_port_goes_forward_only_and_offline_means_offline(tmp_path, monkeypatch,
     sets = tmp_path / "sets"
     shutil.copytree(bundled_dir() / SET, sets / SET)
     manifest = (sets / SET / "patchset.yaml").read_bytes()
-    older = _run("port", "--set", SET, "--patchsets", str(sets), "--to", "0.5.4", "--offline")
+    older = _run("port", "--set", SET, "--patchsets", str(sets), "--to", "0.5.0", "--offline")
     assert older.returncode == 2
-    assert "--to 0.5.4 is older than what set kimi-eagle3-sm120 supports" in older.stderr
+    assert "--to 0.5.0 is older than what set kimi-eagle3-sm120 supports" in older.stderr
     for spec in ("~=0.5.5", "==0.5.5"):  # other ways to write a floor
-        text = manifest.decode().replace('sglang: ">=0.5.5,<0.5.24"', f'sglang: "{spec}"', 1)
+        text = manifest.decode().replace('sglang: ">=0.5.1,<0.5.24"', f'sglang: "{spec}"', 1)
+        assert text != manifest.decode()
         (sets / SET / "patchset.yaml").write_text(text)
         older = _run("port", "--set", SET, "--patchsets", str(sets), "--to", "0.5.4", "--offline")
         assert older.returncode == 2, (spec, older.stderr)

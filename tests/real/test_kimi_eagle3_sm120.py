@@ -31,11 +31,12 @@ from sgpatch.errors import SgpatchError
 from sgpatch.manifest import load_set
 from sgpatch.target import detect_version
 
-from .intent import CHECKS, EXPECTED, KIMI, KIMI_CLASS, KIMI_HOOKS
+from .intent import CHECKS, COMM, EXPECTED, KIMI, KIMI_CLASS, KIMI_HOOKS, READS
 
 SET = "kimi-eagle3-sm120"
 OPTIONAL = "sm120-symm-mem-two-shot-no-multicast"
 SIZES = "sm120-symm-mem-sizes"
+FUSION = "sm120-flashinfer-allreduce-fusion"
 KIMI_ID = "kimi-k25-eagle3-hooks"
 SET_DIR = Path(__file__).resolve().parents[2] / "patchsets" / SET
 KIMI_059 = SET_DIR / "patches" / "0.5.9" / "0001-kimi-k25-eagle3-hooks.patch"
@@ -55,23 +56,38 @@ def _set_files() -> frozenset[str]:
     for patch in SET_DIR.glob("patches/*/*.patch"):
         found.update(re.findall(r"^\+\+\+ b/python/sglang/(\S+)", patch.read_text(), re.M))
     found.update(re.findall(r"\bfile:\s*([\w./-]+)", (SET_DIR / "patchset.yaml").read_text()))
-    return frozenset(found | {"version.py", "_version.py"})
+    return frozenset(found | {"version.py", "_version.py", *READS})
 
 
 SET_FILES = _set_files()
 
 
 def members(name: str) -> bool:
-    """Wheel member filter: the set's files, the version files and the dist-info."""
+    """Wheel member filter: the set's files, the files the intent checks read, the version
+    files and the dist-info."""
     if ".dist-info/" in name:
         return True
     return name.startswith("sglang/") and name[len("sglang/") :] in SET_FILES
 
 
-# Every release the set is tested on, fixed here so the suite is the same whatever the release
-# cache holds (tests fetch what they need; tests/real/test_collection.py proves it). Listing the
-# package index, or the cache, at collection time would make the suite depend on both.
+# Every release the set is tested on: every final release it supports (0.5.1 ... 0.5.23, .postN
+# included, no release candidates; 42 on the package index). Fixed here so the suite is the same
+# whatever the release cache holds (tests fetch what they need; tests/real/test_collection.py
+# proves it); test_releases_is_what_the_index_lists checks it against the index.
 RELEASES = (
+    "0.5.1",
+    "0.5.1.post1",
+    "0.5.1.post2",
+    "0.5.1.post3",
+    "0.5.2",
+    "0.5.3",
+    "0.5.3.post1",
+    "0.5.3.post2",
+    "0.5.3.post3",
+    "0.5.4",
+    "0.5.4.post1",
+    "0.5.4.post2",
+    "0.5.4.post3",
     "0.5.5",
     "0.5.5.post1",
     "0.5.5.post2",
@@ -108,6 +124,9 @@ BOTH = [pytest.param(v, lay, id=f"{v}-{lay}") for v in RELEASES for lay in LAYOU
 ALTERNATING = [
     pytest.param(v, LAYOUTS[i % 2], id=f"{v}-{LAYOUTS[i % 2]}") for i, v in enumerate(RELEASES)
 ]
+# the same, where the optional patch has something to patch (symmetric memory: 0.5.3+)
+WITH_OPTIONAL = [p for p in ALTERNATING if EXPECTED[p.values[0]][OPTIONAL] == "pending"]
+NO_SYMM_MEM = [v for v in RELEASES if EXPECTED[v][OPTIONAL] == "n/a"]
 # the first release of every variant range of every patch (each variant file is exercised)
 VARIANT_FIRSTS = sorted(
     {
@@ -118,8 +137,9 @@ VARIANT_FIRSTS = sorted(
     },
     key=Version,
 )
-# one release per era of the set (no Kimi / Kimi needs hooks / upstream hooks / moved gate)
-SAMPLE = [v for v in ("0.5.5", "0.5.9", "0.5.14", "0.5.23") if v in RELEASES]
+# one release per era of the set with the sizes patch (symm_mem.py / no Kimi / Kimi needs hooks /
+# upstream hooks / moved gate)
+SAMPLE = ["0.5.3", "0.5.5", "0.5.9", "0.5.14", "0.5.23"]
 
 
 # ------------------------------------------------------------------------------------- helpers
@@ -248,12 +268,18 @@ def kimi_hook_defs(root: Path) -> tuple[list[str], list[str]]:
 
 # ------------------------------------------------------------------------------------- tests
 def test_expected_covers_every_supported_release() -> None:
-    """Input: the fixed RELEASES list. Expected: each has a row in intent.EXPECTED naming every
-    patch of the manifest, and 0.5.5 ... 0.5.23 are there."""
+    """Input: RELEASES. Expected: 42 final releases, ascending, all inside the set's range,
+    from its lower bound (0.5.1) to 0.5.23; each has a row in intent.EXPECTED naming every
+    patch of the manifest, and EXPECTED has no other row."""
+    versions = [Version(v) for v in RELEASES]
+    assert len(RELEASES) == 42 and versions == sorted(set(versions))
+    assert all(MANIFEST.sglang.contains(v) and not v.is_prerelease for v in versions)
+    assert (RELEASES[0], RELEASES[-1]) == ("0.5.1", "0.5.23")
+    assert not MANIFEST.sglang.contains("0.5.0.post9") and not MANIFEST.sglang.contains("0.5.24")
     for v in RELEASES:
         assert v in EXPECTED, f"{v} is in RELEASES but has no EXPECTED row"
         assert set(EXPECTED[v]) == {p.id for p in MANIFEST.patches}
-    assert {"0.5.5", "0.5.9", "0.5.10", "0.5.14", "0.5.16", "0.5.23"} <= set(RELEASES)
+    assert set(EXPECTED) == set(RELEASES)
 
 
 def test_releases_is_what_the_index_lists() -> None:
@@ -270,10 +296,11 @@ def test_releases_is_what_the_index_lists() -> None:
 def test_lifecycle(release_tree, record_sha, cli, version: str, layout: str) -> None:
     """Input: a pristine tree of `version` in `layout`.
     Expected: `status --json` states equal EXPECTED (required patches pending/upstream/n/a
-    only); `apply` exits 0, every written file compiles, every pending patch (and every patch
-    upstream already has) meets its intent check; `status --check` exits 0 with the pending
-    patches `applied`; a second `apply` exits 0 and changes no byte; `revert` leaves every file
-    hashing to the wheel's RECORD and no `.sgpatch/` folder."""
+    only; the optional one pending, or n/a before 0.5.3); `apply` exits 0, every written file
+    compiles, every pending patch (and every patch upstream already has) meets its intent check;
+    `status --check` exits 0 with the pending patches `applied`; a second `apply` exits 0 and
+    changes no byte; `revert` leaves every file hashing to the wheel's RECORD and no `.sgpatch/`
+    folder."""
     root, top, target = make(release_tree, version, layout)
     record = record_sha(version)
     expected = EXPECTED[version]
@@ -286,7 +313,7 @@ def test_lifecycle(release_tree, record_sha, cli, version: str, layout: str) -> 
     assert states(doc) == expected
     assert {expected[p] for p in REQUIRED} <= {"pending", "upstream", "n/a"}
     pending = [p for p in REQUIRED if expected[p] == "pending"]
-    assert pending, "every release needs at least the SM12 sizes patch"
+    assert pending, "every release needs at least the fusion-gate patch"
     code, _, _ = cli("status", "--set", SET, *target, "--check")
     assert code == 1, "a pristine tree with pending patches is not done"
 
@@ -315,7 +342,7 @@ def test_lifecycle(release_tree, record_sha, cli, version: str, layout: str) -> 
     after = states(doc)
     for p in REQUIRED:
         assert after[p] == ("applied" if p in pending else expected[p]), p
-    assert after[OPTIONAL] == "pending" and not patches_by_id(doc)[OPTIONAL]["selected"]
+    assert after[OPTIONAL] == expected[OPTIONAL] and not patches_by_id(doc)[OPTIONAL]["selected"]
 
     before = snapshot(top)
     code, doc, err = cli("apply", "--set", SET, *target, "--json")
@@ -332,12 +359,12 @@ def test_lifecycle(release_tree, record_sha, cli, version: str, layout: str) -> 
     assert states(doc) == expected
 
 
-@pytest.mark.parametrize(("version", "layout"), ALTERNATING)
+@pytest.mark.parametrize(("version", "layout"), WITH_OPTIONAL)
 def test_optional_no_multicast(release_tree, record_sha, cli, version: str, layout: str) -> None:
-    """Input: a pristine tree; `apply --with sm120-symm-mem-two-shot-no-multicast`.
+    """Input: a pristine tree (0.5.3+); `apply --with sm120-symm-mem-two-shot-no-multicast`.
     Expected: exit 0, the optional patch is `applied` with the required ones, torch_symm_mem.py
-    compiles and SM12 keeps two-shot without multicast (intent check); `status --check --with`
-    exits 0; `revert` gives back the release byte for byte."""
+    (symm_mem.py before 0.5.4.post3) compiles and SM12 keeps two-shot without multicast (intent
+    check); `status --check --with` exits 0; `revert` gives back the release byte for byte."""
     root, top, target = make(release_tree, version, layout)
     code, doc, err = cli("apply", "--set", SET, *target, "--with", OPTIONAL, "--json")
     assert code == 0, err
@@ -355,39 +382,65 @@ def test_optional_no_multicast(release_tree, record_sha, cli, version: str, layo
     assert_pristine(top, root, version, record_sha(version))
 
 
+@pytest.mark.parametrize("version", NO_SYMM_MEM)
+def test_optional_without_symm_mem(release_tree, record_sha, cli, version: str) -> None:
+    """Input: a pristine site-packages tree of a release without symmetric-memory all-reduce
+    (0.5.1-0.5.2); `apply --with sm120-symm-mem-two-shot-no-multicast`. Expected: exit 0; the
+    optional patch and the two it requires are `n/a` with the manifest's reason; only the fusion
+    gate is written; `status --check --with` exits 0; `revert` restores the release."""
+    root, top, target = make(release_tree, version, "site-packages")
+    code, doc, err = cli("apply", "--set", SET, *target, "--with", OPTIONAL, "--json")
+    assert code == 0, err
+    got = patches_by_id(doc)
+    for pid in (OPTIONAL, SIZES, "sm120-symm-mem-world-sizes"):
+        assert got[pid]["state"] == "n/a", (pid, got[pid]["state"])
+        assert "before 0.5.3" in got[pid]["note"], got[pid]
+    assert doc["written"] == [COMM]
+    run_checks(root, FUSION)
+    code, _, err = cli("status", "--set", SET, *target, "--with", OPTIONAL, "--check")
+    assert code == 0, err
+    code, _, err = cli("revert", "--set", SET, *target)
+    assert code == 0, err
+    assert_pristine(top, root, version, record_sha(version))
+
+
 @pytest.mark.parametrize("version", VARIANT_FIRSTS)
 def test_edited_after_apply(release_tree, record_sha, cli, version: str) -> None:
     """Input: a site-packages tree after `apply`, then a comment line prepended to
-    all_reduce_utils.py (away from the hunks). Expected: `status --check` exits 1 and names the
-    sizes patch `modified`; `revert` exits 1 naming the file and changes nothing; `revert
-    --force` exits 0, reverse-applies the patch there (the edit stays) and restores the rest."""
+    all_reduce_utils.py (communicator.py before 0.5.3, which has no symmetric memory), away
+    from the hunks. Expected: `status --check` exits 1 and names the patch of that file
+    `modified`; `revert` exits 1 naming the file and changes nothing; `revert --force` exits 0,
+    reverse-applies the patch there (the edit stays) and restores the rest."""
     root, top, target = make(release_tree, version, "site-packages")
     record = record_sha(version)
+    rel, pid = (
+        (ALL_REDUCE_UTILS, SIZES) if EXPECTED[version][SIZES] == "pending" else (COMM, FUSION)
+    )
     code, _, err = cli("apply", "--set", SET, *target)
     assert code == 0, err
-    path = root / ALL_REDUCE_UTILS
+    path = root / rel
     edit = b"# local edit\n"
     path.write_bytes(edit + path.read_bytes())
 
     code, doc, _ = cli("status", "--set", SET, *target, "--check", "--json")
     assert code == 1
     assert doc["exit_code"] == 1
-    assert states(doc)[SIZES] == "modified"
+    assert states(doc)[pid] == "modified"
     code, _, err = cli("status", "--set", SET, *target, "--check")
     assert code == 1 and "modified" in err
 
     before = snapshot(top)
     code, _, err = cli("revert", "--set", SET, *target)
     assert code == 1
-    assert ALL_REDUCE_UTILS in err and len(err.strip().splitlines()) == 1
+    assert rel in err and len(err.strip().splitlines()) == 1
     assert snapshot(top) == before, "a refused revert wrote something"
 
     code, doc, err = cli("revert", "--set", SET, *target, "--force", "--json")
     assert code == 0, err
-    assert doc["edited"] == [ALL_REDUCE_UTILS]
-    pristine = releases.read_member(version, ALL_REDUCE_UTILS)
+    assert doc["edited"] == [rel]
+    pristine = releases.read_member(version, rel)
     assert path.read_bytes() == edit + pristine
-    assert_pristine(top, root, version, record, extra={ALL_REDUCE_UTILS: edit + pristine})
+    assert_pristine(top, root, version, record, extra={rel: edit + pristine})
 
 
 def test_engine_reverse_near_miss_is_not_already_applied() -> None:
@@ -477,12 +530,16 @@ def test_edit_inside_a_hunk(release_tree, cli, version: str) -> None:
 @needs_gnu_patch
 @pytest.mark.parametrize("version", SAMPLE)
 def test_partly_hand_applied(release_tree, record_sha, cli, version: str) -> None:
-    """Input: a pristine checkout on which only the sizes patch was applied by hand (GNU patch,
-    no ledger). Expected: `apply` exits 0 with the sizes patch `present` and every other pending
-    patch `applied`, not touching all_reduce_utils.py; `revert` restores the release except
-    the hand-applied file, which keeps the user's change."""
+    """Input: a pristine checkout on which only the sizes patch (the variant for `version`) was
+    applied by hand (GNU patch, no ledger). Expected: `apply` exits 0 with the sizes patch
+    `present` and every other pending patch `applied`, not touching all_reduce_utils.py;
+    `revert` restores the release except the hand-applied file, which keeps the user's change."""
+    from sgpatch.manifest import select_variant
+
     root, top, target = make(release_tree, version, "checkout")
-    variant = SET_DIR / "patches" / "0.5.5" / "0002-sm120-symm-mem-sizes.patch"
+    (spec,) = [p for p in MANIFEST.patches if p.id == SIZES]
+    variant = select_variant(spec, Version(version)).patch
+    assert variant is not None
     res = gnu_patch(top, 1, variant, "-F0", "--no-backup-if-mismatch")
     assert res.returncode == 0, res.stdout + res.stderr
     hand = (root / ALL_REDUCE_UTILS).read_bytes()
@@ -513,7 +570,7 @@ def test_hand_applied_is_present(release_tree, cli, version: str, layout: str) -
     code, doc, _ = cli("status", "--set", SET, *target, "--with", OPTIONAL, "--json")
     assert code == 0
     pending = {i: p["variant"] for i, p in patches_by_id(doc).items() if p["state"] == "pending"}
-    assert SIZES in pending and OPTIONAL in pending
+    assert set(pending) == {p for p, s in EXPECTED[version].items() if s == "pending"}
     strip = 1 if layout == "checkout" else 2  # a/python/sglang/... -> sglang/...
     for variant in dict.fromkeys(pending.values()):
         res = gnu_patch(top, strip, SET_DIR / variant, "-F0", "--no-backup-if-mismatch")
@@ -587,9 +644,89 @@ def test_gnu_patch_fuzz_duplicates_where_sgpatch_does_not(
 
 
 @pytest.mark.parametrize(
+    ("version", "newer", "patch_id", "exit_code", "why"),
+    [
+        ("0.5.3.post2", "0004-sm120-flashinfer-allreduce-fusion", FUSION, 0, "does not define it"),
+        ("0.5.3", "0002-sm120-symm-mem-sizes", SIZES, 0, "not this release's SM100 entry"),
+        ("0.5.3", "0003-sm120-symm-mem-world-sizes", "sm120-symm-mem-world-sizes", 3, None),
+    ],
+)
+def test_newer_variant_on_an_older_release(
+    release_tree, record_sha, cli, version, newer, patch_id, exit_code, why
+) -> None:
+    """Input: a pristine checkout of an old release and the 0.5.5 variant of a patch, applied as
+    it is with `sgpatch patch -p1` (fuzz 0). Expected, per the set's page (traps): the fusion
+    gate lands at an offset on 0.5.3.post2 and compiles, yet imports an is_sm120_supported that
+    release lacks; the sizes patch applies cleanly on 0.5.3 but with other sizes than its SM100
+    entry; the world-sizes patch names torch_symm_mem.py, absent before 0.5.4.post3 (exit 3,
+    nothing written). The intent check catches the first two. `sgpatch apply` of the set on a
+    fresh tree picks the release's own variant, which meets the intent check."""
+    root, top, target = make(release_tree, version, "checkout")
+    variant = SET_DIR / "patches" / "0.5.5" / f"{newer}.patch"
+    before = snapshot(top)
+    code, _, err = cli("patch", "-p1", "-d", str(top), str(variant))
+    assert code == exit_code, err
+    if why is None:
+        assert snapshot(top) == before and "torch_symm_mem.py" in err
+    else:
+        for rel in re.findall(r"^\+\+\+ b/python/sglang/(\S+)", variant.read_text(), re.M):
+            compiles(root, rel)  # the file is broken only at run time
+        with pytest.raises(AssertionError, match=why):
+            run_checks(root, patch_id)
+    root, top, target = make(release_tree, version, "checkout")
+    code, doc, err = cli("apply", "--set", SET, *target, "--json")
+    assert code == 0, err
+    assert not patches_by_id(doc)[patch_id]["variant"].startswith("patches/0.5.5/")
+    run_checks(root, patch_id)
+
+
+def flashinfer_pin(version: str) -> str:
+    """The flashinfer_python version the release's METADATA pins (Requires-Dist ...==X)."""
+    meta = releases.read_member(version, f"sglang-{version}.dist-info/METADATA").decode()
+    pins = re.findall(r"^Requires-Dist: flashinfer[-_]python(?:\[[^\]]*\])?==([^\s;]+)", meta, re.M)
+    assert pins, f"{version}: no flashinfer_python pin in METADATA"
+    return pins[0]
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_flashinfer_precondition_with_the_pinned_flashinfer(
+    release_tree, cli, version: str
+) -> None:
+    """Input: a pristine site-packages tree of `version` beside a minimal dist-info of the
+    FlashInfer its METADATA pins (what `pip install "sglang[srt]==V"` leaves; sgpatch reads only
+    the dist-info name). Expected: `status --json` reports flashinfer-python>=0.6.17 `unmet`
+    with that version found wherever the pin is older (every release before 0.5.18, 0.5.1 ...
+    0.5.4.post3 included), `ok` where it is not; `apply --strict` exits 1 on `unmet` and writes
+    nothing."""
+    _root, top, target = make(release_tree, version, "site-packages")
+    pin = flashinfer_pin(version)
+    (top / f"flashinfer_python-{pin}.dist-info").mkdir()
+    (top / f"flashinfer_python-{pin}.dist-info" / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: flashinfer-python\nVersion: {pin}\n"
+    )
+    code, doc, _ = cli("status", "--set", SET, *target, "--json")
+    assert code == 0
+    (pre,) = doc["sets"][0]["preconditions"]
+    assert (pre["package"], pre["specifier"], pre["found"]) == (
+        "flashinfer-python",
+        ">=0.6.17",
+        pin,
+    )
+    unmet = Version(pin) < Version("0.6.17")
+    assert pre["verdict"] == ("unmet" if unmet else "ok"), pre
+    assert unmet == (Version(version) < Version("0.5.18")), (version, pin)
+    if unmet:
+        before = snapshot(top)
+        code, _, err = cli("apply", "--set", SET, *target, "--strict")
+        assert code == 1 and "flashinfer-python" in err, err
+        assert snapshot(top) == before
+
+
+@pytest.mark.parametrize(
     ("claimed", "how"),
     [
-        ("0.5.4", "flag"),
+        ("0.5.0", "flag"),
+        ("0.4.10.post2", "flag"),
         ("0.6.0", "flag"),
         ("0.5.24", "flag"),
         ("0.6.0", "_version.py"),

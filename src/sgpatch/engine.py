@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
@@ -153,25 +153,30 @@ class _Place:
     new_side: bool  # the post-image matched: already applied
     lead: int
     trail: int
+    free: bool = False  # matched with its start/end-of-file anchors lifted (fuzz)
 
 
-def _side(hunk: Hunk, new: bool, lead: int, trail: int) -> _Image:
+def _side(hunk: Hunk, new: bool, lead: int, trail: int, free: bool = False) -> _Image:
+    """One image of the hunk with `lead`/`trail` outer context lines dropped.
+
+    Anchors as git's apply.c sets them: a hunk whose start is line 0 or 1 must match at the
+    start of the file, one without trailing context at the end. Both go when fuzz drops context
+    (or `free`), and for -U0 diffs (`hunk.anchored` False). A missing newline at the end of the
+    side always ties it to the end of the file."""
     drop = "-" if new else "+"
     body = [ln for ln in hunk.lines if ln.kind != drop]
     body = body[lead : len(body) - trail]
     no_eol = hunk.new_no_eol if new else hunk.old_no_eol
-    lead_ctx, trail_ctx = _context_edges(hunk)
-    # Like GNU patch: less context after than before means the hunk ends at the end of the
-    # file; less before than after, on a hunk stated at line 1, means it starts the file.
-    eof = no_eol or trail_ctx < lead_ctx
-    bof = lead_ctx < trail_ctx and hunk.source_start <= 1
+    anchored = hunk.anchored and not (lead or trail or free)
+    _, trail_ctx = _context_edges(hunk)
+    start = hunk.target_start if new else hunk.source_start
     return _Image(
         kinds=tuple(ln.kind for ln in body),
         texts=tuple(ln.text for ln in body),
         lead=lead,
         trail=trail,
-        at_eof=eof and trail == 0,
-        at_bof=bof and lead == 0,
+        at_eof=(no_eol and trail == 0) or (anchored and trail_ctx == 0),
+        at_bof=anchored and start <= 1,
     )
 
 
@@ -262,22 +267,17 @@ def _name_defined(hunk: Hunk, lines: Sequence[str]) -> bool:
 
 
 def _search(
-    hunk: Hunk,
-    idx: _Index,
-    mode: str,
-    lead: int,
-    trail: int,
-    lo: int,
+    hunk: Hunk, idx: _Index, mode: str, lead: int, trail: int, lo: int, free: bool = False
 ) -> list[_Place]:
     places: dict[int, tuple[int, _Place]] = {}
     key = (lambda t: t) if mode == "exact" else ws_key
     for new_side in (True, False):
-        img = _side(hunk, new_side, lead, trail)
+        img = _side(hunk, new_side, lead, trail, free)
         pattern = [key(t) for t in img.texts]
         for p in idx.find(pattern, mode, lo, img.at_eof, img.at_bof):
             # both images at one spot: the longer match wins (post-image on a tie)
             if p not in places or len(pattern) > places[p][0]:
-                places[p] = (len(pattern), _Place(p, new_side, lead, trail))
+                places[p] = (len(pattern), _Place(p, new_side, lead, trail, free))
     return sorted((pl for _, pl in places.values()), key=lambda pl: pl.pos)
 
 
@@ -286,7 +286,7 @@ def _independent(hunk: Hunk, places) -> list[_Place]:
     post-image found inside the pre-image (or vice versa) is an echo, not a second place."""
 
     def span(pl: _Place) -> tuple[int, int]:
-        return pl.pos, pl.pos + len(_side(hunk, pl.new_side, pl.lead, pl.trail).texts)
+        return pl.pos, pl.pos + len(_side(hunk, pl.new_side, pl.lead, pl.trail, pl.free).texts)
 
     kept: list[_Place] = []
     for pl in sorted(places, key=lambda p: -(span(p)[1] - span(p)[0])):
@@ -306,28 +306,36 @@ class _Outcome:
     expected: int = 0  # where the hunk was expected (for the second pass's vetoes)
 
 
-def _levels(hunk: Hunk, fuzz: int) -> list[tuple[Level, tuple[str, ...], list[tuple[int, int]]]]:
+Drop = tuple[int, int, bool]  # (leading, trailing) context dropped, anchors lifted
+LevelSpec = tuple[Level, tuple[str, ...], list[Drop]]
+
+
+def _levels(hunk: Hunk, fuzz: int) -> list[LevelSpec]:
     """Search levels after 'exact at the expected line', in order. Fuzz goes by total context
-    dropped (1, 2, ...), each total one level, exact and whitespace-tolerant together."""
-    levels: list[tuple[Level, tuple[str, ...], list[tuple[int, int]]]] = [
-        ("moved", ("exact",), [(0, 0)]),
-        ("whitespace", ("ws",), [(0, 0)]),
+    dropped (1, 2, ...), each total one level, exact and whitespace-tolerant together. As in
+    git, the first fuzz step of an anchored hunk only lifts its start/end-of-file anchors."""
+    levels: list[LevelSpec] = [
+        ("moved", ("exact",), [(0, 0, False)]),
+        ("whitespace", ("ws",), [(0, 0, False)]),
     ]
-    by_total: dict[int, list[tuple[int, int]]] = {}
-    for drop in _fuzz_drops(hunk, fuzz):
-        by_total.setdefault(drop[0] + drop[1], []).append(drop)
+    pre = _side(hunk, False, 0, 0)
+    if fuzz and (pre.at_bof or pre.at_eof):
+        levels.append(("fuzz", ("exact", "ws"), [(0, 0, True)]))
+    by_total: dict[int, list[Drop]] = {}
+    for lead, trail in _fuzz_drops(hunk, fuzz):
+        by_total.setdefault(lead + trail, []).append((lead, trail, False))
     levels += [("fuzz", ("exact", "ws"), group) for _, group in sorted(by_total.items())]
     return levels
 
 
 def _find_level(
-    hunk: Hunk, idx: _Index, modes: tuple[str, ...], drops: list[tuple[int, int]], lo: int
+    hunk: Hunk, idx: _Index, modes: tuple[str, ...], drops: list[Drop], lo: int
 ) -> tuple[dict[int, _Place], set[int]]:
     found: dict[int, _Place] = {}
     loose: set[int] = set()
-    for lead, trail in drops:
+    for lead, trail, free in drops:
         for mode in modes:
-            for pl in _search(hunk, idx, mode, lead, trail, lo):
+            for pl in _search(hunk, idx, mode, lead, trail, lo, free):
                 start = pl.pos - pl.lead  # where the full hunk would start
                 if start not in found:
                     found[start] = pl
@@ -433,7 +441,7 @@ def _veto(
     idx: _Index,
     chosen: _Place,
     level: Level,
-    later: list[tuple[Level, tuple[str, ...], list[tuple[int, int]]]],
+    later: list[LevelSpec],
     expected: int,
     lo: int,
     loose: bool,
@@ -504,7 +512,7 @@ def _still_there(hunk: Hunk, pos: int) -> HunkResult:
 
 def _echo(hunk: Hunk, idx: _Index, place: _Place, mode: str) -> bool:
     """Does the other image match at the very same spot too?"""
-    other = _side(hunk, not place.new_side, place.lead, place.trail)
+    other = _side(hunk, not place.new_side, place.lead, place.trail, place.free)
     if not other.texts:
         return False
     key = (lambda t: t) if mode == "exact" else ws_key
@@ -550,14 +558,46 @@ def _result(
         hunk.index,
         "already-applied" if place.new_side else "applied",
         level=level,
-        fuzz=max(place.lead, place.trail),
+        fuzz=max(place.lead, place.trail, int(place.free)),
         whitespace=whitespace,
         candidates=cands,
     )
 
 
 def _conflict(hunk: Hunk, idx: _Index, expected: int, lo: int) -> HunkResult:
-    """Explain a hunk that fits nowhere: the nearest partial matches of its pre-image."""
+    """Explain a hunk that fits nowhere: the anchor that held it, or the nearest partial
+    matches of its pre-image."""
+    pre = _side(hunk, False, 0, 0)
+    rule = _anchor_rule(hunk, pre)
+    if rule:
+        free = [pl.pos for pl in _search(hunk, idx, "ws", 0, 0, lo, free=True) if not pl.new_side]
+        if free:
+            near = min(free, key=lambda p: abs(p - expected))
+            return HunkResult(
+                hunk.index,
+                "conflict",
+                candidates=(near + 1,),
+                reason=f"the hunk is anchored at {rule}, but its lines are at line {near + 1}",
+            )
+    found = _partial(hunk, idx, expected, lo)
+    if rule and found.reason and "none of its lines" not in found.reason:
+        return replace(found, reason=f"anchored at {rule}: {found.reason}")
+    return found
+
+
+def _anchor_rule(hunk: Hunk, pre: _Image) -> str:
+    """Which anchor ties the hunk (for messages): start and/or end of the file, and why."""
+    where = []
+    if pre.at_bof:
+        where.append(f"the start of the file (its old start is line {hunk.source_start})")
+    if pre.at_eof:
+        why = "no newline at its end" if hunk.old_no_eol else "no trailing context"
+        where.append(f"the end of the file ({why})")
+    return " and ".join(where)
+
+
+def _partial(hunk: Hunk, idx: _Index, expected: int, lo: int) -> HunkResult:
+    """The nearest partial matches of the pre-image, and the first line that differs."""
     pattern = [ws_key(t) for t in hunk.before]
     keys = idx.keys("ws")
     m = len(pattern)
@@ -598,6 +638,9 @@ def apply_hunks(
     """
     if reverse:
         hunks = [h.reversed() for h in hunks]
+    if hunks and not any(ln.kind == " " for h in hunks for ln in h.lines):
+        # a -U0 diff says nothing about the start or end of the file (git's --unidiff-zero)
+        hunks = [replace(h, anchored=False) for h in hunks]
     idx = _Index(lines)
     results: list[tuple[HunkResult, Hunk, _Place | None]] = []
     alternatives: dict[int, tuple[_Place, ...]] = {}

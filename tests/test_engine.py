@@ -480,3 +480,75 @@ def test_property_unrelated_lines_above_only_shift_the_result(pair, count):
         assert {h.status for h in res.hunks} <= {"ambiguous", "applied", "already-applied"}
         return
     assert text(res) == pad + new
+
+
+# ------------------------------------------------------------------ anchoring (git's apply.c)
+
+TAIL = lines(*numbered("t", 20))
+
+
+def test_hunk_without_trailing_context_must_match_at_end_of_file():
+    """A hunk that appends at the end (no trailing context) is refused where the file got a
+    line after it, and the message names the anchor; with fuzz 1 the anchor is lifted."""
+    new = TAIL + "added\n"
+    edited = TAIL + "# local edit\n"
+    res = run(edited, patch_of(TAIL, new))
+    assert statuses(res) == ["conflict"]
+    assert "anchored at the end of the file" in res.hunks[0].reason
+    lifted = run(edited, patch_of(TAIL, new), fuzz=1)
+    assert text(lifted) == TAIL + "added\n# local edit\n"
+
+
+def test_hunk_starting_at_line_1_must_match_at_start_of_file():
+    """A hunk whose old start is line 1 is refused when lines were inserted above it (exit 3
+    with the anchor named), and placed with the anchor lifted at fuzz 1."""
+    new = TAIL.replace("t1\n", "ONE\n")
+    drifted = "# header\n" + TAIL
+    res = run(drifted, patch_of(TAIL, new))
+    assert statuses(res) == ["conflict"]
+    assert "anchored at the start of the file" in res.hunks[0].reason
+    assert text(run(drifted, patch_of(TAIL, new), fuzz=1)) == "# header\n" + new
+
+
+def test_unidiff_zero_hunks_carry_no_anchor():
+    """A -U0 diff replacing the first line still applies after lines were inserted above."""
+    new = TAIL.replace("t0\n", "ZERO\n")
+    drifted = "# header\n" + TAIL
+    res = run(drifted, patch_of(TAIL, new, n=0))
+    assert text(res) == "# header\n" + new
+
+
+def test_no_newline_marker_on_the_old_side_zero_context():
+    """-U0 hunk whose old last line lacks a newline: it adds one and a line after it."""
+    old = "a\nb\nc"
+    new = "a\nb\nc\nd\n"
+    assert text(run(old, patch_of(old, new, n=0))) == new
+
+
+def test_no_newline_marker_on_the_new_side_zero_context():
+    """-U0 hunk that removes the final newline (post-image side marker)."""
+    old = "a\nb\nc\n"
+    new = "a\nb\nC"
+    assert text(run(old, patch_of(old, new, n=0))) == new
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=8),
+    st.lists(st.sampled_from(["a", "b", "x"]), min_size=0, max_size=8),
+    st.booleans(),
+    st.booleans(),
+)
+@settings(max_examples=150, deadline=None)
+def test_newline_at_eof_round_trips_either_side(a, b, a_eol, b_eol):
+    """diff -> apply gives the new text exactly, with or without a final newline on either
+    side; -R gives the old text back."""
+    old = "\n".join(a) + ("\n" if a_eol else "")
+    new = "\n".join(b) + ("\n" if b_eol and b else "")
+    if old == new:
+        return
+    patch = patch_of(old, new)
+    res = run(old, patch)
+    if res.ok:
+        assert text(res) == new
+        back = run(new, patch, reverse=True)
+        assert not back.ok or text(back) == old

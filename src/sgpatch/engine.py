@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
+from sgpatch import scope
 from sgpatch.diffs import Hunk, strip_eol
 
 Status = Literal["applied", "already-applied", "conflict", "ambiguous"]
@@ -90,6 +91,13 @@ class _Index:
         self.lines = lines
         self._keys: dict[str, list[str]] = {}
         self._pos: dict[str, dict[str, list[int]]] = {}
+        self._blocks: tuple[scope.Block, ...] | None = None
+
+    def blocks(self) -> tuple[scope.Block, ...]:
+        """The file's def/class blocks (tokenized once, on first need)."""
+        if self._blocks is None:
+            self._blocks = scope.blocks(self.lines)
+        return self._blocks
 
     def keys(self, mode: str) -> list[str]:
         if mode not in self._keys:
@@ -243,19 +251,43 @@ def _scope_name(hunk: Hunk) -> str | None:
     return m.group(1) if m else None
 
 
-def _in_scope(hunk: Hunk, lines: Sequence[str], place: _Place) -> bool:
-    """Does the candidate sit where the hunk header says it should?"""
+def _first_change(hunk: Hunk, place: _Place) -> int:
+    """0-based line in the input of the hunk's first changed line (or insertion point)."""
+    lead_ctx, _ = _context_edges(hunk)
+    return place.pos + lead_ctx - place.lead
+
+
+def _in_scope(hunk: Hunk, idx: _Index, place: _Place) -> bool:
+    """Does the candidate sit where the hunk header says it should? Inside the def/class the
+    header names (read with Python's tokenizer: multi-line signatures, decorators, nesting,
+    async), or right below that header line, as git's funcname would show it."""
     header = hunk.section_header
     if not header:
         return False
     name = _scope_name(hunk)
+    lines = idx.lines
     if not name:
-        return _funcname_above(lines, place.pos - place.lead) == header.strip()
-    lead_ctx, _ = _context_edges(hunk)
-    first = lead_ctx - place.lead  # first changed line (or the insertion point)
-    changed = [ln.text for ln in hunk.lines if ln.kind != " " and ln.text.strip()]
-    indent = _indent(changed[0]) if changed else 0
-    return name in enclosing_scopes(lines, place.pos + first, indent)
+        return _funcname_above(lines, _start(place)) == header.strip()
+    found = idx.blocks()
+    if not found:  # not Python (or unreadable): the indentation heuristic
+        changed = [ln.text for ln in hunk.lines if ln.kind != " " and ln.text.strip()]
+        indent = _indent(changed[0]) if changed else 0
+        return name in enclosing_scopes(lines, _first_change(hunk, place), indent)
+    if any(b.name == name for b in scope.enclosing(found, _first_change(hunk, place))):
+        return True
+    above = scope.header_above(found, _start(place))
+    return above is not None and above.name == name
+
+
+def _outside(hunk: Hunk, idx: _Index, place: _Place) -> str:
+    """'outside scope' naming both: where the candidate is, and what the header names."""
+    found = idx.blocks()
+    where = scope.describe(found, _first_change(hunk, place)) if found else "another scope"
+    at = _start(place) + 1
+    return (
+        f"outside scope: the match at line {at} is in {where}, but the hunk header names "
+        f"'{hunk.section_header}'"
+    )
 
 
 def _name_defined(hunk: Hunk, lines: Sequence[str]) -> bool:
@@ -407,11 +439,13 @@ def place_hunk(
         if len(places) == 1:
             chosen = places[0]
         else:
-            scoped = [pl for pl in places if _in_scope(hunk, lines, pl)]
+            scoped = [pl for pl in places if _in_scope(hunk, idx, pl)]
             if len(scoped) == 1:
                 chosen = scoped[0]
             elif not old:
                 chosen = new[0]  # post-image in several places, pre-image nowhere: nothing to do
+            elif level != "fuzz":
+                chosen = _clear_nearest(hunk, idx, places, expected)
         if chosen is None:
             what = "pre-image" if not new else ("post-image" if not old else "pre/post-image")
             return _Outcome(
@@ -435,6 +469,24 @@ def place_hunk(
     return _Outcome(None, _conflict(hunk, idx, expected, lo))
 
 
+def _clear_nearest(
+    hunk: Hunk, idx: _Index, places: Sequence[_Place], expected: int
+) -> _Place | None:
+    """GNU patch's and git's reach, made safe: of several exact copies, the nearest is taken
+    when it is clearly where the line numbers point (every other copy at least 10 times as far
+    and 200 lines further) and the header's scope, if it names one, contains it. Equally near
+    copies, or a nearest one outside the named scope, stay a refusal."""
+    if len({pl.new_side for pl in places}) != 1:
+        return None
+    near, *rest = places  # sorted by distance to the expected line
+    d1 = abs(_start(near) - expected)
+    if any(abs(_start(pl) - expected) < max(10 * max(d1, 1), d1 + 200) for pl in rest):
+        return None
+    if hunk.section_header and not _in_scope(hunk, idx, near):
+        return None
+    return near
+
+
 def _veto(
     hunk: Hunk,
     lines: Sequence[str],
@@ -449,9 +501,8 @@ def _veto(
     """The checks a unique place beyond the expected line must still pass; each one is a way
     GNU patch goes wrong. Returns the refusal, or None when the place stands."""
     at = _start(chosen) + 1
-    if level == "fuzz" and _name_defined(hunk, lines) and not _in_scope(hunk, lines, chosen):
-        why = f"fuzzy match at line {at} lies outside '{hunk.section_header}' named by the hunk"
-        return _ambiguous(hunk, level, (at,), why + " header")
+    if level == "fuzz" and _name_defined(hunk, lines) and not _in_scope(hunk, idx, chosen):
+        return _ambiguous(hunk, level, (at,), _outside(hunk, idx, chosen))
     rival = _near_miss(hunk, idx, expected, lo, chosen) if level == "fuzz" else None
     if rival is not None:
         why = f"fuzzy match at line {at} competes with a partial match at the expected line"

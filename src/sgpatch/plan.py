@@ -278,8 +278,10 @@ def _plan_move(
         plan = _plan_hunks(overlay, fp, path, source, action, current, fuzz)
         mode = fp.new_mode if fp.new_mode is not None else _mode(overlay.root, source)
         return replace(plan, before=there, mode=mode)
-    gone = fp.is_copy or current is None  # a rename is done only once its source is gone
-    if there is not None and gone:
+    if there is not None and current is None and fp.is_rename:
+        # renamed already (by hand or an earlier run): its hunks are checked, or applied, there
+        return _plan_hunks(overlay, fp, path, path, "modify", there, fuzz)
+    if there is not None and fp.is_copy:
         done = _plan_hunks(overlay, fp, path, path, "modify", there, fuzz)
         if done.status == "already-applied" or (not fp.hunks and current in (None, there)):
             return replace(done, action=action, source=source, status="already-applied")

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""GNU patch's command line, translated for the tool under test (bench/suites.py).
+
+    suite_adapter.py gnu-patch|git-apply|sgpatch [GNU patch arguments...]
+
+Exit 125 when the tool has no equivalent of what was asked (backups, reject files, ed or
+context diffs, an explicit file to patch, ...): the runner counts that step as n/a.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+VALUE = {"-p", "-i", "-d", "-F", "-o", "-r", "-B", "-Y", "-z", "-V", "-D", "-g", "-x"}
+LONG_VALUE = {"--strip", "--input", "--directory", "--fuzz", "--get"}
+IGNORED = {
+    "-f",
+    "--force",
+    "-t",
+    "--batch",
+    "-s",
+    "--silent",
+    "--quiet",
+    "-u",
+    "--unified",
+    "--verbose",
+    "-l",
+    "--ignore-whitespace",
+    "--no-backup-if-mismatch",
+    "--binary",
+    "-g",
+    "--get",
+}
+KEPT = {"-R", "--reverse", "-N", "--forward", "-E", "--remove-empty-files", "--dry-run"}
+UNSUPPORTED = 125
+
+
+def parse(argv: list[str]) -> tuple[dict[str, str], set[str], list[str]] | None:
+    """GNU options -> (values, flags, positionals); None when an option has no equivalent."""
+    values: dict[str, str] = {}
+    flags: set[str] = set()
+    pos: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        i += 1
+        if a.startswith("--") and "=" in a:
+            key, val = a.split("=", 1)
+            if key not in LONG_VALUE:
+                return None
+            values[
+                {"--strip": "-p", "--input": "-i", "--directory": "-d", "--fuzz": "-F"}.get(
+                    key, key
+                )
+            ] = val
+        elif a in LONG_VALUE:
+            key = {"--strip": "-p", "--input": "-i", "--directory": "-d", "--fuzz": "-F"}.get(a, a)
+            values[key], i = argv[i], i + 1
+        elif re.match(r"^-[a-zA-Z]", a) and a[:2] in VALUE:
+            if len(a) > 2:
+                values[a[:2]] = a[2:]
+            else:
+                values[a[:2]], i = argv[i], i + 1
+        elif a in IGNORED or a in KEPT:
+            flags.add(a)
+        elif re.match(r"^-[a-zA-Z]{2,}$", a):  # bundled short flags: -fN, -sR, ...
+            for ch in a[1:]:
+                if f"-{ch}" not in IGNORED | KEPT:
+                    return None
+                flags.add(f"-{ch}")
+        elif a.startswith("-") and a != "-":
+            return None
+        else:
+            pos.append(a)
+    if set(values) - {"-p", "-i", "-d", "-F", "-g"}:
+        return None
+    return values, flags, pos
+
+
+def default_strip(patch: bytes) -> str:
+    """GNU patch without -p keeps the base name only; strip every folder of the first name."""
+    for line in patch.decode("utf-8", "replace").splitlines():
+        if line.startswith(("--- ", "+++ ")):
+            name = line[4:].split("\t")[0].strip()
+            if name != "/dev/null":
+                return str(name.count("/"))
+    return "0"
+
+
+def main(argv: list[str]) -> int:
+    tool, args = argv[0], argv[1:]
+    if tool == "gnu-patch":
+        return subprocess.run(["patch", *args]).returncode
+    parsed = parse(args)
+    if parsed is None:
+        return UNSUPPORTED
+    values, flags, pos = parsed
+    if len(pos) > 1 or (pos and "-i" in values):
+        return UNSUPPORTED  # an explicit file to patch: neither git apply nor sgpatch has it
+    source = values.get("-i") or (pos[0] if pos else "-")
+    data = sys.stdin.buffer.read() if source == "-" else open(source, "rb").read()
+    strip = values.get("-p") or default_strip(data)
+    cwd = values.get("-d") or "."
+    reverse = bool(flags & {"-R", "--reverse"})
+    if tool == "git-apply":
+        cmd = ["git", "apply", f"-p{strip}", *(["-R"] if reverse else [])]
+        cmd += ["--check"] if "--dry-run" in flags else []
+    else:
+        fuzz = min(int(values.get("-F", "2")), 2)
+        cmd = [sys.executable, "-m", "sgpatch", "patch", "-p", strip, "--fuzz", str(fuzz)]
+        cmd += ["-R"] if reverse else []
+        cmd += ["-E"] if flags & {"-E", "--remove-empty-files"} else []
+        cmd += ["--dry-run"] if "--dry-run" in flags else []
+    return subprocess.run([*cmd, "-"], input=data, cwd=cwd, env=os.environ).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 VALUE = {"-p", "-i", "-d", "-F", "-o", "-r", "-B", "-Y", "-z", "-V", "-D", "-g", "-x"}
 LONG_VALUE = {"--strip", "--input", "--directory", "--fuzz", "--get"}
@@ -101,7 +102,7 @@ def main(argv: list[str]) -> int:
     if len(pos) > 1 or (pos and "-i" in values):
         return UNSUPPORTED  # an explicit file to patch: neither git apply nor sgpatch has it
     source = values.get("-i") or (pos[0] if pos else "-")
-    data = sys.stdin.buffer.read() if source == "-" else open(source, "rb").read()
+    data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
     strip = values.get("-p") or default_strip(data)
     cwd = values.get("-d") or "."
     reverse = bool(flags & {"-R", "--reverse"})

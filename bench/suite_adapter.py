@@ -92,6 +92,8 @@ def default_strip(patch: bytes) -> str:
 
 
 def main(argv: list[str]) -> int:
+    if argv[0] == "--git":
+        return git_main(argv[1], argv[2:])
     tool, args = argv[0], argv[1:]
     if tool == "gnu-patch":
         return subprocess.run(["patch", *args]).returncode
@@ -116,6 +118,76 @@ def main(argv: list[str]) -> int:
         cmd += ["-E"] if flags & {"-E", "--remove-empty-files"} else []
         cmd += ["--dry-run"] if "--dry-run" in flags else []
     return subprocess.run([*cmd, "-"], input=data, cwd=cwd, env=os.environ).returncode
+
+
+# --------------------------------------------------------------------------- git's t41xx side
+
+GIT = os.environ.get("SUITE_REAL_GIT", "/usr/bin/git")
+GIT_IGNORED = {"-v", "--verbose", "--unidiff-zero", "--binary", "--apply", "--whitespace=nowarn"}
+GIT_IGNORED |= {"--whitespace=warn", "--no-color", "-q", "--quiet"}
+
+
+def git_main(tool: str, argv: list[str]) -> int:
+    """`git ...` for git's own test scripts: everything goes to the real git except `apply`,
+    which the tool under test does (with `--index`: the touched paths are then staged)."""
+    i = next((k for k, a in enumerate(argv) if not a.startswith("-")), len(argv))
+    if i >= len(argv) or argv[i] != "apply" or tool == "git-apply":
+        return subprocess.run([GIT, *argv]).returncode
+    print("SUITE-CALL", file=sys.stderr)
+    opts = parse_git_apply(argv[i + 1 :])
+    if opts is None:
+        print("SUITE-NA", file=sys.stderr)
+        return UNSUPPORTED
+    strip, reverse, check, index, files = opts
+    data = b"".join(
+        sys.stdin.buffer.read() if f == "-" else Path(f).read_bytes() for f in files or ["-"]
+    )
+    top = subprocess.run([GIT, "rev-parse", "--show-toplevel"], capture_output=True, text=True)
+    cwd = top.stdout.strip() if top.returncode == 0 else "."
+    if tool == "gnu-patch":
+        cmd = ["patch", f"-p{strip}", "-f", "-s", "--no-backup-if-mismatch"]
+        cmd += (["-R"] if reverse else []) + (["--dry-run"] if check else [])
+    else:
+        cmd = [sys.executable, "-m", "sgpatch", "patch", "-p", strip, "--json"]
+        cmd += (["-R"] if reverse else []) + (["--dry-run"] if check else [])
+        cmd += ["-"]
+    proc = subprocess.run(cmd, input=data, cwd=cwd, capture_output=True)
+    sys.stderr.write(proc.stderr.decode(errors="replace"))
+    if proc.returncode == 0 and index and not check:
+        paths = touched(data)
+        subprocess.run([GIT, "add", "-A", "--", *paths], cwd=cwd, capture_output=True)
+    return proc.returncode
+
+
+def parse_git_apply(args: list[str]) -> tuple[str, bool, bool, bool, list[str]] | None:
+    strip, reverse, check, index = "1", False, False, False
+    files: list[str] = []
+    for a in args:
+        if a in GIT_IGNORED:
+            continue
+        if re.match(r"^-p\d+$", a):
+            strip = a[2:]
+        elif a in ("-R", "--reverse"):
+            reverse = True
+        elif a == "--check":
+            check = True
+        elif a == "--index":
+            index = True
+        elif a.startswith("-") and a != "-":
+            return None  # --cached, --3way, --reject, --directory, --stat, -C, --whitespace=fix
+        else:
+            files.append(a)
+    return strip, reverse, check, index, files
+
+
+def touched(data: bytes) -> list[str]:
+    """Paths a git diff names (a/ and b/ sides, renames included), for `git add -A`."""
+    out = set()
+    for line in data.decode("utf-8", "replace").splitlines():
+        m = re.match(r"^diff --git a/(\S+) b/(\S+)$", line)
+        if m:
+            out.update(m.groups())
+    return sorted(out)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- suites:begin -->", "<!-- suites:end -->"
 ENV_GNU = "SGPATCH_SUITE_GNU_PATCH"
+ENV_GIT = "SGPATCH_SUITE_GIT"
+GIT_SCRIPTS = re.compile(r"^t41[0-4]\d-apply-[\w-]+\.sh$")
 TOOLS = ("gnu-patch", "git-apply", "sgpatch")
 SKIP = {"test-lib.sh", "Makefile.am"}
 TIMEOUT = 120
@@ -69,6 +71,37 @@ WRAPPER = """#!/bin/sh
 rc=$?
 echo $rc >> "$SUITE_STATUS"
 exit $rc
+"""
+
+
+# git's t/ runs against the installed git (GIT_TEST_INSTALLED) with no build: it needs a
+# GIT-BUILD-OPTIONS file and a `test-tool` for the few helpers its test library calls.
+GIT_BUILD_OPTIONS = """SHELL_PATH='/bin/sh'
+PERL_PATH='/usr/bin/perl'
+TEST_SHELL_PATH='/bin/sh'
+DIFF='diff'
+PYTHON_PATH='/usr/bin/python3'
+X=''
+"""
+TEST_TOOL = r"""#!/bin/sh
+case "$1" in
+env-helper)
+  shift; def=; code=
+  for a; do case "$a" in --default=*) def=${a#--default=};; --type=*) ;;
+    --exit-code) code=1;; *) var=$a;; esac; done
+  eval "val=\${$var-$def}"
+  case "$val" in true|yes|on|1) r=0;; *) r=1;; esac
+  if test -z "$code"; then if test $r = 0; then echo true; else echo false; fi; exit 0; fi
+  exit $r;;
+path-utils) case "$2" in file-size) stat -c %s "$3";; *) realpath -m "$3";; esac;;
+date) exit 0;;
+*) echo "test-tool stub: $*" >&2; exit 1;;
+esac
+"""
+GIT_WRAPPER = """#!/bin/sh
+for a; do case "$a" in apply) exec "{python}" "{adapter}" --git {tool} "$@";; -*) ;; *) break;; esac
+done
+exec "{git}" "$@"
 """
 
 
@@ -134,6 +167,103 @@ def run_script(name: str, suite: dict[str, str], tool: str, work: Path) -> Count
     return Counter(step[0].strip() for step in steps)
 
 
+def prepare_git(mirror: Path, work: Path, tools: tuple[str, ...]) -> Path:
+    """git's t/ from the mirror into `work`, with the stubs a build would have made."""
+    root = work / "git"
+    root.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(mirror), "archive", "HEAD", "t/"], capture_output=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(root)], input=archive.stdout, check=True)
+    (root / "GIT-BUILD-OPTIONS").write_text(GIT_BUILD_OPTIONS)
+    helper = root / "t" / "helper"
+    helper.mkdir(exist_ok=True)
+    (helper / "test-tool").write_text(TEST_TOOL)
+    (helper / "test-tool").chmod(0o755)
+    real = shutil.which("git") or "/usr/bin/git"
+    adapter = Path(__file__).with_name("suite_adapter.py")
+    for tool in tools:
+        bindir = root / f"bin-{tool}"
+        bindir.mkdir()
+        text = GIT_WRAPPER.format(python=sys.executable, adapter=adapter, tool=tool, git=real)
+        (bindir / "git").write_text(
+            text if tool != "git-apply" else f'#!/bin/sh\nexec "{real}" "$@"\n'
+        )
+        (bindir / "git").chmod(0o755)
+    return root
+
+
+def run_git_script(name: str, root: Path, tool: str) -> Counter:
+    """One t41xx script with `tool` doing `git apply`; count its tests that call git apply."""
+    templates = Path("/usr/share/git-core/templates")
+    if not templates.is_dir():
+        templates = root / "templates"
+        templates.mkdir(exist_ok=True)
+    env = {
+        **os.environ,
+        "GIT_TEST_INSTALLED": str(root / f"bin-{tool}"),
+        "GIT_TEST_DEFAULT_HASH": "sha1",
+        "GIT_TEST_TEMPLATE_DIR": str(templates),
+        "PYTHONPATH": str(REPO / "src"),
+        "TEST_OUTPUT_DIRECTORY": str(root / f"out-{tool}"),
+    }
+    try:
+        proc = subprocess.run(
+            ["sh", name, "-v"],
+            cwd=root / "t",
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=TIMEOUT,
+        )
+        out = proc.stdout.decode(errors="replace")
+    except subprocess.TimeoutExpired as exc:
+        out = (exc.stdout or b"").decode(errors="replace")
+    return _tap_counts(out, f"{tool} {name}")
+
+
+def _tap_counts(out: str, label: str) -> Counter:
+    """Tests whose body runs `git apply`: ok / FAILED, or na (the tool cannot express it)."""
+    counts: Counter = Counter()
+    section: list[str] = []
+    for line in out.splitlines():
+        m = re.match(r"^(not ok|ok) \d+ - (.*)$", line)
+        if not m:
+            section.append(line)
+            continue
+        body = "\n".join(section)
+        section = []
+        if "# TODO" in line or "# skip" in line or "git apply" not in body:
+            continue
+        if "SUITE-NA" in body:
+            counts["na"] += 1
+        elif m.group(1) == "ok":
+            counts["ok apply"] += 1
+        else:
+            counts["FAILED apply"] += 1
+            if VERBOSE:
+                print(f"{label}: FAILED: {m.group(2)}", file=sys.stderr)
+    return counts
+
+
+def score_git(
+    mirror: Path, tools: tuple[str, ...], only: list[str] | None
+) -> dict[str, dict[str, Counter]]:
+    names = subprocess.run(
+        ["git", "-C", str(mirror), "ls-tree", "--name-only", "HEAD", "t/"],
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    scripts = sorted(Path(n).name for n in names if GIT_SCRIPTS.match(Path(n).name))
+    scripts = [n for n in scripts if not only or n in only]
+    results: dict[str, dict[str, Counter]] = {}
+    with tempfile.TemporaryDirectory(prefix="sgpatch-suites-git-") as tmp:
+        root = prepare_git(mirror, Path(tmp), tools)
+        for name in scripts:
+            results[name] = {t: run_git_script(name, root, t) for t in tools}
+    return results
+
+
 def score(suite: dict[str, str], tools: tuple[str, ...]) -> dict[str, dict[str, Counter]]:
     scripts = sorted(n for n in suite if n not in SKIP and "\n. $srcdir/test-lib.sh" in suite[n])
     results: dict[str, dict[str, Counter]] = {}
@@ -150,18 +280,19 @@ def _cell(c: Counter) -> str:
 
 
 def markdown(results: dict[str, dict[str, Counter]], tools: tuple[str, ...], origin: str) -> str:
+    return (
+        f"GNU patch's own tests/ ({origin}), each step scored by outcome: correct steps / steps "
+        "the tool could run (n/a: an option it does not have, and the rest of that script).\n\n"
+        + table(results, tools)
+    )
+
+
+def table(results: dict[str, dict[str, Counter]], tools: tuple[str, ...]) -> str:
     head = "| script | " + " | ".join(tools) + " |\n|---|" + "---|" * len(tools) + "\n"
     rows = [f"| {n} | " + " | ".join(_cell(r[t]) for t in tools) + " |" for n, r in results.items()]
     total = {t: sum((r[t] for r in results.values()), Counter()) for t in tools}
     rows.append("| **all** | " + " | ".join(_cell(total[t]) for t in tools) + " |")
-    return (
-        f"GNU patch's own tests/ ({origin}), each step scored by outcome: correct steps / steps "
-        "the tool could run (n/a: an option it does not have, and the rest of that script).\n"
-        "Regenerate: `python bench/suites.py --gnu-patch DIR --out docs/benchmarks.md`.\n\n"
-        + head
-        + "\n".join(rows)
-        + "\n"
-    )
+    return head + "\n".join(rows) + "\n"
 
 
 def update_doc(path: Path, section: str) -> None:
@@ -177,6 +308,7 @@ def update_doc(path: Path, section: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gnu-patch", help=f"GNU patch mirror (or ${ENV_GNU})")
+    ap.add_argument("--git", help=f"git mirror, for t/t41xx-apply-* (or ${ENV_GIT})")
     ap.add_argument("--tools", nargs="+", default=list(TOOLS))
     ap.add_argument("--only", nargs="+", help="run only these upstream scripts")
     ap.add_argument("--out", type=Path, help="update the suites section of this Markdown file")
@@ -184,31 +316,47 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     global VERBOSE
     VERBOSE = args.verbose
-    mirror = gnu_dir(args.gnu_patch)
-    if mirror is None or not mirror.exists():
-        print(f"suites: no GNU patch mirror (--gnu-patch or ${ENV_GNU}); skipped", file=sys.stderr)
-        return 0
-    suite = read_suite(mirror)
-    if "test-lib.sh" not in suite:
-        print(f"suites: {mirror} has no tests/test-lib.sh; skipped", file=sys.stderr)
-        return 0
-    if args.only:
-        suite = {k: v for k, v in suite.items() if k in args.only or k in SKIP or "." in k}
     tools = tuple(t for t in args.tools if t != "git-apply" or shutil.which("git"))
-    results = score(suite, tools)
-    origin = _origin(mirror)
-    section = markdown(results, tools, origin)
+    parts = []
+    gnu = gnu_dir(args.gnu_patch)
+    if gnu is not None and gnu.exists() and "test-lib.sh" in (suite := read_suite(gnu)):
+        if args.only:
+            suite = {k: v for k, v in suite.items() if k in args.only or "." in k}
+        parts.append(markdown(score(suite, tools), tools, _origin(gnu, "GNU patch")))
+    else:
+        print(f"suites: no GNU patch mirror (--gnu-patch or ${ENV_GNU}); skipped", file=sys.stderr)
+    git = Path(args.git or os.environ.get(ENV_GIT) or "/nonexistent")
+    if git.exists():
+        results = score_git(git, tools, args.only)
+        parts.append(
+            f"git's t/t41xx-apply-* ({_origin(git, 'git')}), run against the installed git "
+            f"({_git_version()}) with `git apply` done by each tool: tests that run `git apply`, "
+            "passed / run (n/a: an option the tool does not have).\n\n" + table(results, tools)
+        )
+    else:
+        print(f"suites: no git mirror (--git or ${ENV_GIT}); skipped", file=sys.stderr)
+    if not parts:
+        return 0
+    section = (
+        "\n".join(parts) + "\nRegenerate: `python bench/suites.py --gnu-patch DIR --git DIR --out "
+        "docs/benchmarks.md` (see bench/README.md).\n"
+    )
     print(section)
     if args.out:
         update_doc(args.out, section)
     return 0
 
 
-def _origin(mirror: Path) -> str:
+def _git_version() -> str:
+    out = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout
+    return out.strip().removeprefix("git version ") or "?"
+
+
+def _origin(mirror: Path, what: str) -> str:
     rev = subprocess.run(
         ["git", "-C", str(mirror), "log", "-1", "--format=%h %cs"], capture_output=True, text=True
     ).stdout.strip()
-    return f"GNU patch at {rev}" if rev else "GNU patch"
+    return f"{what} at {rev}" if rev else what
 
 
 if __name__ == "__main__":

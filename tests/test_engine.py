@@ -552,3 +552,28 @@ def test_newline_at_eof_round_trips_either_side(a, b, a_eol, b_eol):
         assert text(res) == new
         back = run(new, patch, reverse=True)
         assert not back.ok or text(back) == old
+
+
+def test_images_that_differ_only_in_the_final_newline_are_told_apart_by_the_file():
+    """'a\\nb\\n' -> 'a\\nb' (git's t4101 shape): applies to the first, is already applied on the
+    second; and the reverse diff the other way round."""
+    with_nl, without = "a\nb\n", "a\nb"
+    drop = patch_of(with_nl, without)
+    assert text(run(with_nl, drop)) == without
+    assert statuses(run(without, drop)) == ["already-applied"]
+    add = patch_of(without, with_nl)
+    assert text(run(without, add)) == with_nl
+    assert statuses(run(with_nl, add)) == ["already-applied"]
+
+
+def test_zero_context_insertion_at_old_line_0_goes_to_the_start_of_the_file():
+    """`@@ -0,0 +1 @@ +a` (-U0, git's t4104 add-a) inserts at the top of a non-empty file."""
+    old = lines("b", "c")
+    assert text(run(old, patch_of(old, lines("a", "b", "c"), n=0))) == lines("a", "b", "c")
+
+
+def test_zero_context_insertion_elsewhere_is_refused_with_the_reason():
+    """A -U0 insertion after line 2 has nothing but its line number: refused (exit 3)."""
+    old = lines("a", "b", "c")
+    res = run(old, patch_of(old, lines("a", "b", "x", "c"), n=0))
+    assert statuses(res) == ["conflict"] and "no context" in res.hunks[0].reason

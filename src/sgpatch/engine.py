@@ -394,6 +394,8 @@ def place_hunk(
             list(img.texts), "exact", expected, img.at_eof, img.at_bof
         ):
             hits.append((len(img.texts), new_side))
+    if len(hits) == 2 and (side := _eol_decides(hunk, idx, expected)) is not None:
+        hits = [h for h in hits if h[1] == side]
     if len(hits) == 2:
         return _Outcome(
             None,
@@ -412,14 +414,18 @@ def place_hunk(
             return _Outcome(None, _still_there(hunk, expected))
         return _Outcome(place, _result(hunk, place, "exact", ()))
     if not hunk.before:
-        # Pure insertion with no context at all: only into an empty file.
-        if not lines and expected == 0:
+        # Pure insertion with no context at all: only where the place needs no evidence, an
+        # empty file or the start of the file (old start 0, as git anchors it).
+        if (not lines or hunk.source_start == 0) and expected == 0:
             place = _Place(0, False, 0, 0)
             return _Outcome(place, _result(hunk, place, "exact", ()))
         return _Outcome(
             None,
             HunkResult(
-                hunk.index, "conflict", reason="the hunk has no context lines to place it by"
+                hunk.index,
+                "conflict",
+                reason="the hunk adds lines with no context to place them by (a -U0 diff): "
+                "only the line number says where; make the diff with context",
             ),
         )
 
@@ -561,8 +567,21 @@ def _still_there(hunk: Hunk, pos: int) -> HunkResult:
     )
 
 
+def _eol_decides(hunk: Hunk, idx: _Index, pos: int) -> bool | None:
+    """When the two images differ in their final newline only and reach the end of the file
+    from `pos`, the file's last line says which one is there: True = the post-image."""
+    if hunk.old_no_eol == hunk.new_no_eol or not idx.lines:
+        return None
+    if hunk.before != hunk.after or pos + len(hunk.before) != len(idx.lines):
+        return None
+    return hunk.new_no_eol == (not idx.lines[-1].endswith("\n"))
+
+
 def _echo(hunk: Hunk, idx: _Index, place: _Place, mode: str) -> bool:
     """Does the other image match at the very same spot too?"""
+    side = _eol_decides(hunk, idx, place.pos) if not (place.lead or place.trail) else None
+    if side is not None:
+        return side != place.new_side
     other = _side(hunk, not place.new_side, place.lead, place.trail, place.free)
     if not other.texts:
         return False

@@ -101,10 +101,14 @@ def main(argv: list[str]) -> int:
     if parsed is None:
         return UNSUPPORTED
     values, flags, pos = parsed
-    if len(pos) > 1 or (pos and "-i" in values):
+    if pos:
         return UNSUPPORTED  # an explicit file to patch: neither git apply nor sgpatch has it
-    source = values.get("-i") or (pos[0] if pos else "-")
+    source = values.get("-i") or "-"
     data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    if not re.search(rb"^@@ -\d", data, re.M) and re.search(
+        rb"^(\*{15}|\d+(,\d+)?[acd]\d)", data, re.M
+    ):
+        return UNSUPPORTED  # a context, normal or ed diff: unified diffs only
     strip = values.get("-p") or default_strip(data)
     cwd = values.get("-d") or "."
     reverse = bool(flags & {"-R", "--reverse"})

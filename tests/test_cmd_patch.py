@@ -528,3 +528,19 @@ def test_no_file_for_any_hunk_hints_at_minus_p(empty, tmp_path, capsys):
     diff = "--- x/y/f\n+++ x/y/f\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n"
     assert sgpatch("patch", "-d", str(empty), put(tmp_path, diff)) == 3
     assert "wrong -p level?" in capsys.readouterr().err
+
+
+def test_creation_under_two_names_creates_the_shorter_one(empty, tmp_path):
+    """`--- f` / `+++ f.new` with `@@ -0,0 +1 @@` and neither file there creates `f` (GNU's
+    filename-choice rule)."""
+    diff = "--- f\n+++ f.new\n@@ -0,0 +1 @@\n+content\n"
+    assert sgpatch("patch", "-p0", "-d", str(empty), put(tmp_path, diff)) == 0
+    assert (empty / "f").read_text() == "content\n" and not (empty / "f.new").exists()
+
+
+def test_git_rename_already_done_applies_its_hunks_at_the_new_name(empty, tmp_path):
+    """Source gone, target present with the old content: the hunk is applied there."""
+    (empty / "h").write_text("old\n")
+    diff = "diff --git a/f b/h\nrename from f\nrename to h\n--- a/f\n+++ b/h\n@@ -1 +1 @@\n-old\n+new\n"
+    assert sgpatch("patch", "-d", str(empty), put(tmp_path, diff)) == 0
+    assert (empty / "h").read_text() == "new\n" and not (empty / "f").exists()

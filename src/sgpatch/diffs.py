@@ -208,10 +208,12 @@ def strip_path(path: str, strip: int, patch_name: str = "patch") -> str:
     if strip < 0:
         raise bad_input(f"{patch_name}: -p must be 0 or more (got {strip})")
     parts = [p for p in path.split("/") if p not in ("", ".")]
-    if ".." in parts:
-        raise unsafe(f"{patch_name}: refusing path with '..': {path!r}")
     if strip >= len(parts):
+        if ".." in parts:
+            raise unsafe(f"{patch_name}: refusing path with '..': {path!r}")
         raise bad_input(f"{patch_name}: -p{strip} strips all of {path!r}; wrong -p level?")
+    if ".." in parts[strip:]:  # as GNU patch: what -p strips away is never used
+        raise unsafe(f"{patch_name}: refusing path with '..': {path!r}")
     return "/".join(parts[strip:])
 
 
@@ -246,7 +248,7 @@ def parse_patch(data: bytes | str, name: str = "patch") -> Patch:
         if line.startswith("@@") and not _HUNK_HEADER.match(line):
             raise bad_input(f"{name}:{no}: malformed hunk header {strip_eol(line)[:60]!r}")
     _check_hunk_lengths(lines, name)
-    counter = _Counter(lines)
+    counter = _Counter(_align_git_names(lines))
     try:
         patchset = PatchSet(counter)
     except UnidiffParseError as exc:
@@ -263,6 +265,29 @@ def parse_patch(data: bytes | str, name: str = "patch") -> Patch:
 
 
 _HUNK_HEADER = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_GIT_HEADER = re.compile(r"^diff --git (\S+) (\S+)\r?$")
+
+
+def _align_git_names(lines: Sequence[str]) -> list[str]:
+    """A git block whose `---`/`+++` names differ from its `diff --git` names only in the first
+    folder (`+++ a/f` under `diff --git a/f b/f`, as hand-made diffs have) names one file; unidiff
+    rejects it, so give the `---`/`+++` lines the header's spelling."""
+    out = list(lines)
+    names: tuple[str, str] | None = None
+    for i, line in enumerate(out):
+        m = _GIT_HEADER.match(line)
+        if m:
+            names = (m.group(1), m.group(2))
+            continue
+        if line.startswith("@@"):
+            names = None
+        if names is None or not line.startswith(("--- ", "+++ ")):
+            continue
+        want = names[0] if line.startswith("---") else names[1]
+        have = strip_eol(line)[4:].split("\t")[0]
+        if have != want and have != DEV_NULL and have.split("/", 1)[-1] == want.split("/", 1)[-1]:
+            out[i] = line[:4] + want + line[4 + len(have) :]
+    return out
 
 
 def _check_hunk_lengths(lines: Sequence[str], name: str) -> None:

@@ -306,7 +306,8 @@ def _plan_uncopy(overlay: Overlay, fp: FilePatch, mapper: PathMapper, fuzz: int)
 def _pick_name(overlay: Overlay, fp: FilePatch, mapper: PathMapper, creating: bool = False) -> str:
     """Which file a diff is about. A git diff names it; a plain diff whose two names differ
     (`diff -u a.py.orig a.py`) patches the one that exists, chosen as GNU patch does (fewest
-    path components, then shortest base name, then shortest name); never both."""
+    path components, then shortest base name, then shortest name; the same choice among both
+    names when neither exists); never both."""
     if fp.git or fp.source == fp.target or DEV_NULL in (fp.source, fp.target):
         return mapper(fp.target if fp.target != DEV_NULL else fp.source)
     names: list[str] = []
@@ -321,9 +322,8 @@ def _pick_name(overlay: Overlay, fp: FilePatch, mapper: PathMapper, creating: bo
     if not names:
         raise error  # type: ignore[misc]
     exist = [n for n in names if overlay.read(n) is not None]
-    if creating or not exist:
-        return names[0]
-    return min(exist, key=lambda n: (n.count("/"), len(n.rsplit("/", 1)[-1]), len(n)))
+    pool = names if creating or not exist else exist
+    return min(pool, key=lambda n: (n.count("/"), len(n.rsplit("/", 1)[-1]), len(n)))
 
 
 def _mode(root: Path, rel: str) -> int | None:

@@ -541,6 +541,7 @@ def test_creation_under_two_names_creates_the_shorter_one(empty, tmp_path):
 def test_git_rename_already_done_applies_its_hunks_at_the_new_name(empty, tmp_path):
     """Source gone, target present with the old content: the hunk is applied there."""
     (empty / "h").write_text("old\n")
-    diff = "diff --git a/f b/h\nrename from f\nrename to h\n--- a/f\n+++ b/h\n@@ -1 +1 @@\n-old\n+new\n"
+    diff = "diff --git a/f b/h\nrename from f\nrename to h\n"
+    diff += "--- a/f\n+++ b/h\n@@ -1 +1 @@\n-old\n+new\n"
     assert sgpatch("patch", "-d", str(empty), put(tmp_path, diff)) == 0
     assert (empty / "h").read_text() == "new\n" and not (empty / "f").exists()

@@ -577,3 +577,16 @@ def test_zero_context_insertion_elsewhere_is_refused_with_the_reason():
     old = lines("a", "b", "c")
     res = run(old, patch_of(old, lines("a", "b", "x", "c"), n=0))
     assert statuses(res) == ["conflict"] and "no context" in res.hunks[0].reason
+
+
+def test_conflict_explanation_still_finds_the_best_partial_match_far_away():
+    """The bounded conflict search (starts aligned on not-too-common lines) still reports the
+    best partial match when it lies far from the expected line."""
+    body = lines(*numbered("l", 2000))
+    old = lines("alpha", "beta", "gamma", "delta", "eps", "zeta", "eta")
+    new = old.replace("delta\n", "DELTA\n")
+    target = body + old.replace("beta\n", "BETA\n").replace("zeta\n", "ZETA\n")
+    res = run(target, patch_of(old, new))
+    (h,) = res.hunks
+    assert h.status == "conflict" and h.candidates[0] == 2001
+    assert "best match at line 2001 (5/7 lines)" in h.reason

@@ -109,6 +109,11 @@ class _Index:
             self._keys[mode], self._pos[mode] = keys, pos
         return self._keys[mode]
 
+    def positions(self, mode: str, key: str) -> list[int]:
+        """0-based lines whose key (in `mode`) is `key`."""
+        self.keys(mode)
+        return self._pos[mode].get(key, [])
+
     def find(
         self, pattern: Sequence[str], mode: str, lo: int, at_eof: bool, at_bof: bool = False
     ) -> list[int]:
@@ -666,13 +671,31 @@ def _anchor_rule(hunk: Hunk, pre: _Image) -> str:
     return " and ".join(where)
 
 
+COMMON = 200  # a line found more often than this says nothing about where a hunk belongs
+NEAR = 300  # lines either side of the expected line always scored
+
+
+def _partial_starts(pattern: Sequence[str], idx: _Index, expected: int, lo: int) -> list[int]:
+    """Where a partial match can start: every start that aligns a not-too-common line of the
+    pre-image, plus the starts near the expected line. Bounded by the file's index, not by
+    file size x hunk size, so a large conflicting diff on a large file is explained quickly."""
+    keys = idx.keys("ws")
+    last = len(keys) - len(pattern)
+    starts = set(range(max(lo, expected - NEAR, 0), max(min(last, expected + NEAR) + 1, 0)))
+    for k, key in enumerate(pattern):
+        hits = idx.positions("ws", key)
+        if len(hits) <= COMMON:
+            starts.update(q - k for q in hits if lo <= q - k <= last)
+    return sorted(starts)
+
+
 def _partial(hunk: Hunk, idx: _Index, expected: int, lo: int) -> HunkResult:
     """The nearest partial matches of the pre-image, and the first line that differs."""
     pattern = [ws_key(t) for t in hunk.before]
     keys = idx.keys("ws")
     m = len(pattern)
     scored: list[tuple[int, int, int]] = []
-    for p in range(max(lo, 0), max(len(keys) - m + 1, 0)):
+    for p in _partial_starts(pattern, idx, expected, lo):
         score = sum(1 for a, b in zip(keys[p : p + m], pattern, strict=False) if a == b)
         if score:
             scored.append((-score, abs(p - expected), p))

@@ -112,3 +112,41 @@ def test_fuzzy_match_in_another_scope_is_refused_naming_both(texts):
     assert h.status == "ambiguous"
     assert "outside scope" in h.reason and f"def {func.name}" in h.reason
     assert "class Scheduler(" in h.reason
+
+
+def test_rename_copy_and_backup_diffs_on_a_real_tree(release_tree, tmp_path):
+    """On a real 0.5.9 tree: a git copy keeps kimi_k25.py, a rename with an edit moves it, a
+    plain `diff -u kimi_k25.py.orig kimi_k25.py` patches the file and keeps the backup; -R of
+    each gives the tree back byte for byte."""
+    from helpers import sgpatch
+
+    root = release_tree("0.5.9", members=lambda n: n.endswith("srt/models/kimi_k25.py"))
+    models = root / "srt" / "models"
+    original = (models / "kimi_k25.py").read_text()
+    edited = original.replace("class KimiK25ForConditionalGeneration", "class KimiK25X", 1)
+    body = make_diff(original, edited, "srt/models/kimi_k25.py").split("\n", 2)[2]
+    copy = (
+        "diff --git a/srt/models/kimi_k25.py b/srt/models/k2.py\ncopy from srt/models/kimi_k25.py\n"
+    )
+    copy += (
+        "copy to srt/models/k2.py\n--- a/srt/models/kimi_k25.py\n+++ b/srt/models/k2.py\n" + body
+    )
+    rename = copy.replace("copy ", "rename ")
+    for diff in (copy, rename):
+        (tmp_path / "p.diff").write_text(diff)
+        assert sgpatch("patch", "-d", str(root), str(tmp_path / "p.diff")) == 0
+        assert (models / "k2.py").read_text() == edited
+        assert (models / "kimi_k25.py").exists() == ("copy from" in diff)
+        assert sgpatch("patch", "-R", "-d", str(root), str(tmp_path / "p.diff")) == 0
+        assert (models / "kimi_k25.py").read_text() == original
+        assert not (models / "k2.py").exists()
+    (models / "kimi_k25.py.orig").write_text(original)
+    plain = (
+        make_diff(original, edited, "x")
+        .replace("a/x", "kimi_k25.py.orig")
+        .replace("b/x", "kimi_k25.py")
+    )
+    (tmp_path / "plain.diff").write_text(plain)
+    assert sgpatch("patch", "-p0", "-d", str(models), str(tmp_path / "plain.diff")) == 0
+    assert (models / "kimi_k25.py").read_text() == edited
+    assert (models / "kimi_k25.py.orig").read_text() == original

@@ -590,3 +590,20 @@ def test_conflict_explanation_still_finds_the_best_partial_match_far_away():
     (h,) = res.hunks
     assert h.status == "conflict" and h.candidates[0] == 2001
     assert "best match at line 2001 (5/7 lines)" in h.reason
+
+
+def test_two_identical_hunks_on_two_copies_are_placed_in_order():
+    """Two hunks with the same text (one per copy of a block, as slime's fused_moe layer.py
+    patch has), the file drifted so neither is at its stated line: the only order-consistent
+    assignment is first->first, second->second. With a third copy it is ambiguous again."""
+    block = ["        if x:", "            z = 0", "            w = 0", "            y = 1"]
+    block += ["            v = 0", "            u = 0", "        return y", ""]
+    fill = [f"    pad{i} = {i}" for i in range(30)]
+    old = lines("class C:", *fill, "    def a(self):", *block, "    def b(self):", *block, *fill)
+    new = old.replace("            y = 1\n", "            y = 2\n")
+    drifted = lines("# new", "# lines", *numbered("# top", 20)) + old
+    res = run(drifted, patch_of(old, new))
+    assert statuses(res) == ["applied", "applied"]
+    assert text(res) == lines("# new", "# lines", *numbered("# top", 20)) + new
+    third = drifted + lines("    def c(self):", *block)
+    assert "ambiguous" in statuses(run(third, patch_of(old, new)))

@@ -736,7 +736,7 @@ def apply_hunks(
         hunks = [replace(h, anchored=False) for h in hunks]
     idx = _Index(lines)
     results: list[tuple[HunkResult, Hunk, _Place | None]] = []
-    alternatives: dict[int, tuple[_Place, ...]] = {}
+    alternatives: dict[int, tuple[tuple[_Place, ...], int]] = {}
     lo = 0
     prev_end: int | None = None
     prev_stated_end = 0
@@ -753,8 +753,8 @@ def apply_hunks(
         elif out.alternatives:
             alternatives[len(results)] = (out.alternatives, out.expected)
         results.append((out.result, hunk, place))
-    for i, (alts, exp) in alternatives.items():
-        results[i] = _by_order(results, i, alts, lines, idx, exp)
+    if alternatives:
+        results = _by_order(results, alternatives, lines, idx)
     splices = [(pl, h) for r, h, pl in results if pl is not None and r.status == "applied"]
     out, shifts = _splice(lines, splices)
     final = []
@@ -772,36 +772,67 @@ def apply_hunks(
 
 def _by_order(
     results: Sequence[tuple[HunkResult, Hunk, _Place | None]],
-    i: int,
-    alts: tuple[_Place, ...],
+    alternatives: dict[int, tuple[tuple[_Place, ...], int]],
     lines: Sequence[str],
     idx: _Index,
-    expected: int,
-) -> tuple[HunkResult, Hunk, _Place | None]:
-    """Second pass for an ambiguous hunk: hunks keep their order, so only a candidate between
-    the placed hunks before and after it can be right. One left: take it, if it also passes
-    the vetoes any single place must pass."""
-    res, hunk, _ = results[i]
-    before = [(h, pl) for _, h, pl in results[:i] if pl is not None]
-    after = [(h, pl) for _, h, pl in results[i + 1 :] if pl is not None]
-    lo = 0
-    if before:
-        h, pl = before[-1]
-        lo = pl.pos + len(_side(h, pl.new_side, pl.lead, pl.trail).texts)
-    hi = after[0][1].pos if after else None
-    fits = [
-        pl
-        for pl in alts
-        if pl.pos >= lo
-        and (hi is None or pl.pos + len(_side(hunk, pl.new_side, pl.lead, pl.trail).texts) <= hi)
-    ]
-    if len(fits) != 1 or not (before or after):
-        return results[i]
-    chosen = fits[0]
-    veto = _veto(hunk, lines, idx, chosen, res.level, [], expected, lo, loose=False)
-    if veto is not None:
-        return (veto, hunk, None)
-    return (_result(hunk, chosen, res.level, res.candidates), hunk, chosen)
+) -> list[tuple[HunkResult, Hunk, _Place | None]]:
+    """Second pass for ambiguous hunks: hunks keep their order and never overlap, so only the
+    candidates that leave room for the others can be right. A hunk whose earliest and latest
+    order-consistent candidates are one and the same is placed there (two identical hunks in
+    one class, two copies of the block: the first goes to the first, the second to the second),
+    if it also passes the vetoes any single place must pass."""
+    early = _assign(results, alternatives, forward=True)
+    late = _assign(results, alternatives, forward=False)
+    out = list(results)
+    for i, (_, expected) in alternatives.items():
+        pl = early.get(i)
+        if pl is None or late.get(i) is not pl:
+            continue
+        res, hunk, _ = results[i]
+        lo = max((_span(h, q)[1] for _, h, q in out[:i] if q is not None), default=0)
+        veto = _veto(hunk, lines, idx, pl, res.level, [], expected, lo, loose=False)
+        out[i] = (
+            (veto, hunk, None) if veto else (_result(hunk, pl, res.level, res.candidates), hunk, pl)
+        )
+    return out
+
+
+def _span(hunk: Hunk, pl: _Place) -> tuple[int, int]:
+    return pl.pos, pl.pos + len(_side(hunk, pl.new_side, pl.lead, pl.trail, pl.free).texts)
+
+
+def _assign(
+    results: Sequence[tuple[HunkResult, Hunk, _Place | None]],
+    alternatives: dict[int, tuple[tuple[_Place, ...], int]],
+    forward: bool,
+) -> dict[int, _Place]:
+    """Greedy order-consistent candidates for the ambiguous hunks: the earliest that fits after
+    what comes before (forward) or the latest before what comes after; {} if none fits."""
+    chosen: dict[int, _Place] = {}
+    bound: int | None = 0 if forward else None
+    order = range(len(results)) if forward else range(len(results) - 1, -1, -1)
+    for i in order:
+        _, hunk, placed = results[i]
+        if placed is not None or i in alternatives:
+            if placed is not None:
+                fits = [placed]
+            else:
+                alts = alternatives[i][0]
+                fits = [q for q in alts if bound is None or _fits(hunk, q, bound, forward)]
+            if placed is not None and bound is not None and not _fits(hunk, placed, bound, forward):
+                return {}
+            if not fits:
+                return {}
+            pick = min(fits, key=lambda q: q.pos) if forward else max(fits, key=lambda q: q.pos)
+            if placed is None:
+                chosen[i] = pick
+            bound = _span(hunk, pick)[1] if forward else _span(hunk, pick)[0]
+    return chosen
+
+
+def _fits(hunk: Hunk, pl: _Place, bound: int, forward: bool) -> bool:
+    a, b = _span(hunk, pl)
+    return a >= bound if forward else b <= bound
 
 
 def _splice(

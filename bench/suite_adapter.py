@@ -137,10 +137,10 @@ def git_main(tool: str, argv: list[str]) -> int:
     i = next((k for k, a in enumerate(argv) if not a.startswith("-")), len(argv))
     if i >= len(argv) or argv[i] != "apply" or tool == "git-apply":
         return subprocess.run([GIT, *argv]).returncode
-    print("SUITE-CALL", file=sys.stderr)
+    _mark("SUITE-CALL")
     opts = parse_git_apply(argv[i + 1 :])
     if opts is None:
-        print("SUITE-NA", file=sys.stderr)
+        _mark("SUITE-NA")
         return UNSUPPORTED
     strip, reverse, check, index, files = opts
     data = b"".join(
@@ -161,6 +161,15 @@ def git_main(tool: str, argv: list[str]) -> int:
         paths = touched(data)
         subprocess.run([GIT, "add", "-A", "--", *paths], cwd=cwd, capture_output=True)
     return proc.returncode
+
+
+def _mark(word: str) -> None:
+    """Tell the runner, also when the test redirected our stderr: git's test library keeps
+    its verbose output open on fd 4 inside test bodies."""
+    try:
+        os.write(4, f"{word}\n".encode())
+    except OSError:
+        print(word, file=sys.stderr)
 
 
 def parse_git_apply(args: list[str]) -> tuple[str, bool, bool, bool, list[str]] | None:

@@ -607,3 +607,51 @@ def test_two_identical_hunks_on_two_copies_are_placed_in_order():
     assert text(res) == lines("# new", "# lines", *numbered("# top", 20)) + new
     third = drifted + lines("    def c(self):", *block)
     assert "ambiguous" in statuses(run(third, patch_of(old, new)))
+
+
+# ------------------------------------------------------------------ reach (GNU -F2 without its mistakes)
+
+
+def _far_copy_file(gap: int, header_scope: str | None = "def target"):
+    """`def target` holding a block, and the same block `gap` lines further in `def other`."""
+    block = ["    a = compute()", "    a1 = 1", "    a2 = 2", "    a3 = 3", "    b = a + 1"]
+    block += ["    c = b * 2", "    c1 = 1", "    d = c - 3", "    return d"]
+    top = [*numbered("# module header ", 5), ""]
+    old = lines(
+        *top, "def target():", *block, "", *numbered("# filler ", gap), "def other():", *block
+    )
+    new = old.replace("    b = a + 1\n", "    b = a + 2\n", 1)
+    diff = make_diff(old, new)
+    if header_scope:
+        diff = diff.replace("@@\n", f"@@ {header_scope}():\n", 1)
+    return old, new, diff
+
+
+def test_one_exact_copy_far_away_does_not_stop_the_nearest_in_scope():
+    """Drifted by 5 lines, a copy 400 lines away in another def: the block in `def target`
+    (named by the header, where the line numbers point) is patched, as GNU patch would."""
+    old, new, diff = _far_copy_file(400)
+    drift = lines(*numbered("# new ", 5))
+    res = run(drift + old, diff)
+    assert statuses(res) == ["applied"] and text(res) == drift + new
+
+
+def test_copy_at_a_comparable_distance_stays_equally_good_and_refused():
+    """The other copy only 30 lines further: refused, listing both candidates."""
+    old, _, diff = _far_copy_file(30, header_scope=None)
+    drift = lines(*numbered("# new ", 5))
+    res = run(drift + old, diff)
+    (h,) = res.hunks
+    assert h.status == "ambiguous" and "equally good candidates at lines" in h.reason
+    assert len(h.candidates) == 2
+
+
+def test_far_copy_rule_needs_the_header_to_agree():
+    """A header naming no def of the file: refused although the other copy is 400 lines away;
+    a header naming `def other`: the far copy in it is taken (scope beats distance)."""
+    old, _, diff = _far_copy_file(400, header_scope="def missing")
+    res = run(lines(*numbered("# new ", 5)) + old, diff)
+    assert statuses(res) == ["ambiguous"]
+    _, _, named_other = _far_copy_file(400, header_scope="def other")
+    res = run(lines(*numbered("# new ", 5)) + old, named_other)
+    assert statuses(res) == ["applied"] and res.hunks[0].line > 400

@@ -389,8 +389,35 @@ def place_hunk(
     hunk: Hunk, lines: Sequence[str], idx: _Index, expected: int, lo: int, fuzz: int
 ) -> _Outcome:
     """Find where one hunk goes (or why it cannot), without changing anything."""
-    # Level 1: exact at the expected line. When both images match there (one is a prefix of
-    # the other: appending at EOF, deleting a repeated line) the longer match is the evidence.
+    at_line = _at_expected(hunk, idx, expected, lo)
+    if at_line is not None:
+        return at_line
+    if not hunk.before:
+        return _insertion(hunk, lines, expected)
+    levels = _levels(hunk, fuzz)
+    for n, (level, modes, drops) in enumerate(levels):
+        found, loose = _find_level(hunk, idx, modes, drops, lo)
+        if not found:
+            continue
+        places = sorted(
+            _independent(hunk, found.values()),
+            key=lambda pl: (abs(_start(pl) - expected), pl.pos),
+        )
+        chosen = _choose(hunk, idx, places, level, expected)
+        if chosen is None:
+            return _equally_good(hunk, level, places, expected)
+        cands = tuple(_start(pl) + 1 for pl in places)
+        loose_match = level == "whitespace" or _start(chosen) in loose
+        veto = _veto(hunk, lines, idx, chosen, level, levels[n:], expected, lo, loose_match)
+        if veto is not None:
+            return _Outcome(None, veto)
+        return _Outcome(chosen, _result(hunk, chosen, level, cands, whitespace=loose_match))
+    return _Outcome(None, _conflict(hunk, idx, expected, lo))
+
+
+def _at_expected(hunk: Hunk, idx: _Index, expected: int, lo: int) -> _Outcome | None:
+    """Level 1: exact at the expected line. When both images match there (one is a prefix of
+    the other: appending at EOF, deleting a repeated line) the longer match is the evidence."""
     hits = []
     for new_side in (True, False):
         img = _side(hunk, new_side, 0, 0)
@@ -402,82 +429,65 @@ def place_hunk(
     if len(hits) == 2 and (side := _eol_decides(hunk, idx, expected)) is not None:
         hits = [h for h in hits if h[1] == side]
     if len(hits) == 2:
-        return _Outcome(
-            None,
-            _ambiguous(
-                hunk,
-                "exact",
-                (expected + 1,),
-                f"both the pre-image and the post-image match at line {expected + 1} (repeated "
-                "lines): cannot tell whether it is applied",
-            ),
+        why = (
+            f"both the pre-image and the post-image match at line {expected + 1} (repeated "
+            "lines): cannot tell whether it is applied"
         )
-    if hits:
-        _, new_side = max(hits)
-        place = _Place(expected, new_side, 0, 0)
-        if new_side and _deleted_block_still_there(hunk, idx, expected):
-            return _Outcome(None, _still_there(hunk, expected))
-        return _Outcome(place, _result(hunk, place, "exact", ()))
-    if not hunk.before:
-        # Pure insertion with no context at all: only where the place needs no evidence, an
-        # empty file or the start of the file (old start 0, as git anchors it).
-        if (not lines or hunk.source_start == 0) and expected == 0:
-            place = _Place(0, False, 0, 0)
-            return _Outcome(place, _result(hunk, place, "exact", ()))
-        return _Outcome(
-            None,
-            HunkResult(
-                hunk.index,
-                "conflict",
-                reason="the hunk adds lines with no context to place them by (a -U0 diff): "
-                "only the line number says where; make the diff with context",
-            ),
-        )
+        return _Outcome(None, _ambiguous(hunk, "exact", (expected + 1,), why))
+    if not hits:
+        return None
+    _, new_side = max(hits)
+    place = _Place(expected, new_side, 0, 0)
+    if new_side and _deleted_block_still_there(hunk, idx, expected):
+        return _Outcome(None, _still_there(hunk, expected))
+    return _Outcome(place, _result(hunk, place, "exact", ()))
 
-    levels = _levels(hunk, fuzz)
-    for n, (level, modes, drops) in enumerate(levels):
-        found, loose = _find_level(hunk, idx, modes, drops, lo)
-        if not found:
-            continue
-        places = sorted(
-            _independent(hunk, found.values()),
-            key=lambda pl: (abs(_start(pl) - expected), pl.pos),
-        )
-        cands = tuple(_start(pl) + 1 for pl in places)
-        old = [pl for pl in places if not pl.new_side]
-        new = [pl for pl in places if pl.new_side]
-        chosen: _Place | None = None
-        if len(places) == 1:
-            chosen = places[0]
-        else:
-            scoped = [pl for pl in places if _in_scope(hunk, idx, pl)]
-            if len(scoped) == 1:
-                chosen = scoped[0]
-            elif not old:
-                chosen = new[0]  # post-image in several places, pre-image nowhere: nothing to do
-            elif level != "fuzz":
-                chosen = _clear_nearest(hunk, idx, places, expected)
-        if chosen is None:
-            what = "pre-image" if not new else ("post-image" if not old else "pre/post-image")
-            return _Outcome(
-                None,
-                _ambiguous(
-                    hunk,
-                    level,
-                    cands,
-                    f"{what} matches at {len(places)} places (lines "
-                    + ", ".join(map(str, cands[:8]))
-                    + "); the hunk header does not single one out",
-                ),
-                alternatives=tuple(places) if not new else (),
-                expected=expected,
-            )
-        loose_match = level == "whitespace" or _start(chosen) in loose
-        veto = _veto(hunk, lines, idx, chosen, level, levels[n:], expected, lo, loose_match)
-        if veto is not None:
-            return _Outcome(None, veto)
-        return _Outcome(chosen, _result(hunk, chosen, level, cands, whitespace=loose_match))
-    return _Outcome(None, _conflict(hunk, idx, expected, lo))
+
+def _insertion(hunk: Hunk, lines: Sequence[str], expected: int) -> _Outcome:
+    """A pure insertion with no context at all: only where the place needs no evidence, an
+    empty file or the start of the file (old start 0, as git anchors it)."""
+    if (not lines or hunk.source_start == 0) and expected == 0:
+        place = _Place(0, False, 0, 0)
+        return _Outcome(place, _result(hunk, place, "exact", ()))
+    why = (
+        "the hunk adds lines with no context to place them by (a -U0 diff): only the line "
+        "number says where; make the diff with context"
+    )
+    return _Outcome(None, HunkResult(hunk.index, "conflict", reason=why))
+
+
+def _choose(
+    hunk: Hunk, idx: _Index, places: Sequence[_Place], level: Level, expected: int
+) -> _Place | None:
+    """The one place among those found at one level (nearest first), or None."""
+    if len(places) == 1:
+        return places[0]
+    scoped = [pl for pl in places if _in_scope(hunk, idx, pl)]
+    if len(scoped) == 1:
+        return scoped[0]
+    if all(pl.new_side for pl in places):
+        return places[0]  # post-image in several places, pre-image nowhere: nothing to do
+    if level != "fuzz":
+        return _clear_nearest(hunk, idx, places, expected)
+    return None
+
+
+def _equally_good(hunk: Hunk, level: Level, places: Sequence[_Place], expected: int) -> _Outcome:
+    """Refuse: several places are as good as each other, listed nearest first."""
+    cands = tuple(_start(pl) + 1 for pl in places)
+    new = any(pl.new_side for pl in places)
+    old = any(not pl.new_side for pl in places)
+    what = "pre-image" if not new else ("post-image" if not old else "pre/post-image")
+    why = (
+        f"equally good candidates at lines {', '.join(map(str, cands[:8]))} ({what} matches "
+        f"at {len(places)} places); the hunk header does not single one out"
+    )
+    return _Outcome(
+        None,
+        _ambiguous(hunk, level, cands, why),
+        alternatives=tuple(places) if not new else (),
+        expected=expected,
+    )
 
 
 def _clear_nearest(
@@ -485,16 +495,16 @@ def _clear_nearest(
 ) -> _Place | None:
     """GNU patch's and git's reach, made safe: of several exact copies, the nearest is taken
     when it is clearly where the line numbers point (every other copy at least 10 times as far
-    and 200 lines further) and the header's scope, if it names one, contains it. Equally near
-    copies, or a nearest one outside the named scope, stay a refusal."""
+    and 200 lines further) and the hunk header's scope contains it. Equally near copies, a
+    nearest one outside the named scope, or no header at all, stay a refusal."""
     if len({pl.new_side for pl in places}) != 1:
         return None
     near, *rest = places  # sorted by distance to the expected line
     d1 = abs(_start(near) - expected)
     if any(abs(_start(pl) - expected) < max(10 * max(d1, 1), d1 + 200) for pl in rest):
         return None
-    if hunk.section_header and not _in_scope(hunk, idx, near):
-        return None
+    if not hunk.section_header or not _in_scope(hunk, idx, near):
+        return None  # no header to agree, or it names another scope
     return near
 
 

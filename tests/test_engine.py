@@ -609,7 +609,7 @@ def test_two_identical_hunks_on_two_copies_are_placed_in_order():
     assert "ambiguous" in statuses(run(third, patch_of(old, new)))
 
 
-# ------------------------------------------------------------------ reach (GNU -F2 without its mistakes)
+# --------------------------------------------- reach (GNU -F2 without its mistakes)
 
 
 def _far_copy_file(gap: int, header_scope: str | None = "def target"):

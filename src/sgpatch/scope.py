@@ -9,9 +9,16 @@ read before the problem; the engine then falls back to the nearest-line rule."""
 from __future__ import annotations
 
 import io
+import re
 import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from sgpatch.diffs import Hunk, strip_eol
+from sgpatch.match import LineIndex, Place, context_edges, start
+
+_SCOPE = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)")
+_FUNCNAME_DEFAULT = re.compile(r"^[A-Za-z_$]")
 
 
 @dataclass(frozen=True)
@@ -96,3 +103,104 @@ def describe(found: Sequence[Block], pos: int) -> str:
     """'class Scheduler, def run_batch' or 'module level': where a line is, for messages."""
     chain = list(reversed(enclosing(found, pos)))
     return ", ".join(f"{b.kind} {b.name}" for b in chain) or "module level"
+
+
+def blocks_of(idx: LineIndex) -> tuple[Block, ...]:
+    """The blocks of an indexed file, tokenized once per file (cached on the index)."""
+    found = idx.cache.get("blocks")
+    if found is None:
+        found = idx.cache["blocks"] = blocks(idx.lines)
+    return found  # type: ignore[return-value]
+
+
+# ------------------------------------------------------------------ the hunk header's scope
+
+
+def _enclosing_by_indent(lines: Sequence[str], pos: int, indent: int) -> list[str]:
+    """Names of the def/class blocks enclosing a line at `pos` indented by `indent` (innermost
+    first), then the nearest def/class above it (what git's Python funcname would show)."""
+    names: list[str] = []
+    nearest: str | None = None
+    for j in range(min(pos, len(lines)) - 1, -1, -1):
+        text = strip_eol(lines[j])
+        if not text.strip():
+            continue
+        m = _SCOPE.match(text)
+        if m and nearest is None:
+            nearest = m.group(1)
+        ind = _indent(text)
+        if ind < indent:
+            if m:
+                names.append(m.group(1))
+            indent = ind
+        if indent == 0 and nearest is not None:
+            break
+    if nearest is not None:
+        names.append(nearest)
+    return names
+
+
+def _funcname_above(lines: Sequence[str], pos: int) -> str | None:
+    """git's default funcname: the nearest line above `pos` starting with a letter, _ or $."""
+    for j in range(min(pos, len(lines)) - 1, -1, -1):
+        text = strip_eol(lines[j])
+        if _FUNCNAME_DEFAULT.match(text):
+            return text.strip()
+    return None
+
+
+def _indent(line: str) -> int:
+    text = strip_eol(line).expandtabs(8)
+    return len(text) - len(text.lstrip())
+
+
+def _scope_name(hunk: Hunk) -> str | None:
+    m = re.search(r"(?:^|\s)(?:def|class)\s+(\w+)", hunk.section_header)
+    return m.group(1) if m else None
+
+
+def _first_change(hunk: Hunk, place: Place) -> int:
+    """0-based line in the input of the hunk's first changed line (or insertion point)."""
+    lead_ctx, _ = context_edges(hunk)
+    return place.pos + lead_ctx - place.lead
+
+
+def in_scope(hunk: Hunk, idx: LineIndex, place: Place) -> bool:
+    """Does the candidate sit where the hunk header says it should? Inside the def/class the
+    header names (read with Python's tokenizer: multi-line signatures, decorators, nesting,
+    async), or right below that header line, as git's funcname would show it."""
+    header = hunk.section_header
+    if not header:
+        return False
+    name = _scope_name(hunk)
+    lines = idx.lines
+    if not name:
+        return _funcname_above(lines, start(place)) == header.strip()
+    found = blocks_of(idx)
+    if not found:  # not Python (or unreadable): the indentation heuristic
+        changed = [ln.text for ln in hunk.lines if ln.kind != " " and ln.text.strip()]
+        indent = _indent(changed[0]) if changed else 0
+        return name in _enclosing_by_indent(lines, _first_change(hunk, place), indent)
+    if any(b.name == name for b in enclosing(found, _first_change(hunk, place))):
+        return True
+    above = header_above(found, start(place))
+    return above is not None and above.name == name
+
+
+def outside(hunk: Hunk, idx: LineIndex, place: Place) -> str:
+    """'outside scope' naming both: where the candidate is, and what the header names."""
+    found = blocks_of(idx)
+    where = describe(found, _first_change(hunk, place)) if found else "another scope"
+    at = start(place) + 1
+    return (
+        f"outside scope: the match at line {at} is in {where}, but the hunk header names "
+        f"'{hunk.section_header}'"
+    )
+
+
+def name_defined(hunk: Hunk, lines: Sequence[str]) -> bool:
+    name = _scope_name(hunk)
+    if not name:
+        return False
+    pat = re.compile(rf"^\s*(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b")
+    return any(pat.match(ln) for ln in lines)

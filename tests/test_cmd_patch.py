@@ -545,3 +545,20 @@ def test_git_rename_already_done_applies_its_hunks_at_the_new_name(empty, tmp_pa
     diff += "--- a/f\n+++ b/h\n@@ -1 +1 @@\n-old\n+new\n"
     assert sgpatch("patch", "-d", str(empty), put(tmp_path, diff)) == 0
     assert (empty / "h").read_text() == "new\n" and not (empty / "f").exists()
+
+
+def test_plain_diff_with_one_unsafe_name_uses_the_other(empty, tmp_path):
+    """`--- f` / `+++ ../g`: the `..` name is never used; f (which exists) is checked."""
+    (empty / "f").write_text("1\n")
+    diff = put(tmp_path, "--- f\n+++ ../g\n@@ -1 +1 @@\n-1\n+one\n")
+    assert sgpatch("patch", "-p0", "-d", str(empty), diff) == 0
+    assert (empty / "f").read_text() == "one\n"
+    assert not (empty.parent / "g").exists()
+
+
+def test_quoted_name_with_a_newline_is_bad_input(empty, tmp_path, capsys):
+    """`+++ "a\\nb"`: exit 2 in one line, nothing created."""
+    diff = put(tmp_path, '--- /dev/null\n+++ "a\\nb"\n@@ -0,0 +1 @@\n+x\n')
+    assert sgpatch("patch", "-p0", "-d", str(empty), diff) == 2
+    assert list(empty.iterdir()) == []
+    assert "newline" in capsys.readouterr().err

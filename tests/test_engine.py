@@ -655,3 +655,9 @@ def test_far_copy_rule_needs_the_header_to_agree():
     _, _, named_other = _far_copy_file(400, header_scope="def other")
     res = run(lines(*numbered("# new ", 5)) + old, named_other)
     assert statuses(res) == ["applied"] and res.hunks[0].line > 400
+
+
+def test_hunk_that_changes_nothing_is_already_applied_not_ambiguous():
+    """`-1` / `+1` (GNU's bad-filenames d.diff): both images are one; nothing to do, exit 0."""
+    res = run(lines("1"), "--- f\n+++ f\n@@ -1 +1 @@\n-1\n+1\n")
+    assert statuses(res) == ["already-applied"] and text(res) == lines("1")

@@ -428,4 +428,6 @@ def _clean_path(path: str | None) -> str:
             path = raw.encode("latin-1").decode("utf-8", "surrogateescape")
         except (UnicodeDecodeError, UnicodeEncodeError):
             raise bad_input(f"bad quoted path {path[:60]!r} in patch") from None
+    if any(c in path for c in "\n\r\x00"):
+        raise bad_input(f"path {path[:60]!r} in patch contains a newline or NUL byte")
     return path

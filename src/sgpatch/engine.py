@@ -168,6 +168,8 @@ def _at_expected(hunk: Hunk, idx: LineIndex, expected: int, lo: int) -> _Outcome
             list(img.texts), "exact", expected, img.at_eof, img.at_bof
         ):
             hits.append((len(img.texts), new_side))
+    if len(hits) == 2 and _no_op(hunk):
+        hits = [h for h in hits if h[1]]  # changes nothing: there is nothing to do
     if len(hits) == 2 and (eol_side := _eol_decides(hunk, idx, expected)) is not None:
         hits = [h for h in hits if h[1] == eol_side]
     if len(hits) == 2:
@@ -334,8 +336,15 @@ def _eol_decides(hunk: Hunk, idx: LineIndex, pos: int) -> bool | None:
     return hunk.new_no_eol == (not idx.lines[-1].endswith("\n"))
 
 
+def _no_op(hunk: Hunk) -> bool:
+    """A hunk whose two images are the same (`-1` then `+1`) changes nothing."""
+    return hunk.before == hunk.after and hunk.old_no_eol == hunk.new_no_eol
+
+
 def _echo(hunk: Hunk, idx: LineIndex, place: Place, mode: str) -> bool:
     """Does the other image match at the very same spot too?"""
+    if _no_op(hunk):
+        return False
     eol_side = _eol_decides(hunk, idx, place.pos) if not (place.lead or place.trail) else None
     if eol_side is not None:
         return eol_side != place.new_side

@@ -315,8 +315,8 @@ def _pick_name(overlay: Overlay, fp: FilePatch, mapper: PathMapper, creating: bo
     for raw in (fp.target, fp.source):
         try:
             names.append(mapper(raw))
-        except SgpatchError as exc:
-            if exc.code != ExitCode.BAD_INPUT:
+        except SgpatchError as exc:  # an unusable or unsafe name: the other one may do (GNU)
+            if exc.code not in (ExitCode.BAD_INPUT, ExitCode.UNSAFE):
                 raise
             error = error or exc
     if not names:

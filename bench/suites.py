@@ -15,8 +15,9 @@ one that scores outcomes instead of messages (every tool words its messages diff
 A step the tool cannot express (an option it does not have: backups, reject files, ed or
 context diffs, an explicit file to patch, ...) is n/a, and so is every later step of that
 script (the tree no longer is what the script expects). A check that reads a reject (.rej) or
-backup (.orig) file is n/a for every tool: those are GNU patch features, not placement. GNU patch is scored too: a step it
-fails shows where its own expectations assume something (e.g. a locale or a GNU diff).
+backup (.orig) file is n/a for every tool: those are GNU patch features, not placement.
+GNU patch is scored too: a step it fails shows where its own expectations assume something
+(e.g. a locale or a GNU diff).
 
     python bench/suites.py --gnu-patch /path/to/patch-mirror [--out docs/benchmarks.md]
 """

@@ -566,10 +566,11 @@ def test_images_that_differ_only_in_the_final_newline_are_told_apart_by_the_file
     assert statuses(run(with_nl, add)) == ["already-applied"]
 
 
-def test_zero_context_insertion_at_old_line_0_goes_to_the_start_of_the_file():
-    """`@@ -0,0 +1 @@ +a` (-U0, git's t4104 add-a) inserts at the top of a non-empty file."""
-    old = lines("b", "c")
-    assert text(run(old, patch_of(old, lines("a", "b", "c"), n=0))) == lines("a", "b", "c")
+def test_zero_context_insertion_at_old_line_0_into_a_non_empty_file_is_refused():
+    """`@@ -0,0 +1 @@ +aaa` on a file holding `bbb` (git's t4104 'two lines'): a diff of an
+    empty file, or a -U0 insertion at the top? It cannot tell: refused (exit 3)."""
+    res = run(lines("bbb"), "--- a/f\n+++ b/f\n@@ -0,0 +1 @@\n+aaa\n")
+    assert statuses(res) == ["conflict"] and "no context" in res.hunks[0].reason
 
 
 def test_zero_context_insertion_elsewhere_is_refused_with_the_reason():

@@ -188,9 +188,10 @@ def _at_expected(hunk: Hunk, idx: LineIndex, expected: int, lo: int) -> _Outcome
 
 
 def _insertion(hunk: Hunk, lines: Sequence[str], expected: int) -> _Outcome:
-    """A pure insertion with no context at all: only where the place needs no evidence, an
-    empty file or the start of the file (old start 0, as git anchors it)."""
-    if (not lines or hunk.source_start == 0) and expected == 0:
+    """A pure insertion with no context at all goes only into an empty file. `@@ -0,0 +1 @@`
+    is also what a -U0 diff writes to insert at the top of a non-empty file, but it cannot be
+    told from a diff of an empty file (git needs --unidiff-zero to tell it), so it is refused."""
+    if not lines and expected == 0:
         place = Place(0, False, 0, 0)
         return _Outcome(place, _result(hunk, place, "exact", ()))
     why = (

@@ -578,8 +578,9 @@ def markdown(report: Report) -> str:
         f" in {report.seconds:.0f} s.",
         "Each cell: **correct / refused / misapplied**. *refused* = nonzero exit, file untouched,"
         " although a correct result existed (safe miss). *misapplied* = exit 0 with wrong bytes,"
-        " or the file left changed after a failure. For `duplicate` and `conflict`, refusing is"
-        " correct.",
+        " or the file left changed after a failure. For "
+        + ", ".join(f"`{k}`" for k in CASE_TYPES if k in REFUSE_OK)
+        + ", refusing is correct.",
         "",
         "| case type | n | " + " | ".join(f"`{t}`" for t in tools) + " |",
         "|---|---:|" + "---:|" * len(tools),

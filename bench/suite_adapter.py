@@ -146,6 +146,8 @@ def git_main(tool: str, argv: list[str]) -> int:
     data = b"".join(
         sys.stdin.buffer.read() if f == "-" else Path(f).read_bytes() for f in files or ["-"]
     )
+    if strip is None:  # git guesses -p for a traditional diff; a git diff is -p1
+        strip = "1" if re.search(rb"^diff --git ", data, re.M) else default_strip(data)
     top = subprocess.run([GIT, "rev-parse", "--show-toplevel"], capture_output=True, text=True)
     cwd = top.stdout.strip() if top.returncode == 0 else "."
     if tool == "gnu-patch":
@@ -172,8 +174,9 @@ def _mark(word: str) -> None:
         print(word, file=sys.stderr)
 
 
-def parse_git_apply(args: list[str]) -> tuple[str, bool, bool, bool, list[str]] | None:
-    strip, reverse, check, index = "1", False, False, False
+def parse_git_apply(args: list[str]) -> tuple[str | None, bool, bool, bool, list[str]] | None:
+    strip: str | None = None
+    reverse, check, index = False, False, False
     files: list[str] = []
     for a in args:
         if a in GIT_IGNORED:

@@ -48,7 +48,7 @@ VERBOSE = False
 # `_check` replaced: score outcomes, not messages. $SUITE_LOG gets one line per step.
 CHECK_SHIM = r"""
 _suite_is_apply() {
-    printf '%s\n' "$*" | grep -Eq '(^|[;&|(`]|then|do)[[:space:]]*patch([[:space:]]|$)'
+    printf '%s\n' "$*" | grep -Eq '(^|[;&|(`]|then|do)[[:space:]]*patch([[:space:];|&)]|$)'
 }
 _check() {
     expected=`cat`

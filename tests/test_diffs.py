@@ -203,3 +203,14 @@ def test_dotdot_that_strip_removes_is_fine_but_one_that_stays_is_refused():
     with pytest.raises(SgpatchError) as exc:
         strip_path("a/../z", 1)
     assert exc.value.code == 4
+
+
+def test_whitespace_damaged_traditional_header_keeps_name_and_epoch():
+    """`--- dir/post image.txt 1969-12-31 16:00:00 -08:00` (tab lost, git's t4135): the name
+    is `dir/post image.txt` and the epoch still makes it a creation."""
+    diff = (
+        "--- a/post image.txt 1969-12-31 16:00:00 -08:00\n"
+        "+++ b/post image.txt 2005-04-12 02:14:06 -07:00\n@@ -0,0 +1 @@\n+postimage\n"
+    )
+    fp = parse_patch(diff).files[0]
+    assert fp.is_new and fp.target == "b/post image.txt"

@@ -369,10 +369,13 @@ def _freeze_file(pf, lines: Sequence[str], name: str) -> FilePatch:  # pf: unidi
     info = _git_info(pf.patch_info or (), name)
     git = any(str(ln).startswith("diff --git ") for ln in pf.patch_info or ())
     source, target = _clean_path(pf.source_file), _clean_path(pf.target_file)
+    old_stamp, new_stamp = pf.source_timestamp, pf.target_timestamp
     if not git:  # a traditional `diff -N`: the missing side carries the epoch
-        if source != DEV_NULL and is_epoch(pf.source_timestamp):
+        source, old_stamp = _split_stamp(source, old_stamp)
+        target, new_stamp = _split_stamp(target, new_stamp)
+        if source != DEV_NULL and is_epoch(old_stamp):
             source = DEV_NULL
-        elif target != DEV_NULL and is_epoch(pf.target_timestamp):
+        elif target != DEV_NULL and is_epoch(new_stamp):
             target = DEV_NULL
     op = "copy" if "copy from" in info else ("rename" if "rename from" in info else None)
     if op and f"{op} to" in info:  # the extended header names both sides exactly
@@ -391,6 +394,20 @@ def _freeze_file(pf, lines: Sequence[str], name: str) -> FilePatch:  # pf: unidi
         symlink=any(m & 0o170000 == SYMLINK_MODE for m in modes.values()),
         git=git,
     )
+
+
+_DAMAGED_STAMP = re.compile(
+    r"^(.+?) (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? ?(?:[+-]\d\d:?\d\d)?)$"
+)
+
+
+def _split_stamp(path: str, stamp: str | None) -> tuple[str, str | None]:
+    """A name whose timestamp lost its tab (a whitespace-damaged traditional diff: mail,
+    copy and paste) keeps only the name; the timestamp still counts for `diff -N`."""
+    if stamp or path == DEV_NULL:
+        return path, stamp
+    m = _DAMAGED_STAMP.match(path)
+    return (m.group(1), m.group(2)) if m else (path, stamp)
 
 
 def _git_info(lines, name: str) -> dict[str, Any]:

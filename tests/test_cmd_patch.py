@@ -562,3 +562,15 @@ def test_quoted_name_with_a_newline_is_bad_input(empty, tmp_path, capsys):
     assert sgpatch("patch", "-p0", "-d", str(empty), diff) == 2
     assert list(empty.iterdir()) == []
     assert "newline" in capsys.readouterr().err
+
+
+def test_reverse_of_a_patch_touching_one_file_twice_undoes_the_last_change_first(empty, tmp_path):
+    """Two diffs of one file whose second edits what the first added (git's t4127 shape):
+    -R takes them back in reverse order and restores the file."""
+    base = lines(*numbered("l", 20))
+    one = base.replace("l5\n", "five\n")
+    two = one.replace("five\n", "FIVE\n")
+    (empty / "f.py").write_text(two)
+    diff = put(tmp_path, make_diff(base, one) + make_diff(one, two))
+    assert sgpatch("patch", "-R", "-d", str(empty), diff) == 0
+    assert (empty / "f.py").read_text() == base

@@ -120,7 +120,9 @@ def plan_patch(
     As git does, renames and copies read their source as it was before this patch, so two
     files swapping names (a->b, b->a) each get the other's old content, and a rename's source
     is removed only when no other file of the patch writes that name."""
-    files = [fp.reversed() if reverse else fp for fp in patch.files]
+    # -R undoes the last change first: a patch that touches one file twice is reversed in
+    # reverse order (the plans are reported in the patch's order all the same)
+    files = [fp.reversed() for fp in reversed(patch.files)] if reverse else list(patch.files)
     for fp in files:
         if fp.symlink:
             name = fp.target if fp.target != DEV_NULL else fp.source
@@ -142,7 +144,7 @@ def plan_patch(
             overlay.write(plan.path, plan.after)
             written.add(plan.path)
         plans.append(plan)
-    return tuple(plans)
+    return tuple(reversed(plans)) if reverse else tuple(plans)
 
 
 def _status(result: FileResult) -> Literal["ok", "already-applied", "conflict", "ambiguous"]:

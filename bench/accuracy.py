@@ -60,8 +60,20 @@ CASE_TYPES = (
     "duplicate",
     "already-applied",
     "conflict",
+    "multi-line-header",
+    "far-copy",
+    "equal-fuzz-decoy",
 )
-REFUSE_OK = {"duplicate", "conflict"}  # refusing is a correct outcome here
+REFUSE_OK = {"duplicate", "conflict", "equal-fuzz-decoy"}  # refusing is a correct outcome here
+# The largest real modules (above MAX_SIZE), drawn once per run: their classes have multi-line
+# headers (`class Scheduler(\n    Mixin,\n):`) and long methods, where fuzz matters most.
+BIG_FILES = (
+    "sglang/srt/managers/scheduler.py",
+    "sglang/srt/server_args.py",
+    "sglang/srt/model_executor/model_runner.py",
+)
+BIG_MAX_SIZE = 400_000
+FAR = 250  # lines between a far copy and the expected line
 MIN_SIZE, MAX_SIZE = 2_000, 80_000  # bytes of the old file: realistic modules, not giants
 MAX_HUNKS = 3
 CTX = 3
@@ -176,7 +188,8 @@ def _build_source(
                     hunk_lines.append("+" + new[j])
         o_len = group[-1][2] - o_start
         n_len = len(target) - n_start
-        text.append(f"@@ -{o_start + 1},{o_len} +{n_start + 1},{n_len} @@\n")
+        func = _funcname(old, o_start)
+        text.append(f"@@ -{o_start + 1},{o_len} +{n_start + 1},{n_len} @@{func}\n")
         text.extend(hunk_lines)
         pos = group[-1][2]
     for i in range(pos, len(old)):
@@ -188,6 +201,22 @@ def _build_source(
     return Source(
         pair, relpath, tuple(old), tuple(target), tuple(h for _g, h in picked), tuple(tmap), diff
     )
+
+
+def _funcname(lines: Sequence[str], start: int) -> str:
+    """What `git diff` writes after the second @@ (its default funcname, no diff driver): the
+    nearest line above the hunk starting with a letter, `_` or `$`, cut to 80 bytes."""
+    for j in range(start - 1, -1, -1):
+        line = lines[j]
+        if line[:1].isalpha() or line[:1] in ("_", "$"):
+            return " " + line.rstrip()[:80]
+    return ""
+
+
+def _in_class_with_multiline_header(src: Source, h: Hunk) -> bool:
+    """The hunk sits in a class (or def) whose header spans several lines (`class X(`)."""
+    func = _funcname(src.old, h.start).strip()
+    return func.startswith(("class ", "def ", "async def ")) and func.endswith("(")
 
 
 def _edit(lines: Sequence[str], edits: list[tuple[str, int, list[str]]]) -> list[str]:
@@ -291,6 +320,8 @@ def make_cases(src: Source, rng: random.Random, tag: str) -> list[Case]:
 
     add("already-applied", new, new)
 
+    cases += _scope_cases(src, rng, tag)
+
     with_removal = [h for h in src.hunks if h.removed]
     if with_removal:
         h = rng.choice(with_removal)
@@ -299,6 +330,42 @@ def make_cases(src: Source, rng: random.Random, tag: str) -> list[Case]:
         changed[r] = _touch(changed[r])
         add("conflict", "".join(changed), None)
     return cases
+
+
+def _scope_cases(src: Source, rng: random.Random, tag: str) -> list[Case]:
+    """The reach cases: edge drift under a multi-line header, one exact copy far away, and a
+    decoy as good as the original at equal fuzz."""
+    out: list[Case] = []
+    first = src.hunks[0]
+    multi = [h for h in src.hunks if _in_class_with_multiline_header(src, h)]
+    if multi:
+        h = rng.choice(multi)
+        above = rng.randint(0, max(0, first.start - 10))
+        edits = [("insert", above, _unrelated_block(rng, rng.randint(12, 50)))]
+        edits += [("replace", h.lead[0], [_touch(src.old[h.lead[0]])])]
+        edits += [("replace", h.trail[0], [_touch(src.old[h.trail[0]])])]
+        out.append(
+            Case(f"{tag}-multi-line-header", "multi-line-header", src, *_drifted(src, edits))
+        )
+    idx = rng.randrange(len(src.hunks))
+    h = src.hunks[idx]
+    region = [*src.old[h.start : h.end], "\n"]
+    n = len(src.old)
+    for where in (n, 0):  # at the end of the file, else at its start
+        if abs(where - h.start) >= FAR and _outside_hunks(src, where):
+            start, expected = _drifted(src, [("insert", where, region)])
+            out.append(Case(f"{tag}-far-copy", "far-copy", src, start, expected))
+            break
+    lo = src.hunks[idx - 1].end if idx else 0
+    where = h.start - rng.randint(3, 40)
+    if where >= lo and _outside_hunks(src, where):
+        decoy = list(region)
+        decoy[0] = _touch(decoy[0])  # the decoy matches without its top context line,
+        # the original without its bottom one: both need fuzz 1, neither is better
+        edits = [("insert", where, decoy), ("replace", h.trail[0], [_touch(src.old[h.trail[0]])])]
+        start, expected = _drifted(src, edits)
+        out.append(Case(f"{tag}-equal-fuzz-decoy", "equal-fuzz-decoy", src, start, expected))
+    return out
 
 
 def _decode(data: bytes) -> list[str] | None:
@@ -315,7 +382,7 @@ def build_sources(pairs: Sequence[str], n_files: int, seed: int) -> list[Source]
     """Pick `n_files` changed .py files spread over the release pairs, deterministically."""
     rng = random.Random(seed)
     per_pair = -(-n_files // len(pairs))
-    sources: list[Source] = []
+    sources: list[Source] = _big_sources(pairs, rng)
     for pair in pairs:
         a, b = pair.split(":")
         ra, rb = releases.record(a), releases.record(b)
@@ -340,6 +407,26 @@ def build_sources(pairs: Sequence[str], n_files: int, seed: int) -> list[Source]
                 sources.append(src)
                 got += 1
     return sources
+
+
+def _big_sources(pairs: Sequence[str], rng: random.Random) -> list[Source]:
+    """The largest real modules, from the first pair where each changed."""
+    out: list[Source] = []
+    for name in BIG_FILES:
+        for pair in pairs:
+            a, b = pair.split(":")
+            ra, rb = releases.record(a), releases.record(b)
+            if name not in ra or name not in rb or ra[name] == rb[name]:
+                continue
+            old_b = releases.read_member(a, name)
+            old, new = _decode(old_b), _decode(releases.read_member(b, name))
+            if old is None or new is None or len(old_b) > BIG_MAX_SIZE:
+                continue
+            src = _build_source(pair, name.removeprefix("sglang/"), old, new, rng)
+            if src is not None:
+                out.append(src)
+                break
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -491,8 +578,9 @@ def markdown(report: Report) -> str:
         f" in {report.seconds:.0f} s.",
         "Each cell: **correct / refused / misapplied**. *refused* = nonzero exit, file untouched,"
         " although a correct result existed (safe miss). *misapplied* = exit 0 with wrong bytes,"
-        " or the file left changed after a failure. For `duplicate` and `conflict`, refusing is"
-        " correct.",
+        " or the file left changed after a failure. For "
+        + ", ".join(f"`{k}`" for k in CASE_TYPES if k in REFUSE_OK)
+        + ", refusing is correct.",
         "",
         "| case type | n | " + " | ".join(f"`{t}`" for t in tools) + " |",
         "|---|---:|" + "---:|" * len(tools),

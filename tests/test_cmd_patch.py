@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import lines, make_diff, numbered, sgpatch
+from helpers import git, lines, make_diff, numbered, sgpatch
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -257,3 +259,318 @@ def test_every_run_ends_with_a_verdict_line(tree, tmp_path, capsys):
         "sgpatch: 1 file(s) patched",
         "sgpatch: 1 file(s) reversed",
     ]
+
+
+# ------------------------------------------------------------------------------------------
+# File operations a diff can mean, and the GNU flags people type (issue: peer suites).
+# `empty` is an empty tree; `git_diff` makes a real git diff of a change.
+
+
+def git_diff(tmp_path: Path, setup, change, *flags: str) -> str:
+    """A real `git diff` (with -M/-C as asked) of what `change` does to the empty `setup` made."""
+    repo = tmp_path / "gen"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    setup(repo)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    change(repo)
+    git(repo, "add", "-A")
+    return git(repo, "diff", "--cached", *flags) + "\n"
+
+
+@pytest.fixture
+def empty(tmp_path: Path) -> Path:
+    root = tmp_path / "empty"
+    root.mkdir()
+    return root
+
+
+def put(tmp_path: Path, text: str, name: str = "p.diff") -> str:
+    (tmp_path / name).write_text(text)
+    return str(tmp_path / name)
+
+
+# --------------------------------------------------------------- traditional create / delete
+
+EPOCHS = [
+    "1970-01-01 00:00:00 +0000",
+    "1969-12-31 18:00:00.000000000 -0600",
+    "1970-01-01 01:00:00 +01:00",
+]
+
+
+@pytest.mark.parametrize("stamp", EPOCHS)
+def test_diff_N_epoch_source_creates_the_file(empty, tmp_path, stamp):
+    """`diff -Nu` writes the missing old side with the epoch in the maker's zone: creates f."""
+    diff = f"--- f\t{stamp}\n+++ f\t2024-05-01 10:00:00 +0200\n@@ -0,0 +1,2 @@\n+one\n+two\n"
+    assert sgpatch("patch", "-p0", "-d", str(empty), put(tmp_path, diff)) == 0
+    assert (empty / "f").read_text() == "one\ntwo\n"
+
+
+@pytest.mark.parametrize("stamp", EPOCHS)
+def test_diff_N_epoch_target_deletes_a_file_with_exactly_that_content(empty, tmp_path, stamp):
+    """An epoch `+++` that empties the file deletes it when the content is what it removes."""
+    (empty / "f").write_text("one\ntwo\n")
+    diff = f"--- f\t2024-05-01 10:00:00 +0200\n+++ f\t{stamp}\n@@ -1,2 +0,0 @@\n-one\n-two\n"
+    assert sgpatch("patch", "-p0", "-d", str(empty), put(tmp_path, diff)) == 0
+    assert not (empty / "f").exists()
+
+
+def test_deletion_refused_when_content_differs_even_where_fuzz_would_forgive(
+    empty, tmp_path, capsys
+):
+    """A deletion of a file edited since (here: whitespace) keeps it, exit 3, names the rule."""
+    (empty / "f").write_text("one \ntwo\n")
+    diff = "--- f\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-one\n-two\n"
+    assert sgpatch("patch", "-p0", "-F2", "-d", str(empty), put(tmp_path, diff)) == 3
+    assert (empty / "f").read_text() == "one \ntwo\n"
+    assert "content differs from the deletion" in capsys.readouterr().err
+
+
+def test_deletion_refused_when_the_file_has_more_lines(empty, tmp_path, capsys):
+    """A deletion of a file with an extra line at the end keeps it (exit 3)."""
+    (empty / "f").write_text("one\ntwo\nthree\n")
+    diff = "--- f\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-one\n-two\n"
+    assert sgpatch("patch", "-p0", "-d", str(empty), put(tmp_path, diff)) == 3
+    assert (empty / "f").exists()
+    assert "content differs from the deletion" in capsys.readouterr().err
+
+
+def test_zero_zero_hunk_creates_a_missing_file_without_dev_null(empty, tmp_path):
+    """`@@ -0,0 +1,N @@` under ordinary names creates the file (GNU patch does)."""
+    diff = "--- a/new.py\n+++ b/new.py\n@@ -0,0 +1,2 @@\n+x = 1\n+y = 2\n"
+    assert sgpatch("patch", "-d", str(empty), put(tmp_path, diff)) == 0
+    assert (empty / "new.py").read_text() == "x = 1\ny = 2\n"
+
+
+def test_minus_E_removes_a_file_the_patch_empties(empty, tmp_path):
+    """-E: a plain diff that removes every line deletes the file; without -E it stays empty."""
+    (empty / "f").write_text("one\n")
+    diff = put(tmp_path, "--- a/f\n+++ b/f\n@@ -1 +0,0 @@\n-one\n")
+    assert sgpatch("patch", "-d", str(empty), diff) == 0
+    assert (empty / "f").read_bytes() == b""
+    (empty / "f").write_text("one\n")
+    assert sgpatch("patch", "-E", "-d", str(empty), diff) == 0
+    assert not (empty / "f").exists()
+
+
+# --------------------------------------------------------------- plain diffs with two names
+
+
+def test_plain_diff_with_two_names_patches_the_existing_file_and_keeps_the_backup(empty, tmp_path):
+    """`diff -u a.py.orig a.py` applied to a empty holding both: a.py is patched (GNU's choice:
+    shorter name), a.py.orig is untouched, nothing is renamed or deleted."""
+    (empty / "a.py").write_text("x = 1\n")
+    (empty / "a.py.orig").write_text("x = 1\n")
+    diff = "--- a.py.orig\n+++ a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    assert sgpatch("patch", "-p0", "-d", str(empty), put(tmp_path, diff)) == 0
+    assert (empty / "a.py").read_text() == "x = 2\n"
+    assert (empty / "a.py.orig").read_text() == "x = 1\n"
+
+
+def test_plain_diff_with_two_names_patches_the_only_one_that_exists(empty, tmp_path):
+    """Only the old name exists: it is patched in place, no new name appears."""
+    (empty / "old.py").write_text("x = 1\n")
+    diff = "--- old.py\n+++ new.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    assert sgpatch("patch", "-p0", "-d", str(empty), put(tmp_path, diff)) == 0
+    assert (empty / "old.py").read_text() == "x = 2\n"
+    assert not (empty / "new.py").exists()
+
+
+# --------------------------------------------------------------- git copies and renames
+
+
+def _two(repo: Path) -> None:
+    (repo / "a.py").write_text(lines(*(f"a{i}" for i in range(20))))
+    (repo / "b.py").write_text(lines(*(f"b{i}" for i in range(20))))
+
+
+def _apply_git(empty: Path, tmp_path: Path, diff: str, *flags: str) -> int:
+    _two(empty)
+    return sgpatch("patch", *flags, "-d", str(empty), put(tmp_path, diff))
+
+
+@pytest.mark.parametrize("edit", [False, True])
+def test_git_copy_keeps_its_source(empty, tmp_path, edit):
+    """`copy from/copy to`, with and without edits: the copy appears, the source stays."""
+
+    def change(repo):
+        text = (repo / "a.py").read_text()
+        (repo / "c.py").write_text(text.replace("a5\n", "FIVE\n") if edit else text)
+
+    diff = git_diff(tmp_path, _two, change, "-C", "--find-copies-harder")
+    assert "copy from a.py" in diff
+    before = (tmp_path / "gen" / "a.py").read_text()
+    assert _apply_git(empty, tmp_path, diff) == 0
+    assert (empty / "a.py").read_text() == before
+    assert (empty / "c.py").read_text() == (tmp_path / "gen" / "c.py").read_text()
+    assert sgpatch("patch", "-R", "-d", str(empty), str(tmp_path / "p.diff")) == 0
+    assert not (empty / "c.py").exists() and (empty / "a.py").read_text() == before
+
+
+def test_git_criss_cross_rename_swaps_the_two_files(empty, tmp_path):
+    """a.py and b.py swap names (git's t4130 shape): each ends with the other's content."""
+
+    diff = (
+        "diff --git a/a.py b/b.py\nsimilarity index 100%\nrename from a.py\nrename to b.py\n"
+        "diff --git a/b.py b/a.py\nsimilarity index 95%\nrename from b.py\nrename to a.py\n"
+        "--- a/b.py\n+++ b/a.py\n@@ -1,3 +1,3 @@\n b0\n-b1\n+B1\n b2\n"
+    )
+    assert _apply_git(empty, tmp_path, diff) == 0
+    assert (empty / "a.py").read_text().startswith("b0\nB1\nb2\n")
+    assert (empty / "b.py").read_text().startswith("a0\n")
+    assert sgpatch("patch", "-R", "-d", str(empty), str(tmp_path / "p.diff")) == 0
+    assert (empty / "a.py").read_text().startswith("a0\n")
+
+
+def test_git_rename_with_edit_moves_and_edits(empty, tmp_path):
+    """`rename from/to` plus a hunk: the old name is gone, the new one has the edit; -R undoes."""
+
+    def change(repo):
+        text = (repo / "a.py").read_text().replace("a9\n", "NINE\n")
+        (repo / "a.py").unlink()
+        (repo / "z.py").write_text(text)
+
+    diff = git_diff(tmp_path, _two, change, "-M")
+    assert "rename to z.py" in diff
+    assert _apply_git(empty, tmp_path, diff) == 0
+    assert not (empty / "a.py").exists()
+    assert "NINE\n" in (empty / "z.py").read_text()
+    assert sgpatch("patch", "-R", "-d", str(empty), str(tmp_path / "p.diff")) == 0
+    assert not (empty / "z.py").exists() and "a9\n" in (empty / "a.py").read_text()
+
+
+def test_git_mode_change_is_kept_on_apply_and_restored_by_reverse(empty, tmp_path):
+    """`old mode 100644 / new mode 100755` with an edit: 755 after, 644 again after -R."""
+
+    def change(repo):
+        (repo / "a.py").write_text((repo / "a.py").read_text().replace("a3\n", "X\n"))
+        (repo / "a.py").chmod(0o755)
+
+    diff = git_diff(tmp_path, _two, change)
+    assert "new mode 100755" in diff
+    _two(empty)
+    (empty / "a.py").chmod(0o644)
+    assert sgpatch("patch", "-d", str(empty), put(tmp_path, diff)) == 0
+    assert stat.S_IMODE((empty / "a.py").stat().st_mode) == 0o755
+    assert sgpatch("patch", "-R", "-d", str(empty), str(tmp_path / "p.diff")) == 0
+    assert stat.S_IMODE((empty / "a.py").stat().st_mode) == 0o644
+    assert "a3\n" in (empty / "a.py").read_text()
+
+
+def test_git_symlink_is_refused_in_one_line_and_never_becomes_a_file(empty, tmp_path, capsys):
+    """`new file mode 120000`: refused (exit 2, one line), no regular file, empty unchanged."""
+    diff = (
+        "diff --git a/link b/link\nnew file mode 120000\nindex 0000000..1de5659\n"
+        "--- /dev/null\n+++ b/link\n@@ -0,0 +1 @@\n+target\n\\ No newline at end of file\n"
+    )
+    assert sgpatch("patch", "-d", str(empty), put(tmp_path, diff)) == 2
+    assert not os.path.lexists(empty / "link")
+    err = capsys.readouterr().err.strip()
+    assert "symlink" in err and len(err.splitlines()) == 1
+
+
+def test_binary_patch_is_refused_in_one_line(empty, tmp_path, capsys):
+    """A git binary diff: exit 2 with one line naming it, nothing written."""
+    diff = (
+        "diff --git a/x.bin b/x.bin\nindex 1..2 100644\nBinary files a/x.bin and b/x.bin differ\n"
+    )
+    assert sgpatch("patch", "-d", str(empty), put(tmp_path, diff)) == 2
+    err = capsys.readouterr().err.strip()
+    assert "binary" in err and len(err.splitlines()) == 1
+
+
+# --------------------------------------------------------------- flags
+
+
+DIFF = "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n"
+
+
+def test_input_flag_reads_the_patch_from_a_file(empty, tmp_path):
+    """-i FILE works like the positional argument."""
+    (empty / "f").write_text("one\ntwo\nthree\n")
+    assert sgpatch("patch", "-d", str(empty), "-i", put(tmp_path, DIFF)) == 0
+    assert (empty / "f").read_text() == "one\nTWO\nthree\n"
+
+
+@pytest.mark.parametrize("args", [[], ["-"]])
+def test_patch_on_stdin(empty, args):
+    """No patch file, or '-': the patch is read from stdin (a real process, real stdin)."""
+    (empty / "f").write_text("one\ntwo\nthree\n")
+    cmd = [sys.executable, "-m", "sgpatch", "patch", "-d", str(empty), *args]
+    proc = subprocess.run(cmd, input=DIFF.encode(), capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (empty / "f").read_text() == "one\nTWO\nthree\n"
+
+
+def test_dry_run_says_checking_file_and_would_apply(empty, tmp_path, capsys):
+    """--dry-run: 'checking file f', 'Hunk #1 would apply at 1.', nothing written."""
+    (empty / "f").write_text("one\ntwo\nthree\n")
+    assert sgpatch("patch", "--dry-run", "-d", str(empty), put(tmp_path, DIFF)) == 0
+    err = capsys.readouterr().err
+    assert "checking file f" in err and "Hunk #1 would apply at 1" in err
+    assert (empty / "f").read_text() == "one\ntwo\nthree\n"
+
+
+def test_forward_on_an_applied_patch_skips_and_never_reverses(empty, tmp_path, capsys):
+    """-N on an already-applied patch: exit 0, 'already applied', file unchanged (GNU -t would
+    reverse it)."""
+    (empty / "f").write_text("one\nTWO\nthree\n")
+    assert sgpatch("patch", "-N", "-d", str(empty), put(tmp_path, DIFF)) == 0
+    assert (empty / "f").read_text() == "one\nTWO\nthree\n"
+    assert "already applied" in capsys.readouterr().err
+
+
+def test_no_file_for_any_hunk_hints_at_minus_p(empty, tmp_path, capsys):
+    """A diff whose paths need -p0 applied with the default -p1: exit 3 and a -p hint."""
+    (empty / "f").write_text("one\ntwo\nthree\n")
+    diff = "--- x/y/f\n+++ x/y/f\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n"
+    assert sgpatch("patch", "-d", str(empty), put(tmp_path, diff)) == 3
+    assert "wrong -p level?" in capsys.readouterr().err
+
+
+def test_creation_under_two_names_creates_the_shorter_one(empty, tmp_path):
+    """`--- f` / `+++ f.new` with `@@ -0,0 +1 @@` and neither file there creates `f` (GNU's
+    filename-choice rule)."""
+    diff = "--- f\n+++ f.new\n@@ -0,0 +1 @@\n+content\n"
+    assert sgpatch("patch", "-p0", "-d", str(empty), put(tmp_path, diff)) == 0
+    assert (empty / "f").read_text() == "content\n" and not (empty / "f.new").exists()
+
+
+def test_git_rename_already_done_applies_its_hunks_at_the_new_name(empty, tmp_path):
+    """Source gone, target present with the old content: the hunk is applied there."""
+    (empty / "h").write_text("old\n")
+    diff = "diff --git a/f b/h\nrename from f\nrename to h\n"
+    diff += "--- a/f\n+++ b/h\n@@ -1 +1 @@\n-old\n+new\n"
+    assert sgpatch("patch", "-d", str(empty), put(tmp_path, diff)) == 0
+    assert (empty / "h").read_text() == "new\n" and not (empty / "f").exists()
+
+
+def test_plain_diff_with_one_unsafe_name_uses_the_other(empty, tmp_path):
+    """`--- f` / `+++ ../g`: the `..` name is never used; f (which exists) is checked."""
+    (empty / "f").write_text("1\n")
+    diff = put(tmp_path, "--- f\n+++ ../g\n@@ -1 +1 @@\n-1\n+one\n")
+    assert sgpatch("patch", "-p0", "-d", str(empty), diff) == 0
+    assert (empty / "f").read_text() == "one\n"
+    assert not (empty.parent / "g").exists()
+
+
+def test_quoted_name_with_a_newline_is_bad_input(empty, tmp_path, capsys):
+    """`+++ "a\\nb"`: exit 2 in one line, nothing created."""
+    diff = put(tmp_path, '--- /dev/null\n+++ "a\\nb"\n@@ -0,0 +1 @@\n+x\n')
+    assert sgpatch("patch", "-p0", "-d", str(empty), diff) == 2
+    assert list(empty.iterdir()) == []
+    assert "newline" in capsys.readouterr().err
+
+
+def test_reverse_of_a_patch_touching_one_file_twice_undoes_the_last_change_first(empty, tmp_path):
+    """Two diffs of one file whose second edits what the first added (git's t4127 shape):
+    -R takes them back in reverse order and restores the file."""
+    base = lines(*numbered("l", 20))
+    one = base.replace("l5\n", "five\n")
+    two = one.replace("five\n", "FIVE\n")
+    (empty / "f.py").write_text(two)
+    diff = put(tmp_path, make_diff(base, one) + make_diff(one, two))
+    assert sgpatch("patch", "-R", "-d", str(empty), diff) == 0
+    assert (empty / "f.py").read_text() == base

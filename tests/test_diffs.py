@@ -130,3 +130,87 @@ def test_strip_level_too_deep_is_bad_input():
     with pytest.raises(SgpatchError) as info:
         strip_path("a/x.py", 3, "p")
     assert info.value.code == ExitCode.BAD_INPUT and "-p3" in info.value.message
+
+
+# ------------------------------------------------------------------ file operations (peer suites)
+
+
+@pytest.mark.parametrize(
+    ("stamp", "epoch"),
+    [
+        ("1970-01-01 00:00:00 +0000", True),
+        ("1969-12-31 18:00:00.000000000 -0600", True),
+        ("1970-01-01 01:00:00 +01:00", True),
+        ("Thu Jan  1 00:00:00 1970", True),
+        ("1970-01-01 00:00:01 +0000", False),
+        ("2024-05-01 10:00:00 +0200", False),
+        ("", False),
+    ],
+)
+def test_epoch_timestamps_in_any_zone(stamp, epoch):
+    """`diff -N` stamps the missing side with the epoch in the maker's zone; nothing else is."""
+    from sgpatch.diffs import is_epoch
+
+    assert is_epoch(stamp) is epoch
+
+
+def test_epoch_sides_read_as_dev_null():
+    """An epoch `---` is a creation, an epoch `+++` a deletion (plain diffs only)."""
+    create = (
+        "--- f\t1970-01-01 00:00:00 +0000\n+++ f\t2024-01-01 00:00:00 +0000\n@@ -0,0 +1 @@\n+x\n"
+    )
+    delete = (
+        "--- f\t2024-01-01 00:00:00 +0000\n+++ f\t1970-01-01 00:00:00 +0000\n@@ -1 +0,0 @@\n-x\n"
+    )
+    assert parse_patch(create).files[0].is_new
+    assert parse_patch(delete).files[0].is_delete
+
+
+def test_git_extended_headers_are_read():
+    """copy/rename names, old/new modes and a symlink mode land on the FilePatch; -R swaps the
+    modes and turns a copy into its removal."""
+    diff = (
+        "diff --git a/x b/y\nsimilarity index 100%\ncopy from x\ncopy to y\n"
+        "diff --git a/m b/m\nold mode 100644\nnew mode 100755\n"
+        "diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+t\n"
+    )
+    copy, mode, link = parse_patch(diff).files
+    assert (copy.is_copy, copy.source, copy.target) == (True, "a/x", "b/y")
+    assert (mode.old_mode, mode.new_mode, mode.mode_change) == (0o644, 0o755, True)
+    assert link.symlink and not copy.symlink
+    back = mode.reversed()
+    assert (back.old_mode, back.new_mode) == (0o755, 0o644)
+    assert copy.reversed().git_op == "uncopy"
+
+
+def test_plain_diff_with_two_names_is_not_a_rename():
+    """`--- a.py.orig` / `+++ a.py` without git headers is one file, never a rename."""
+    fp = parse_patch("--- a.py.orig\n+++ a.py\n@@ -1 +1 @@\n-a\n+b\n").files[0]
+    assert not fp.is_rename and fp.git_op is None
+
+
+def test_git_block_with_a_differently_prefixed_target_name_parses():
+    """`+++ a/f` under `diff --git a/f b/f` (GNU's file-modes test) is the same file."""
+    diff = "diff --git a/f b/f\nold mode 100644\nnew mode 100600\n"
+    diff += "--- a/f\n+++ a/f\n@@ -1 +1 @@\n-o\n+n\n"
+    fp = parse_patch(diff).files[0]
+    assert strip_path(fp.target, 1) == "f" and fp.new_mode == 0o600
+
+
+def test_dotdot_that_strip_removes_is_fine_but_one_that_stays_is_refused():
+    """`../z` with -p1 is `z`; `a/../z` with -p1 keeps `..` and is refused (exit 4)."""
+    assert strip_path("../z", 1) == "z"
+    with pytest.raises(SgpatchError) as exc:
+        strip_path("a/../z", 1)
+    assert exc.value.code == 4
+
+
+def test_whitespace_damaged_traditional_header_keeps_name_and_epoch():
+    """`--- dir/post image.txt 1969-12-31 16:00:00 -08:00` (tab lost, git's t4135): the name
+    is `dir/post image.txt` and the epoch still makes it a creation."""
+    diff = (
+        "--- a/post image.txt 1969-12-31 16:00:00 -08:00\n"
+        "+++ b/post image.txt 2005-04-12 02:14:06 -07:00\n@@ -0,0 +1 @@\n+postimage\n"
+    )
+    fp = parse_patch(diff).files[0]
+    assert fp.is_new and fp.target == "b/post image.txt"

@@ -399,7 +399,7 @@ def test_hunk_order_second_pass_keeps_the_scope_veto():
     for extra in ([], ["def other2():", "    y", *body]):
         res = run(lines(*tree, *extra), diff, fuzz=1)
         assert statuses(res)[1] == "ambiguous"
-        assert "outside 'def target():'" in res.hunks[1].reason
+        assert "outside scope" in res.hunks[1].reason and "'def target():'" in res.hunks[1].reason
         assert "    old = 2\n" not in text(res)
 
 
@@ -480,3 +480,185 @@ def test_property_unrelated_lines_above_only_shift_the_result(pair, count):
         assert {h.status for h in res.hunks} <= {"ambiguous", "applied", "already-applied"}
         return
     assert text(res) == pad + new
+
+
+# ------------------------------------------------------------------ anchoring (git's apply.c)
+
+TAIL = lines(*numbered("t", 20))
+
+
+def test_hunk_without_trailing_context_must_match_at_end_of_file():
+    """A hunk that appends at the end (no trailing context) is refused where the file got a
+    line after it, and the message names the anchor; with fuzz 1 the anchor is lifted."""
+    new = TAIL + "added\n"
+    edited = TAIL + "# local edit\n"
+    res = run(edited, patch_of(TAIL, new))
+    assert statuses(res) == ["conflict"]
+    assert "anchored at the end of the file" in res.hunks[0].reason
+    lifted = run(edited, patch_of(TAIL, new), fuzz=1)
+    assert text(lifted) == TAIL + "added\n# local edit\n"
+
+
+def test_hunk_starting_at_line_1_must_match_at_start_of_file():
+    """A hunk whose old start is line 1 is refused when lines were inserted above it (exit 3
+    with the anchor named), and placed with the anchor lifted at fuzz 1."""
+    new = TAIL.replace("t1\n", "ONE\n")
+    drifted = "# header\n" + TAIL
+    res = run(drifted, patch_of(TAIL, new))
+    assert statuses(res) == ["conflict"]
+    assert "anchored at the start of the file" in res.hunks[0].reason
+    assert text(run(drifted, patch_of(TAIL, new), fuzz=1)) == "# header\n" + new
+
+
+def test_unidiff_zero_hunks_carry_no_anchor():
+    """A -U0 diff replacing the first line still applies after lines were inserted above."""
+    new = TAIL.replace("t0\n", "ZERO\n")
+    drifted = "# header\n" + TAIL
+    res = run(drifted, patch_of(TAIL, new, n=0))
+    assert text(res) == "# header\n" + new
+
+
+def test_no_newline_marker_on_the_old_side_zero_context():
+    """-U0 hunk whose old last line lacks a newline: it adds one and a line after it."""
+    old = "a\nb\nc"
+    new = "a\nb\nc\nd\n"
+    assert text(run(old, patch_of(old, new, n=0))) == new
+
+
+def test_no_newline_marker_on_the_new_side_zero_context():
+    """-U0 hunk that removes the final newline (post-image side marker)."""
+    old = "a\nb\nc\n"
+    new = "a\nb\nC"
+    assert text(run(old, patch_of(old, new, n=0))) == new
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=8),
+    st.lists(st.sampled_from(["a", "b", "x"]), min_size=0, max_size=8),
+    st.booleans(),
+    st.booleans(),
+)
+@settings(max_examples=150, deadline=None)
+def test_newline_at_eof_round_trips_either_side(a, b, a_eol, b_eol):
+    """diff -> apply gives the new text exactly, with or without a final newline on either
+    side; -R gives the old text back."""
+    old = "\n".join(a) + ("\n" if a_eol else "")
+    new = "\n".join(b) + ("\n" if b_eol and b else "")
+    if old == new:
+        return
+    patch = patch_of(old, new)
+    res = run(old, patch)
+    if res.ok:
+        assert text(res) == new
+        back = run(new, patch, reverse=True)
+        assert not back.ok or text(back) == old
+
+
+def test_images_that_differ_only_in_the_final_newline_are_told_apart_by_the_file():
+    """'a\\nb\\n' -> 'a\\nb' (git's t4101 shape): applies to the first, is already applied on the
+    second; and the reverse diff the other way round."""
+    with_nl, without = "a\nb\n", "a\nb"
+    drop = patch_of(with_nl, without)
+    assert text(run(with_nl, drop)) == without
+    assert statuses(run(without, drop)) == ["already-applied"]
+    add = patch_of(without, with_nl)
+    assert text(run(without, add)) == with_nl
+    assert statuses(run(with_nl, add)) == ["already-applied"]
+
+
+def test_zero_context_insertion_at_old_line_0_into_a_non_empty_file_is_refused():
+    """`@@ -0,0 +1 @@ +aaa` on a file holding `bbb` (git's t4104 'two lines'): a diff of an
+    empty file, or a -U0 insertion at the top? It cannot tell: refused (exit 3)."""
+    res = run(lines("bbb"), "--- a/f\n+++ b/f\n@@ -0,0 +1 @@\n+aaa\n")
+    assert statuses(res) == ["conflict"] and "no context" in res.hunks[0].reason
+
+
+def test_zero_context_insertion_elsewhere_is_refused_with_the_reason():
+    """A -U0 insertion after line 2 has nothing but its line number: refused (exit 3)."""
+    old = lines("a", "b", "c")
+    res = run(old, patch_of(old, lines("a", "b", "x", "c"), n=0))
+    assert statuses(res) == ["conflict"] and "no context" in res.hunks[0].reason
+
+
+def test_conflict_explanation_still_finds_the_best_partial_match_far_away():
+    """The bounded conflict search (starts aligned on not-too-common lines) still reports the
+    best partial match when it lies far from the expected line."""
+    body = lines(*numbered("l", 2000))
+    old = lines("alpha", "beta", "gamma", "delta", "eps", "zeta", "eta")
+    new = old.replace("delta\n", "DELTA\n")
+    target = body + old.replace("beta\n", "BETA\n").replace("zeta\n", "ZETA\n")
+    res = run(target, patch_of(old, new))
+    (h,) = res.hunks
+    assert h.status == "conflict" and h.candidates[0] == 2001
+    assert "best match at line 2001 (5/7 lines)" in h.reason
+
+
+def test_two_identical_hunks_on_two_copies_are_placed_in_order():
+    """Two hunks with the same text (one per copy of a block, as slime's fused_moe layer.py
+    patch has), the file drifted so neither is at its stated line: the only order-consistent
+    assignment is first->first, second->second. With a third copy it is ambiguous again."""
+    block = ["        if x:", "            z = 0", "            w = 0", "            y = 1"]
+    block += ["            v = 0", "            u = 0", "        return y", ""]
+    fill = [f"    pad{i} = {i}" for i in range(30)]
+    old = lines("class C:", *fill, "    def a(self):", *block, "    def b(self):", *block, *fill)
+    new = old.replace("            y = 1\n", "            y = 2\n")
+    drifted = lines("# new", "# lines", *numbered("# top", 20)) + old
+    res = run(drifted, patch_of(old, new))
+    assert statuses(res) == ["applied", "applied"]
+    assert text(res) == lines("# new", "# lines", *numbered("# top", 20)) + new
+    third = drifted + lines("    def c(self):", *block)
+    assert "ambiguous" in statuses(run(third, patch_of(old, new)))
+
+
+# --------------------------------------------- reach (GNU -F2 without its mistakes)
+
+
+def _far_copy_file(gap: int, header_scope: str | None = "def target"):
+    """`def target` holding a block, and the same block `gap` lines further in `def other`."""
+    block = ["    a = compute()", "    a1 = 1", "    a2 = 2", "    a3 = 3", "    b = a + 1"]
+    block += ["    c = b * 2", "    c1 = 1", "    d = c - 3", "    return d"]
+    top = [*numbered("# module header ", 5), ""]
+    old = lines(
+        *top, "def target():", *block, "", *numbered("# filler ", gap), "def other():", *block
+    )
+    new = old.replace("    b = a + 1\n", "    b = a + 2\n", 1)
+    diff = make_diff(old, new)
+    if header_scope:
+        diff = diff.replace("@@\n", f"@@ {header_scope}():\n", 1)
+    return old, new, diff
+
+
+def test_one_exact_copy_far_away_does_not_stop_the_nearest_in_scope():
+    """Drifted by 5 lines, a copy 400 lines away in another def: the block in `def target`
+    (named by the header, where the line numbers point) is patched, as GNU patch would."""
+    old, new, diff = _far_copy_file(400)
+    drift = lines(*numbered("# new ", 5))
+    res = run(drift + old, diff)
+    assert statuses(res) == ["applied"] and text(res) == drift + new
+
+
+def test_copy_at_a_comparable_distance_stays_equally_good_and_refused():
+    """The other copy only 30 lines further: refused, listing both candidates."""
+    old, _, diff = _far_copy_file(30, header_scope=None)
+    drift = lines(*numbered("# new ", 5))
+    res = run(drift + old, diff)
+    (h,) = res.hunks
+    assert h.status == "ambiguous" and "equally good candidates at lines" in h.reason
+    assert len(h.candidates) == 2
+
+
+def test_far_copy_rule_needs_the_header_to_agree():
+    """A header naming no def of the file: refused although the other copy is 400 lines away;
+    a header naming `def other`: the far copy in it is taken (scope beats distance)."""
+    old, _, diff = _far_copy_file(400, header_scope="def missing")
+    res = run(lines(*numbered("# new ", 5)) + old, diff)
+    assert statuses(res) == ["ambiguous"]
+    _, _, named_other = _far_copy_file(400, header_scope="def other")
+    res = run(lines(*numbered("# new ", 5)) + old, named_other)
+    assert statuses(res) == ["applied"] and res.hunks[0].line > 400
+
+
+def test_hunk_that_changes_nothing_is_already_applied_not_ambiguous():
+    """`-1` / `+1` (GNU's bad-filenames d.diff): both images are one; nothing to do, exit 0."""
+    res = run(lines("1"), "--- f\n+++ f\n@@ -1 +1 @@\n-1\n+1\n")
+    assert statuses(res) == ["already-applied"] and text(res) == lines("1")

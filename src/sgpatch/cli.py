@@ -58,14 +58,21 @@ def _root(
 @app.command("patch", short_help="Apply unified diffs like GNU patch, never in the wrong place.")
 def patch_cmd(
     patchfiles: Annotated[
-        list[Path], typer.Argument(metavar="PATCHFILE...", help="Unified diff file(s) to apply.")
-    ],
+        list[Path] | None,
+        typer.Argument(
+            metavar="[PATCHFILE]...", help="Unified diff file(s) to apply; none or '-': stdin."
+        ),
+    ] = None,
     strip: Annotated[
         int, typer.Option("-p", "--strip", help="Strip N leading path components.")
     ] = 1,
     directory: Annotated[Path, typer.Option("-d", "--directory", help="Apply inside DIR.")] = Path(
         "."
     ),
+    inputs: Annotated[
+        list[Path] | None,
+        typer.Option("-i", "--input", help="Read the patch from FILE (repeatable; '-': stdin)."),
+    ] = None,
     fuzz: Annotated[
         int, typer.Option("--fuzz", "-F", help="Max outer context lines to drop (0-2).")
     ] = 0,
@@ -73,6 +80,15 @@ def patch_cmd(
         bool, typer.Option("--dry-run", help="Plan and report; write nothing.")
     ] = False,
     reverse: Annotated[bool, typer.Option("-R", "--reverse", help="Un-apply the patch.")] = False,
+    forward: Annotated[
+        bool,
+        typer.Option(
+            "-N", "--forward", help="Skip what is already applied (always so: never reversed)."
+        ),
+    ] = False,
+    remove_empty: Annotated[
+        bool, typer.Option("-E", "--remove-empty-files", help="Delete files left empty.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Apply unified diffs like GNU patch, but never in the wrong place and all-or-nothing.
@@ -82,7 +98,10 @@ def patch_cmd(
     """
     from sgpatch.commands import patch
 
-    raise typer.Exit(patch.run(patchfiles, strip, directory, fuzz, dry_run, reverse, as_json))
+    del forward  # sgpatch never reverses a patch it finds applied: -N is how it always works
+    sources = [*(patchfiles or []), *(inputs or [])] or [Path("-")]
+    options = patch.Options(strip, directory, fuzz, dry_run, reverse, as_json, remove_empty)
+    raise typer.Exit(patch.run(sources, options))
 
 
 SglangDir = Annotated[

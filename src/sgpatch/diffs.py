@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path, PurePosixPath
+from pathlib import Path
+from typing import Any, Literal
 
 from sgpatch.errors import bad_input, unsafe
 
@@ -21,7 +22,17 @@ DEV_NULL = "/dev/null"
 _EOL = re.compile(r"\r?\n\Z")
 _FILE_START = re.compile(r"^(diff --git |--- )")
 _BINARY = re.compile(r"^(GIT binary patch|Binary files .* differ)\r?$")
-_GIT_MODE = re.compile(r"^(?:new file mode|new mode) (\d+)\r?$")
+_GIT_INFO = re.compile(
+    r"^(new file mode|deleted file mode|old mode|new mode|copy from|copy to|rename from|rename to)"
+    r" (.+?)\r?$"
+)
+SYMLINK_MODE = 0o120000
+# A traditional `diff -N` writes the missing side with the epoch as its timestamp, in the zone of
+# the machine that made it: `1970-01-01 00:00:00 +0000`, `1969-12-31 18:00:00 -0600`, ...
+_ISO_TIME = re.compile(
+    r"^(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.\d+)?\s*(?:([+-])(\d\d):?(\d\d))?"
+)
+_CTIME_EPOCH = re.compile(r"^\w{3} \w{3} +1 00:00:00(?:\.0+)? 1970")
 
 
 def decode(data: bytes) -> str:
@@ -70,6 +81,7 @@ class Hunk:
     old_no_eol: bool = False  # the pre-image's last line has no newline
     new_no_eol: bool = False  # the post-image's last line has no newline
     patch_line: int = 0  # line of the @@ header in the patch file
+    anchored: bool = True  # may be tied to the start/end of the file (False in -U0 diffs)
 
     @property
     def before(self) -> tuple[str, ...]:
@@ -101,8 +113,12 @@ class FilePatch:
     source: str  # path as written in the patch ('a/...'), or /dev/null
     target: str  # path as written ('b/...'), or /dev/null
     hunks: tuple[Hunk, ...]
-    new_mode: int | None = None  # git 'new file mode' / 'new mode'
+    new_mode: int | None = None  # git 'new file mode' / 'new mode' (permission bits)
     patch_line: int = 0
+    old_mode: int | None = None  # git 'old mode' / 'deleted file mode' (permission bits)
+    git_op: Literal["rename", "copy", "uncopy"] | None = None  # from the git extended header
+    symlink: bool = False  # a git mode 120000 on either side
+    git: bool = False  # has a `diff --git` header (names are exact, not to be guessed)
 
     @property
     def is_new(self) -> bool:
@@ -114,7 +130,23 @@ class FilePatch:
 
     @property
     def is_rename(self) -> bool:
-        return not (self.is_new or self.is_delete) and _drop1(self.source) != _drop1(self.target)
+        """Only a git `rename from/to` renames: a plain diff whose names differ
+        (`diff -u a.py.orig a.py`) patches one existing file."""
+        return self.git_op == "rename" and not (self.is_new or self.is_delete)
+
+    @property
+    def is_copy(self) -> bool:
+        return self.git_op == "copy"
+
+    @property
+    def mode_change(self) -> bool:
+        """An existing file's permission bits change (git `old mode` / `new mode`)."""
+        return (
+            not (self.is_new or self.is_delete)
+            and self.new_mode is not None
+            and self.old_mode is not None
+            and self.new_mode != self.old_mode
+        )
 
     @property
     def path(self) -> str:
@@ -122,11 +154,16 @@ class FilePatch:
         return self.source if self.is_delete else self.target
 
     def reversed(self) -> FilePatch:
+        """-R: sides swap, modes swap; a copy read backwards removes the copy again."""
+        op = {"copy": "uncopy", "uncopy": "copy"}.get(self.git_op or "", self.git_op)
         return replace(
             self,
             source=self.target,
             target=self.source,
             hunks=tuple(h.reversed() for h in self.hunks),
+            new_mode=self.old_mode,
+            old_mode=self.new_mode,
+            git_op=op,  # type: ignore[arg-type]
         )
 
 
@@ -142,9 +179,26 @@ class Patch:
         return replace(self, files=tuple(f.reversed() for f in self.files))
 
 
-def _drop1(path: str) -> str:
-    parts = PurePosixPath(path).parts
-    return "/".join(parts[1:]) if len(parts) > 1 else path
+def is_epoch(stamp: str | None) -> bool:
+    """Is a `---`/`+++` timestamp the Unix epoch in any zone (the side `diff -N` made up)?"""
+    if not stamp:
+        return False
+    stamp = stamp.strip()
+    if _CTIME_EPOCH.match(stamp):
+        return True
+    m = _ISO_TIME.match(stamp)
+    if not m:
+        return False
+    import calendar
+
+    y, mo, d, h, mi, sec = (int(g) for g in m.groups()[:6])
+    try:
+        local = calendar.timegm((y, mo, d, h, mi, sec, 0, 0, 0))
+    except (ValueError, OverflowError):
+        return False
+    sign, zh, zm = m.group(7), m.group(8), m.group(9)
+    offset = 0 if not sign else (1 if sign == "+" else -1) * (int(zh) * 3600 + int(zm) * 60)
+    return local - offset == 0
 
 
 def strip_path(path: str, strip: int, patch_name: str = "patch") -> str:
@@ -154,10 +208,12 @@ def strip_path(path: str, strip: int, patch_name: str = "patch") -> str:
     if strip < 0:
         raise bad_input(f"{patch_name}: -p must be 0 or more (got {strip})")
     parts = [p for p in path.split("/") if p not in ("", ".")]
-    if ".." in parts:
-        raise unsafe(f"{patch_name}: refusing path with '..': {path!r}")
     if strip >= len(parts):
+        if ".." in parts:
+            raise unsafe(f"{patch_name}: refusing path with '..': {path!r}")
         raise bad_input(f"{patch_name}: -p{strip} strips all of {path!r}; wrong -p level?")
+    if ".." in parts[strip:]:  # as GNU patch: what -p strips away is never used
+        raise unsafe(f"{patch_name}: refusing path with '..': {path!r}")
     return "/".join(parts[strip:])
 
 
@@ -192,7 +248,7 @@ def parse_patch(data: bytes | str, name: str = "patch") -> Patch:
         if line.startswith("@@") and not _HUNK_HEADER.match(line):
             raise bad_input(f"{name}:{no}: malformed hunk header {strip_eol(line)[:60]!r}")
     _check_hunk_lengths(lines, name)
-    counter = _Counter(lines)
+    counter = _Counter(_align_git_names(lines))
     try:
         patchset = PatchSet(counter)
     except UnidiffParseError as exc:
@@ -203,12 +259,35 @@ def parse_patch(data: bytes | str, name: str = "patch") -> Patch:
     header_end = next((i for i, ln in enumerate(lines) if _FILE_START.match(ln)), 0)
     files = tuple(_freeze_file(pf, lines, name) for pf in patchset)
     for f in files:
-        if not f.hunks and not (f.is_new or f.is_delete or f.is_rename or f.new_mode):
+        if not f.hunks and not (f.is_new or f.is_delete or f.git_op or f.new_mode is not None):
             raise bad_input(f"{name}:{f.patch_line}: no hunks for {f.path} (truncated diff?)")
     return Patch(name=name, header="".join(lines[:header_end]), files=files)
 
 
 _HUNK_HEADER = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_GIT_HEADER = re.compile(r"^diff --git (\S+) (\S+)\r?$")
+
+
+def _align_git_names(lines: Sequence[str]) -> list[str]:
+    """A git block whose `---`/`+++` names differ from its `diff --git` names only in the first
+    folder (`+++ a/f` under `diff --git a/f b/f`, as hand-made diffs have) names one file; unidiff
+    rejects it, so give the `---`/`+++` lines the header's spelling."""
+    out = list(lines)
+    names: tuple[str, str] | None = None
+    for i, line in enumerate(out):
+        m = _GIT_HEADER.match(line)
+        if m:
+            names = (m.group(1), m.group(2))
+            continue
+        if line.startswith("@@"):
+            names = None
+        if names is None or not line.startswith(("--- ", "+++ ")):
+            continue
+        want = names[0] if line.startswith("---") else names[1]
+        have = strip_eol(line)[4:].split("\t")[0]
+        if have != want and have != DEV_NULL and have.split("/", 1)[-1] == want.split("/", 1)[-1]:
+            out[i] = line[:4] + want + line[4 + len(have) :]
+    return out
 
 
 def _check_hunk_lengths(lines: Sequence[str], name: str) -> None:
@@ -287,21 +366,66 @@ def _freeze_file(pf, lines: Sequence[str], name: str) -> FilePatch:  # pf: unidi
                 patch_line=first - 1 if first else 0,
             )
         )
-    mode = None
-    for info in pf.patch_info or ():
-        m = _GIT_MODE.match(info)
-        if m:
-            try:
-                mode = int(m.group(1)[-3:], 8)
-            except ValueError:
-                raise bad_input(f"{name}: bad file mode {m.group(1)!r}") from None
+    info = _git_info(pf.patch_info or (), name)
+    git = any(str(ln).startswith("diff --git ") for ln in pf.patch_info or ())
+    source, target = _clean_path(pf.source_file), _clean_path(pf.target_file)
+    old_stamp, new_stamp = pf.source_timestamp, pf.target_timestamp
+    if not git:  # a traditional `diff -N`: the missing side carries the epoch
+        source, old_stamp = _split_stamp(source, old_stamp)
+        target, new_stamp = _split_stamp(target, new_stamp)
+        if source != DEV_NULL and is_epoch(old_stamp):
+            source = DEV_NULL
+        elif target != DEV_NULL and is_epoch(new_stamp):
+            target = DEV_NULL
+    op = "copy" if "copy from" in info else ("rename" if "rename from" in info else None)
+    if op and f"{op} to" in info:  # the extended header names both sides exactly
+        source, target = f"a/{info[op + ' from']}", f"b/{info[op + ' to']}"
+    modes = {k: v for k, v in info.items() if k.endswith("mode")}
+    new_mode = modes.get("new file mode", modes.get("new mode"))
+    old_mode = modes.get("deleted file mode", modes.get("old mode"))
     return FilePatch(
-        source=_clean_path(pf.source_file),
-        target=_clean_path(pf.target_file),
+        source=source,
+        target=target,
         hunks=tuple(hunks),
-        new_mode=mode,
+        new_mode=None if new_mode is None else new_mode & 0o7777,
+        old_mode=None if old_mode is None else old_mode & 0o7777,
         patch_line=getattr(pf, "diff_line_no", 0) or 0,
+        git_op=op,
+        symlink=any(m & 0o170000 == SYMLINK_MODE for m in modes.values()),
+        git=git,
     )
+
+
+_DAMAGED_STAMP = re.compile(
+    r"^(.+?) (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? ?(?:[+-]\d\d:?\d\d)?)$"
+)
+
+
+def _split_stamp(path: str, stamp: str | None) -> tuple[str, str | None]:
+    """A name whose timestamp lost its tab (a whitespace-damaged traditional diff: mail,
+    copy and paste) keeps only the name; the timestamp still counts for `diff -N`."""
+    if stamp or path == DEV_NULL:
+        return path, stamp
+    m = _DAMAGED_STAMP.match(path)
+    return (m.group(1), m.group(2)) if m else (path, stamp)
+
+
+def _git_info(lines, name: str) -> dict[str, Any]:
+    """The git extended header lines of one file: modes as ints, copy/rename names as text."""
+    out: dict[str, Any] = {}
+    for line in lines:
+        m = _GIT_INFO.match(str(line))
+        if not m:
+            continue
+        key, value = m.group(1), m.group(2)
+        if key.endswith("mode"):
+            try:
+                out[key] = int(value, 8)
+            except ValueError:
+                raise bad_input(f"{name}: bad file mode {value!r}") from None
+        else:
+            out[key] = _clean_path(value)
+    return out
 
 
 def _first_body_line(h) -> int:
@@ -321,4 +445,6 @@ def _clean_path(path: str | None) -> str:
             path = raw.encode("latin-1").decode("utf-8", "surrogateescape")
         except (UnicodeDecodeError, UnicodeEncodeError):
             raise bad_input(f"bad quoted path {path[:60]!r} in patch") from None
+    if any(c in path for c in "\n\r\x00"):
+        raise bad_input(f"path {path[:60]!r} in patch contains a newline or NUL byte")
     return path

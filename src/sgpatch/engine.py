@@ -16,171 +16,40 @@ refused too: that is how GNU patch lands code after a `return` in an unrelated f
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Literal
 
 from sgpatch.diffs import Hunk, strip_eol
+from sgpatch.explain import explain_conflict
+from sgpatch.match import (
+    FileResult,
+    HunkResult,
+    Level,
+    LineIndex,
+    Place,
+    Status,
+    context_edges,
+    dominant_eol,
+    exact_key,
+    search,
+    side,
+    start,
+    ws_key,
+)
+from sgpatch.scope import in_scope, name_defined, outside
 
-Status = Literal["applied", "already-applied", "conflict", "ambiguous"]
-Level = Literal["exact", "moved", "whitespace", "fuzz", "none"]
-
-_SCOPE = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)")
-_FUNCNAME_DEFAULT = re.compile(r"^[A-Za-z_$]")
-
-
-@dataclass(frozen=True)
-class HunkResult:
-    """What happened to one hunk, with enough detail to explain it to a person."""
-
-    index: int
-    status: Status
-    level: Level = "none"
-    line: int | None = None  # 1-based line where the post-image starts in the result file
-    offset: int = 0  # line - stated target line
-    fuzz: int = 0  # context lines dropped (max of leading/trailing)
-    whitespace: bool = False  # matched only when ignoring whitespace differences
-    candidates: tuple[int, ...] = ()  # 1-based lines (in the input file) considered
-    reason: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.status in ("applied", "already-applied")
-
-
-@dataclass(frozen=True)
-class FileResult:
-    """The file after placing every hunk, and one result per hunk."""
-
-    lines: tuple[str, ...]
-    hunks: tuple[HunkResult, ...]
-
-    @property
-    def ok(self) -> bool:
-        return all(h.ok for h in self.hunks)
-
-    @property
-    def changed(self) -> bool:
-        return any(h.status == "applied" for h in self.hunks)
-
-
-def exact_key(line: str) -> str:
-    return strip_eol(line)
-
-
-def ws_key(line: str) -> str:
-    """Whitespace-tolerant key: indentation width kept, inner runs collapsed, trailing dropped."""
-    text = strip_eol(line).expandtabs(8)
-    body = text.lstrip()
-    return f"{len(text) - len(body)}|{' '.join(body.split())}"
-
-
-def dominant_eol(lines: Sequence[str]) -> str:
-    crlf = sum(1 for ln in lines if ln.endswith("\r\n"))
-    lf = sum(1 for ln in lines if ln.endswith("\n")) - crlf
-    return "\r\n" if crlf > lf else "\n"
-
-
-class _Index:
-    """Line keys of the input file plus a first-line index, per normalisation."""
-
-    def __init__(self, lines: Sequence[str]) -> None:
-        self.lines = lines
-        self._keys: dict[str, list[str]] = {}
-        self._pos: dict[str, dict[str, list[int]]] = {}
-
-    def keys(self, mode: str) -> list[str]:
-        if mode not in self._keys:
-            fn = exact_key if mode == "exact" else ws_key
-            keys = [fn(ln) for ln in self.lines]
-            pos: dict[str, list[int]] = {}
-            for i, k in enumerate(keys):
-                pos.setdefault(k, []).append(i)
-            self._keys[mode], self._pos[mode] = keys, pos
-        return self._keys[mode]
-
-    def find(
-        self, pattern: Sequence[str], mode: str, lo: int, at_eof: bool, at_bof: bool = False
-    ) -> list[int]:
-        """Every position >= lo where `pattern` (already keyed) matches."""
-        keys = self.keys(mode)
-        n, m = len(keys), len(pattern)
-        if m == 0:
-            return []
-        out = []
-        for p in self._pos[mode].get(pattern[0], ()):
-            if p < lo or p + m > n:
-                continue
-            if (at_eof and p + m != n) or (at_bof and p != 0):
-                continue
-            if keys[p : p + m] == list(pattern):
-                out.append(p)
-        return out
-
-    def matches_at(
-        self, pattern: Sequence[str], mode: str, p: int, at_eof: bool, at_bof: bool = False
-    ) -> bool:
-        n, m = len(self.lines), len(pattern)
-        if p < 0 or p + m > n or (at_eof and p + m != n) or (at_bof and p):
-            return False
-        if mode == "exact" and mode not in self._keys:  # one spot: no need to index the file
-            return [exact_key(ln) for ln in self.lines[p : p + m]] == list(pattern)
-        keys = self.keys(mode)
-        if p < 0 or p + m > len(keys) or (at_eof and p + m != len(keys)) or (at_bof and p):
-            return False
-        return keys[p : p + m] == list(pattern)
-
-
-@dataclass(frozen=True)
-class _Image:
-    """One side of a hunk (pre or post), possibly trimmed by fuzz."""
-
-    kinds: tuple[str, ...]  # kind of each hunk line kept on this side
-    texts: tuple[str, ...]
-    lead: int  # context lines dropped at the start
-    trail: int  # context lines dropped at the end
-    at_eof: bool  # must end at the end of the file
-    at_bof: bool = False  # must start at the top of the file
-
-
-@dataclass(frozen=True)
-class _Place:
-    """Where a hunk image matched, and how much outer context was dropped to get there."""
-
-    pos: int  # 0-based start in the input file of the matched (trimmed) image
-    new_side: bool  # the post-image matched: already applied
-    lead: int
-    trail: int
-
-
-def _side(hunk: Hunk, new: bool, lead: int, trail: int) -> _Image:
-    drop = "-" if new else "+"
-    body = [ln for ln in hunk.lines if ln.kind != drop]
-    body = body[lead : len(body) - trail]
-    no_eol = hunk.new_no_eol if new else hunk.old_no_eol
-    lead_ctx, trail_ctx = _context_edges(hunk)
-    # Like GNU patch: less context after than before means the hunk ends at the end of the
-    # file; less before than after, on a hunk stated at line 1, means it starts the file.
-    eof = no_eol or trail_ctx < lead_ctx
-    bof = lead_ctx < trail_ctx and hunk.source_start <= 1
-    return _Image(
-        kinds=tuple(ln.kind for ln in body),
-        texts=tuple(ln.text for ln in body),
-        lead=lead,
-        trail=trail,
-        at_eof=eof and trail == 0,
-        at_bof=bof and lead == 0,
-    )
-
-
-def _context_edges(hunk: Hunk) -> tuple[int, int]:
-    """Leading and trailing context line counts (what fuzz may drop)."""
-    kinds = [ln.kind for ln in hunk.lines]
-    lead = next((i for i, k in enumerate(kinds) if k != " "), len(kinds))
-    trail = next((i for i, k in enumerate(reversed(kinds)) if k != " "), len(kinds))
-    return lead, trail
+__all__ = [
+    "FileResult",
+    "HunkResult",
+    "Level",
+    "Status",
+    "apply_hunks",
+    "dominant_eol",
+    "exact_key",
+    "place_hunk",
+    "ws_key",
+]
 
 
 def _fuzz_drops(hunk: Hunk, fuzz: int) -> list[tuple[int, int]]:
@@ -188,107 +57,21 @@ def _fuzz_drops(hunk: Hunk, fuzz: int) -> list[tuple[int, int]]:
 
     A side that has context keeps at least one line of it, so an insertion stays pinned
     between two known lines (stricter than GNU patch, which may drop a whole side)."""
-    lead_max, trail_max = _context_edges(hunk)
+    lead_max, trail_max = context_edges(hunk)
     lead_cap = min(fuzz, max(lead_max - 1, 0))
     trail_cap = min(fuzz, max(trail_max - 1, 0))
     drops = [(i, j) for i in range(lead_cap + 1) for j in range(trail_cap + 1) if i + j > 0]
     return sorted(drops, key=lambda d: (d[0] + d[1], max(d)))
 
 
-def enclosing_scopes(lines: Sequence[str], pos: int, indent: int) -> list[str]:
-    """Names of the def/class blocks enclosing a line at `pos` indented by `indent` (innermost
-    first), then the nearest def/class above it (what git's Python funcname would show)."""
-    names: list[str] = []
-    nearest: str | None = None
-    for j in range(min(pos, len(lines)) - 1, -1, -1):
-        text = strip_eol(lines[j])
-        if not text.strip():
-            continue
-        m = _SCOPE.match(text)
-        if m and nearest is None:
-            nearest = m.group(1)
-        ind = _indent(text)
-        if ind < indent:
-            if m:
-                names.append(m.group(1))
-            indent = ind
-        if indent == 0 and nearest is not None:
-            break
-    if nearest is not None:
-        names.append(nearest)
-    return names
-
-
-def _funcname_above(lines: Sequence[str], pos: int) -> str | None:
-    """git's default funcname: the nearest line above `pos` starting with a letter, _ or $."""
-    for j in range(min(pos, len(lines)) - 1, -1, -1):
-        text = strip_eol(lines[j])
-        if _FUNCNAME_DEFAULT.match(text):
-            return text.strip()
-    return None
-
-
-def _indent(line: str) -> int:
-    text = strip_eol(line).expandtabs(8)
-    return len(text) - len(text.lstrip())
-
-
-def _scope_name(hunk: Hunk) -> str | None:
-    m = re.search(r"(?:^|\s)(?:def|class)\s+(\w+)", hunk.section_header)
-    return m.group(1) if m else None
-
-
-def _in_scope(hunk: Hunk, lines: Sequence[str], place: _Place) -> bool:
-    """Does the candidate sit where the hunk header says it should?"""
-    header = hunk.section_header
-    if not header:
-        return False
-    name = _scope_name(hunk)
-    if not name:
-        return _funcname_above(lines, place.pos - place.lead) == header.strip()
-    lead_ctx, _ = _context_edges(hunk)
-    first = lead_ctx - place.lead  # first changed line (or the insertion point)
-    changed = [ln.text for ln in hunk.lines if ln.kind != " " and ln.text.strip()]
-    indent = _indent(changed[0]) if changed else 0
-    return name in enclosing_scopes(lines, place.pos + first, indent)
-
-
-def _name_defined(hunk: Hunk, lines: Sequence[str]) -> bool:
-    name = _scope_name(hunk)
-    if not name:
-        return False
-    pat = re.compile(rf"^\s*(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b")
-    return any(pat.match(ln) for ln in lines)
-
-
-def _search(
-    hunk: Hunk,
-    idx: _Index,
-    mode: str,
-    lead: int,
-    trail: int,
-    lo: int,
-) -> list[_Place]:
-    places: dict[int, tuple[int, _Place]] = {}
-    key = (lambda t: t) if mode == "exact" else ws_key
-    for new_side in (True, False):
-        img = _side(hunk, new_side, lead, trail)
-        pattern = [key(t) for t in img.texts]
-        for p in idx.find(pattern, mode, lo, img.at_eof, img.at_bof):
-            # both images at one spot: the longer match wins (post-image on a tie)
-            if p not in places or len(pattern) > places[p][0]:
-                places[p] = (len(pattern), _Place(p, new_side, lead, trail))
-    return sorted((pl for _, pl in places.values()), key=lambda pl: pl.pos)
-
-
-def _independent(hunk: Hunk, places) -> list[_Place]:
+def _independent(hunk: Hunk, places) -> list[Place]:
     """Drop matches of one image that overlap a longer match of the other image: a short
     post-image found inside the pre-image (or vice versa) is an echo, not a second place."""
 
-    def span(pl: _Place) -> tuple[int, int]:
-        return pl.pos, pl.pos + len(_side(hunk, pl.new_side, pl.lead, pl.trail).texts)
+    def span(pl: Place) -> tuple[int, int]:
+        return pl.pos, pl.pos + len(side(hunk, pl.new_side, pl.lead, pl.trail, pl.free).texts)
 
-    kept: list[_Place] = []
+    kept: list[Place] = []
     for pl in sorted(places, key=lambda p: -(span(p)[1] - span(p)[0])):
         a, b = span(pl)
         if not any(k.new_side != pl.new_side and a < span(k)[1] and span(k)[0] < b for k in kept):
@@ -300,34 +83,42 @@ def _independent(hunk: Hunk, places) -> list[_Place]:
 class _Outcome:
     """One hunk's first-pass verdict, kept with what the second pass needs to revisit it."""
 
-    place: _Place | None
+    place: Place | None
     result: HunkResult
-    alternatives: tuple[_Place, ...] = ()  # for a plain multi-candidate ambiguity
+    alternatives: tuple[Place, ...] = ()  # for a plain multi-candidate ambiguity
     expected: int = 0  # where the hunk was expected (for the second pass's vetoes)
 
 
-def _levels(hunk: Hunk, fuzz: int) -> list[tuple[Level, tuple[str, ...], list[tuple[int, int]]]]:
+Drop = tuple[int, int, bool]  # (leading, trailing) context dropped, anchors lifted
+LevelSpec = tuple[Level, tuple[str, ...], list[Drop]]
+
+
+def _levels(hunk: Hunk, fuzz: int) -> list[LevelSpec]:
     """Search levels after 'exact at the expected line', in order. Fuzz goes by total context
-    dropped (1, 2, ...), each total one level, exact and whitespace-tolerant together."""
-    levels: list[tuple[Level, tuple[str, ...], list[tuple[int, int]]]] = [
-        ("moved", ("exact",), [(0, 0)]),
-        ("whitespace", ("ws",), [(0, 0)]),
+    dropped (1, 2, ...), each total one level, exact and whitespace-tolerant together. As in
+    git, the first fuzz step of an anchored hunk only lifts its start/end-of-file anchors."""
+    levels: list[LevelSpec] = [
+        ("moved", ("exact",), [(0, 0, False)]),
+        ("whitespace", ("ws",), [(0, 0, False)]),
     ]
-    by_total: dict[int, list[tuple[int, int]]] = {}
-    for drop in _fuzz_drops(hunk, fuzz):
-        by_total.setdefault(drop[0] + drop[1], []).append(drop)
+    pre = side(hunk, False, 0, 0)
+    if fuzz and (pre.at_bof or pre.at_eof):
+        levels.append(("fuzz", ("exact", "ws"), [(0, 0, True)]))
+    by_total: dict[int, list[Drop]] = {}
+    for lead, trail in _fuzz_drops(hunk, fuzz):
+        by_total.setdefault(lead + trail, []).append((lead, trail, False))
     levels += [("fuzz", ("exact", "ws"), group) for _, group in sorted(by_total.items())]
     return levels
 
 
 def _find_level(
-    hunk: Hunk, idx: _Index, modes: tuple[str, ...], drops: list[tuple[int, int]], lo: int
-) -> tuple[dict[int, _Place], set[int]]:
-    found: dict[int, _Place] = {}
+    hunk: Hunk, idx: LineIndex, modes: tuple[str, ...], drops: list[Drop], lo: int
+) -> tuple[dict[int, Place], set[int]]:
+    found: dict[int, Place] = {}
     loose: set[int] = set()
-    for lead, trail in drops:
+    for lead, trail, free in drops:
         for mode in modes:
-            for pl in _search(hunk, idx, mode, lead, trail, lo):
+            for pl in search(hunk, idx, mode, lead, trail, lo, free):
                 start = pl.pos - pl.lead  # where the full hunk would start
                 if start not in found:
                     found[start] = pl
@@ -336,53 +127,15 @@ def _find_level(
     return found, loose
 
 
-def _start(pl: _Place) -> int:
-    return pl.pos - pl.lead
-
-
 def place_hunk(
-    hunk: Hunk, lines: Sequence[str], idx: _Index, expected: int, lo: int, fuzz: int
+    hunk: Hunk, lines: Sequence[str], idx: LineIndex, expected: int, lo: int, fuzz: int
 ) -> _Outcome:
     """Find where one hunk goes (or why it cannot), without changing anything."""
-    # Level 1: exact at the expected line. When both images match there (one is a prefix of
-    # the other: appending at EOF, deleting a repeated line) the longer match is the evidence.
-    hits = []
-    for new_side in (True, False):
-        img = _side(hunk, new_side, 0, 0)
-        at_expected = expected >= lo and img.texts
-        if at_expected and idx.matches_at(
-            list(img.texts), "exact", expected, img.at_eof, img.at_bof
-        ):
-            hits.append((len(img.texts), new_side))
-    if len(hits) == 2:
-        return _Outcome(
-            None,
-            _ambiguous(
-                hunk,
-                "exact",
-                (expected + 1,),
-                f"both the pre-image and the post-image match at line {expected + 1} (repeated "
-                "lines): cannot tell whether it is applied",
-            ),
-        )
-    if hits:
-        _, new_side = max(hits)
-        place = _Place(expected, new_side, 0, 0)
-        if new_side and _deleted_block_still_there(hunk, idx, expected):
-            return _Outcome(None, _still_there(hunk, expected))
-        return _Outcome(place, _result(hunk, place, "exact", ()))
+    at_line = _at_expected(hunk, idx, expected, lo)
+    if at_line is not None:
+        return at_line
     if not hunk.before:
-        # Pure insertion with no context at all: only into an empty file.
-        if not lines and expected == 0:
-            place = _Place(0, False, 0, 0)
-            return _Outcome(place, _result(hunk, place, "exact", ()))
-        return _Outcome(
-            None,
-            HunkResult(
-                hunk.index, "conflict", reason="the hunk has no context lines to place it by"
-            ),
-        )
-
+        return _insertion(hunk, lines, expected)
     levels = _levels(hunk, fuzz)
     for n, (level, modes, drops) in enumerate(levels):
         found, loose = _find_level(hunk, idx, modes, drops, lo)
@@ -390,67 +143,139 @@ def place_hunk(
             continue
         places = sorted(
             _independent(hunk, found.values()),
-            key=lambda pl: (abs(_start(pl) - expected), pl.pos),
+            key=lambda pl: (abs(start(pl) - expected), pl.pos),
         )
-        cands = tuple(_start(pl) + 1 for pl in places)
-        old = [pl for pl in places if not pl.new_side]
-        new = [pl for pl in places if pl.new_side]
-        chosen: _Place | None = None
-        if len(places) == 1:
-            chosen = places[0]
-        else:
-            scoped = [pl for pl in places if _in_scope(hunk, lines, pl)]
-            if len(scoped) == 1:
-                chosen = scoped[0]
-            elif not old:
-                chosen = new[0]  # post-image in several places, pre-image nowhere: nothing to do
+        chosen = _choose(hunk, idx, places, level, expected)
         if chosen is None:
-            what = "pre-image" if not new else ("post-image" if not old else "pre/post-image")
-            return _Outcome(
-                None,
-                _ambiguous(
-                    hunk,
-                    level,
-                    cands,
-                    f"{what} matches at {len(places)} places (lines "
-                    + ", ".join(map(str, cands[:8]))
-                    + "); the hunk header does not single one out",
-                ),
-                alternatives=tuple(places) if not new else (),
-                expected=expected,
-            )
-        loose_match = level == "whitespace" or _start(chosen) in loose
+            return _equally_good(hunk, level, places, expected)
+        cands = tuple(start(pl) + 1 for pl in places)
+        loose_match = level == "whitespace" or start(chosen) in loose
         veto = _veto(hunk, lines, idx, chosen, level, levels[n:], expected, lo, loose_match)
         if veto is not None:
             return _Outcome(None, veto)
         return _Outcome(chosen, _result(hunk, chosen, level, cands, whitespace=loose_match))
-    return _Outcome(None, _conflict(hunk, idx, expected, lo))
+    return _Outcome(None, explain_conflict(hunk, idx, expected, lo))
+
+
+def _at_expected(hunk: Hunk, idx: LineIndex, expected: int, lo: int) -> _Outcome | None:
+    """Level 1: exact at the expected line. When both images match there (one is a prefix of
+    the other: appending at EOF, deleting a repeated line) the longer match is the evidence."""
+    hits = []
+    for new_side in (True, False):
+        img = side(hunk, new_side, 0, 0)
+        at_expected = expected >= lo and img.texts
+        if at_expected and idx.matches_at(
+            list(img.texts), "exact", expected, img.at_eof, img.at_bof
+        ):
+            hits.append((len(img.texts), new_side))
+    if len(hits) == 2 and _no_op(hunk):
+        hits = [h for h in hits if h[1]]  # changes nothing: there is nothing to do
+    if len(hits) == 2 and (eol_side := _eol_decides(hunk, idx, expected)) is not None:
+        hits = [h for h in hits if h[1] == eol_side]
+    if len(hits) == 2:
+        why = (
+            f"both the pre-image and the post-image match at line {expected + 1} (repeated "
+            "lines): cannot tell whether it is applied"
+        )
+        return _Outcome(None, _ambiguous(hunk, "exact", (expected + 1,), why))
+    if not hits:
+        return None
+    _, new_side = max(hits)
+    place = Place(expected, new_side, 0, 0)
+    if new_side and _deleted_block_still_there(hunk, idx, expected):
+        return _Outcome(None, _still_there(hunk, expected))
+    return _Outcome(place, _result(hunk, place, "exact", ()))
+
+
+def _insertion(hunk: Hunk, lines: Sequence[str], expected: int) -> _Outcome:
+    """A pure insertion with no context at all goes only into an empty file. `@@ -0,0 +1 @@`
+    is also what a -U0 diff writes to insert at the top of a non-empty file, but it cannot be
+    told from a diff of an empty file (git needs --unidiff-zero to tell it), so it is refused."""
+    if not lines and expected == 0:
+        place = Place(0, False, 0, 0)
+        return _Outcome(place, _result(hunk, place, "exact", ()))
+    why = (
+        "the hunk adds lines with no context to place them by (a -U0 diff): only the line "
+        "number says where; make the diff with context"
+    )
+    return _Outcome(None, HunkResult(hunk.index, "conflict", reason=why))
+
+
+def _choose(
+    hunk: Hunk, idx: LineIndex, places: Sequence[Place], level: Level, expected: int
+) -> Place | None:
+    """The one place among those found at one level (nearest first), or None."""
+    if len(places) == 1:
+        return places[0]
+    scoped = [pl for pl in places if in_scope(hunk, idx, pl)]
+    if len(scoped) == 1:
+        return scoped[0]
+    if all(pl.new_side for pl in places):
+        return places[0]  # post-image in several places, pre-image nowhere: nothing to do
+    if level != "fuzz":
+        return _clear_nearest(hunk, idx, places, expected)
+    return None
+
+
+def _equally_good(hunk: Hunk, level: Level, places: Sequence[Place], expected: int) -> _Outcome:
+    """Refuse: several places are as good as each other, listed nearest first."""
+    cands = tuple(start(pl) + 1 for pl in places)
+    new = any(pl.new_side for pl in places)
+    old = any(not pl.new_side for pl in places)
+    what = "pre-image" if not new else ("post-image" if not old else "pre/post-image")
+    why = (
+        f"equally good candidates at lines {', '.join(map(str, cands[:8]))} ({what} matches "
+        f"at {len(places)} places); the hunk header does not single one out"
+    )
+    return _Outcome(
+        None,
+        _ambiguous(hunk, level, cands, why),
+        alternatives=tuple(places) if not new else (),
+        expected=expected,
+    )
+
+
+def _clear_nearest(
+    hunk: Hunk, idx: LineIndex, places: Sequence[Place], expected: int
+) -> Place | None:
+    """GNU patch's and git's reach, made safe: of several exact copies, the nearest is taken
+    when it is clearly where the line numbers point (every other copy at least 10 times as far
+    and 200 lines further) and the hunk header's scope contains it. Equally near copies, a
+    nearest one outside the named scope, or no header at all, stay a refusal."""
+    if len({pl.new_side for pl in places}) != 1:
+        return None
+    near, *rest = places  # sorted by distance to the expected line
+    d1 = abs(start(near) - expected)
+    if any(abs(start(pl) - expected) < max(10 * max(d1, 1), d1 + 200) for pl in rest):
+        return None
+    if not hunk.section_header or not in_scope(hunk, idx, near):
+        return None  # no header to agree, or it names another scope
+    return near
 
 
 def _veto(
     hunk: Hunk,
     lines: Sequence[str],
-    idx: _Index,
-    chosen: _Place,
+    idx: LineIndex,
+    chosen: Place,
     level: Level,
-    later: list[tuple[Level, tuple[str, ...], list[tuple[int, int]]]],
+    later: list[LevelSpec],
     expected: int,
     lo: int,
     loose: bool,
 ) -> HunkResult | None:
     """The checks a unique place beyond the expected line must still pass; each one is a way
     GNU patch goes wrong. Returns the refusal, or None when the place stands."""
-    at = _start(chosen) + 1
-    if level == "fuzz" and _name_defined(hunk, lines) and not _in_scope(hunk, lines, chosen):
-        why = f"fuzzy match at line {at} lies outside '{hunk.section_header}' named by the hunk"
-        return _ambiguous(hunk, level, (at,), why + " header")
+    at = start(chosen) + 1
+    if level == "fuzz" and name_defined(hunk, lines) and not in_scope(hunk, idx, chosen):
+        return _ambiguous(hunk, level, (at,), outside(hunk, idx, chosen))
     rival = _near_miss(hunk, idx, expected, lo, chosen) if level == "fuzz" else None
     if rival is not None:
         why = f"fuzzy match at line {at} competes with a partial match at the expected line"
         return _ambiguous(hunk, level, (at, rival + 1), f"{why} {rival + 1}")
     if chosen.new_side:
         # The post-image is here, but is the pre-image somewhere too (within the allowance)?
-        span = len(_side(hunk, True, chosen.lead, chosen.trail).texts)
+        span = len(side(hunk, True, chosen.lead, chosen.trail).texts)
         for _, modes, drops in later:
             pre, _ = _find_level(hunk, idx, modes, drops, lo)
             clash = [
@@ -473,7 +298,7 @@ def _veto(
     return None
 
 
-def _deleted_block_still_there(hunk: Hunk, idx: _Index, pos: int) -> bool:
+def _deleted_block_still_there(hunk: Hunk, idx: LineIndex, pos: int) -> bool:
     """For a pure deletion, its post-image (context only) can match where the lines to delete
     are still present but edited; most of the pre-image aligned there says so."""
     if any(ln.kind == "+" for ln in hunk.lines):
@@ -481,7 +306,7 @@ def _deleted_block_still_there(hunk: Hunk, idx: _Index, pos: int) -> bool:
     return _mostly_there(hunk, idx, pos)
 
 
-def _deleted_block_anywhere(hunk: Hunk, idx: _Index, lo: int) -> int | None:
+def _deleted_block_anywhere(hunk: Hunk, idx: LineIndex, lo: int) -> int | None:
     """Where the lines a pure deletion removes still mostly are (edited), if anywhere."""
     removed = [ws_key(ln.text) for ln in hunk.lines if ln.kind == "-"]
     keys = idx.keys("ws")
@@ -502,9 +327,29 @@ def _still_there(hunk: Hunk, pos: int) -> HunkResult:
     )
 
 
-def _echo(hunk: Hunk, idx: _Index, place: _Place, mode: str) -> bool:
+def _eol_decides(hunk: Hunk, idx: LineIndex, pos: int) -> bool | None:
+    """When the two images differ in their final newline only and reach the end of the file
+    from `pos`, the file's last line says which one is there: True = the post-image."""
+    if hunk.old_no_eol == hunk.new_no_eol or not idx.lines:
+        return None
+    if hunk.before != hunk.after or pos + len(hunk.before) != len(idx.lines):
+        return None
+    return hunk.new_no_eol == (not idx.lines[-1].endswith("\n"))
+
+
+def _no_op(hunk: Hunk) -> bool:
+    """A hunk whose two images are the same (`-1` then `+1`) changes nothing."""
+    return hunk.before == hunk.after and hunk.old_no_eol == hunk.new_no_eol
+
+
+def _echo(hunk: Hunk, idx: LineIndex, place: Place, mode: str) -> bool:
     """Does the other image match at the very same spot too?"""
-    other = _side(hunk, not place.new_side, place.lead, place.trail)
+    if _no_op(hunk):
+        return False
+    eol_side = _eol_decides(hunk, idx, place.pos) if not (place.lead or place.trail) else None
+    if eol_side is not None:
+        return eol_side != place.new_side
+    other = side(hunk, not place.new_side, place.lead, place.trail, place.free)
     if not other.texts:
         return False
     key = (lambda t: t) if mode == "exact" else ws_key
@@ -516,7 +361,7 @@ def _ambiguous(hunk: Hunk, level: Level, cands: tuple[int, ...], reason: str) ->
     return HunkResult(hunk.index, "ambiguous", level=level, candidates=cands, reason=reason)
 
 
-def _near_miss(hunk: Hunk, idx: _Index, expected: int, lo: int, chosen: _Place) -> int | None:
+def _near_miss(hunk: Hunk, idx: LineIndex, expected: int, lo: int, chosen: Place) -> int | None:
     """A fuzzy match far from the expected line must not win over the expected place itself
     when most of the hunk is still there (upstream edited more context than fuzz allows)."""
     m = len(hunk.before)
@@ -532,7 +377,7 @@ def _ws_before(hunk: Hunk) -> tuple[str, ...]:
     return tuple(ws_key(t) for t in hunk.before)
 
 
-def _mostly_there(hunk: Hunk, idx: _Index, pos: int) -> bool:
+def _mostly_there(hunk: Hunk, idx: LineIndex, pos: int) -> bool:
     """At least 60% (and 2) of the pre-image's lines sit at `pos`, aligned, whitespace-tolerant:
     the hunk's place, edited more than fuzz allows."""
     pattern = _ws_before(hunk)
@@ -544,45 +389,15 @@ def _mostly_there(hunk: Hunk, idx: _Index, pos: int) -> bool:
 
 
 def _result(
-    hunk: Hunk, place: _Place, level: Level, cands: tuple[int, ...], whitespace: bool = False
+    hunk: Hunk, place: Place, level: Level, cands: tuple[int, ...], whitespace: bool = False
 ) -> HunkResult:
     return HunkResult(
         hunk.index,
         "already-applied" if place.new_side else "applied",
         level=level,
-        fuzz=max(place.lead, place.trail),
+        fuzz=max(place.lead, place.trail, int(place.free)),
         whitespace=whitespace,
         candidates=cands,
-    )
-
-
-def _conflict(hunk: Hunk, idx: _Index, expected: int, lo: int) -> HunkResult:
-    """Explain a hunk that fits nowhere: the nearest partial matches of its pre-image."""
-    pattern = [ws_key(t) for t in hunk.before]
-    keys = idx.keys("ws")
-    m = len(pattern)
-    scored: list[tuple[int, int, int]] = []
-    for p in range(max(lo, 0), max(len(keys) - m + 1, 0)):
-        score = sum(1 for a, b in zip(keys[p : p + m], pattern, strict=False) if a == b)
-        if score:
-            scored.append((-score, abs(p - expected), p))
-    scored.sort()
-    best = scored[:3]
-    if not best:
-        return HunkResult(hunk.index, "conflict", reason="none of its lines occur in the file")
-    score, _, p = best[0]
-    diff_at = next(
-        (i for i, (a, b) in enumerate(zip(keys[p : p + m], pattern, strict=False)) if a != b),
-        min(m, len(keys) - p),
-    )
-    want = hunk.before[diff_at] if diff_at < m else ""
-    got = strip_eol(idx.lines[p + diff_at]) if p + diff_at < len(idx.lines) else "<end of file>"
-    return HunkResult(
-        hunk.index,
-        "conflict",
-        candidates=tuple(b[2] + 1 for b in best),
-        reason=f"best match at line {p + 1} ({-score}/{m} lines); line {p + diff_at + 1} is "
-        f"{got.strip()!r}, the patch expects {want.strip()!r}",
     )
 
 
@@ -598,9 +413,12 @@ def apply_hunks(
     """
     if reverse:
         hunks = [h.reversed() for h in hunks]
-    idx = _Index(lines)
-    results: list[tuple[HunkResult, Hunk, _Place | None]] = []
-    alternatives: dict[int, tuple[_Place, ...]] = {}
+    if hunks and not any(ln.kind == " " for h in hunks for ln in h.lines):
+        # a -U0 diff says nothing about the start or end of the file (git's --unidiff-zero)
+        hunks = [replace(h, anchored=False) for h in hunks]
+    idx = LineIndex(lines)
+    results: list[tuple[HunkResult, Hunk, Place | None]] = []
+    alternatives: dict[int, tuple[tuple[Place, ...], int]] = {}
     lo = 0
     prev_end: int | None = None
     prev_stated_end = 0
@@ -610,15 +428,15 @@ def apply_hunks(
         out = place_hunk(hunk, lines, idx, expected, lo, fuzz)
         place = out.place
         if place is not None:
-            end = place.pos + len(_side(hunk, place.new_side, place.lead, place.trail).texts)
+            end = place.pos + len(side(hunk, place.new_side, place.lead, place.trail).texts)
             lo = end
             prev_end = end + place.trail
             prev_stated_end = stated + hunk.source_length
         elif out.alternatives:
             alternatives[len(results)] = (out.alternatives, out.expected)
         results.append((out.result, hunk, place))
-    for i, (alts, exp) in alternatives.items():
-        results[i] = _by_order(results, i, alts, lines, idx, exp)
+    if alternatives:
+        results = _by_order(results, alternatives, lines, idx)
     splices = [(pl, h) for r, h, pl in results if pl is not None and r.status == "applied"]
     out, shifts = _splice(lines, splices)
     final = []
@@ -635,41 +453,72 @@ def apply_hunks(
 
 
 def _by_order(
-    results: Sequence[tuple[HunkResult, Hunk, _Place | None]],
-    i: int,
-    alts: tuple[_Place, ...],
+    results: Sequence[tuple[HunkResult, Hunk, Place | None]],
+    alternatives: dict[int, tuple[tuple[Place, ...], int]],
     lines: Sequence[str],
-    idx: _Index,
-    expected: int,
-) -> tuple[HunkResult, Hunk, _Place | None]:
-    """Second pass for an ambiguous hunk: hunks keep their order, so only a candidate between
-    the placed hunks before and after it can be right. One left: take it, if it also passes
-    the vetoes any single place must pass."""
-    res, hunk, _ = results[i]
-    before = [(h, pl) for _, h, pl in results[:i] if pl is not None]
-    after = [(h, pl) for _, h, pl in results[i + 1 :] if pl is not None]
-    lo = 0
-    if before:
-        h, pl = before[-1]
-        lo = pl.pos + len(_side(h, pl.new_side, pl.lead, pl.trail).texts)
-    hi = after[0][1].pos if after else None
-    fits = [
-        pl
-        for pl in alts
-        if pl.pos >= lo
-        and (hi is None or pl.pos + len(_side(hunk, pl.new_side, pl.lead, pl.trail).texts) <= hi)
-    ]
-    if len(fits) != 1 or not (before or after):
-        return results[i]
-    chosen = fits[0]
-    veto = _veto(hunk, lines, idx, chosen, res.level, [], expected, lo, loose=False)
-    if veto is not None:
-        return (veto, hunk, None)
-    return (_result(hunk, chosen, res.level, res.candidates), hunk, chosen)
+    idx: LineIndex,
+) -> list[tuple[HunkResult, Hunk, Place | None]]:
+    """Second pass for ambiguous hunks: hunks keep their order and never overlap, so only the
+    candidates that leave room for the others can be right. A hunk whose earliest and latest
+    order-consistent candidates are one and the same is placed there (two identical hunks in
+    one class, two copies of the block: the first goes to the first, the second to the second),
+    if it also passes the vetoes any single place must pass."""
+    early = _assign(results, alternatives, forward=True)
+    late = _assign(results, alternatives, forward=False)
+    out = list(results)
+    for i, (_, expected) in alternatives.items():
+        pl = early.get(i)
+        if pl is None or late.get(i) is not pl:
+            continue
+        res, hunk, _ = results[i]
+        lo = max((_span(h, q)[1] for _, h, q in out[:i] if q is not None), default=0)
+        veto = _veto(hunk, lines, idx, pl, res.level, [], expected, lo, loose=False)
+        out[i] = (
+            (veto, hunk, None) if veto else (_result(hunk, pl, res.level, res.candidates), hunk, pl)
+        )
+    return out
+
+
+def _span(hunk: Hunk, pl: Place) -> tuple[int, int]:
+    return pl.pos, pl.pos + len(side(hunk, pl.new_side, pl.lead, pl.trail, pl.free).texts)
+
+
+def _assign(
+    results: Sequence[tuple[HunkResult, Hunk, Place | None]],
+    alternatives: dict[int, tuple[tuple[Place, ...], int]],
+    forward: bool,
+) -> dict[int, Place]:
+    """Greedy order-consistent candidates for the ambiguous hunks: the earliest that fits after
+    what comes before (forward) or the latest before what comes after; {} if none fits."""
+    chosen: dict[int, Place] = {}
+    bound: int | None = 0 if forward else None
+    order = range(len(results)) if forward else range(len(results) - 1, -1, -1)
+    for i in order:
+        _, hunk, placed = results[i]
+        if placed is not None or i in alternatives:
+            if placed is not None:
+                fits = [placed]
+            else:
+                alts = alternatives[i][0]
+                fits = [q for q in alts if bound is None or _fits(hunk, q, bound, forward)]
+            if placed is not None and bound is not None and not _fits(hunk, placed, bound, forward):
+                return {}
+            if not fits:
+                return {}
+            pick = min(fits, key=lambda q: q.pos) if forward else max(fits, key=lambda q: q.pos)
+            if placed is None:
+                chosen[i] = pick
+            bound = _span(hunk, pick)[1] if forward else _span(hunk, pick)[0]
+    return chosen
+
+
+def _fits(hunk: Hunk, pl: Place, bound: int, forward: bool) -> bool:
+    a, b = _span(hunk, pl)
+    return a >= bound if forward else b <= bound
 
 
 def _splice(
-    lines: Sequence[str], splices: Sequence[tuple[_Place, Hunk]]
+    lines: Sequence[str], splices: Sequence[tuple[Place, Hunk]]
 ) -> tuple[list[str], list[tuple[int, int]]]:
     """Build the result; also return (input position, line delta) per applied hunk."""
     eol = dominant_eol(lines)

@@ -12,9 +12,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from sgpatch.diffs import FilePatch, Patch, decode, encode, parse_patch, split_lines, strip_path
+from sgpatch.diffs import (
+    DEV_NULL,
+    FilePatch,
+    Patch,
+    decode,
+    encode,
+    parse_patch,
+    split_lines,
+    strip_eol,
+    strip_path,
+)
 from sgpatch.engine import FileResult, HunkResult, apply_hunks
-from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.errors import ExitCode, SgpatchError, bad_input
 from sgpatch.txn import FileChange, read_bytes
 
 if TYPE_CHECKING:  # the set planner's inputs; `sgpatch patch` never loads them
@@ -24,7 +34,7 @@ if TYPE_CHECKING:  # the set planner's inputs; `sgpatch patch` never loads them
     from sgpatch.manifest import PatchSpec, SetManifest
     from sgpatch.probe import ProbeResult
 
-Action = Literal["modify", "create", "delete", "rename"]
+Action = Literal["modify", "create", "delete", "rename", "copy"]
 PathMapper = Callable[[str], str]
 
 
@@ -103,18 +113,38 @@ def plan_patch(
     *,
     fuzz: int = 0,
     reverse: bool = False,
+    remove_empty: bool = False,
 ) -> tuple[FilePlan, ...]:
-    """Plan every file of `patch` against `overlay`; successful files update the overlay."""
+    """Plan every file of `patch` against `overlay`; successful files update the overlay.
+
+    As git does, renames and copies read their source as it was before this patch, so two
+    files swapping names (a->b, b->a) each get the other's old content, and a rename's source
+    is removed only when no other file of the patch writes that name."""
+    # -R undoes the last change first: a patch that touches one file twice is reversed in
+    # reverse order (the plans are reported in the patch's order all the same)
+    files = [fp.reversed() for fp in reversed(patch.files)] if reverse else list(patch.files)
+    for fp in files:
+        if fp.symlink:
+            name = fp.target if fp.target != DEV_NULL else fp.source
+            raise bad_input(
+                f"{patch.name}: {name} is a symlink (git mode 120000); sgpatch does not create "
+                "or change symlinks: drop that file from the patch"
+            )
+    start = overlay.fork()
+    moving = {mapper(fp.source) for fp in files if fp.is_rename}
+    written: set[str] = set()
     plans = []
-    for fp in patch.files:
-        fp = fp.reversed() if reverse else fp
-        plan = _plan_file(overlay, fp, mapper, fuzz)
+    for fp in files:
+        plan = _plan_file(overlay, start, fp, mapper, fuzz, moving)
+        if remove_empty and plan.ok and plan.action == "modify" and plan.after == b"":
+            plan = replace(plan, action="delete", after=None)
         if plan.ok:
-            if plan.action == "rename":
+            if plan.action == "rename" and plan.source not in written:
                 overlay.write(plan.source, None)
             overlay.write(plan.path, plan.after)
+            written.add(plan.path)
         plans.append(plan)
-    return tuple(plans)
+    return tuple(reversed(plans)) if reverse else tuple(plans)
 
 
 def _status(result: FileResult) -> Literal["ok", "already-applied", "conflict", "ambiguous"]:
@@ -127,81 +157,175 @@ def _status(result: FileResult) -> Literal["ok", "already-applied", "conflict", 
     return "ok"
 
 
-def _plan_file(overlay: Overlay, fp: FilePatch, mapper: PathMapper, fuzz: int) -> FilePlan:
+def _refused(path: str, source: str, action: Action, current: bytes | None, note: str) -> FilePlan:
+    return FilePlan(path, source, action, current, current, (), note=note, status="conflict")
+
+
+def _creates(fp: FilePatch) -> bool:
+    """A new file: `--- /dev/null` (or an epoch timestamp), or one `@@ -0,0 +1,N @@` hunk."""
     if fp.is_new:
-        path = mapper(fp.target)
-        current = overlay.read(path)
-        wanted_lines = [t + "\n" for t in _new_file_lines(fp)]
-        if wanted_lines and fp.hunks and fp.hunks[-1].new_no_eol:
-            wanted_lines[-1] = wanted_lines[-1][:-1]
-        wanted = encode("".join(wanted_lines))
-        if current is None:
-            return FilePlan(path, path, "create", None, wanted, (), mode=fp.new_mode)
-        same = [ln.rstrip("\r\n") for ln in split_lines(decode(current))] == [
-            ln.rstrip("\n") for ln in wanted_lines
-        ]
-        if same:
-            return FilePlan(path, path, "create", current, current, (), status="already-applied")
-        return FilePlan(
-            path,
-            path,
-            "create",
-            current,
-            current,
-            (),
-            note="file to create already exists",
-            status="conflict",
-        )
-    path = mapper(fp.source if fp.is_delete else fp.target)
-    # a/x -> b/x is one file whatever -p says; only a real rename reads another path
-    source = mapper(fp.source) if fp.is_rename else path
-    action: Action = "delete" if fp.is_delete else ("rename" if source != path else "modify")
-    current = overlay.read(source)
+        return True
+    return (
+        not fp.git
+        and len(fp.hunks) == 1
+        and fp.hunks[0].source_start == 0
+        and fp.hunks[0].source_length == 0
+    )
+
+
+def _plan_file(
+    overlay: Overlay,
+    start: Overlay,
+    fp: FilePatch,
+    mapper: PathMapper,
+    fuzz: int,
+    moving: set[str] = frozenset(),  # type: ignore[assignment]
+) -> FilePlan:
+    if fp.git_op == "uncopy":
+        return _plan_uncopy(overlay, fp, mapper, fuzz)
+    if fp.is_rename or fp.is_copy:
+        return _plan_move(overlay, start, fp, mapper, fuzz, moving)
+    if _creates(fp):
+        path = _pick_name(overlay, fp, mapper, creating=True)
+        if fp.is_new or overlay.read(path) is None:
+            return _plan_create(overlay, fp, path)
+    path = mapper(fp.source) if fp.is_delete else _pick_name(overlay, fp, mapper)
+    current = overlay.read(path)
+    action: Action = "delete" if fp.is_delete else "modify"
     if current is None:
         if fp.is_delete:
-            return FilePlan(path, source, action, None, None, (), status="already-applied")
-        if action == "rename" and overlay.read(path) is not None:
-            source, current = path, overlay.read(path)  # renamed already: check its hunks there
-            action = "modify"
-        else:
-            return FilePlan(
-                path,
-                source,
-                action,
-                None,
-                None,
-                (),
-                note="file does not exist",
-                status="conflict",
-            )
-    lines = split_lines(decode(current))
-    result = apply_hunks(lines, fp.hunks, fuzz=fuzz)
+            return FilePlan(path, path, action, None, None, (), status="already-applied")
+        return _refused(path, path, action, None, "file does not exist")
+    if fp.is_delete:
+        return _plan_delete(fp, path, current, fuzz)
+    return _plan_hunks(overlay, fp, path, path, action, current, fuzz)
+
+
+def _plan_hunks(
+    overlay: Overlay,
+    fp: FilePatch,
+    path: str,
+    source: str,
+    action: Action,
+    current: bytes,
+    fuzz: int,
+) -> FilePlan:
+    """Place the hunks of a file that exists (modify, or the content of a rename/copy)."""
+    result = apply_hunks(split_lines(decode(current)), fp.hunks, fuzz=fuzz)
     status = _status(result)
-    after: bytes | None = encode("".join(result.lines))
-    if fp.is_delete and status in ("ok", "already-applied"):
-        if result.lines:
-            return FilePlan(
-                path,
-                source,
-                action,
-                current,
-                current,
-                result.hunks,
-                note="file to delete has content the patch does not remove",
-                status="conflict",
-            )
-        after = None
-    if not fp.hunks and action in ("rename", "modify"):
-        after = current
-        if (
-            action == "modify"
-            and fp.new_mode is not None
-            and _mode(overlay.root, path) == fp.new_mode
-        ):
-            status = "already-applied"  # a mode-only change that is already there
+    after = encode("".join(result.lines)) if fp.hunks else current
+    mode_only = not fp.hunks and action == "modify" and fp.new_mode is not None
+    if mode_only and _mode(overlay.root, path) == fp.new_mode:
+        status = "already-applied"  # a mode-only change that is already there
     return FilePlan(
         path, source, action, current, after, result.hunks, status=status, mode=fp.new_mode
     )
+
+
+def _plan_create(overlay: Overlay, fp: FilePatch, path: str) -> FilePlan:
+    current = overlay.read(path)
+    wanted_lines = [t + "\n" for t in _new_file_lines(fp)]
+    if wanted_lines and fp.hunks and fp.hunks[-1].new_no_eol:
+        wanted_lines[-1] = wanted_lines[-1][:-1]
+    wanted = encode("".join(wanted_lines))
+    if current is None:
+        return FilePlan(path, path, "create", None, wanted, (), mode=fp.new_mode)
+    same = [ln.rstrip("\r\n") for ln in split_lines(decode(current))] == [
+        ln.rstrip("\n") for ln in wanted_lines
+    ]
+    if same:
+        return FilePlan(path, path, "create", current, current, (), status="already-applied")
+    return _refused(path, path, "create", current, "file to create already exists")
+
+
+def _plan_delete(fp: FilePatch, path: str, current: bytes, fuzz: int) -> FilePlan:
+    """Delete a file only when its content is exactly what the patch removes (line endings
+    aside): a file edited since, even in a way fuzz would forgive, is kept."""
+    lines = split_lines(decode(current))
+    result = apply_hunks(lines, fp.hunks, fuzz=0)
+    removed = [ln.text for h in fp.hunks for ln in h.lines if ln.kind != "+"]
+    have = [strip_eol(ln) for ln in lines]
+    if have == removed:
+        return FilePlan(path, path, "delete", current, None, result.hunks)
+    at = next((i for i, (a, b) in enumerate(zip(have, removed, strict=False)) if a != b), None)
+    if at is None:
+        at = min(len(have), len(removed))
+        got = have[at] if at < len(have) else "<end of file>"
+        want = removed[at] if at < len(removed) else "<end of file>"
+    else:
+        got, want = have[at], removed[at]
+    note = (
+        f"content differs from the deletion: line {at + 1} is {got.strip()!r}, the patch "
+        f"removes {want.strip()!r}; the file is kept"
+    )
+    return FilePlan(
+        path, path, "delete", current, current, result.hunks, note=note, status="conflict"
+    )
+
+
+def _plan_move(
+    overlay: Overlay,
+    start: Overlay,
+    fp: FilePatch,
+    mapper: PathMapper,
+    fuzz: int,
+    moving: set[str],
+) -> FilePlan:
+    """A git rename or copy: the source as it was before the patch, edited, at the new name."""
+    source, path = mapper(fp.source), mapper(fp.target)
+    action: Action = "copy" if fp.is_copy else "rename"
+    current = start.read(source)
+    there = overlay.read(path)
+    if current is not None and (there is None or path in moving):
+        plan = _plan_hunks(overlay, fp, path, source, action, current, fuzz)
+        mode = fp.new_mode if fp.new_mode is not None else _mode(overlay.root, source)
+        return replace(plan, before=there, mode=mode)
+    if there is not None and current is None and fp.is_rename:
+        # renamed already (by hand or an earlier run): its hunks are checked, or applied, there
+        return _plan_hunks(overlay, fp, path, path, "modify", there, fuzz)
+    if there is not None and fp.is_copy:
+        done = _plan_hunks(overlay, fp, path, path, "modify", there, fuzz)
+        if done.status == "already-applied" or (not fp.hunks and current in (None, there)):
+            return replace(done, action=action, source=source, status="already-applied")
+    what = "file to rename" if fp.is_rename else "file to copy"
+    if current is None:
+        return _refused(path, source, action, None, f"{what} ({source}) does not exist")
+    return _refused(path, source, action, there, f"{path} already exists ({what} onto it)")
+
+
+def _plan_uncopy(overlay: Overlay, fp: FilePatch, mapper: PathMapper, fuzz: int) -> FilePlan:
+    """-R of a git copy: the copy goes away if, un-edited, it is the original again."""
+    path, original = mapper(fp.source), mapper(fp.target)
+    current = overlay.read(path)
+    if current is None:
+        return FilePlan(path, path, "delete", None, None, (), status="already-applied")
+    plan = _plan_hunks(overlay, fp, path, path, "delete", current, fuzz)
+    if plan.ok and plan.after != overlay.read(original):
+        return _refused(path, path, "delete", current, f"the copy differs from {original}")
+    return replace(plan, after=None) if plan.ok else plan
+
+
+def _pick_name(overlay: Overlay, fp: FilePatch, mapper: PathMapper, creating: bool = False) -> str:
+    """Which file a diff is about. A git diff names it; a plain diff whose two names differ
+    (`diff -u a.py.orig a.py`) patches the one that exists, chosen as GNU patch does (fewest
+    path components, then shortest base name, then shortest name; the same choice among both
+    names when neither exists); never both."""
+    if fp.git or fp.source == fp.target or DEV_NULL in (fp.source, fp.target):
+        return mapper(fp.target if fp.target != DEV_NULL else fp.source)
+    names: list[str] = []
+    error: SgpatchError | None = None
+    for raw in (fp.target, fp.source):
+        try:
+            names.append(mapper(raw))
+        except SgpatchError as exc:  # an unusable or unsafe name: the other one may do (GNU)
+            if exc.code not in (ExitCode.BAD_INPUT, ExitCode.UNSAFE):
+                raise
+            error = error or exc
+    if not names:
+        raise error  # type: ignore[misc]
+    exist = [n for n in names if overlay.read(n) is not None]
+    pool = names if creating or not exist else exist
+    return min(pool, key=lambda n: (n.count("/"), len(n.rsplit("/", 1)[-1]), len(n)))
 
 
 def _mode(root: Path, rel: str) -> int | None:
@@ -446,6 +570,7 @@ def _plan_one(
     rel = _set_relative(variant.patch, manifest.base_dir)
     data = _read_patch_bytes(variant.patch, rel)
     patch = parse_patch(data, f"{manifest.name}/{rel}")
+    _refuse_unrevertable(patch)
     mapper = package_mapper(patch.name)
     # 2. post-image exactly in place (applied by hand or by an older tool)? Planned at fuzz 0
     # on a fork of the overlay; at the set's usual fuzz 0 that is also the real plan (step 4).
@@ -498,6 +623,17 @@ def _plan_one(
         note="" if selected else _left_out(spec),
         exit_code=ExitCode.NOT_DONE if selected else ExitCode.OK,
     )
+
+
+def _refuse_unrevertable(patch: Patch) -> None:
+    """A set must be revertible exactly; the ledger records bytes per path (so renames and
+    copies revert), not permission bits: a mode change is refused until it does."""
+    for f in patch.files:
+        if f.mode_change:
+            raise bad_input(
+                f"{patch.name}: {f.target} changes its mode ({f.old_mode:o} -> {f.new_mode:o}); "
+                "a patch set cannot revert a mode change yet: drop the mode lines"
+            )
 
 
 def _unmet(spec: PatchSpec, by_id: Mapping[str, PatchPlan]) -> list[str]:

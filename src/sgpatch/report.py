@@ -148,8 +148,9 @@ def file_json(f: FilePlan) -> dict[str, Any]:
     }
 
 
-def hunk_line(h: HunkResult, reverse: bool = False) -> str:
-    """One GNU-patch-like line per hunk, e.g. 'Hunk #2 applied at 120 (offset 12, fuzz 1).'"""
+def hunk_line(h: HunkResult, reverse: bool = False, dry_run: bool = False) -> str:
+    """One GNU-patch-like line per hunk, e.g. 'Hunk #2 applied at 120 (offset 12, fuzz 1).'
+    A dry run says what would happen: 'Hunk #2 would apply at 120.'"""
     extras = []
     if h.offset:
         extras.append(f"offset {h.offset}")
@@ -160,6 +161,8 @@ def hunk_line(h: HunkResult, reverse: bool = False) -> str:
     tail = f" ({', '.join(extras)})" if extras else ""
     if h.status == "applied":
         verb = "reversed" if reverse else "applied"
+        if dry_run:
+            verb = "would reverse" if reverse else "would apply"
         return f"Hunk #{h.index} {verb} at {h.line}{tail}."
     if h.status == "already-applied":
         what = "not applied (nothing to reverse)" if reverse else "already applied"
@@ -171,18 +174,23 @@ def hunk_line(h: HunkResult, reverse: bool = False) -> str:
 
 def file_lines(f: FilePlan, dry_run: bool, reverse: bool = False) -> Iterable[str]:
     if dry_run:
-        how = {"create": " (new)", "delete": " (deleted)", "rename": f" (renamed from {f.source})"}
+        how = {
+            "create": " (new)",
+            "delete": " (deleted)",
+            "rename": f" (renamed from {f.source})",
+            "copy": f" (copied from {f.source})",
+        }
         yield f"checking file {f.path}{how.get(f.action, '')}"
     else:
-        verb = {"create": "creating", "delete": "deleting", "rename": "renaming"}
-        src = f" (from {f.source})" if f.action == "rename" else ""
+        verb = {"create": "creating", "delete": "deleting", "rename": "renaming", "copy": "copying"}
+        src = f" (from {f.source})" if f.action in ("rename", "copy") else ""
         yield f"{verb.get(f.action, 'patching')} file {f.path}{src}"
     if f.note:
         yield f"  {f.note}"
     elif f.status == "already-applied" and not f.hunks:
         yield "  already done"
     for h in f.hunks:
-        yield "  " + hunk_line(h, reverse)
+        yield "  " + hunk_line(h, reverse, dry_run)
 
 
 # ---------------------------------------------------------------------------- patch sets

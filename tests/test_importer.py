@@ -84,8 +84,9 @@ def test_a_patch_already_in_the_release_is_refused(release):
 
 def test_hunk_with_more_context_before_than_after_applies_mid_file_as_git_does(release):
     """Input: a hand-edited hunk with 6 lines of context before and 3 after, in the middle of
-    the file (the engine alone, like GNU patch, would tie it to the end of the file). Outcome:
-    imported; the patch adds exactly that line there."""
+    the file (GNU patch ties such a hunk to the end of the file; the engine follows git: only a
+    hunk with no trailing context is tied there). Outcome: the engine places it mid-file, and
+    the import adds exactly that line there."""
     ctx = ORIG.splitlines(keepends=True)
     text = (
         "--- a/python/sglang/srt/b.py\n+++ b/python/sglang/srt/b.py\n@@ -15,9 +15,10 @@\n"
@@ -94,7 +95,7 @@ def test_hunk_with_more_context_before_than_after_applies_mid_file_as_git_does(r
         + "".join(" " + ln for ln in ctx[20:23])
     )
     hunks = parse_patch(text).files[0].hunks
-    assert apply_hunks(split_lines(ORIG), hunks).hunks[0].status == "conflict"  # engine alone
+    assert apply_hunks(split_lines(ORIG), hunks).hunks[0].status == "applied"
     res = importer.import_sources("mine", V, [src(text, "edited.patch")])
     assert "+    added_mid_file = True_and_long_enough()" in res.patches[0].data.decode()
 

@@ -132,64 +132,11 @@ def apply_source(overlay: ReleaseOverlay, src: Source) -> tuple[dict, dict, list
     from sgpatch.plan import plan_patch
 
     patch, mapper = _parse_sections(src)
-    patch, trims = git_anchoring(patch)
     touched = sorted({r for s in src.kept for r in (s.rel, s.source_rel) if r})
     before = {rel: overlay.read(rel) for rel in touched}
     plans = plan_patch(overlay, patch, mapper, fuzz=0)
     after = {rel: overlay.read(rel) for rel in touched}
-    return before, after, _failures(src.label, plans) + _trims_hold(src.label, plans, trims)
-
-
-def git_anchoring(patch):
-    """The patch with `git apply`'s end-of-file rule instead of GNU patch's.
-
-    The engine (like GNU patch) ties a hunk with less context after than before to the end of
-    the file; git ties only a hunk with no context after. Real stacks have hand-edited hunks
-    with 6 lines before and 3 after, which git applies mid-file. For those, the leading context
-    beyond the trailing count is taken off for placement and checked afterwards
-    (`_trims_hold`): the same evidence git uses, at the same place.
-    Returns (patch, {(file index, hunk index): the leading lines taken off})."""
-    from dataclasses import replace
-
-    from sgpatch.engine import _context_edges
-
-    trims: dict[tuple[int, int], tuple[str, ...]] = {}
-    files = []
-    for fi, fp in enumerate(patch.files):
-        hunks = []
-        for h in fp.hunks:
-            lead, trail = _context_edges(h)
-            extra = lead - trail
-            if 0 < trail < lead and h.source_start > 1 and not h.old_no_eol:
-                trims[(fi, h.index)] = tuple(ln.text for ln in h.lines[:extra])
-                h = replace(
-                    h,
-                    lines=h.lines[extra:],
-                    source_start=h.source_start + extra,
-                    source_length=h.source_length - extra,
-                    target_start=h.target_start + extra,
-                    target_length=h.target_length - extra,
-                )
-            hunks.append(h)
-        files.append(replace(fp, hunks=tuple(hunks)))
-    return replace(patch, files=tuple(files)), trims
-
-
-def _trims_hold(label: str, plans: Sequence[FilePlan], trims: dict) -> list[str]:
-    """Each trimmed hunk's leading lines must sit right above where it was placed."""
-    from sgpatch.diffs import decode, split_lines, strip_eol
-
-    out = []
-    for fi, f in enumerate(plans):
-        result = [strip_eol(ln) for ln in split_lines(decode(f.after or b""))]
-        for h in f.hunks:
-            lead = trims.get((fi, h.index))
-            if not lead or h.line is None:
-                continue
-            start = h.line - 1 - len(lead)
-            if start < 0 or tuple(result[start : h.line - 1]) != lead:
-                out.append(f"{label}: {f.path} hunk #{h.index}: its leading context is not there")
-    return out
+    return before, after, _failures(src.label, plans)
 
 
 def tree_source(root: Path, version: Version, name: str) -> tuple[Source, dict, dict]:

@@ -134,6 +134,7 @@ def line(o) -> str:
         how = "as it was" if o.as_is else f"{o.kept} hunk(s) kept, {o.merged} merged"
         return f"{o.id}: {o.outcome}, {how}{src}"
     if o.outcome == "conflict":
-        files = ", ".join(p["file"] for p in o.problems)
+        names = [p["file"] for p in o.problems]
+        files = ", ".join(names) if len(names) <= 3 else f"{len(names)} files"
         return f"{o.id}: needs a hand ({files}){src}"
     return f"{o.id}: {o.outcome}{note}"

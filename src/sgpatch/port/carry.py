@@ -95,9 +95,10 @@ def carry_patch(patch: Patch, pid: str, ws: Reader, base: Reader | None, labels:
     here = MemOverlay(ws)
     there = MemOverlay(base) if base is not None else None
     out = []
-    for fp in patch.files:
+    paths = [mapper(fp.path) for fp in patch.files]
+    for n, fp in enumerate(patch.files):
         one = replace(patch, files=(fp,))
-        path = mapper(fp.path)
+        path = paths[n]
         before = here.read(path)
         (fplan,) = plan_patch(here.fork(), one, mapper, fuzz=0)
         done = _carry_file(fp, fplan, before, there, one, labels)
@@ -106,8 +107,8 @@ def carry_patch(patch: Patch, pid: str, ws: Reader, base: Reader | None, labels:
         if done.source is not None:
             here.write(done.source, None)
         here.write(done.path, done.after)
-        if there is not None:
-            plan_patch(there, one, mapper, fuzz=0)  # the base moves on with the patch
+        if there is not None and path in paths[n + 1 :]:
+            plan_patch(there, one, mapper, fuzz=0)  # the file comes again: the base moves on
     return CarriedPatch(pid, tuple(out))
 
 
@@ -140,8 +141,11 @@ def _merge_hunks(fp: FilePatch, fplan: FilePlan, there, exact, labels) -> Carrie
     patched = apply_hunks(_lines(base), failing)
     if not patched.ok:
         return None
-    kept = apply_hunks(_lines(fplan.before), tuple(h for h in fp.hunks if h.index in exact))
-    ours = encode("".join(kept.lines))
+    if all(h.index in exact or h.status != "applied" for h in fplan.hunks):
+        ours = fplan.after or b""  # only the exact hunks were applied there already
+    else:
+        kept = apply_hunks(_lines(fplan.before), tuple(h for h in fp.hunks if h.index in exact))
+        ours = encode("".join(kept.lines))
     theirs = encode("".join(patched.lines))
     data, n = merge_file(base, ours, theirs, (labels.ours, labels.base, labels.theirs))
     idx = tuple(h.index for h in failing)

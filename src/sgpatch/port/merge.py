@@ -71,8 +71,7 @@ def _excess(tree: ast.AST) -> Counter:
         names: Counter = Counter()
         for stmt in body:
             if isinstance(stmt, _DEFS):
-                if not any(_ALLOWED_TWICE.search(ast.unparse(d)) for d in stmt.decorator_list):
-                    names[stmt.name] += 1
+                names[stmt.name] += 1
                 walk(stmt.body, f"{scope}.{stmt.name}")
                 continue
             for field in ("body", "orelse", "finalbody"):
@@ -83,10 +82,19 @@ def _excess(tree: ast.AST) -> Counter:
                 walk(handler.body, scope)
         for name, n in names.items():
             if n > 1:
+                n -= sum(1 for st in body if _allowed_twice(st, name))
+            if n > 1:
                 seen[(scope, name)] += n - 1
 
     walk(getattr(tree, "body", []), "")
     return seen
+
+
+def _allowed_twice(stmt: ast.stmt, name: str) -> bool:
+    """A property setter/deleter, an @overload or a singledispatch register of `name`."""
+    if not isinstance(stmt, _DEFS) or stmt.name != name:
+        return False
+    return any(_ALLOWED_TWICE.search(ast.unparse(d)) for d in stmt.decorator_list)
 
 
 def python_problem(path: str, data: bytes | None, release: bytes | None) -> str | None:

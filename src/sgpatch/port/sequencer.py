@@ -97,7 +97,7 @@ def start(
     ws.put("onto", f"{to}\n")
     ws.put("offline", "yes\n" if offline else "no\n")
     releases.copy_tree(to, ws.top)
-    ws.save_tree(_tree_of(ws))
+    ws.save_tree(_tree_of(ws, to))
     done = [_settled(ctx, spec, without) for spec in manifest.patches]
     ws.put_lines("done", (o.line() for o in done if o is not None))
     ws.put_lines("todo", (s.id for s, o in zip(manifest.patches, done, strict=True) if o is None))
@@ -105,17 +105,26 @@ def start(
     return ctx
 
 
-def _tree_of(ws: Workspace) -> dict[str, str]:
-    """Every file the release copy put into W, with its sha256 (what --abort removes)."""
+def _tree_of(ws: Workspace, to: Version) -> dict[str, str]:
+    """Every file the release copy put into W, with its sha256: from the wheel's verified
+    RECORD, hashing only what it does not list (what --abort removes)."""
+    import base64
     import os
 
+    from sgpatch import releases
+
+    record = {}
+    for name, h in releases.record(to).items():
+        alg, _, b64 = h.partition("=")
+        if alg == "sha256":
+            record[name] = base64.urlsafe_b64decode(b64 + "=" * (-len(b64) % 4)).hex()
     tree = {}
     for dirpath, dirs, files in os.walk(ws.top, followlinks=False):
         if Path(dirpath) == ws.top:
             dirs[:] = [d for d in dirs if d != STATE]
         for name in files:
-            full = Path(dirpath, name)
-            tree[full.relative_to(ws.top).as_posix()] = digest(full.read_bytes())
+            rel = Path(dirpath, name).relative_to(ws.top).as_posix()
+            tree[rel] = record.get(rel) or digest(Path(dirpath, name).read_bytes())
     return tree
 
 

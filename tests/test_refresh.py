@@ -91,7 +91,6 @@ def test_refresh_splits_a_variant_that_serves_other_releases(tmp_path, monkeypat
     on 1.1 the set still selects the old file. A refresh on a variant serving only the tree's
     release rewrites it in place."""
     import test_port as tp
-
     from helpers import run_cli
     from sgpatch import releases
     from sgpatch.manifest import load_manifest, select_variant

@@ -172,6 +172,10 @@ def port_step(project: str, a: str, b: str, tmp: Path) -> dict:
     hunks = sum(sum(len(fp.hunks) for fp in _files(p)) for p in series(project, a))
     bad_files = {pr["file"] for o in rep.patches for pr in o.problems}
     bad_hunks = sum(len(pr["hunks"]) for o in rep.patches for pr in o.problems)
+    for pid in rep.waiting:  # waits for a stopped patch: nothing of it carried yet
+        patch = next(p for p in series(project, a) if pid in p.stem.lower().replace("_", "-"))
+        bad_files |= set(touched(patch))
+        bad_hunks += sum(len(fp.hunks) for fp in _files(patch))
     merged = sum(o.merged for o in rep.patches)
     return {"files": len(files), "hunks": hunks, "port_files": len(files - bad_files),
             "port_hunks": hunks - bad_hunks, "merged_hunks": merged,
@@ -195,9 +199,12 @@ def run_step(project: str, a: str, b: str) -> dict:
         for rel, (out, n) in plain.items():
             if n:
                 continue
-            got = (row["ws"] / "sglang" / rel).read_bytes() if rel not in row["bad"] else None
+            if rel in row["bad"]:
+                continue
+            path = row["ws"] / "sglang" / rel
+            got = path.read_bytes() if path.exists() else b""
             same += got == out
-            differs += got is not None and got != out
+            differs += got != out
         row["plain_same"], row["plain_differs"] = same, differs
         row["apply3_files"], _bad = apply3(project, a, b, t / "a3")
         row.pop("ws"), row.pop("bad")
@@ -214,7 +221,8 @@ def markdown(rows: list[dict]) -> str:
         "per-file `git merge-file` resolves cleanly; *apply -3*: files `git apply -3` applies "
         "cleanly; *same*: of the files merge-file resolves, how many port carried to the very "
         "same bytes (*differ* must be 0); *left*: files left to fix in the workspace; wall: the "
-        "port step (plan -> workspace, without --continue's lint).",
+        "port step (plan -> workspace, without --continue's lint). A patch that waits for a "
+        "stopped one (it touches one of its files) counts as not carried.",
         "",
         "| stack | A -> B | files | hunks | port files | port hunks (merged) | merge-file | "
         "apply -3 | same | differ | left | wall |",

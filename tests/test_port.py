@@ -473,6 +473,8 @@ def test_specifier_arithmetic():
     assert edits.set_widened(SpecifierSet(">=0.5.9,<0.5.10"), Version("0.5.1")) == (
         ">=0.5.1,<0.5.10"
     )
+    assert edits.set_widened(SpecifierSet("==0.5.9"), Version("0.5.10")) == ">=0.5.9,<=0.5.10"
+    assert edits.set_widened(SpecifierSet("==0.5.9"), Version("0.5.8")) == ">=0.5.8,<=0.5.9"
 
 
 def test_merge_file_clean_and_conflict():

@@ -115,8 +115,20 @@ def widened(spec: SpecifierSet, version: Version) -> str | None:
     return join([Specifier(f">={version}"), *uppers])
 
 
+def _as_bounds(spec: SpecifierSet) -> SpecifierSet:
+    """`==X` (one release) written as `>=X,<=X`, so a bound can be moved."""
+    out = []
+    for s in spec:
+        if s.operator in ("==", "===") and "*" not in s.version:
+            out += [Specifier(f">={s.version}"), Specifier(f"<={s.version}")]
+        else:
+            out.append(s)
+    return SpecifierSet(",".join(str(s) for s in out))
+
+
 def set_widened(spec: SpecifierSet, version: Version) -> str:
     """The set's range taking in `version` (forward: `<=V` on top; backward: `>=V` below)."""
+    spec = _as_bounds(spec)
     if any(s.operator in (">=", ">") and Version(s.version) > version for s in spec):
         keep = [s for s in spec if s.operator not in (">=", ">")]
         return join([Specifier(f">={version}"), *keep])

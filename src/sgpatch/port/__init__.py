@@ -8,7 +8,8 @@
 
 Modules: source (releases, variants, merge bases), carry (per-hunk carry), merge (git
 merge-file and the checks on a merged file), workspace (W and its state files), sequencer
-(todo/done/needs-a-hand), finish (manifest edits, lint), edits (text edits, ranges).
+(todo/done/needs-a-hand), stopped (--continue, --abort), finish (manifest edits, lint), edits
+(text edits, ranges).
 """
 
 from __future__ import annotations
@@ -101,23 +102,24 @@ def port(
 
 def resume(workspace: Path) -> Report:
     """--continue: take the fixes, carry what waited, finish (exit 3 while anything is left)."""
+    from sgpatch.port import stopped as resume_mod
     from sgpatch.port import sequencer
 
-    ctx = sequencer.reopen(workspace)
-    left = sequencer.unresolved(ctx)
+    ctx = resume_mod.reopen(workspace)
+    left = resume_mod.unresolved(ctx)
     if left:
         rep = _report(ctx, "stopped")
         rep.fix = left
         return rep
-    sequencer.take_fixed(ctx)
+    resume_mod.take_fixed(ctx)
     sequencer.run_todo(ctx)
     return _conclude(ctx, True)
 
 
 def abort(workspace: Path) -> list[str]:
-    from sgpatch.port import sequencer
+    from sgpatch.port import stopped as resume_mod
 
-    return sequencer.abort(workspace)
+    return resume_mod.abort(workspace)
 
 
 def _conclude(ctx, finish: bool) -> Report:

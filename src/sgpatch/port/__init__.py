@@ -102,8 +102,8 @@ def port(
 
 def resume(workspace: Path) -> Report:
     """--continue: take the fixes, carry what waited, finish (exit 3 while anything is left)."""
-    from sgpatch.port import stopped as resume_mod
     from sgpatch.port import sequencer
+    from sgpatch.port import stopped as resume_mod
 
     ctx = resume_mod.reopen(workspace)
     left = resume_mod.unresolved(ctx)

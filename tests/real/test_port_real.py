@@ -469,7 +469,8 @@ def _patch_bodies(sets: Path) -> dict[str, str]:
 
 def test_refresh_after_an_edit_leaves_the_patch_applied(tmp_path, capsys):
     """Input: the set applied to a 0.5.9 tree, one value edited in a patched file, the patch
-    refreshed. Outcome: the patch file now carries the edit, and on that tree the set is still
+    refreshed. Outcome: its variant serves other releases too, so a new `==0.5.9` variant
+    carries the edit (the old file stays as it was), and on that tree the set is still
     `applied` (status --check 0) and `revert` gives back the release, as quilt refresh leaves a
     patch applied; before, the tree was stuck `modified` and revert --force refused."""
     sets = tmp_path / "sets"
@@ -483,11 +484,14 @@ def test_refresh_after_an_edit_leaves_the_patch_applied(tmp_path, capsys):
     block = text.index("    12: {")
     f.write_text(text[:block] + text[block:].replace("6: 128 * MiB", "6: 96 * MiB", 1))
     assert sgpatch("status", *common, "--check") == 1  # modified
+    old = select_variant(load_manifest(sets / SET / "patchset.yaml").patch(SIZES), Version("0.5.9"))
+    before = old.patch.read_bytes()
     assert sgpatch("refresh", *common, "--patch", SIZES) == 0
-    (spec,) = [s for s in load_manifest(sets / SET / "patchset.yaml").patches if s.id == SIZES]
-    serving = select_variant(spec, Version("0.5.9"))  # the variant 0.5.9 uses after the refresh
-    assert serving is not None and serving.patch is not None
-    assert b"+        6: 96 * MiB" in serving.patch.read_bytes()
+    # the variant serves 0.5.5 to 0.5.23: refresh splits 0.5.9 off instead of rewriting it
+    new = select_variant(load_manifest(sets / SET / "patchset.yaml").patch(SIZES), Version("0.5.9"))
+    assert str(new.sglang) == "==0.5.9" and new.patch != old.patch
+    assert old.patch.read_bytes() == before
+    assert b"+        6: 96 * MiB" in new.patch.read_bytes()
     assert sgpatch("status", *common, "--check") == 0
     capsys.readouterr()
     assert sgpatch("revert", *common) == 0

@@ -325,8 +325,15 @@ def refresh(
     current = variant.patch.read_bytes()
     if data == current or not serves_others(variant.sglang, version, known):
         return Refreshed(patch_id, variant.patch, data, data != current, tuple(files))
+    if _numbers_blanked(data) == _numbers_blanked(current):
+        # only the @@ line numbers moved: the file as it is gives the same result here
+        return Refreshed(patch_id, variant.patch, current, False, tuple(files))
     target = split_path(manifest.base_dir, version, variant.patch.name, data)
     return Refreshed(patch_id, target, data, True, tuple(files), split=str(variant.sglang))
+
+
+def _numbers_blanked(data: bytes) -> bytes:
+    return re.sub(rb"(?m)^@@ -\d+(,\d+)? \+\d+(,\d+)? @@", b"@@", data)
 
 
 def serves_others(spec, version, known: Sequence) -> bool:

@@ -117,12 +117,13 @@ def plain_merges(project: str, a: str, b: str, tmp: Path) -> dict[str, tuple[byt
     result: dict[str, tuple[bytes, int]] = {}
     for patch in series(project, a):
         rels = touched(patch)
-        before = {r: a_side.get(r, ra(r)) if r in a_side else ra(r) for r in rels}
+        before = {r: a_side[r] if r in a_side else ra(r) for r in rels}
         after = apply_plain(before, patch, tmp / "apply")
         for r in rels:
             ours = b_side[r] if r in b_side else rb(r)
             out, n = merge(before[r] or b"", ours or b"", after[r] or b"", tmp / "merge")
-            result[r] = (out, n)
+            earlier = result[r][1] if r in result else 0  # a file is clean if every merge was
+            result[r] = (out, n + earlier)
             a_side[r], b_side[r] = after[r], out
     return result
 
@@ -147,16 +148,17 @@ def apply3(project: str, a: str, b: str, tmp: Path) -> tuple[int, int]:
             p.write_bytes(data)
         git(repo, "add", "-A")
         git(repo, "commit", "-qm", side, "--allow-empty")
-    clean = bad = 0
+    clean: set[str] = set()
+    bad: set[str] = set()
     for patch in series(project, a):
         proc = git(repo, "apply", "-3", str(patch), check=False)
         err = proc.stderr.decode("utf-8", "replace")
-        clean += len(re.findall(r"^Applied patch to '.*' cleanly", err, re.M))
-        bad += len(re.findall(r"^Applied patch to '.*' with conflicts", err, re.M))
-        if proc.returncode and "with conflicts" not in err:
-            bad += len(touched(patch))  # the whole patch was refused
+        clean |= set(re.findall(r"^Applied patch to '(.*)' cleanly", err, re.M))
+        bad |= set(re.findall(r"^Applied patch to '(.*)' with conflicts", err, re.M))
+        if proc.returncode and "with conflicts" not in err:  # the whole patch was refused
+            bad |= {f"python/sglang/{r}" for r in touched(patch)}
         git(repo, "add", "-A")
-    return clean, bad
+    return len(clean - bad), len(bad)
 
 
 def port_step(project: str, a: str, b: str, tmp: Path) -> dict:

@@ -524,3 +524,35 @@ def test_workspace_that_is_a_symlink_is_refused(cache, tmp_path):
     code, _o, _e = run_cli("port", "--offline", "--set", "demo", "--patchsets", str(d.parent),
                            "--to", "1.1", "--workspace", str(tmp_path / "link"))  # fmt: skip
     assert code == 4 and not any(real.iterdir())
+
+
+def test_a_change_moved_to_another_file_by_hand(cache, tmp_path):
+    """Input: 1.5 has no srt/other.py (upstream moved `other` to srt/moved.py); `second`
+    patches srt/other.py. Outcome: exit 3 with a marker file at sglang/srt/other.py ("no such
+    file"); the person deletes it and makes the change in srt/moved.py; --continue gives
+    `second` a 1.5 variant that patches srt/moved.py only. Editing mod.py (owned by the
+    already carried `first`) instead is refused with exit 3."""
+    files = release_files(V10, "1.5")
+    del files["sglang/srt/other.py"]
+    files["sglang/srt/moved.py"] = b"def other():\n    return 0\n"
+    make_wheel(cache / "wheels", "1.5", files)
+    d = make_set(tmp_path)
+    w = tmp_path / "w"
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.5",
+                       "--workspace", str(w))  # fmt: skip
+    assert code == 3
+    (problem,) = by_id(doc)["second"]["problems"]
+    assert problem["file"] == "srt/other.py" and "no such file" in problem["why"]
+    assert merge.marker_lines((w / "sglang/srt/other.py").read_bytes())
+    (w / "sglang/srt/other.py").unlink()
+    mod = w / "sglang/srt/mod.py"
+    mod.write_text(mod.read_text() + "# stray edit\n")
+    assert sgport("--continue", "--workspace", str(w))[0] == 3
+    mod.write_text(mod.read_text().replace("# stray edit\n", ""))
+    (w / "sglang/srt/moved.py").write_text("def other():\n    return 42\n")
+    code, doc = sgport("--continue", "--workspace", str(w))
+    assert code == 0, doc
+    second = load_manifest(d / "patchset.yaml").patch("second").variants[0]
+    assert str(second.sglang) == "==1.5"
+    text = second.patch.read_text()
+    assert "srt/moved.py" in text and "srt/other.py" not in text

@@ -167,9 +167,9 @@ def port_step(project: str, a: str, b: str, tmp: Path) -> dict:
 
     d = make_set(project, a, tmp / "sets")
     m = load_manifest(d / "patchset.yaml")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu()
     rep = port.port(m, Version(b), tmp / "w", offline=False, finish=False)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, _cpu() - c0
     files = {r for p in series(project, a) for r in touched(p)}
     hunks = sum(sum(len(fp.hunks) for fp in _files(p)) for p in series(project, a))
     bad_files = {pr["file"] for o in rep.patches for pr in o.problems}
@@ -181,8 +181,17 @@ def port_step(project: str, a: str, b: str, tmp: Path) -> dict:
     merged = sum(o.merged for o in rep.patches)
     return {"files": len(files), "hunks": hunks, "port_files": len(files - bad_files),
             "port_hunks": hunks - bad_hunks, "merged_hunks": merged,
-            "conflicts": len(bad_files), "wall": wall, "ws": tmp / "w",
+            "conflicts": len(bad_files), "wall": wall, "cpu": cpu, "ws": tmp / "w",
             "bad": bad_files}  # fmt: skip
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its children (git merge-file)."""
+    import resource
+
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _files(patch: Path):
@@ -222,20 +231,21 @@ def markdown(rows: list[dict]) -> str:
         "with no hand needed (hunks merged three-way in brackets); *merge-file*: files a plain "
         "per-file `git merge-file` resolves cleanly; *apply -3*: files `git apply -3` applies "
         "cleanly; *same*: of the files merge-file resolves, how many port carried to the very "
-        "same bytes (*differ* must be 0); *left*: files left to fix in the workspace; wall: the "
-        "port step (plan -> workspace, without --continue's lint). A patch that waits for a "
-        "stopped one (it touches one of its files) counts as not carried.",
+        "same bytes (*differ* must be 0); *left*: files left to fix in the workspace; wall and "
+        "CPU (with git's): the port step (plan -> workspace, without --continue's lint). A "
+        "patch that waits for a stopped one (it touches one of its files) counts as not "
+        "carried.",
         "",
         "| stack | A -> B | files | hunks | port files | port hunks (merged) | merge-file | "
-        "apply -3 | same | differ | left | wall |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "apply -3 | same | differ | left | wall | CPU |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
             f"| {r['project']} | {r['from']} -> {r['to']} | {r['files']} | {r['hunks']} | "
             f"{r['port_files']} | {r['port_hunks']} ({r['merged_hunks']}) | {r['plain_files']} | "
             f"{r['apply3_files']} | {r['plain_same']} | {r['plain_differs']} | {r['conflicts']} | "
-            f"{r['wall']:.1f} s |"
+            f"{r['wall']:.1f} s | {r['cpu']:.1f} s |"
         )
     return "\n".join(out) + "\n"
 

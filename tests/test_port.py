@@ -556,3 +556,25 @@ def test_a_change_moved_to_another_file_by_hand(cache, tmp_path):
     assert str(second.sglang) == "==1.5"
     text = second.patch.read_text()
     assert "srt/moved.py" in text and "srt/other.py" not in text
+
+
+def test_a_lint_error_on_the_release_reopens_the_patch(cache, tmp_path):
+    """Input: `second`'s probe looks for `return 43`, which its patch (`return 42`) never
+    writes. Outcome: everything carries, but lint on 1.1 finds the probe false with the set
+    applied: exit 3, nothing written, `second` back in needs-a-hand with the lint message;
+    after the person makes it `return 43` in W, --continue writes `second` as a new 1.1
+    variant and exits 0."""
+    probe = "\n    probe: {file: srt/other.py, regex: '^    return 43$'}"
+    d = make_set(tmp_path, probe=probe)
+    before = snapshot(d)
+    w = tmp_path / "w"
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.1",
+                       "--workspace", str(w))  # fmt: skip
+    assert code == 3 and snapshot(d) == before
+    assert by_id(doc)["second"]["outcome"] == "conflict"
+    assert any("lint: " in f and "second" in f for f in doc["steps"][0]["fix"]), doc
+    (w / "sglang/srt/other.py").write_text("def other():\n    return 43\n")
+    code, doc = sgport("--continue", "--workspace", str(w))
+    assert code == 0, doc
+    second = load_manifest(d / "patchset.yaml").patch("second").variants[0]
+    assert str(second.sglang) == "==1.1" and "+    return 43" in second.patch.read_text()

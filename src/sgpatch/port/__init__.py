@@ -130,12 +130,16 @@ def _conclude(ctx, finish: bool) -> Report:
     if not finish:
         return _report(ctx, "planned")
     done = write_set(ctx)
+    if done.by_patch:
+        from sgpatch.port.sequencer import reopen_for_lint
+
+        reopen_for_lint(ctx.ws, done.by_patch)
     rep = _report(ctx, "stopped" if done.lint else "finished")
     rep.written, rep.changes, rep.lint, rep.warnings = (
         done.written, done.changes, done.lint, done.warnings,
     )  # fmt: skip
-    if done.lint:
-        rep.fix = [f"lint: {m}" for m in done.lint]
+    if done.lint:  # the reopened patches' lines, and what lint says about no patch in particular
+        rep.fix = ctx.ws.lines("fix") + [f"lint: {m}" for m in done.lint if m.startswith("- ")]
     return rep
 
 

@@ -37,13 +37,14 @@ class Finished:
     changes: list[str] = field(default_factory=list)
     lint: list[str] = field(default_factory=list)  # errors: nothing was written
     warnings: list[str] = field(default_factory=list)
+    by_patch: dict[str, list[str]] = field(default_factory=dict)  # lint errors per patch id
 
 
 def finish(ctx: Context) -> Finished:
     text = ctx.manifest.path.read_text(encoding="utf-8")
     new_text, files, changes = _edits(ctx, text)
     out = Finished(changes=changes)
-    errors, out.warnings = _lint(ctx, new_text, files)
+    errors, out.warnings, out.by_patch = _lint(ctx, new_text, files)
     if errors:
         out.lint = errors
         return out
@@ -144,7 +145,7 @@ def _free(base: Path, rel: str, data: bytes) -> str:
     return rel
 
 
-def _lint(ctx: Context, text: str, files: dict[str, bytes]) -> tuple[list[str], list[str]]:
+def _lint(ctx: Context, text: str, files: dict[str, bytes]):
     """Lint the edited set on the target release, in a scratch copy."""
     from sgpatch import lint, matrix
 
@@ -160,4 +161,8 @@ def _lint(ctx: Context, text: str, files: dict[str, bytes]) -> tuple[list[str], 
         found = lint.check(edited, rows)
     fmt = [f"{f.patch or '-'} [{f.release or '-'}]: {f.message}" for f in found]
     errors = [m for f, m in zip(found, fmt, strict=True) if f.level == "error"]
-    return errors, [m for f, m in zip(found, fmt, strict=True) if f.level != "error"]
+    by_patch: dict[str, list[str]] = {}
+    for f in found:
+        if f.level == "error" and f.patch is not None:
+            by_patch.setdefault(f.patch, []).append(f.message)
+    return errors, [m for f, m in zip(found, fmt, strict=True) if f.level != "error"], by_patch

@@ -230,10 +230,10 @@ def _carry_one(ctx: Context, spec, sorc: src.Source, patch) -> Outcome:
     merged = sum(len(f.merged) for f in res.files)
     out = Outcome(spec.id, "carried", variant, str(sorc.release), str(sorc.base),
                   all(not f.merged for f in res.files) and res.ok, kept, merged)  # fmt: skip
+    _keep_for_hand(ws, res)  # a carried patch may still be reopened (a lint error at the end)
     if res.ok:
         ws.put_bytes(f"patches/{spec.id}.patch", _new_patch(ctx, patch, sorc, res))
         return out
-    _keep_for_hand(ws, res)
     out.outcome = "conflict"
     out.problems = problems_of(res)
     return out
@@ -270,7 +270,8 @@ def render_patch(ctx: Context, header: str, sorc, befores: dict, afters: dict) -
 
 
 def _keep_for_hand(ws: Workspace, res: CarriedPatch) -> None:
-    """What --continue needs to take the stopped patch's diff, and the merge inputs to look at."""
+    """What --continue needs to take a stopped patch's diff (its files before it), and the
+    merge inputs to look at."""
     absent = []
     for f in res.files:
         if f.before is None:
@@ -302,3 +303,17 @@ def fix_list(ws: Workspace, stopped: list[Outcome]) -> list[str]:
             hunks = ", ".join(f"#{h}" for h in p.get("hunks") or ()) or "-"
             out.append(f"{PKG}/{p['file']}{where}: {o.id} hunk(s) {hunks}: {p['why']}")
     return out
+
+
+def reopen_for_lint(ws: Workspace, errors: dict[str, list[str]]) -> None:
+    """Patches lint finds wrong on the release go back to needs-a-hand: their files (and files
+    no patch owns) can be edited, and --continue takes their diff again and lints again."""
+    done = [Outcome.parse(ln) for ln in ws.lines("done")]
+    stopped = stopped_of(ws)
+    for o in [o for o in done if o.id in errors]:
+        files = ws.lines(f"files/{o.id}") or ["-"]
+        o.outcome, o.as_is = "conflict", False
+        o.problems = [{"file": files[0], "why": f"lint: {m}", "hunks": [], "markers": []}
+                      for m in errors[o.id]]  # fmt: skip
+        stopped.append(o)
+    save(ws, ws.lines("todo"), [o for o in done if o.id not in errors], stopped)

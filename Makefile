@@ -34,6 +34,7 @@ demo: $(STAMP)  ## fetch a real SGLang release and apply kimi-eagle3-sm120 to it
 bench: $(STAMP)  ## accuracy and speed benchmarks, side by side with GNU patch / git / shell -> docs/benchmarks.md
 	$(PY) bench/accuracy.py --out docs/benchmarks.md
 	$(PY) bench/suites.py --out docs/benchmarks.md  # GNU patch / git suites: only with $$SGPATCH_SUITE_GNU_PATCH / $$SGPATCH_SUITE_GIT
+	$(PY) bench/port.py --out docs/benchmarks.md
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/speed.py --out docs/benchmarks.md
 
 dist: $(STAMP)  ## dist/sgpatch-<version>-py3-none-any.whl, what examples/Dockerfile installs

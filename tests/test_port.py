@@ -1,15 +1,431 @@
-"""sgpatch.port helpers: manifest text edits, specifier arithmetic, 3-way merge, conflicts.
-(The end-to-end port runs on real releases in tests/real/test_port_real.py.)"""
+"""sgpatch port on synthetic releases (tiny fake wheels in a private cache, --offline): every
+sequencer state (carried, merged, stopped, waiting, fixed, upstream, aborted), the workspace's
+safety rules, backport, --step; plus the text edits and merge checks it is built from.
+(Real releases and real third-party stacks: tests/real/test_port_real.py.)"""
 
 from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
 
 import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from sgpatch import port
-from sgpatch.cli import main
-from sgpatch.diffs import parse_patch
+from helpers import run_cli
+from sgpatch import port, releases
+from sgpatch.errors import SgpatchError
+from sgpatch.manifest import load_manifest
+from sgpatch.port import edits, merge
+from test_releases import make_wheel
+
+FILLER = "".join(f"# filler {i}\n" for i in range(12))
+
+
+def module(top: str = "", x: str = "    x = 1\n", y: str = "    y = 2\n") -> str:
+    """srt/mod.py of a synthetic release: a class and a module-level function far apart."""
+    return (
+        f"import os\n{top}\n\nclass A:\n    def f(self):\n        return 1\n\n"
+        f"    def g(self):\n        return 2\n\n{FILLER}\ndef helper():\n{x}    z = 0\n{y}"
+        "    return x + y + z\n"
+    )
+
+
+V10 = module()
+V11 = module(top="import sys\nimport re\n", x="    x = 10\n")  # offset + context drift
+V12 = module(top="import sys\n", y="    y = 3\n")  # the line the patch changes changed
+V13 = V12  # nothing new
+
+
+def release_files(text: str, version: str, extra: dict[str, bytes] | None = None):
+    return {
+        "sglang/__init__.py": b"",
+        "sglang/_version.py": f"__version__ = version = '{version}'\n".encode(),
+        "sglang/srt/__init__.py": b"",
+        "sglang/srt/mod.py": text.encode(),
+        "sglang/srt/other.py": b"def other():\n    return 0\n",
+        **(extra or {}),
+    }
+
+
+PATCHED10 = V10.replace("        return 1\n", "        return 100\n").replace(
+    "    y = 2\n", "    y = 20\n"
+)
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private release cache holding 1.0, 1.1, 1.2 and 1.3; downloads fail loudly."""
+    c = tmp_path / "cache"
+    monkeypatch.setenv("SGPATCH_CACHE", str(c))
+
+    def no_network(version: str, dest: Path) -> Path:
+        raise SgpatchError(f"test tried to download sglang=={version}")
+
+    monkeypatch.setattr(releases, "_pip_download", no_network)
+    for v, text in (("1.0", V10), ("1.1", V11), ("1.2", V12), ("1.3", V13)):
+        make_wheel(c / "wheels", v, release_files(text, v))
+    return c
+
+
+def diff(old: str, new: str, path: str = "srt/mod.py") -> str:
+    from helpers import make_diff
+
+    return make_diff(old, new, f"python/sglang/{path}")
+
+
+MANIFEST = """\
+# a set made on 1.0 (this comment must survive every edit)
+schema: 1
+name: demo
+summary: demo set
+sglang: ">=1.0,<1.1"
+patches:
+  - id: first
+    summary: first
+    type: bugfix
+    upstream: {{status: pending}}
+    variants:
+      - {{sglang: ">=1.0,<1.1", patch: patches/1.0/0001-first.patch}}
+  - id: second
+    summary: second
+    type: bugfix
+    upstream: {{status: pending}}{probe}
+    variants:
+      - {{sglang: ">=1.0,<1.1", patch: patches/1.0/0002-second.patch}}
+"""
+
+
+def make_set(root: Path, second: str | None = None, probe: str = "") -> Path:
+    """Set `demo` with patch `first` (two hunks in srt/mod.py) and `second` (srt/other.py)."""
+    d = root / "sets" / "demo"
+    (d / "patches" / "1.0").mkdir(parents=True)
+    (d / "patches/1.0/0001-first.patch").write_text("Subject: first\n\n" + diff(V10, PATCHED10))
+    other = "def other():\n    return 0\n"
+    second = second or diff(other, other.replace("0\n", "42\n"), "srt/other.py")
+    (d / "patches/1.0/0002-second.patch").write_text("Subject: second\n\n" + second)
+    (d / "patchset.yaml").write_text(MANIFEST.format(probe=probe))
+    return d
+
+
+def sgport(*args: str) -> tuple[int, dict]:
+    code, out, _err = run_cli("port", "--offline", "--json", *args)
+    return code, json.loads(out)
+
+
+def by_id(doc: dict, step: int = -1) -> dict[str, dict]:
+    return {p["id"]: p for p in doc["steps"][step]["patches"]}
+
+
+def snapshot(d: Path) -> dict[str, bytes]:
+    return {p.relative_to(d).as_posix(): p.read_bytes() for p in d.rglob("*") if p.is_file()}
+
+
+def apply_to(tmp: Path, sets: Path, version: str, text: str) -> bytes:
+    """Apply the (ported) set to a fresh tree of `version`; return srt/mod.py."""
+    pkg = tmp / f"tree-{version}" / "sglang"
+    (pkg / "srt").mkdir(parents=True)
+    for name, data in release_files(text, version).items():
+        (pkg.parent / name).write_bytes(data)
+    code, _o, err = run_cli("apply", "--set", "demo", "--patchsets", str(sets), "--sglang-dir",
+                            str(pkg))  # fmt: skip
+    assert code == 0, err
+    return (pkg / "srt/mod.py").read_bytes()
+
+
+# ---------------------------------------------------------------------------------------------
+# carried, per hunk
+
+
+def test_exact_hunks_are_kept_and_only_the_others_merged(cache, tmp_path):
+    """Input: `first` made on 1.0 (two hunks); 1.1 shifts hunk 1 and changes hunk 2's context.
+    Outcome: exit 0; hunk 1 kept, hunk 2 merged; the workspace file is what `git merge-file` of
+    the whole file gives; a new `==1.1` variant with `base: "1.1"`, comments kept; `second`
+    (unchanged file) serves 1.1 as it is: its range stretched to 1.1."""
+    d = make_set(tmp_path)
+    w = tmp_path / "w"
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.1",
+                       "--workspace", str(w))  # fmt: skip
+    assert code == 0, doc
+    p = by_id(doc)
+    assert (p["first"]["hunks_kept"], p["first"]["hunks_merged"]) == (1, 1)
+    assert p["second"]["as_is"] and p["second"]["outcome"] == "carried"
+    expected, n = merge.merge_file(V10.encode(), V11.encode(), PATCHED10.encode(), ("a", "b", "c"))
+    assert n == 0 and (w / "sglang/srt/mod.py").read_bytes() == expected
+    text = (d / "patchset.yaml").read_text()
+    assert text.startswith("# a set made on 1.0 (this comment must survive every edit)\n")
+    m = load_manifest(d / "patchset.yaml")
+    first = m.patch("first").variants[0]
+    assert str(first.sglang) == "==1.1" and first.base == Version("1.1")
+    assert first.patch == d / "patches/1.1/0001-first.patch"
+    assert str(m.patch("second").variants[0].sglang) == ">=1.0,<=1.1"
+    assert m.sglang.contains("1.1") and not m.sglang.contains("1.2")
+    assert apply_to(tmp_path, d.parent, "1.1", V11) == expected
+    assert (w / ".sgpatch-port/finished").is_file()
+
+
+def test_nothing_to_port_again(cache, tmp_path):
+    """Input: the same port twice (the second into the finished workspace).
+    Outcome: the second finds every patch as it is on 1.1 and writes nothing."""
+    d = make_set(tmp_path)
+    w = tmp_path / "w"
+    args = ("--set", "demo", "--patchsets", str(d.parent), "--to", "1.1", "--workspace", str(w))
+    assert sgport(*args)[0] == 0
+    before = snapshot(d)
+    code, doc = sgport(*args)
+    assert code == 0 and doc["steps"][0]["written"] == []
+    assert snapshot(d) == before
+
+
+# ---------------------------------------------------------------------------------------------
+# stopped -> fix -> --continue / --abort
+
+
+def start_conflict(tmp_path) -> tuple[Path, Path, int, dict]:
+    """The set ported to 1.2, where `first` stops."""
+    d = make_set(tmp_path)
+    w = tmp_path / "w"
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.2",
+                       "--workspace", str(w))  # fmt: skip
+    return d, w, code, doc
+
+
+def test_conflict_stops_with_markers_and_readable_state(cache, tmp_path):
+    """Input: 1.2 changed the very line hunk 2 of `first` changes.
+    Outcome: exit 3; the set is byte-for-byte unchanged; W is a full 1.2 tree whose mod.py has
+    diff3 markers (ours/base/theirs) with hunk 1 already kept; `second` (another file) was
+    carried anyway; todo/done/needs-a-hand/fix/onto/marker are plain text naming all that."""
+    d = make_set(tmp_path)
+    before = snapshot(d)
+    w = tmp_path / "w"
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.2",
+                       "--workspace", str(w))  # fmt: skip
+    assert code == 3
+    assert snapshot(d) == before
+    text = (w / "sglang/srt/mod.py").read_text()
+    for mark in ("<<<<<<< sglang 1.2\n", "||||||| sglang 1.0\n", "=======\n",
+                 ">>>>>>> first (made on 1.0)\n"):  # fmt: skip
+        assert mark in text
+    assert "        return 100\n" in text  # the kept hunk
+    assert (w / "sglang/srt/other.py").read_text().endswith("return 42\n")
+    state = w / ".sgpatch-port"
+    assert (state / "onto").read_text() == "1.2\n"
+    assert (state / "needs-a-hand").read_text().startswith("first\tconflict\t")
+    assert (state / "done").read_text().startswith("second\tcarried\t")
+    assert (state / "todo").read_text() == ""
+    fix = (state / "fix").read_text()
+    assert fix.startswith("sglang/srt/mod.py (markers at lines ") and "first hunk(s) #2" in fix
+    assert (state / "marker").is_file()
+    assert by_id(doc)["first"]["outcome"] == "conflict"
+    assert doc["steps"][0]["state"] == "stopped"
+
+
+def test_continue_with_markers_left_exits_3_and_lists_them(cache, tmp_path):
+    """Input: --continue on the stopped workspace without fixing anything.
+    Outcome: exit 3 naming the file and marker lines; the set unchanged."""
+    d, w, code, _ = start_conflict(tmp_path)
+    before = snapshot(d)
+    code, doc = sgport("--continue", "--workspace", str(w))
+    assert code == 3
+    assert any("srt/mod.py: conflict markers at lines" in f for f in doc["steps"][0]["fix"])
+    assert snapshot(d) == before
+
+
+def test_continue_after_a_fix_writes_the_variant(cache, tmp_path):
+    """Input: the conflict resolved by hand (keep upstream's new line, and the patch's change),
+    then --continue. Outcome: exit 0; `first` is `fixed` with a new `==1.2` variant whose diff
+    is the fixed file against 1.2; applying the set to 1.2 gives the fixed file."""
+    d, w, code, _ = start_conflict(tmp_path)
+    assert code == 3
+    fixed = V12.replace("        return 1\n", "        return 100\n").replace(
+        "    y = 3\n", "    y = 30\n"
+    )
+    (w / "sglang/srt/mod.py").write_text(fixed)
+    code, doc = sgport("--continue", "--workspace", str(w))
+    assert code == 0, doc
+    assert by_id(doc)["first"]["outcome"] == "fixed"
+    m = load_manifest(d / "patchset.yaml")
+    assert str(m.patch("first").variants[0].sglang) == "==1.2"
+    assert apply_to(tmp_path, d.parent, "1.2", V12) == fixed.encode()
+
+
+def test_abort_removes_only_what_sgpatch_wrote(cache, tmp_path):
+    """Input: --abort on a stopped workspace where the user also saved notes.txt.
+    Outcome: exit 0; the release tree and state are gone, notes.txt stays; the set unchanged;
+    a second --abort is bad input (no workspace)."""
+    d, w, code, _ = start_conflict(tmp_path)
+    before = snapshot(d)
+    (w / "notes.txt").write_text("mine\n")
+    code, _out, err = run_cli("port", "--abort", "--workspace", str(w))
+    assert code == 0, err
+    assert sorted(p.name for p in w.iterdir()) == ["notes.txt"]
+    assert snapshot(d) == before
+    assert run_cli("port", "--abort", "--workspace", str(w))[0] == 2
+
+
+def test_workspace_rules(cache, tmp_path):
+    """Input: a port into a live workspace; into a folder with other files; --continue on a
+    folder that is no workspace; --continue without --workspace.
+    Outcome: 4 (a port is in progress there), 2, 2, 2; nothing in them touched."""
+    d, w, _code, _ = start_conflict(tmp_path)
+    args = ("--set", "demo", "--patchsets", str(d.parent), "--to", "1.1")
+    assert sgport(*args, "--workspace", str(w))[0] == 4
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "x").write_text("x")
+    assert sgport(*args, "--workspace", str(other))[0] == 2
+    assert run_cli("port", "--continue", "--workspace", str(other))[0] == 2
+    assert run_cli("port", "--continue")[0] == 2
+    assert (other / "x").read_text() == "x"
+
+
+def test_a_symlink_in_the_workspace_is_not_followed(cache, tmp_path):
+    """Input: in a stopped workspace, the conflicted file replaced by a symlink to a file
+    outside. Outcome: --continue refuses (exit 4); the outside file is untouched."""
+    _d, w, _code, _ = start_conflict(tmp_path)
+    outside = tmp_path / "outside.py"
+    outside.write_text("keep = 1\n")
+    target = w / "sglang/srt/mod.py"
+    target.unlink()
+    target.symlink_to(outside)
+    assert run_cli("port", "--continue", "--workspace", str(w))[0] == 4
+    assert outside.read_text() == "keep = 1\n"
+
+
+def test_the_set_changed_since_the_port_began(cache, tmp_path):
+    """Input: the manifest edited between the port and --continue. Outcome: exit 2."""
+    d, w, _code, _ = start_conflict(tmp_path)
+    with (d / "patchset.yaml").open("a") as f:
+        f.write("# edited\n")
+    assert run_cli("port", "--continue", "--workspace", str(w))[0] == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# waiting, upstream, the fuzz trap
+
+
+def test_a_later_patch_on_the_stopped_file_waits_then_carries(cache, tmp_path):
+    """Input: `second` also edits srt/mod.py (after `first`, which stops on 1.2).
+    Outcome: exit 3 with `second` waiting; after the fix, --continue carries `second` on top
+    of the fixed file and writes both."""
+    after_first = PATCHED10
+    second = diff(after_first, after_first.replace("        return 2\n", "        return 200\n"))
+    d = make_set(tmp_path, second=second)
+    w = tmp_path / "w"
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.2",
+                       "--workspace", str(w))  # fmt: skip
+    assert code == 3 and doc["steps"][0]["waiting"] == ["second"]
+    fixed = V12.replace("        return 1\n", "        return 100\n").replace(
+        "    y = 3\n", "    y = 30\n"
+    )
+    (w / "sglang/srt/mod.py").write_text(fixed)
+    code, doc = sgport("--continue", "--workspace", str(w))
+    assert code == 0, doc
+    assert by_id(doc)["second"]["outcome"] == "carried"
+    assert (w / "sglang/srt/mod.py").read_text() == fixed.replace("return 2\n", "return 200\n")
+
+
+def test_upstream_by_probe_is_dropped(cache, tmp_path):
+    """Input: `second`'s probe matches on 1.1 (regex on a line 1.1 has).
+    Outcome: `second` is upstream; no variant of it covers 1.1 (its old one still ends
+    below), `first` is carried."""
+    probe = "\n    probe: {file: srt/mod.py, regex: '^import re$'}"
+    d = make_set(tmp_path, probe=probe)
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.1",
+                       "--workspace", str(tmp_path / "w"))  # fmt: skip
+    assert code == 0, doc
+    assert by_id(doc)["second"]["outcome"] == "upstream"
+    m = load_manifest(d / "patchset.yaml")
+    assert not any(v.sglang.contains("1.1") for v in m.patch("second").variants)
+
+
+def test_a_clean_merge_that_defines_a_method_twice_is_a_conflict(cache, tmp_path):
+    """Input: a patch made on 1.0 adds method `h` to class A; 1.4 added its own `h` next to
+    other changes, so `git merge-file` is clean but A would define `h` twice (the fuzz trap).
+    Outcome: exit 3, the file listed with 'defines the same name twice'."""
+    v14 = V10.replace("import os\n", "import os\nimport abc\n").replace(
+        "        return 2\n", "        return 2\n\n    def h(self):\n        return 'upstream'\n"
+    )
+    make_wheel(cache / "wheels", "1.4", release_files(v14, "1.4"))
+    added = V10.replace(
+        "    def g(self):\n", "    def h(self):\n        return 'ours'\n\n    def g(self):\n"
+    )
+    d = make_set(tmp_path)
+    (d / "patches/1.0/0001-first.patch").write_text("Subject: h\n\n" + diff(V10, added))
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.4",
+                       "--workspace", str(tmp_path / "w"))  # fmt: skip
+    assert code == 3
+    assert any("twice" in f for f in doc["steps"][0]["fix"]), doc
+
+
+# ---------------------------------------------------------------------------------------------
+# backport and --step
+
+
+def test_backport_to_an_older_release(cache, tmp_path):
+    """Input: a set made on 1.1 (its patch drawn on 1.1), ported --to 1.0.
+    Outcome: exit 0; hunk 1 kept, hunk 2 merged; a `==1.0` variant; the set's range reaches
+    down to 1.0; apply on 1.0 gives the same file as the 1.1 patch's merge."""
+    patched11 = V11.replace("        return 1\n", "        return 100\n").replace(
+        "    y = 2\n", "    y = 20\n"
+    )
+    d = make_set(tmp_path)
+    (d / "patches/1.0/0001-first.patch").write_text("Subject: first\n\n" + diff(V11, patched11))
+    text = (d / "patchset.yaml").read_text().replace('">=1.0,<1.1"', '">=1.1,<1.2"')
+    (d / "patchset.yaml").write_text(text)
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.0",
+                       "--workspace", str(tmp_path / "w"))  # fmt: skip
+    assert code == 0, doc
+    assert (by_id(doc)["first"]["hunks_kept"], by_id(doc)["first"]["hunks_merged"]) == (1, 1)
+    m = load_manifest(d / "patchset.yaml")
+    assert m.sglang.contains("1.0") and m.sglang.contains("1.1")
+    assert apply_to(tmp_path, d.parent, "1.0", V10) == PATCHED10.encode()
+
+
+def test_step_walks_release_by_release_and_stops_where_a_hand_is_needed(cache, tmp_path):
+    """Input: --step --to 1.3 from a set made on 1.0. Outcome: 1.1 is ported and written, 1.2
+    stops (exit 3) with its workspace; the set then covers 1.1 and is consistent (lint-clean
+    on 1.1); after the fix and --continue, a second --step carries 1.3 as it is: a `==1.3`
+    variant pointing at the 1.2 file (an `==` range is not stretched)."""
+    d = make_set(tmp_path)
+    w = tmp_path / "w"
+    args = ("--set", "demo", "--patchsets", str(d.parent), "--workspace", str(w))
+    code, doc = sgport(*args, "--to", "1.3", "--step")
+    assert code == 3
+    assert [s["to"] for s in doc["steps"]] == ["1.1", "1.2"]
+    assert [s["state"] for s in doc["steps"]] == ["finished", "stopped"]
+    m = load_manifest(d / "patchset.yaml")
+    assert m.sglang.contains("1.1") and not m.sglang.contains("1.2")
+    assert run_cli("lint", "--set", "demo", "--patchsets", str(d.parent), "--offline",
+                   "--releases", "==1.1")[0] == 0  # fmt: skip
+    fixed = V12.replace("        return 1\n", "        return 100\n").replace(
+        "    y = 3\n", "    y = 30\n"
+    )
+    (w / "sglang/srt/mod.py").write_text(fixed)
+    assert sgport("--continue", "--workspace", str(w))[0] == 0
+    code, doc = sgport(*args, "--to", "1.3", "--step")
+    assert code == 0, doc
+    assert by_id(doc)["first"]["as_is"]
+    first = load_manifest(d / "patchset.yaml").patch("first").variants[0]
+    assert str(first.sglang) == "==1.3" and first.patch == d / "patches/1.2/0001-first.patch"
+
+
+def test_steps_either_direction(cache, tmp_path):
+    """Input: the releases --step walks from a set covering 1.1, to 1.3 and to 1.0.
+    Outcome: [1.2, 1.3] and [1.0]."""
+    d = make_set(tmp_path)
+    text = (d / "patchset.yaml").read_text().replace('">=1.0,<1.1"', '">=1.1,<1.2"')
+    (d / "patchset.yaml").write_text(text)
+    m = load_manifest(d / "patchset.yaml")
+    known = [Version(v) for v in ("1.0", "1.1", "1.2", "1.3")]
+    assert port.steps(m, Version("1.3"), known) == [Version("1.2"), Version("1.3")]
+    assert port.steps(m, Version("1.0"), known) == [Version("1.0")]
+
+
+# ---------------------------------------------------------------------------------------------
+# the pieces
+
 
 YAML = """\
 # comment kept
@@ -30,74 +446,135 @@ patches:
 
 
 def test_text_edits_keep_every_other_byte(tmp_path):
+    """Input: the three text edits on a manifest with comments. Outcome: only the edited
+    value/line differs."""
     path = tmp_path / "patchset.yaml"
-    edited = port.set_variant_spec(YAML, path, "one", 1, ">=0.5.9,<0.5.12")
+    edited = edits.set_variant_spec(YAML, path, "one", 1, ">=0.5.9,<0.5.12")
     assert edited == YAML.replace('">=0.5.9,<0.5.10", patch', '">=0.5.9,<0.5.12", patch')
-    edited = port.insert_first_variant(YAML, path, "one", ">=0.5.12", "patches/0.5.12/p.patch")
+    edited = edits.insert_first_variant(YAML, path, "one", "==0.5.12", "p2.patch", "0.5.12")
     assert edited == YAML.replace(
         '      - sglang: "<0.5.9"',
-        '      - {sglang: ">=0.5.12", patch: patches/0.5.12/p.patch}\n      - sglang: "<0.5.9"',
+        '      - {sglang: "==0.5.12", patch: p2.patch, base: "0.5.12"}\n      - sglang: "<0.5.9"',
     )
-    edited = port.set_set_spec(YAML, path, ">=0.5.5,<=0.5.12")
+    edited = edits.set_set_spec(YAML, path, ">=0.5.5,<=0.5.12")
     assert edited == YAML.replace('">=0.5.5,<0.5.10"', '">=0.5.5,<=0.5.12"')
 
 
 def test_specifier_arithmetic():
-    assert port.capped(SpecifierSet(">=0.5.5,<0.5.24"), Version("0.5.14")) == ">=0.5.5,<0.5.14"
-    assert port.capped(SpecifierSet(">=0.5.9"), Version("0.5.10")) == ">=0.5.9,<0.5.10"
-    assert port._set_widened(SpecifierSet(">=0.5.9,<0.5.10"), Version("0.5.16")) == (
+    """Input: ranges capped, floored, stretched. Outcome: bounded, in a stable clause order."""
+    assert edits.capped(SpecifierSet(">=0.5.5,<0.5.24"), Version("0.5.14")) == ">=0.5.5,<0.5.14"
+    assert edits.floored(SpecifierSet(">=0.5.5,<0.5.24"), Version("0.5.5")) == ">0.5.5,<0.5.24"
+    assert edits.widened(SpecifierSet(">=0.5.9,<0.5.10"), Version("0.5.10")) == (">=0.5.9,<=0.5.10")
+    assert edits.widened(SpecifierSet(">=0.5.9,<0.5.10"), Version("0.5.8")) == ">=0.5.8,<0.5.10"
+    assert edits.widened(SpecifierSet(">=0.5.9"), Version("0.5.10")) is None
+    assert edits.set_widened(SpecifierSet(">=0.5.9,<0.5.10"), Version("0.5.16")) == (
         ">=0.5.9,<=0.5.16"
     )
+    assert edits.set_widened(SpecifierSet(">=0.5.9,<0.5.10"), Version("0.5.1")) == (
+        ">=0.5.1,<0.5.10"
+    )
+    assert edits.set_widened(SpecifierSet("==0.5.9"), Version("0.5.10")) == ">=0.5.9,<=0.5.10"
+    assert edits.set_widened(SpecifierSet("==0.5.9"), Version("0.5.8")) == ">=0.5.8,<=0.5.9"
 
 
 def test_merge_file_clean_and_conflict():
+    """Input: two edits far apart, then two edits of one line. Outcome: clean merge; one
+    conflict block with diff3 markers and labels."""
     base = b"a\nb\nc\nd\ne\nf\ng\n"
     ours = base.replace(b"b\n", b"B\n")
     theirs = base.replace(b"f\n", b"F\n")
-    merged, n = port.merge_file(base, ours, theirs, ("ours", "base", "theirs"))
+    merged, n = merge.merge_file(base, ours, theirs, ("ours", "base", "theirs"))
     assert n == 0 and merged == b"a\nB\nc\nd\ne\nF\ng\n"
-    merged, n = port.merge_file(base, ours, base.replace(b"b\n", b"X\n"), ("o", "b", "t"))
+    merged, n = merge.merge_file(base, ours, base.replace(b"b\n", b"X\n"), ("o", "b", "t"))
     assert n == 1 and b"<<<<<<< o\nB\n||||||| b\nb\n=======\nX\n>>>>>>> t\n" in merged
+    assert merge.marker_lines(merged) == (2, 4, 6, 8)
 
 
-def test_conflict_blocks_name_the_hunks():
-    patch = parse_patch(
-        "--- a/f.py\n+++ b/f.py\n@@ -1,2 +1,2 @@\n-old_value = 1\n+new_value = 2\n keep\n"
-        "@@ -10,2 +10,2 @@\n-other_line = 1\n+other_line = 2\n keep\n"
+def test_python_checks():
+    """Input: a file that does not compile; one defining a method twice; property setters,
+    if/else branches and a duplicate the release already had. Outcome: the first two are
+    problems, the rest are not."""
+    assert "does not compile" in merge.python_problem("a.py", b"def f(:\n", b"x = 1\n")
+    twice = b"class A:\n    def f(self): pass\n    def f(self): pass\n"
+    assert "A: f" in merge.python_problem("a.py", twice, b"class A:\n    pass\n")
+    assert merge.python_problem("a.py", twice, twice) is None
+    setter = (
+        b"class A:\n    @property\n    def x(self): pass\n    @x.setter\n    def x(self, v): pass\n"
     )
-    text = "x\n<<<<<<< ours\nnew_value = 2\n||||||| base\nold_value = 1\n=======\nz\n>>>>>>> t\n"
-    marks, hunks = port._conflict_blocks(text, patch.files[0].hunks)
-    assert marks == (2,) and hunks == (1,)
+    assert merge.python_problem("a.py", setter, b"") is None
+    branches = b"if X:\n    def f(): pass\nelse:\n    def f(): pass\n"
+    assert merge.python_problem("a.py", branches, b"") is None
+    assert merge.python_problem("a.txt", b"def f(:\n", None) is None
 
 
-def test_apply_without_a_patch_that_has_no_variant_for_the_release(tmp_path):
-    """Input: a set whose second patch has no variant for 0.5.10, applied --without it.
-    Outcome (expected): the first patch applies, exit 0."""
-    sets = tmp_path / "sets" / "demo"
-    sets.mkdir(parents=True)
-    (sets / "p.patch").write_text(
-        "Subject: x\n\n--- a/srt/a.py\n+++ b/srt/a.py\n@@ -1 +1 @@\n-a\n+b\n"
-    )
-    (sets / "patchset.yaml").write_text(
-        "schema: 1\nname: demo\nsummary: d\nsglang: '>=0.5'\npatches:\n"
-        "  - id: one\n    summary: one\n    type: bugfix\n    upstream: {status: pending}\n"
-        "    variants: [{sglang: '>=0.5', patch: p.patch}]\n"
-        "  - id: two\n    summary: two\n    type: bugfix\n    upstream: {status: pending}\n"
-        "    variants: [{sglang: '<0.5.10', patch: p.patch}]\n"
-    )
-    pkg = tmp_path / "tree" / "sglang"
-    (pkg / "srt").mkdir(parents=True)
-    (pkg / "_version.py").write_text("__version__ = version = '0.5.10'\n")
-    (pkg / "srt" / "a.py").write_text("a\n")
-    try:
-        main(["apply", "--set", "demo", "--patchsets", str(sets.parent), "--sglang-dir",
-              str(pkg), "--without", "two"])  # fmt: skip
-    except SystemExit as exc:
-        assert exc.code == 0
-    assert (pkg / "srt" / "a.py").read_text() == "b\n"
+def test_port_needs_a_known_set_and_a_final_release(tmp_path):
+    """Input: an unknown set; a pre-release --to; no --to. Outcome: exit 2 each."""
+    assert run_cli("port", "--set", "nope", "--to", "0.5.10", "--patchsets", str(tmp_path))[0] == 2
+    assert run_cli("port", "--set", "nope", "--to", "0.5.10rc1")[0] == 2
+    assert run_cli("port", "--set", "nope")[0] == 2
 
 
-def test_port_needs_a_known_set(tmp_path):
-    with pytest.raises(SystemExit) as exc:
-        main(["port", "--set", "nope", "--to", "0.5.10", "--patchsets", str(tmp_path)])
-    assert exc.value.code == 2
+@pytest.mark.skipif(os.name != "posix", reason="symlinks")
+def test_workspace_that_is_a_symlink_is_refused(cache, tmp_path):
+    """Input: --workspace pointing at a symlink to a folder. Outcome: exit 4, folder empty."""
+    d = make_set(tmp_path)
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    code, _o, _e = run_cli("port", "--offline", "--set", "demo", "--patchsets", str(d.parent),
+                           "--to", "1.1", "--workspace", str(tmp_path / "link"))  # fmt: skip
+    assert code == 4 and not any(real.iterdir())
+
+
+def test_a_change_moved_to_another_file_by_hand(cache, tmp_path):
+    """Input: 1.5 has no srt/other.py (upstream moved `other` to srt/moved.py); `second`
+    patches srt/other.py. Outcome: exit 3 with a marker file at sglang/srt/other.py ("no such
+    file"); the person deletes it and makes the change in srt/moved.py; --continue gives
+    `second` a 1.5 variant that patches srt/moved.py only. Editing mod.py (owned by the
+    already carried `first`) instead is refused with exit 3."""
+    files = release_files(V10, "1.5")
+    del files["sglang/srt/other.py"]
+    files["sglang/srt/moved.py"] = b"def other():\n    return 0\n"
+    make_wheel(cache / "wheels", "1.5", files)
+    d = make_set(tmp_path)
+    w = tmp_path / "w"
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.5",
+                       "--workspace", str(w))  # fmt: skip
+    assert code == 3
+    (problem,) = by_id(doc)["second"]["problems"]
+    assert problem["file"] == "srt/other.py" and "no such file" in problem["why"]
+    assert merge.marker_lines((w / "sglang/srt/other.py").read_bytes())
+    (w / "sglang/srt/other.py").unlink()
+    mod = w / "sglang/srt/mod.py"
+    mod.write_text(mod.read_text() + "# stray edit\n")
+    assert sgport("--continue", "--workspace", str(w))[0] == 3
+    mod.write_text(mod.read_text().replace("# stray edit\n", ""))
+    (w / "sglang/srt/moved.py").write_text("def other():\n    return 42\n")
+    code, doc = sgport("--continue", "--workspace", str(w))
+    assert code == 0, doc
+    second = load_manifest(d / "patchset.yaml").patch("second").variants[0]
+    assert str(second.sglang) == "==1.5"
+    text = second.patch.read_text()
+    assert "srt/moved.py" in text and "srt/other.py" not in text
+
+
+def test_a_lint_error_on_the_release_reopens_the_patch(cache, tmp_path):
+    """Input: `second`'s probe looks for `return 43`, which its patch (`return 42`) never
+    writes. Outcome: everything carries, but lint on 1.1 finds the probe false with the set
+    applied: exit 3, nothing written, `second` back in needs-a-hand with the lint message;
+    after the person makes it `return 43` in W, --continue writes `second` as a new 1.1
+    variant and exits 0."""
+    probe = "\n    probe: {file: srt/other.py, regex: '^    return 43$'}"
+    d = make_set(tmp_path, probe=probe)
+    before = snapshot(d)
+    w = tmp_path / "w"
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.1",
+                       "--workspace", str(w))  # fmt: skip
+    assert code == 3 and snapshot(d) == before
+    assert by_id(doc)["second"]["outcome"] == "conflict"
+    assert any("lint: " in f and "second" in f for f in doc["steps"][0]["fix"]), doc
+    (w / "sglang/srt/other.py").write_text("def other():\n    return 43\n")
+    code, doc = sgport("--continue", "--workspace", str(w))
+    assert code == 0, doc
+    second = load_manifest(d / "patchset.yaml").patch("second").variants[0]
+    assert str(second.sglang) == "==1.1" and "+    return 43" in second.patch.read_text()

@@ -82,3 +82,44 @@ def test_header_line_is_added_before_the_blank_line():
     )
     assert rf.add_header_line("", "Ported") == "Ported\n\n"
     assert rf.render("no newline", "diff") == b"no newline\ndiff"
+
+
+def test_refresh_splits_a_variant_that_serves_other_releases(tmp_path, monkeypatch):
+    """Input: variant `>=1.0,<1.2` (releases 1.0 and 1.1 known) applied to a 1.0 tree, one line
+    edited, refreshed. Outcome: the old file and its range stay as they were; the edit goes to
+    a new file for 1.0 with a `==1.0` variant inserted first (base 1.0), the message says so;
+    on 1.1 the set still selects the old file. A refresh on a variant serving only the tree's
+    release rewrites it in place."""
+    import test_port as tp
+    from helpers import run_cli
+    from sgpatch import releases
+    from sgpatch.manifest import load_manifest, select_variant
+    from test_releases import make_wheel
+
+    monkeypatch.setenv("SGPATCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(releases, "_pip_index_versions", lambda pre: (_ for _ in ()).throw(OSError))
+    for v, text in (("1.0", tp.V10), ("1.1", tp.V11)):
+        make_wheel(tmp_path / "cache" / "wheels", v, tp.release_files(text, v))
+    d = tp.make_set(tmp_path)
+    yaml_path = d / "patchset.yaml"
+    yaml_path.write_text(yaml_path.read_text().replace('">=1.0,<1.1"', '">=1.0,<1.2"'))
+    old = (d / "patches/1.0/0001-first.patch").read_bytes()
+    tp.apply_to(tmp_path, d.parent, "1.0", tp.V10)
+    pkg = tmp_path / "tree-1.0" / "sglang"
+    mod = pkg / "srt/mod.py"
+    mod.write_text(mod.read_text().replace("return 100", "return 101"))
+    code, _out, err = run_cli("refresh", "--set", "demo", "--patchsets", str(d.parent),
+                              "--patch", "first", "--sglang-dir", str(pkg))  # fmt: skip
+    assert code == 0, err
+    assert "also serves other releases" in err
+    assert (d / "patches/1.0/0001-first.patch").read_bytes() == old
+    m = load_manifest(yaml_path)
+    first = m.patch("first")
+    assert str(first.variants[0].sglang) == "==1.0" and str(first.variants[0].base) == "1.0"
+    assert b"return 101" in first.variants[0].patch.read_bytes()
+    assert select_variant(first, releases.Version("1.1")).patch.read_bytes() == old
+    mod.write_text(mod.read_text().replace("return 101", "return 102"))
+    assert run_cli("refresh", "--set", "demo", "--patchsets", str(d.parent), "--patch",
+                   "first", "--sglang-dir", str(pkg))[0] == 0  # fmt: skip
+    assert b"return 102" in load_manifest(yaml_path).patch("first").variants[0].patch.read_bytes()
+    assert len(load_manifest(yaml_path).patch("first").variants) == 2

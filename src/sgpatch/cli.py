@@ -430,32 +430,65 @@ def verify_cmd(
     raise typer.Exit(verify.run(set_name, patchsets or [], releases, offline, keep, as_json))
 
 
-@app.command("port", short_help="Carry a patch set to a new SGLang release.")
+@app.command("port", short_help="Carry a patch set to another SGLang release (a rebase).")
 def port_cmd(
-    set_name: SetOpt,
-    to: Annotated[str, typer.Option("--to", help="The new SGLang release, e.g. 0.5.24.")],
-    patchsets: PatchsetsOpt = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Report what would change; write nothing.")
-    ] = False,
-    scratch: Annotated[
-        Path | None,
-        typer.Option("--scratch", help="Where to leave merged files with conflict markers."),
+    set_name: Annotated[
+        str | None, typer.Option("--set", "-s", help="Patch set name (see `sgpatch list`).")
     ] = None,
+    to: Annotated[
+        str | None, typer.Option("--to", help="The release to carry the set to, e.g. 0.5.24.")
+    ] = None,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            "-w",
+            help="Where to build the release tree and keep the port's state (a new folder).",
+        ),
+    ] = None,
+    patchsets: PatchsetsOpt = None,
+    step: Annotated[
+        bool,
+        typer.Option("--step", help="Port through every release between the set's and --to."),
+    ] = False,
+    cont: Annotated[
+        bool, typer.Option("--continue", help="Take the fixed workspace and write the set.")
+    ] = False,
+    abort: Annotated[
+        bool, typer.Option("--abort", help="Remove the workspace; the set stays as it was.")
+    ] = False,
+    no_finish: Annotated[
+        bool,
+        typer.Option("--no-finish", help="Stop before writing the set, even with nothing to fix."),
+    ] = False,
     without_ids: WithoutOpt = None,
     offline: OfflineOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Carry a patch set to a new SGLang release.
+    """Carry a patch set to another SGLang release, like a rebase.
 
-    Per patch: upstream now / still applies / ported (3-way merge into a new fuzz-0 variant) /
-    conflict. Any conflict: exit 3 and the set is unchanged.
+    Every hunk that places exactly is kept, only the others are merged three-way, into a
+    workspace holding the release's tree; fix what needs a hand there, then --continue (or
+    --abort). Exit 0 carried and the set written, 3 conflicts left in the workspace (the set
+    unchanged), 2 bad input, 4 a port already in progress in the workspace.
     """
     from sgpatch.commands import port
 
     raise typer.Exit(
         port.run(
-            set_name, to, patchsets or [], dry_run, scratch, without_ids or [], offline, as_json
+            port.Args(
+                set_name,
+                to,
+                workspace,
+                patchsets or [],
+                step,
+                cont,
+                abort,
+                no_finish,
+                without_ids or [],
+                offline,
+                as_json,
+            )
         )
     )
 

@@ -56,6 +56,7 @@ class Variant:
     patch: Path | None  # absolute: base_dir / the path written in the manifest
     na: str | None
     line: int
+    base: Version | None = None  # the release the patch file was made on (`base:`, optional)
 
 
 @dataclass(frozen=True)
@@ -481,15 +482,27 @@ def _load_upstream(chk: _Checker, node: object, field: str) -> Upstream:
 
 
 def _load_variant(chk: _Checker, node: object, field: str) -> Variant:
-    keys = chk.mapping(node, field, ("sglang",), ("patch", "na"))
+    keys = chk.mapping(node, field, ("sglang",), ("patch", "na", "base"))
     sglang = chk.specifier(keys["sglang"][1], f"{field}.sglang")
     if ("patch" in keys) == ("na" in keys):
         chk.fail(node, field, "needs exactly one of 'patch' or 'na'")
+    if "base" in keys and "patch" not in keys:
+        chk.fail(node, field, "'base' names the release a patch file was made on: it needs 'patch'")
     if "patch" in keys:
         patch = chk.patch_file(keys["patch"][1], f"{field}.patch")
-        return Variant(sglang=sglang, patch=patch, na=None, line=_line(node) or 0)
+        base = _load_base(chk, keys["base"][1], f"{field}.base") if "base" in keys else None
+        return Variant(sglang=sglang, patch=patch, na=None, line=_line(node) or 0, base=base)
     reason = chk.text(keys["na"][1], f"{field}.na").strip()
     return Variant(sglang=sglang, patch=None, na=reason, line=_line(node) or 0)
+
+
+def _load_base(chk: _Checker, node: object, field: str) -> Version:
+    """`base:` is one release (a PEP 440 version, local label dropped), not a range."""
+    text = chk.text(node, field).strip()
+    try:
+        return Version(Version(text).public)
+    except InvalidVersion:
+        chk.fail(node, field, f"{text!r} is not a PEP 440 version (one release, e.g. 0.5.9)")
 
 
 def _load_env(chk: _Checker, node: object, field: str) -> EnvRequirement:

@@ -273,13 +273,16 @@ def changed_files(root: Path, version) -> list[str]:
 
 @dataclass(frozen=True)
 class Refreshed:
-    """A patch file in canonical form, and whether that differs from disk."""
+    """A patch file in canonical form, and whether that differs from disk. `split` names the
+    range of the variant it came from when that variant also serves other releases: then
+    `variant` is a new file for this release only, and the old one stays as it was."""
 
     patch_id: str
-    variant: Path  # the patch file (absolute)
+    variant: Path  # the patch file to write (absolute)
     data: bytes  # its new content
     changed: bool  # differs from what is on disk
     files: tuple[str, ...]
+    split: str | None = None  # the old variant's range, when the new file is split off it
 
 
 def refresh(
@@ -289,13 +292,16 @@ def refresh(
     version,
     extra_files: Sequence[str] = (),
     others: Sequence = (),
+    known: Sequence = (),
 ):
     """Regenerate the variant of `patch_id` that covers `version` from the tree at `root`.
 
     A patch file is a diff against the pristine release. `others` are the parsed patches of the
     same set applied on the tree besides this one (from the ledger): their changes are taken
     out of each file first, reversed with the engine, so a file two patches touch does not
-    end up in both (exit 3 if one cannot be taken out cleanly)."""
+    end up in both (exit 3 if one cannot be taken out cleanly). A changed variant that also
+    serves another of the `known` releases is not rewritten (those releases were never checked
+    against the edit): the new content goes to `patches/<version>/<name>` (split)."""
     from sgpatch.diffs import read_patch
     from sgpatch.manifest import select_variant
 
@@ -317,7 +323,37 @@ def refresh(
         )
     data = render(old.header, diff)
     current = variant.patch.read_bytes()
-    return Refreshed(patch_id, variant.patch, data, data != current, tuple(files))
+    if data == current or not serves_others(variant.sglang, version, known):
+        return Refreshed(patch_id, variant.patch, data, data != current, tuple(files))
+    if _numbers_blanked(data) == _numbers_blanked(current):
+        # only the @@ line numbers moved: the file as it is gives the same result here
+        return Refreshed(patch_id, variant.patch, current, False, tuple(files))
+    target = split_path(manifest.base_dir, version, variant.patch.name, data)
+    return Refreshed(patch_id, target, data, True, tuple(files), split=str(variant.sglang))
+
+
+def _numbers_blanked(data: bytes) -> bytes:
+    return re.sub(rb"(?m)^@@ -\d+(,\d+)? \+\d+(,\d+)? @@", b"@@", data)
+
+
+def serves_others(spec, version, known: Sequence) -> bool:
+    """Does the range admit a release other than `version` (of those known)?"""
+    from packaging.version import Version
+
+    here = Version(Version(str(version)).public)
+    return any(v != here and spec.contains(v, prereleases=True) for v in known)
+
+
+def split_path(base: Path, version, name: str, data: bytes) -> Path:
+    """`patches/<release>/<name>` in the set, with -2, -3... if another file holds that name."""
+    from packaging.version import Version
+
+    folder = base / "patches" / str(Version(str(version)).public)
+    path, stem, k = folder / name, name.removesuffix(".patch"), 1
+    while path.exists() and path.read_bytes() != data:
+        k += 1
+        path = folder / f"{stem}-{k}.patch"
+    return path
 
 
 def _without(root: Path, rel: str, others: Sequence, patch_id: str) -> bytes | None:

@@ -61,8 +61,11 @@ SKIP: dict[tuple[str, str, str], str] = {
     ("docs/docker.md", "dockerfile", r""): "as README.md's: tests/real/test_docker.py",
     ("docs/ci.md", "yaml", r""): "GitHub Actions / pre-commit configuration (pip install sgpatch "
     "from the index, the newest release on the index)",
-    ("docs/porting.md", "", r"^sgpatch port .*--to 0\.5\.24"): "0.5.24 is not released; port on "
-    "real history is tests/real/test_port_real.py",
+    ("docs/porting.md", "", r"^sgpatch port .*(--to 0\.5\.24|port-0\.5\.24)"): "0.5.24 is not "
+    "released; port on real history is tests/real/test_port_real.py",
+    ("docs/porting.md", "", r"^sgpatch port .*(--patchsets \./kset|--workspace w2)"): "the "
+    "executed example runs on the 0.5.9-only copy of the set that tests/real/test_port_real.py "
+    "makes (only_059), and its hand fix; test_port_the_059_set_like_a_rebase runs this flow",
     ("docs/cli.md", "", r"^sgpatch completion \w+ >"): "installs into the user's shell set-up; "
     "tests/test_cli.py checks each script and what Tab completes",
 }

@@ -35,12 +35,13 @@ def run(
         for p in (record.patches if record else ())
         if p.id != patch_id and (manifest.base_dir / p.variant).is_file()
     ]
-    res = rf.refresh(manifest, patch_id, target.root, target.version, files, others)
+    known = _known_releases()
+    res = rf.refresh(manifest, patch_id, target.root, target.version, files, others, known)
     rel = res.variant.relative_to(manifest.base_dir).as_posix()
     if not dry_run and res.changed:
-        tmp = res.variant.with_name(f".{res.variant.name}.sgpatch-tmp")
-        tmp.write_bytes(res.data)
-        tmp.replace(res.variant)
+        _write(res.variant, res.data)
+        if res.split is not None:
+            _split_variant(manifest, patch_id, target.version, rel)
         _keep_applied(target.root, manifest.name, patch_id, rel, res)
     if as_json:
         report.emit_json(
@@ -55,6 +56,7 @@ def run(
                 "files": list(res.files),
                 "changed": res.changed,
                 "written": res.changed and not dry_run,
+                "split_from": res.split,
             }
         )
     elif dry_run:
@@ -63,8 +65,45 @@ def run(
         report.err(f"sgpatch refresh: {manifest.name}/{patch_id}: {rel} {what} (dry run)")
     else:
         what = "refreshed" if res.changed else "unchanged"
+        if res.split is not None:
+            what = (
+                f"written for {target.version} only (new variant '=={target.version}'): the "
+                f"variant it came from ({res.split}) also serves other releases and stays as it was"
+            )
         report.err(f"sgpatch refresh: {manifest.name}/{patch_id}: {rel} {what}")
     return int(ExitCode.OK)
+
+
+def _known_releases() -> list:
+    """Releases a variant's range may serve: the index, or the cache when it is unreachable."""
+    from sgpatch import releases
+
+    try:
+        return releases.index_versions(">=0")
+    except SgpatchError:
+        return releases.cached_versions()
+
+
+def _write(path: Path, data: bytes) -> None:
+    import os
+    import secrets
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.sgpatch-tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def _split_variant(manifest, patch_id: str, version, rel: str) -> None:
+    """Insert `{sglang: "==V", patch: REL, base: "V"}` first (a text edit; comments kept)."""
+    from sgpatch.port.edits import exact, insert_first_variant
+
+    public = type(version)(version.public)
+    text = manifest.path.read_text(encoding="utf-8")
+    new = insert_first_variant(text, manifest.path, patch_id, exact(public), rel, str(public))
+    _write(manifest.path, new.encode("utf-8"))
 
 
 def _keep_applied(root: Path, set_name: str, patch_id: str, variant: str, res) -> None:

@@ -1,0 +1,279 @@
+"""Port benchmark: real third-party stacks (tests/data/stacks) carried from release A to B.
+
+Per stack and step: files and hunks `sgpatch port` carries with no hand needed, against a plain
+per-file `git merge-file` (base = A's file, ours = B's file, theirs = A's file with the patch
+applied by `git apply`) and against `git apply -3` (a git repository holding A's blobs, B's
+files in the work tree); conflicts left; wall time of the port step (plan -> workspace, i.e.
+without --continue's lint). It also counts the files a plain merge resolves cleanly that port
+carries to different bytes: the target is none ("every file a plain three-way merge resolves
+cleanly is carried byte-identically, and more").
+
+    python bench/port.py [--out docs/benchmarks.md] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from packaging.version import Version
+
+REPO = Path(__file__).resolve().parent.parent
+STACKS = REPO / "tests" / "data" / "stacks"
+# (project, A, B): the projects' own hand-ported pairs, next-release steps, one backport
+STEPS = [
+    ("slime", "0.5.9", "0.5.10"),
+    ("slime", "0.5.9", "0.5.10.post1"),
+    ("slime", "0.5.10.post1", "0.5.11"),
+    ("slime", "0.5.10.post1", "0.5.12.post1"),
+    ("slime", "0.5.12.post1", "0.5.13"),
+    ("slime", "0.5.13", "0.5.13.post1"),
+    ("slime", "0.5.13", "0.5.15.post1"),
+    ("slime", "0.5.15.post1", "0.5.16"),
+    ("slime", "0.5.9", "0.5.8"),
+    ("areal", "0.5.1.post3", "0.5.2"),
+    ("areal", "0.5.2", "0.5.3"),
+]
+ENV = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
+       "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b",
+       "GIT_COMMITTER_EMAIL": "b@x"}  # fmt: skip
+
+
+def series(project: str, version: str) -> list[Path]:
+    d = STACKS / project / version
+    return [d / n for n in (d / "series").read_text().split() if n]
+
+
+def make_set(project: str, version: str, dest: Path) -> Path:
+    """A set with one patch per stack file, each `==A` (the stack as the project ships it)."""
+    d = dest / project
+    (d / "patches" / version).mkdir(parents=True)
+    lines = [f"schema: 1\nname: {project}\nsummary: {project}'s stack\n",
+             f'sglang: "=={version}"\npatches:\n']  # fmt: skip
+    for n, f in enumerate(series(project, version), 1):
+        pid = re.sub(r"[^a-z0-9]+", "-", f.stem.lower()).strip("-")
+        rel = f"patches/{version}/{n:04d}-{pid}.patch"
+        shutil.copyfile(f, d / rel)
+        lines.append(
+            f"  - id: {pid}\n    summary: {f.name}\n    type: feature\n"
+            f"    upstream: {{status: pending}}\n    variants:\n"
+            f'      - {{sglang: "=={version}", patch: {rel}}}\n'
+        )
+    (d / "patchset.yaml").write_text("".join(lines))
+    return d
+
+
+def touched(patch: Path) -> list[str]:
+    from sgpatch.diffs import read_patch
+    from sgpatch.refresh import patch_files
+
+    return patch_files(read_patch(patch))
+
+
+def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=cwd, env=ENV, capture_output=True, check=check)
+
+
+def apply_plain(files: dict[str, bytes | None], patch: Path, tmp: Path) -> dict[str, bytes | None]:
+    """`git apply` of one stack file to the given package files (outside any repository)."""
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    for rel, data in files.items():
+        if data is not None:
+            (tmp / "python/sglang" / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / "python/sglang" / rel).write_bytes(data)
+    tmp.mkdir(parents=True, exist_ok=True)
+    git(tmp, "apply", str(patch))
+    out = {}
+    for rel in files:
+        p = tmp / "python/sglang" / rel
+        out[rel] = p.read_bytes() if p.is_file() else None
+    return out
+
+
+def merge(base: bytes, ours: bytes, theirs: bytes, tmp: Path) -> tuple[bytes, int]:
+    tmp.mkdir(parents=True, exist_ok=True)
+    for n, d in (("o", ours), ("b", base), ("t", theirs)):
+        (tmp / n).write_bytes(d)
+    p = git(tmp, "merge-file", "-p", "--diff3", "o", "b", "t", check=False)
+    return p.stdout, p.returncode
+
+
+def plain_merges(project: str, a: str, b: str, tmp: Path) -> dict[str, tuple[bytes, int]]:
+    """Per file, the stack's patches in order, each merged with `git merge-file`."""
+    from sgpatch.port.source import pristine
+
+    ra, rb = pristine(Version(a)), pristine(Version(b))
+    a_side: dict[str, bytes | None] = {}
+    b_side: dict[str, bytes | None] = {}
+    result: dict[str, tuple[bytes, int]] = {}
+    for patch in series(project, a):
+        rels = touched(patch)
+        before = {r: a_side[r] if r in a_side else ra(r) for r in rels}
+        after = apply_plain(before, patch, tmp / "apply")
+        for r in rels:
+            ours = b_side[r] if r in b_side else rb(r)
+            out, n = merge(before[r] or b"", ours or b"", after[r] or b"", tmp / "merge")
+            earlier = result[r][1] if r in result else 0  # a file is clean if every merge was
+            result[r] = (out, n + earlier)
+            a_side[r], b_side[r] = after[r], out
+    return result
+
+
+def apply3(project: str, a: str, b: str, tmp: Path) -> tuple[int, int]:
+    """`git apply -3`: (files applied cleanly, files with conflicts or failed)."""
+    from sgpatch.port.source import pristine
+
+    ra, rb = pristine(Version(a)), pristine(Version(b))
+    repo = tmp / "repo"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q")
+    rels = sorted({r for p in series(project, a) for r in touched(p)})
+    for side, read in (("A", ra), ("B", rb)):
+        for r in rels:
+            p = repo / "python/sglang" / r
+            data = read(r)
+            if data is None:
+                p.unlink(missing_ok=True)
+                continue
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(data)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", side, "--allow-empty")
+    clean: set[str] = set()
+    bad: set[str] = set()
+    for patch in series(project, a):
+        proc = git(repo, "apply", "-3", str(patch), check=False)
+        err = proc.stderr.decode("utf-8", "replace")
+        clean |= set(re.findall(r"^Applied patch to '(.*)' cleanly", err, re.M))
+        bad |= set(re.findall(r"^Applied patch to '(.*)' with conflicts", err, re.M))
+        if proc.returncode and "with conflicts" not in err:  # the whole patch was refused
+            bad |= {f"python/sglang/{r}" for r in touched(patch)}
+        git(repo, "add", "-A")
+    return len(clean - bad), len(bad)
+
+
+def port_step(project: str, a: str, b: str, tmp: Path) -> dict:
+    from sgpatch import port
+    from sgpatch.manifest import load_manifest
+
+    d = make_set(project, a, tmp / "sets")
+    m = load_manifest(d / "patchset.yaml")
+    t0, c0 = time.perf_counter(), _cpu()
+    rep = port.port(m, Version(b), tmp / "w", offline=False, finish=False)
+    wall, cpu = time.perf_counter() - t0, _cpu() - c0
+    files = {r for p in series(project, a) for r in touched(p)}
+    hunks = sum(sum(len(fp.hunks) for fp in _files(p)) for p in series(project, a))
+    bad_files = {pr["file"] for o in rep.patches for pr in o.problems}
+    bad_hunks = sum(len(pr["hunks"]) for o in rep.patches for pr in o.problems)
+    for pid in rep.waiting:  # waits for a stopped patch: nothing of it carried yet
+        patch = next(p for p in series(project, a) if pid in p.stem.lower().replace("_", "-"))
+        bad_files |= set(touched(patch))
+        bad_hunks += sum(len(fp.hunks) for fp in _files(patch))
+    merged = sum(o.merged for o in rep.patches)
+    return {"files": len(files), "hunks": hunks, "port_files": len(files - bad_files),
+            "port_hunks": hunks - bad_hunks, "merged_hunks": merged,
+            "conflicts": len(bad_files), "wall": wall, "cpu": cpu, "ws": tmp / "w",
+            "bad": bad_files}  # fmt: skip
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its children (git merge-file)."""
+    import resource
+
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _files(patch: Path):
+    from sgpatch.diffs import read_patch
+
+    return read_patch(patch).files
+
+
+def run_step(project: str, a: str, b: str) -> dict:
+    with tempfile.TemporaryDirectory(prefix="sgpatch-bench-port-") as tmp:
+        t = Path(tmp)
+        row = port_step(project, a, b, t)
+        plain = plain_merges(project, a, b, t / "plain")
+        row["plain_files"] = sum(1 for _o, n in plain.values() if n == 0)
+        same = differs = 0
+        for rel, (out, n) in plain.items():
+            if n:
+                continue
+            if rel in row["bad"]:
+                continue
+            path = row["ws"] / "sglang" / rel
+            got = path.read_bytes() if path.exists() else b""
+            same += got == out
+            differs += got != out
+        row["plain_same"], row["plain_differs"] = same, differs
+        row["apply3_files"], _bad = apply3(project, a, b, t / "a3")
+        row.pop("ws"), row.pop("bad")
+    return {"project": project, "from": a, "to": b, **row}
+
+
+def markdown(rows: list[dict]) -> str:
+    out = [
+        "## Port (real third-party stacks)",
+        "",
+        "`python bench/port.py`: each stack of tests/data/stacks carried from release A to B "
+        "(one warm run; the release trees come from the cache). *port*: files / hunks carried "
+        "with no hand needed (hunks merged three-way in brackets); *merge-file*: files a plain "
+        "per-file `git merge-file` resolves cleanly; *apply -3*: files `git apply -3` applies "
+        "cleanly; *same*: of the files merge-file resolves, how many port carried to the very "
+        "same bytes (*differ* must be 0); *left*: files left to fix in the workspace; wall and "
+        "CPU (with git's): the port step (plan -> workspace, without --continue's lint). A "
+        "patch that waits for a stopped one (it touches one of its files) counts as not "
+        "carried.",
+        "",
+        "| stack | A -> B | files | hunks | port files | port hunks (merged) | merge-file | "
+        "apply -3 | same | differ | left | wall | CPU |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['project']} | {r['from']} -> {r['to']} | {r['files']} | {r['hunks']} | "
+            f"{r['port_files']} | {r['port_hunks']} ({r['merged_hunks']}) | {r['plain_files']} | "
+            f"{r['apply3_files']} | {r['plain_same']} | {r['plain_differs']} | {r['conflicts']} | "
+            f"{r['wall']:.1f} s | {r['cpu']:.1f} s |"
+        )
+    return "\n".join(out) + "\n"
+
+
+def update_doc(path: Path, section: str) -> None:
+    begin, end = "<!-- port:begin -->", "<!-- port:end -->"
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    block = f"{begin}\n{section}{end}"
+    if begin in text and end in text:
+        text = text[: text.index(begin)] + block + text[text.index(end) + len(end) :]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--only", help="PROJECT:A:B, one step")
+    args = ap.parse_args(argv)
+    steps = [tuple(args.only.split(":"))] if args.only else STEPS
+    rows = [run_step(*s) for s in steps]
+    print(json.dumps(rows, indent=2) if args.json else markdown(rows))
+    if args.out:
+        update_doc(args.out, markdown(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,212 @@
+"""Carry one patch onto a release, hunk by hunk (docs/porting.md, "How a patch is carried").
+
+A hunk that places exactly (at its line or, unique or made unique by its scope, elsewhere) is
+kept as it is. Only the hunks that do not are merged three-way, against the pristine release the
+variant was made on (with the set's earlier patches applied there, as the patch file was made):
+base = that file, theirs = base + the failing hunks, ours = the release's file with the kept
+hunks. Files a patch creates, deletes or renames, and files the release lacks, are merged whole.
+A merged (or kept) Python file must still compile and must not define a name twice in one body.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from sgpatch.diffs import FilePatch, Patch, decode, encode, split_lines
+from sgpatch.engine import HunkResult, apply_hunks
+from sgpatch.plan import FilePlan, Overlay, package_mapper, plan_patch
+from sgpatch.port.merge import marker_lines, merge_file, python_problem
+
+Reader = Callable[[str], "bytes | None"]
+
+
+class MemOverlay(Overlay):
+    """An Overlay over any reader (a workspace, a release read straight from its wheel)."""
+
+    def __init__(self, read: Reader) -> None:
+        super().__init__(Path(os.devnull))
+        self._source = read
+
+    def read(self, rel: str) -> bytes | None:
+        if rel in self.changed:
+            return self.changed[rel]
+        if rel not in self.original:
+            self.original[rel] = self._source(rel)
+        return self.original[rel]
+
+    def fork(self) -> MemOverlay:
+        other = MemOverlay(self._source)
+        other.changed, other.original = dict(self.changed), dict(self.original)
+        return other
+
+
+@dataclass(frozen=True)
+class CarriedFile:
+    """One file of a carried patch: what the workspace held before and what it holds now."""
+
+    path: str
+    before: bytes | None
+    after: bytes | None
+    kept: tuple[int, ...] = ()  # hunks kept as they are
+    merged: tuple[int, ...] = ()  # hunks merged three-way, cleanly
+    problem: str | None = None  # why it needs a hand (None: carried)
+    markers: tuple[int, ...] = ()  # lines of conflict markers in `after`
+    hunks: tuple[int, ...] = ()  # the hunks the problem is about
+    source: str | None = None  # a rename's old path (removed from the workspace)
+    base: bytes | None = None  # the merge's inputs, for the person who fixes it
+    theirs: bytes | None = None
+
+
+@dataclass(frozen=True)
+class CarriedPatch:
+    id: str
+    files: tuple[CarriedFile, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(f.problem is None for f in self.files)
+
+
+@dataclass(frozen=True)
+class Labels:
+    """Conflict marker labels, rebase style: ours = the release, theirs = the patch."""
+
+    ours: str
+    base: str
+    theirs: str
+
+
+def _exact(hunks: tuple[HunkResult, ...]) -> tuple[int, ...]:
+    """Hunks placed exactly: at their line or elsewhere (unique/scoped), no whitespace slack."""
+    return tuple(
+        h.index
+        for h in hunks
+        if h.status == "already-applied"
+        or (h.status == "applied" and h.level in ("exact", "moved") and not h.whitespace)
+    )
+
+
+def carry_patch(patch: Patch, pid: str, ws: Reader, base: Reader | None, labels: Labels):
+    """Carry every file of `patch` onto the workspace reader `ws` (nothing is written here)."""
+    mapper = package_mapper(patch.name)
+    here = MemOverlay(ws)
+    there = MemOverlay(base) if base is not None else None
+    out = []
+    paths = [mapper(fp.path) for fp in patch.files]
+    for n, fp in enumerate(patch.files):
+        one = replace(patch, files=(fp,))
+        path = paths[n]
+        before = here.read(path)
+        (fplan,) = plan_patch(here.fork(), one, mapper, fuzz=0)
+        done = _carry_file(fp, fplan, before, there, one, labels)
+        done = _checked(done)
+        out.append(done)
+        if done.source is not None:
+            here.write(done.source, None)
+        here.write(done.path, done.after)
+        if there is not None and path in paths[n + 1 :]:
+            plan_patch(there, one, mapper, fuzz=0)  # the file comes again: the base moves on
+    return CarriedPatch(pid, tuple(out))
+
+
+def _carry_file(fp, fplan: FilePlan, before, there, one: Patch, labels: Labels) -> CarriedFile:
+    exact = _exact(fplan.hunks)
+    if fplan.ok and len(exact) == len(fplan.hunks):
+        source = fplan.source if fplan.action == "rename" else None
+        return CarriedFile(fplan.path, before, fplan.after, kept=exact, source=source)
+    every = tuple(h.index for h in fp.hunks)
+    if there is None:
+        why = "the variant does not apply to the release it was made on: no merge base"
+        return CarriedFile(fplan.path, before, before, problem=why, hunks=every)
+    if fplan.action == "modify" and fplan.before is not None:
+        got = _merge_hunks(fp, fplan, there, exact, labels)
+        if got is not None:
+            return got
+    return _merge_whole(fplan, before, there, one, labels)
+
+
+def _lines(data: bytes | None) -> list[str]:
+    return split_lines(decode(data or b""))
+
+
+def _merge_hunks(fp: FilePatch, fplan: FilePlan, there, exact, labels) -> CarriedFile | None:
+    """Keep the exact hunks, merge only the others (None: fall back to a whole-file merge)."""
+    base = there.read(fplan.path)
+    if base is None:
+        return None
+    failing = tuple(h for h in fp.hunks if h.index not in exact)
+    patched = apply_hunks(_lines(base), failing)
+    if not patched.ok:
+        return None
+    if all(h.index in exact or h.status != "applied" for h in fplan.hunks):
+        ours = fplan.after or b""  # only the exact hunks were applied there already
+    else:
+        kept = apply_hunks(_lines(fplan.before), tuple(h for h in fp.hunks if h.index in exact))
+        ours = encode("".join(kept.lines))
+    theirs = encode("".join(patched.lines))
+    data, n = merge_file(base, ours, theirs, (labels.ours, labels.base, labels.theirs))
+    idx = tuple(h.index for h in failing)
+    if n == 0:
+        return CarriedFile(fplan.path, fplan.before, data, kept=exact, merged=idx)
+    why = f"{n} conflict(s) in the three-way merge of hunk(s) {_hunk_list(idx)}"
+    return CarriedFile(
+        fplan.path, fplan.before, data, kept=exact, problem=why, markers=marker_lines(data),
+        hunks=idx, base=base, theirs=theirs,
+    )  # fmt: skip
+
+
+def _merge_whole(fplan: FilePlan, before, there, one: Patch, labels) -> CarriedFile:
+    """A file the patch creates, deletes or renames, or that the release lacks: merge it whole
+    (`before` is the workspace's file, absent = empty)."""
+    mapper = package_mapper(one.name)
+    trial = there.fork()
+    (on_base,) = plan_patch(trial, one, mapper, fuzz=0)
+    every = tuple(h.index for h in one.files[0].hunks)
+    if not on_base.ok:
+        why = "the variant does not apply to the release it was made on: no merge base"
+        return CarriedFile(fplan.path, before, before, problem=why, hunks=every)
+    base = there.read(on_base.source) or b""
+    theirs = on_base.after or b""
+    mine = before if fplan.action != "rename" else fplan.before
+    data, n = merge_file(base, mine or b"", theirs, (labels.ours, labels.base, labels.theirs))
+    source = on_base.source if on_base.action == "rename" else None
+    after: bytes | None = data
+    if n == 0 and on_base.after is None and not data:
+        after = None  # deleted by the patch, and the release did not change it
+    if n == 0:
+        return CarriedFile(fplan.path, before, after, merged=every, source=source)
+    why = _whole_reason(fplan, mine, n)
+    return CarriedFile(
+        fplan.path, before, after, problem=why, markers=marker_lines(data), hunks=every,
+        source=source, base=base, theirs=theirs,
+    )  # fmt: skip
+
+
+def _whole_reason(fplan: FilePlan, mine: bytes | None, n: int) -> str:
+    if mine is None and fplan.action != "create":
+        return "no such file in this release (moved or removed upstream?): move the change"
+    if fplan.action == "create":
+        return "the patch creates it, and this release has a different file there"
+    if fplan.action == "delete":
+        return "the patch deletes it, and this release changed it"
+    return f"{n} conflict(s) in the three-way merge of the whole file"
+
+
+def _checked(done: CarriedFile) -> CarriedFile:
+    """A carried Python file must compile and must not define a name twice in one body."""
+    if done.problem is not None:
+        return done
+    problem = python_problem(done.path, done.after, done.before)
+    if problem is None:
+        return done
+    return replace(done, problem=problem, hunks=done.kept + done.merged)
+
+
+def _hunk_list(idx: tuple[int, ...]) -> str:
+    return ", ".join(f"#{i}" for i in idx)
+
+
+__all__ = ["CarriedFile", "CarriedPatch", "Labels", "MemOverlay", "carry_patch"]

@@ -1,300 +1,435 @@
-"""Speed of sgpatch against the shell a user writes today, measured side by side in one run.
+"""Speed of sgpatch measured against the floor of its own stack, side by side in one run.
 
-    python bench/speed.py                    # table on stdout
+    python bench/speed.py                        # table on stdout
     python bench/speed.py --out docs/benchmarks.md
+    python bench/speed.py --against 25d6351      # also the same rows for an older commit
 
-What is measured (median of --repeat runs, wall time of whole processes):
-- baseline: a bash script doing what people do by hand for the same set on the same tree: one
-  `grep -qE` per probe, then `patch --dry-run -p1` and `patch -p1` per patch;
-- `sgpatch apply` and `sgpatch status` on the same tree (fresh copy each run);
-- start-up: `sgpatch --help`, and how many modules `sgpatch status` imports;
-- scale: the engine alone on the largest real diffs between consecutive releases;
-- `sgpatch matrix` over every cached 0.5.x release (warm cache, both cores);
-- a profile of one `sgpatch apply` (top functions by cumulative time).
+The floor is a process that only imports the required stack,
+`python -c "import typer, yaml, unidiff, packaging.specifiers, packaging.version"`, in this venv.
+Every command row is a whole process (the console script a user runs), measured in the same
+rounds as the floor: each round runs the floor and every row once, in a rotating order, on the
+same disk; trees are restored between runs outside the timing. The table shows medians and the
+median over rounds of (row / floor of the same round), which keeps the ratio steady when the
+machine's load changes during the run. Then: how many modules each command imports, the engine
+alone on the largest real files with 1x/10x/100x synthesised hunk counts, and `matrix` over
+real releases (the shipped set, and the big real stack from tests/data/stacks when present).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import cProfile
-import io
 import json
 import os
-import pstats
 import shutil
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from sgpatch import releases  # noqa: E402
-from sgpatch.manifest import load_set, select_variant  # noqa: E402
-from sgpatch.probe import AllProbe, AnyProbe, NotProbe, RegexProbe, SymbolProbe  # noqa: E402
 
 SET = "kimi-eagle3-sm120"
-ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "NO_COLOR": "1"}
+FLOOR = "import typer, yaml, unidiff, packaging.specifiers, packaging.version"
+ONE_FILE_PATCH = ROOT / "patchsets" / SET / "patches/0.5.9/0001-kimi-k25-eagle3-hooks.patch"
+ENGINE_FILES = ("srt/server_args.py", "srt/managers/scheduler.py", "srt/models/deepseek_v2.py")
+STACKS = ROOT / "tests/data/stacks"
 # what users run: the console script of this environment (python -m adds runpy's imports)
 _SCRIPT = Path(sys.executable).with_name("sgpatch")
 SGPATCH = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "sgpatch"]
-# the cumulative import floors of `sgpatch status`, measured as whole processes: the stack the
-# design card asks for, then sgpatch's own modules, then everything status imports
-FLOORS = {
-    "interpreter": "pass",
-    "+ typer (the CLI library)": "import typer",
-    "+ yaml, unidiff, packaging, dataclasses (rest of the stack)": (
-        "import typer, yaml, unidiff, packaging.specifiers, dataclasses"
-    ),
-    "+ sgpatch's modules (every import status makes)": (
-        "import typer, yaml, unidiff, sgpatch.cli, sgpatch.commands.status"
-    ),
-}
-# the same imports but typer's: what a hand-written command line could save at most
-NO_TYPER = "import yaml, unidiff, sgpatch.commands.status"
 
 
-def _probe_greps(node, out: list[tuple[str, str]]) -> None:
-    """The grep a person would write for each probe (symbol probes become a def grep)."""
-    if isinstance(node, RegexProbe):
-        out.append((node.regex, node.file_glob))
-    elif isinstance(node, SymbolProbe):
-        out.append((rf"def {node.method}\(", node.file))
-    elif isinstance(node, (AllProbe, AnyProbe)):
-        for n in node.nodes:
-            _probe_greps(n, out)
-    elif isinstance(node, NotProbe):
-        _probe_greps(node.node, out)
+def _env(src: Path) -> dict[str, str]:
+    """Environment of a run: sgpatch imported from `src`, no colour, no terminal."""
+    return {**os.environ, "PYTHONPATH": str(src), "NO_COLOR": "1", "TERM": "dumb"}
 
 
-def baseline_script(version: str) -> str:
-    manifest = load_set(SET)
-    from packaging.version import Version
-
-    lines = ["set -u", 'cd "$1"', "rc=0"]
-    for spec in manifest.patches:
-        if spec.optional:
-            continue
-        greps: list[tuple[str, str]] = []
-        _probe_greps(spec.probe, greps)
-        for regex, path in greps:
-            q = regex.replace("'", "'\\''")
-            lines.append(f"grep -qE '{q}' python/sglang/{path} 2>/dev/null && echo upstream")
-        v = select_variant(spec, Version(version))
-        if v is None or v.patch is None:
-            continue
-        lines.append(f"if patch --dry-run -p1 -s -i {v.patch} </dev/null >/dev/null; then")
-        lines.append(f"  patch -p1 -s -i {v.patch} </dev/null >/dev/null || rc=1")
-        lines.append("else rc=1; fi")
-    lines.append("exit $rc")
-    return "\n".join(lines) + "\n"
-
-
-def _fresh(version: str, work: Path) -> Path:
-    """A checkout-shaped copy of the release (repo root returned)."""
-    if work.exists():
-        shutil.rmtree(work)
-    releases.copy_tree(version, work, "checkout")
-    return work
-
-
-def _timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, int]:
+def _run(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[float, int]:
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, stdin=subprocess.DEVNULL)
     return time.perf_counter() - t0, proc.returncode
 
 
-def end_to_end(version: str, repeat: int, tmp: Path) -> dict[str, float]:
-    script = tmp / "baseline.sh"
-    script.write_text(baseline_script(version))
-    times: dict[str, list[float]] = {"baseline": [], "apply": [], "status": []}
-    for _ in range(repeat):
-        tree = _fresh(version, tmp / "base")
-        t, rc = _timed(["bash", str(script), str(tree)])
-        assert rc == 0, "baseline script failed"
-        times["baseline"].append(t)
-        tree = _fresh(version, tmp / "sg")
-        t, rc = _timed([*SGPATCH, "apply", "--set", SET, "--sglang-dir", str(tree)])
-        assert rc == 0, "sgpatch apply failed"
-        times["apply"].append(t)
-        t, rc = _timed([*SGPATCH, "status", "--set", SET, "--sglang-dir", str(tree)])
-        times["status"].append(t)
-    return {k: statistics.median(v) for k, v in times.items()}
+class Snapshot:
+    """A tree's files (size, mtime) so a command's writes can be undone between runs."""
+
+    def __init__(self, top: Path, pristine: Path) -> None:
+        self.top, self.pristine = top, pristine
+        self.files = self._scan()
+
+    def _scan(self) -> dict[str, tuple[int, int]]:
+        out = {}
+        for dirpath, _dirs, files in os.walk(self.top):
+            for f in files:
+                p = os.path.join(dirpath, f)
+                st = os.lstat(p)
+                out[os.path.relpath(p, self.top)] = (st.st_size, st.st_mtime_ns)
+        return out
+
+    def changed(self) -> list[str]:
+        now = self._scan()
+        return sorted(k for k in now.keys() | self.files.keys() if now.get(k) != self.files.get(k))
+
+    def restore(self) -> int:
+        """Put back every changed file from the pristine copy; returns how many changed."""
+        changed = self.changed()
+        for rel in changed:
+            dst, src = self.top / rel, self.pristine / rel
+            if dst.exists():
+                dst.chmod(0o644)
+                dst.unlink()
+            if rel in self.files:
+                shutil.copy2(src, dst)
+        for state in self.top.rglob(".sgpatch"):
+            shutil.rmtree(state)
+        self.files = self._scan()
+        return len(changed)
 
 
-def startup(repeat: int) -> dict[str, float]:
-    helps = [_timed([*SGPATCH, "--help"])[0] for _ in range(repeat)]
-    bare = [_timed([sys.executable, "-c", "pass"])[0] for _ in range(repeat)]
-    floors = {
-        what: statistics.median(_timed([sys.executable, "-c", code])[0] for _ in range(repeat))
-        for what, code in FLOORS.items()
-    }
-    no_typer = statistics.median(_timed([sys.executable, "-c", NO_TYPER])[0] for _ in range(repeat))
-    out = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "sgpatch", "--help"],
-        env=ENV,
+@dataclass
+class Row:
+    """One command measured against the floor; `reset` runs after each timed run, untimed."""
+
+    name: str
+    argv: list[str]
+    target: float | None
+    expect_rc: int = 0
+    reset: Callable[[], int] | None = None
+    times: dict[str, list[float]] = field(default_factory=dict)
+    ratios: dict[str, list[float]] = field(default_factory=dict)
+
+
+def _trees(tmp: Path, version: str) -> dict[str, Path]:
+    """The trees the rows run on: a pending site-packages tree for status and apply (one each,
+    so status never sees apply's writes), and a checkout holding the one file `patch` edits."""
+    pristine = tmp / "pristine"
+    releases.copy_tree(version, pristine, "site-packages")
+    out = {"pristine": pristine}
+    for name in ("status", "apply"):
+        shutil.copytree(pristine, tmp / name, symlinks=True)
+        out[name] = tmp / name
+    member = "sglang/srt/models/kimi_k25.py"
+    releases.copy_tree(version, tmp / "patch", "checkout", members=lambda n: n == member)
+    releases.copy_tree(version, tmp / "patch-pristine", "checkout", members=lambda n: n == member)
+    out["patch"], out["patch-pristine"] = tmp / "patch", tmp / "patch-pristine"
+    return out
+
+
+def command_rows(trees: dict[str, Path]) -> list[Row]:
+    status_dir, apply_dir = trees["status"] / "sglang", trees["apply"] / "sglang"
+    applied = Snapshot(trees["apply"], trees["pristine"])
+    patched = Snapshot(trees["patch"], trees["patch-pristine"])
+
+    def reset(snap: Snapshot) -> Callable[[], int]:
+        def go() -> int:
+            n = snap.restore()
+            if n == 0:
+                raise SystemExit("bench: the timed command wrote nothing; tree not pending?")
+            return n
+
+        return go
+
+    return [
+        Row("`sgpatch --help`", [*SGPATCH, "--help"], 1.10),
+        Row(
+            f"`sgpatch status --set {SET}` (pending 0.5.9 tree)",
+            [*SGPATCH, "status", "--set", SET, "--sglang-dir", str(status_dir)],
+            1.25,
+        ),
+        Row(
+            f"`sgpatch apply --set {SET}` (pending tree, fsync'd journal)",
+            [*SGPATCH, "apply", "--set", SET, "--sglang-dir", str(apply_dir)],
+            1.50,
+            reset=reset(applied),
+        ),
+        Row(
+            "`sgpatch patch -p1` of one file (kimi_k25.py)",
+            [*SGPATCH, "patch", "-p1", "-d", str(trees["patch"]), str(ONE_FILE_PATCH)],
+            1.25,
+            reset=reset(patched),
+        ),
+    ]
+
+
+def interleaved(rows: list[Row], srcs: dict[str, Path], rounds: int) -> list[float]:
+    """`rounds` rounds of floor + every (row, source) once, in a rotating order; the first
+    round warms caches (pyc, page cache) and is not counted. Returns the floor's times."""
+    floor_cmd = [sys.executable, "-c", FLOOR]
+    env0 = _env(next(iter(srcs.values())))
+    jobs: list[tuple[Row | None, str]] = [(None, "")]
+    jobs += [(row, label) for row in rows for label in srcs]
+    floor: list[float] = []
+    for r in range(rounds + 1):
+        k = r % len(jobs)
+        this: dict[tuple[int, str], float] = {}
+        f = 0.0
+        for row, label in jobs[k:] + jobs[:k]:
+            if row is None:
+                f, rc = _run(floor_cmd, env0)
+                assert rc == 0, "the floor process failed"
+                continue
+            t, rc = _run(row.argv, _env(srcs[label]))
+            if rc != row.expect_rc:
+                raise SystemExit(f"bench: {row.name} [{label}] exited {rc}")
+            if row.reset:
+                row.reset()
+            this[id(row), label] = t
+        if r == 0:
+            continue
+        floor.append(f)
+        for row in rows:
+            for label in srcs:
+                t = this[id(row), label]
+                row.times.setdefault(label, []).append(t)
+                row.ratios.setdefault(label, []).append(t / f)
+    return floor
+
+
+def imported_modules(
+    cmd: list[str], src: Path, reset: Callable[[], int] | None = None
+) -> tuple[int, int]:
+    """(all modules, sgpatch's own modules) one run of `cmd` imports (`python -X importtime`)."""
+    if cmd[0] == str(_SCRIPT):
+        cmd = [sys.executable, *cmd]
+    proc = subprocess.run(
+        [cmd[0], "-X", "importtime", *cmd[1:]],
+        env=_env(src),
         capture_output=True,
         text=True,
-    ).stderr
-    mods = sum(1 for ln in out.splitlines() if ln.startswith("import time:")) - 1
-    heavy = [
-        m
-        for m in ("git", "rich", "yaml", "unidiff")
-        if f"| {m}\n" in out + "\n"
-        or any(ln.rstrip().endswith(f"| {m}") for ln in out.splitlines())
+        stdin=subprocess.DEVNULL,
+    )
+    if reset:
+        reset()
+    names = [
+        ln.rsplit("|", 1)[1].strip()
+        for ln in proc.stderr.splitlines()
+        if ln.startswith("import time:") and "self [us]" not in ln
     ]
-    return {
-        "help": statistics.median(helps),
-        "python": statistics.median(bare),
-        "floors": floors,
-        "no_typer": no_typer,
-        "modules": mods,
-        "heavy_on_help": heavy,
-    }
+    return len(names), sum(1 for n in names if n == "sgpatch" or n.startswith("sgpatch."))
 
 
-def engine_scale() -> list[dict[str, object]]:
-    """The engine on the biggest real diffs between consecutive releases."""
-    import difflib
+# --- the engine alone -----------------------------------------------------------------------
 
+
+def synth_patch(lines: list[str], n: int) -> str:
+    """A diff adding one line after `n` evenly spaced lines, 3 lines of context each side."""
+    total = len(lines)
+    step = total // (n + 1)
+    if step < 7:
+        raise ValueError(f"{n} hunks do not fit in {total} lines")
+    out = ["--- a/f\n", "+++ b/f\n"]
+    for added, i in enumerate(range(1, n + 1)):
+        at = i * step  # insert after line `at` (1-based)
+        ctx_before = lines[at - 3 : at]
+        ctx_after = lines[at : at + 3]
+        old_start = at - 2
+        out.append(f"@@ -{old_start},6 +{old_start + added},7 @@\n")
+        out += [" " + ln for ln in ctx_before]
+        out.append(f"+# sgpatch bench {i}\n")
+        out += [" " + ln for ln in ctx_after]
+    return "".join(out)
+
+
+def _best(fn: Callable[[], object], budget: float = 0.3) -> float:
+    """Median of repeated runs within about `budget` seconds (at least 3)."""
+    times: list[float] = []
+    t_end = time.perf_counter() + budget
+    while len(times) < 3 or time.perf_counter() < t_end:
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+        if len(times) >= 50:
+            break
+    return statistics.median(times)
+
+
+def engine_scale(version: str, base: int) -> list[dict[str, object]]:
+    """apply_hunks on the largest real files, with base x 1, 10, 100 synthesised hunks, on the
+    file as released and on it repeated 10 times (every copy made distinct)."""
     from sgpatch.diffs import parse_patch, split_lines
     from sgpatch.engine import apply_hunks
 
-    pairs = [("0.5.22", "0.5.23"), ("0.5.13", "0.5.14")]
-    files = ["srt/server_args.py", "srt/models/deepseek_v2.py", "srt/managers/scheduler.py"]
     rows = []
-    for old_v, new_v in pairs:
-        for f in files:
-            try:
-                old = releases.read_member(old_v, f).decode()
-                new = releases.read_member(new_v, f).decode()
-            except Exception:  # a file moved between releases: skip it
-                continue
-            diff = "".join(difflib.unified_diff(split_lines(old), split_lines(new), "a/x", "b/x"))
-            if not diff:
-                continue
-            patch = parse_patch(diff, f)
-            hunks = patch.files[0].hunks
-            lines = split_lines(old)
-            reps = 5
-            t0 = time.perf_counter()
-            for _ in range(reps):
-                res = apply_hunks(lines, hunks, fuzz=2)
-            dt = (time.perf_counter() - t0) / reps
-            rows.append(
-                {
-                    "file": f,
-                    "pair": f"{old_v}->{new_v}",
-                    "lines": len(lines),
-                    "hunks": len(hunks),
-                    "ms": dt * 1000,
-                    "ok": res.ok,
-                }
-            )
+    for f in ENGINE_FILES:
+        real = split_lines(releases.read_member(version, f).decode("utf-8", "surrogateescape"))
+        for size in (1, 10):
+            lines = [
+                ln if k == 0 else ln.rstrip("\n") + f"  # copy {k}\n"
+                for k in range(size)
+                for ln in real
+            ]
+            cells = {}
+            for mult in (1, 10, 100):
+                hunks = parse_patch(synth_patch(lines, base * mult), "bench").files[0].hunks
+                res = apply_hunks(lines, hunks)
+                assert res.ok and len(res.lines) == len(lines) + len(hunks), f"{f}: not applied"
+                cells[mult] = _best(lambda h=hunks, ls=lines: apply_hunks(ls, h))
+            rows.append({"file": f, "size": size, "lines": len(lines), "ms": cells})
     return rows
 
 
-def matrix_time() -> tuple[float, int]:
-    """Wall time of the matrix over every cached release the set covers, and how many."""
-    cmd = [*SGPATCH, "matrix", "--set", SET, "--offline", "--format", "json"]
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, check=True)
-    return time.perf_counter() - t0, len(json.loads(proc.stdout)["releases"])
+# --- matrix ---------------------------------------------------------------------------------
 
 
-def profile(version: str, tmp: Path) -> str:
-    tree = _fresh(version, tmp / "prof")
-    from sgpatch.cli import main
+def _count_hunks(set_dir: Path) -> tuple[int, int]:
+    files, hunks = set(), 0
+    for p in set_dir.rglob("*.patch"):
+        for ln in p.read_text(errors="replace").splitlines():
+            if ln.startswith("+++ "):
+                files.add(ln[4:].split("\t")[0])
+            elif ln.startswith("@@ "):
+                hunks += 1
+    return len(files), hunks
 
-    prof = cProfile.Profile()
-    prof.enable()
-    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):
-        main(["apply", "--set", SET, "--sglang-dir", str(tree), "--json"])
-    prof.disable()
-    buf = io.StringIO()
-    stats = pstats.Stats(prof, stream=buf)
-    stats.sort_stats("cumulative").print_stats(
-        r"sgpatch/(plan|engine|probe|txn|manifest|diffs)", 10
-    )
-    stats.sort_stats("tottime").print_stats(10)
-    keep = [
-        ln.replace(str(ROOT) + "/", "").replace(sys.prefix, "<py>")
-        for ln in buf.getvalue().splitlines()
-        if ln.strip() and ("(" in ln or "ncalls" in ln)
-    ]
-    return "\n".join(keep)
+
+def _matrix(args: list[str], repeat: int) -> tuple[float, int]:
+    """Median wall time of `sgpatch matrix ... --format json` (the first run warms the cache,
+    untimed, and may download missing wheels), and how many releases it covered."""
+    env = _env(ROOT / "src")
+    cmd = [*SGPATCH, "matrix", *args, "--format", "json"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if proc.returncode not in (0, 3):
+        raise SystemExit(f"bench: matrix {args} exited {proc.returncode}: {proc.stderr[-500:]}")
+    n = len(json.loads(proc.stdout)["releases"])
+    times = [_run([*cmd, "--offline"], env)[0] for _ in range(repeat)]
+    return statistics.median(times), n
+
+
+def matrix_rows(repeat: int, shipped_releases: str) -> list[dict[str, object]]:
+    out = []
+    t, n = _matrix(["--set", SET, "--releases", shipped_releases], repeat)
+    out.append({"what": f"shipped set {SET}", "releases": n, "s": t, "target": None})
+    stacks = sorted(p.parent for p in STACKS.glob("**/patchset.yaml")) if STACKS.is_dir() else []
+    if not stacks:
+        out.append({"what": "real stack (tests/data/stacks)", "skipped": "not in this tree"})
+        return out
+    for set_dir in stacks:
+        import yaml
+
+        meta = yaml.safe_load((set_dir / "patchset.yaml").read_text())
+        files, hunks = _count_hunks(set_dir)
+        spec = meta.get("sglang", "")
+        t, n = _matrix(["--set", meta["name"], "--patchsets", str(set_dir.parent)], repeat)
+        out.append(
+            {
+                "what": f"stack {meta['name']} ({hunks} hunks, {files} files, {spec})",
+                "releases": n,
+                "s": t,
+                "target": 5.0,
+            }
+        )
+    return out
+
+
+# --- output ---------------------------------------------------------------------------------
+
+
+def _ms(t: float) -> str:
+    return f"{t * 1000:.0f} ms"
 
 
 def markdown(res: dict) -> str:
-    e, s = res["end_to_end"], res["startup"]
+    labels = res["labels"]
+    rounds = res["rounds"]
     out = [
         "## Speed",
         "",
-        f"Generated by `python bench/speed.py` on sglang {res['version']} (checkout layout, "
-        f"median of {res['repeat']} runs, whole processes, {os.cpu_count()} cores).",
+        f"Generated by `python bench/speed.py{res['argline']}`: sglang {res['version']}, "
+        f"{rounds} interleaved rounds (after one warm-up), median, whole processes, "
+        f"{os.cpu_count()} cores; trees in `{res['tmp_fs']}`.",
         "",
-        "| work | wall time | vs baseline |",
-        "|---|---:|---:|",
-        f"| shell baseline: grep per probe + `patch --dry-run` + `patch -p1` per patch | "
-        f"{e['baseline'] * 1000:.0f} ms | 1.0x |",
-        f"| `sgpatch apply --set {SET}` | {e['apply'] * 1000:.0f} ms | "
-        f"{e['apply'] / e['baseline']:.1f}x |",
-        f"| `sgpatch status --set {SET}` | {e['status'] * 1000:.0f} ms | "
-        f"{e['status'] / e['baseline']:.1f}x |",
-        f"| `sgpatch --help` (start-up) | {s['help'] * 1000:.0f} ms | |",
-        f"| `python -c pass` (interpreter alone) | {s['python'] * 1000:.0f} ms | |",
-        f"| `sgpatch matrix` over {res['matrix_releases']} releases (warm cache) | "
-        f"{res['matrix'] * 1000:.0f} ms | |",
+        "The floor: `python -c "
+        f'"{FLOOR}"` in the same venv, run in every round. *x floor* is the median over '
+        "rounds of (row / that round's floor).",
         "",
-        f"`sgpatch --help` imports {s['modules']} modules; heavy ones on that path: "
-        f"{', '.join(s['heavy_on_help']) or 'none (GitPython, rich, yaml, unidiff are lazy)'}.",
+    ]
+    head = "| process | " + " | ".join(
+        f"{lbl} time | {lbl} x floor" if len(labels) > 1 else "time | x floor" for lbl in labels
+    )
+    out.append(head + " | target | " + " | ".join(f"{lbl} modules" for lbl in labels) + " |")
+    ncols = 2 * len(labels) + 2 + len(labels)
+    out.append("|---|" + "---:|" * (ncols - 1))
+    fl = "| floor: the stack's imports | " + " | ".join(
+        f"{_ms(statistics.median(res['floor']))} | 1.00x" for _ in labels
+    )
+    out.append(fl + " | | " + " | ".join(res["floor_modules"] for _ in labels) + " |")
+    for row in res["rows"]:
+        cells = []
+        for lbl in labels:
+            ratio = statistics.median(row["ratios"][lbl])
+            ok = "pass" if ratio <= row["target"] else "FAIL"
+            cells.append(f"{_ms(statistics.median(row['times'][lbl]))} | {ratio:.2f}x {ok}")
+        mods = [f"{row['modules'][lbl][0]} ({row['modules'][lbl][1]} sgpatch)" for lbl in labels]
+        out.append(
+            f"| {row['name']} | "
+            + " | ".join(cells)
+            + f" | <= {row['target']:.2f}x | "
+            + " | ".join(mods)
+            + " |"
+        )
+    out += _engine_md(res) + _matrix_md(res)
+    return "\n".join(out)
+
+
+def _engine_md(res: dict) -> list[str]:
+    if not res["engine"]:
+        return []
+    out = [
         "",
-        "Where `sgpatch status` spends its time: each row a whole process importing a bit more "
-        "(same run, median), the last row the command itself; the difference to the row above is "
-        "that step's cost.",
+        f"Engine alone (`apply_hunks`, in-process, median) on the largest files of sglang "
+        f"{res['version']}: hunks that each add one line after evenly spaced lines (3 lines of "
+        "context), the base count and 10x and 100x of it; `x10` is the file repeated 10 times "
+        "(each copy's lines made distinct). *per added hunk* = (time at 100x - time at 1x) / "
+        "the hunks added; *per 1000 lines* = time at 1x / lines. Linear in both means each "
+        "stays about the same from row to row.",
         "",
-        "| process | wall time | step | vs baseline |",
+    ]
+    base = res["engine_base"]
+    out.append(
+        "| file | lines | "
+        + " | ".join(f"{base * m} hunks" for m in (1, 10, 100))
+        + " | per added hunk | per 1000 lines |"
+    )
+    out.append("|---|---:|---:|---:|---:|---:|---:|")
+    for r in res["engine"]:
+        ms = r["ms"]
+        cells = " | ".join(f"{ms[m] * 1000:.1f} ms" for m in (1, 10, 100))
+        per_hunk = (ms[100] - ms[1]) / (base * 99) * 1e6
+        per_kline = ms[1] / r["lines"] * 1e6
+        name = r["file"] + (f" x{r['size']}" if r["size"] > 1 else "")
+        out.append(f"| {name} | {r['lines']} | {cells} | {per_hunk:.0f} us | {per_kline:.2f} ms |")
+    return out
+
+
+def _matrix_md(res: dict) -> list[str]:
+    if not res["matrix"]:
+        return []
+    out = [
+        "",
+        "`sgpatch matrix` with a warm cache (`--offline`, median of "
+        f"{res['matrix_repeat']}, both cores):",
+        "",
+        "| set | releases | time | target |",
         "|---|---:|---:|---:|",
     ]
-    prev = 0.0
-    steps = [*s["floors"].items(), (f"`sgpatch status --set {SET}` (+ the work)", e["status"])]
-    for what, t in steps:
-        out.append(
-            f"| {what} | {t * 1000:.0f} ms | +{(t - prev) * 1000:.0f} ms | "
-            f"{t / e['baseline']:.1f}x |"
-        )
-        prev = t
-    all_imports = list(s["floors"].values())[-1]
-    out += [
-        "",
-        f"The same imports without typer take {s['no_typer'] * 1000:.0f} ms "
-        f"({s['no_typer'] / e['baseline']:.1f}x): typer shares most of its start-up with the "
-        f"standard library the rest needs, so a hand-written command line would save about "
-        f"{(all_imports - s['no_typer']) * 1000:.0f} ms.",
-        "",
-        "Engine alone on the largest real diffs between releases (fuzz 2 allowed):",
-        "",
-        "| file | releases | lines | hunks | time |",
-        "|---|---|---:|---:|---:|",
-    ]
-    for r in res["engine"]:
-        out.append(
-            f"| {r['file']} | {r['pair']} | {r['lines']} | {r['hunks']} | {r['ms']:.1f} ms |"
-        )
-    out += [
-        "",
-        "Where `sgpatch apply` spends its time (cProfile, cumulative, sgpatch frames):",
-        "",
-        "```",
-        res["profile"],
-        "```",
-        "",
-    ]
-    return "\n".join(out)
+    for m in res["matrix"]:
+        if "skipped" in m:
+            out.append(f"| {m['what']} | | skipped: {m['skipped']} | < 5 s |")
+            continue
+        tgt = f"< {m['target']:.0f} s" if m["target"] else ""
+        verdict = ""
+        if m["target"]:
+            verdict = " pass" if m["s"] < m["target"] else " FAIL"
+        out.append(f"| {m['what']} | {m['releases']} | {m['s']:.2f} s{verdict} | {tgt} |")
+    out.append("")
+    return out
 
 
 def update_doc(path: Path, section: str) -> None:
@@ -308,30 +443,84 @@ def update_doc(path: Path, section: str) -> None:
     path.write_text(text)
 
 
+def _checkout(rev: str, tmp: Path) -> Path:
+    """`src/` (and the patch sets it links to) of an older commit, unpacked from git."""
+    dest = tmp / f"rev-{rev}"
+    dest.mkdir()
+    data = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "src", "patchsets"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    tar = dest / "src.tar"
+    tar.write_bytes(data)
+    with tarfile.open(tar) as tf:
+        tf.extractall(dest, filter="data")
+    return dest / "src"
+
+
+def _fs_of(path: Path) -> str:
+    proc = subprocess.run(["df", "--output=fstype", str(path)], capture_output=True, text=True)
+    kind = proc.stdout.split()[-1] if proc.returncode == 0 and proc.stdout.split() else "?"
+    return f"{tempfile.gettempdir()}, {kind}"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--version", default="0.5.9")
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--version", default="0.5.9", help="SGLang release the rows run on")
+    ap.add_argument("--rounds", type=int, default=15, help="interleaved rounds (default 15)")
+    ap.add_argument("--against", metavar="REV", help="also time the rows for this commit")
+    ap.add_argument("--engine-base", type=int, default=3, help="base hunk count (x1, x10, x100)")
+    ap.add_argument("--matrix-repeat", type=int, default=3)
+    ap.add_argument("--shipped-releases", default=">=0.5.5,<0.5.11")
+    ap.add_argument("--skip", nargs="*", default=[], choices=["engine", "matrix"])
     ap.add_argument("--out", type=Path)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    argline = f" --against {args.against}" if args.against else ""
     with tempfile.TemporaryDirectory(prefix="sgpatch-speed-") as tmp:
         tmpd = Path(tmp)
+        srcs = {"this": ROOT / "src"}
+        if args.against:
+            srcs = {args.against: _checkout(args.against, tmpd), "this": ROOT / "src"}
+        trees = _trees(tmpd, args.version)
+        rows = command_rows(trees)
+        floor = interleaved(rows, srcs, args.rounds)
+        floor_mods = imported_modules([sys.executable, "-c", FLOOR], ROOT / "src")[0]
         res = {
             "version": args.version,
-            "repeat": args.repeat,
-            "end_to_end": end_to_end(args.version, args.repeat, tmpd),
-            "startup": startup(args.repeat),
-            "engine": engine_scale(),
-            "profile": profile(args.version, tmpd),
+            "rounds": args.rounds,
+            "argline": argline,
+            "tmp_fs": _fs_of(tmpd),
+            "labels": list(srcs),
+            "floor": floor,
+            "floor_modules": str(floor_mods),
+            "rows": [
+                {
+                    "name": r.name,
+                    "target": r.target,
+                    "times": r.times,
+                    "ratios": r.ratios,
+                    "modules": {
+                        lbl: imported_modules(r.argv, src, r.reset) for lbl, src in srcs.items()
+                    },
+                }
+                for r in rows
+            ],
+            "engine_base": args.engine_base,
+            "engine": [] if "engine" in args.skip else engine_scale(args.version, args.engine_base),
+            "matrix_repeat": args.matrix_repeat,
+            "matrix": []
+            if "matrix" in args.skip
+            else matrix_rows(args.matrix_repeat, args.shipped_releases),
         }
-        res["matrix"], res["matrix_releases"] = matrix_time()
+    text = markdown(res)
     if args.json:
         print(json.dumps(res, indent=2))
     else:
-        print(markdown(res))
+        print(text)
     if args.out:
-        update_doc(args.out, markdown(res))
+        update_doc(args.out, text)
     return 0
 
 

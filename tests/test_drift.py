@@ -151,6 +151,19 @@ def test_record_parsing_tolerates_odd_rows(tmp_path):
     assert drift.record_hashes(tmp_path / "nope") is None
 
 
+def test_record_hashes_decodes_only_the_wanted_paths(tmp_path):
+    """RECORD with three files, asked for one (and one it lacks): only that one comes back,
+    with the same hash the full read gives (status asks only for the files the sets touch)."""
+    di = tmp_path / "sglang-1.dist-info"
+    di.mkdir()
+    (di / "RECORD").write_text(
+        "sglang/a.py,sha256=AAAA,1\nsglang/b.py,sha256=_-8,2\nsglang/c.py,sha256=AAAA,1\n"
+    )
+    full = drift.record_hashes(di)
+    assert drift.record_hashes(di, wanted=["b.py", "zz.py"]) == {"b.py": full["b.py"]}
+    assert drift.record_hashes(di, wanted=[]) == {}
+
+
 def test_status_drift_cost_is_small(site):
     pkg, _args = site
     t0 = time.perf_counter()

@@ -48,17 +48,27 @@ def _hex(record_hash: str) -> str | None:
         return None
 
 
-def record_hashes(dist_info: Path, package: str = "sglang") -> dict[str, str] | None:
-    """Package-relative path -> hex sha256 from `dist_info/RECORD`; None if there is no usable
-    RECORD (a checkout, or a broken install)."""
+def record_hashes(
+    dist_info: Path, package: str = "sglang", wanted: Iterable[str] | None = None
+) -> dict[str, str] | None:
+    """Package-relative path -> hex sha256 from `dist_info/RECORD` (only the `wanted` paths, if
+    given: decoding all ~1,900 hashes costs more than the rest of a status); None if there is
+    no usable RECORD (a checkout, or a broken install)."""
     try:
         text = (dist_info / "RECORD").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
     prefix = f"{package}/"
+    lines = text.splitlines()
+    names = None
+    if wanted is not None:  # csv only for the wanted rows (and quoted ones, whose name has a ,)
+        names = {prefix + p for p in wanted}
+        lines = [ln for ln in lines if ln[:1] == '"' or ln.split(",", 1)[0] in names]
     out: dict[str, str] = {}
-    for row in csv.reader(text.splitlines()):
+    for row in csv.reader(lines):
         if len(row) < 2 or not row[0].startswith(prefix):
+            continue
+        if names is not None and row[0] not in names:
             continue
         digest = _hex(row[1])
         if digest is not None:
@@ -85,10 +95,11 @@ def check(
     from RECORD. None when there is no RECORD to compare with."""
     if dist_info is None:
         return None
-    record = record_hashes(dist_info, root.name)
+    paths = None if paths is None else set(paths)
+    record = record_hashes(dist_info, root.name, paths)
     if record is None:
         return None
-    wanted = sorted(record) if paths is None else sorted({p for p in paths if p in record})
+    wanted = sorted(record)
     out: list[Drift] = []
     for path in wanted:
         expected = record[path]

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from sgpatch.errors import SgpatchError
 from sgpatch.ledger import Ledger
-from sgpatch.txn import read_bytes
+from sgpatch.treefs import read_bytes
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ restores the exact original bytes.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -88,7 +87,10 @@ def load(root: Path) -> Ledger:
     """Read the ledger; a missing one is empty, a broken or newer one is a clear error."""
     path = state_dir(root) / LEDGER
     try:
-        doc = json.loads(path.read_text())
+        text = path.read_text()
+        import json  # only when there is a ledger: status on a pending tree needs no json
+
+        doc = json.loads(text)
     except FileNotFoundError:
         return Ledger()
     except (OSError, ValueError) as exc:
@@ -132,6 +134,8 @@ def dump(ledger: Ledger) -> bytes:
             for name, s in sorted(ledger.sets.items())
         },
     }
+    import json
+
     return (json.dumps(doc, indent=2, sort_keys=False) + "\n").encode()
 
 

@@ -25,7 +25,7 @@ from sgpatch.diffs import (
 )
 from sgpatch.engine import FileResult, HunkResult, apply_hunks
 from sgpatch.errors import ExitCode, SgpatchError, bad_input
-from sgpatch.txn import FileChange, read_bytes
+from sgpatch.treefs import FileChange, read_bytes
 
 if TYPE_CHECKING:  # the set planner's inputs; `sgpatch patch` never loads them
     from packaging.version import Version

@@ -14,7 +14,6 @@ FORCE_COLOR asks for the terminal form in a log.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -34,6 +33,8 @@ def emit_json(doc: dict[str, Any]) -> None:
     stdout (`>&-`) asked for nothing."""
     if sys.stdout is None:
         return
+    import json  # only --json needs it
+
     try:
         sys.stdout.write(json.dumps({"schema": SCHEMA, **doc}, indent=2, default=str) + "\n")
         sys.stdout.flush()

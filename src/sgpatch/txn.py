@@ -1,4 +1,5 @@
-"""The only code that writes to a target tree: path guards, a lock, a journal, atomic replaces.
+"""The only code that writes to a target tree: a lock, a journal, atomic replaces (every path
+through the guards in treefs).
 
 A run computes every new file content in memory first (see plan). `Transaction.commit` then
   1. checks every path is inside the tree and no file changed since it was read;
@@ -29,13 +30,12 @@ import stat
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch import interrupts
 from sgpatch.errors import ExitCode, SgpatchError, unsafe
+from sgpatch.treefs import JOURNAL, FileChange, read_bytes, safe_path  # also sgpatch.txn's names
 
-JOURNAL = "journal.json"
 LOCK = "lock"
 LOCK_OWNER = "lock.owner"
 TMP_SUFFIX = ".sgpatch-tmp"
@@ -56,67 +56,6 @@ def _step() -> None:
     if kill_at and str(_steps) in (s.strip() for s in kill_at.split(",")):
         name = os.environ.get(SIGNAL_ENV, "KILL")
         os.kill(os.getpid(), getattr(signal, f"SIG{name}"))
-
-
-@dataclass(frozen=True)
-class FileChange:
-    """One file's planned change; bytes None means 'absent' (create / delete)."""
-
-    path: str  # posix path relative to the tree root
-    before: bytes | None
-    after: bytes | None
-    mode: int | None = None  # permission bits for a new file or a mode change
-
-
-def safe_path(root: Path, rel: str) -> Path:
-    """`root/rel`, refusing anything that could write outside `root` (exit 4).
-
-    Refused: empty or absolute paths, `..`, NUL bytes, a symlink anywhere on the way that
-    resolves outside the tree, a symlink as the file itself (writing through it), and anything
-    that exists but is neither a regular file nor a folder (FIFO, socket, device).
-    """
-    if not isinstance(rel, str) or rel in ("", ".") or "\x00" in rel:
-        raise unsafe(f"refusing path {rel!r}: not a file path inside the tree")
-    if rel.startswith("/") or os.path.isabs(rel):
-        raise unsafe(f"refusing absolute path {rel!r}")
-    parts = Path(rel).parts
-    if ".." in parts:
-        raise unsafe(f"refusing path with '..': {rel!r}")
-    try:
-        root_real = Path(os.path.realpath(root))
-        path = root / rel
-        cur = root
-        for part in parts:
-            cur = cur / part
-            if cur.is_symlink():
-                target = Path(os.path.realpath(cur))
-                if cur == path:
-                    raise unsafe(f"refusing to write through symlink {rel!r} -> {target}")
-                if root_real != target and root_real not in target.parents:
-                    raise unsafe(f"refusing path {rel!r}: symlink {cur} leaves the tree")
-        if path.exists() and not (path.is_file() or path.is_dir()):
-            raise unsafe(f"refusing to touch {rel!r}: not a regular file")
-        real = Path(os.path.realpath(path))
-    except OSError as exc:
-        raise unsafe(f"refusing path {rel!r}: {exc.strerror or exc}") from None
-    if real != root_real and root_real not in real.parents:
-        raise unsafe(f"refusing path {rel!r}: it resolves outside {root}")
-    return path
-
-
-def read_bytes(root: Path, rel: str) -> bytes | None:
-    """Current bytes of a file in the tree, or None when it does not exist."""
-    path = safe_path(root, rel)
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except IsADirectoryError:
-        raise SgpatchError(f"{rel}: is a directory", ExitCode.BAD_INPUT) from None
-    except NotADirectoryError:
-        raise SgpatchError(f"{rel}: a parent is not a directory", ExitCode.BAD_INPUT) from None
-    except OSError as exc:
-        raise SgpatchError(f"{rel}: cannot read: {exc.strerror}", ExitCode.BAD_INPUT) from None
 
 
 def _check_state_dir(state_dir: Path) -> None:

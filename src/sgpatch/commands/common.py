@@ -11,7 +11,7 @@ from sgpatch.errors import SgpatchError
 from sgpatch.ledger import state_dir
 from sgpatch.manifest import SetManifest, load_set, set_supports
 from sgpatch.target import Target, discover, find_target
-from sgpatch.txn import stop_if_rolled_back
+from sgpatch.treefs import interrupted
 
 
 def locate_tree(sglang_dir: Path | None) -> Path:
@@ -41,7 +41,10 @@ def open_target(sglang_dir: Path | None, sglang_version: str | None) -> Target:
     """Find the tree; if an interrupted run left a journal, roll it back and stop (exit 4),
     before the version is read (nothing about an interrupted run depends on it)."""
     root = locate_tree(sglang_dir)
-    stop_if_rolled_back(root, state_dir(root))
+    if interrupted(state_dir(root)):  # the writer (txn) is imported only when there is work
+        from sgpatch.txn import stop_if_rolled_back
+
+        stop_if_rolled_back(root, state_dir(root))
     return find_target(sglang_dir, sglang_version, root=root)
 
 

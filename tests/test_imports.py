@@ -1,0 +1,102 @@
+"""What each command imports (issue 15: start-up close to the floor of the stack).
+
+Structural, not timed: each command runs in a fresh interpreter, as the console script runs it
+(stdout and stderr are pipes, as in CI or a build log), and the modules it imported are checked
+against what it must not need. A module on this list is paid for on every run of the command;
+bench/speed.py shows what each one costs.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import make_diff
+from test_drift import add_dist_info
+from test_txn import make_env
+
+# The console script's whole run; the modules it imported go to $MODULES_OUT (written with
+# what is already loaded, so the check itself adds nothing).
+_RUN = """
+import os, sys
+sys.argv = ["sgpatch", *sys.argv[1:]]
+try:
+    from sgpatch.__main__ import main
+    main()
+except SystemExit:
+    pass
+finally:
+    with open(os.environ["MODULES_OUT"], "w") as f:
+        f.write("\\n".join(sorted(sys.modules)))
+"""
+# Never on the common commands' path: git mode, port and its kin, rich off a terminal.
+NEVER = {
+    "git",
+    "rich",
+    "sgpatch.gitmode",
+    "sgpatch.port",
+    "sgpatch.matrix",
+    "sgpatch.lint",
+    "sgpatch.refresh",
+    "sgpatch.releases",
+}
+WRITER = {"sgpatch.txn", "filelock", "tempfile", "socket"}
+
+
+def imported(tmp_path: Path, *argv: str) -> set[str]:
+    """Modules (top-level package and full names) a run of `sgpatch argv` imported."""
+    out = tmp_path / "modules.txt"
+    env = {**os.environ, "MODULES_OUT": str(out)}
+    env.pop("SGPATCH_PATH", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUN, *argv], env=env, capture_output=True, text=True, cwd=tmp_path
+    )
+    assert out.exists(), proc.stderr
+    names = set(out.read_text().split())
+    return names | {n.split(".")[0] for n in names}
+
+
+def test_help_imports_no_library_beyond_typer(tmp_path):
+    """Input: `sgpatch --help`. Outcome: none of yaml, unidiff, packaging, rich, GitPython, and
+    no sgpatch module beyond the CLI itself (help is typer's alone)."""
+    mods = imported(tmp_path, "--help")
+    assert "typer" in mods
+    unwanted = {"yaml", "unidiff", "packaging", "sgpatch.manifest", "sgpatch.engine"}
+    bad = mods & (NEVER | WRITER | unwanted)
+    assert not bad, sorted(bad)
+
+
+def test_status_imports_no_writer(tmp_path):
+    """Input: `status --set` on a pending site-packages tree with a RECORD (drift is checked).
+    Outcome: it ran (its table was printed) without importing the writer (txn, its lock and
+    temp files), json (no --json, no ledger), git mode, port, or rich off a terminal."""
+    pkg, _sets, args = make_env(tmp_path)
+    add_dist_info(pkg)
+    mods = imported(tmp_path, "status", *args)
+    assert {"sgpatch.commands.status", "sgpatch.plan", "sgpatch.drift"} <= mods
+    bad = mods & (NEVER | WRITER | {"json"})
+    assert not bad, sorted(bad)
+
+
+def test_apply_imports_the_writer_but_not_git_port_or_rich(tmp_path):
+    """Input: `apply --set` on a pending tree (it writes, journal and lock). Outcome: the
+    writer is imported, git mode, port and rich are not."""
+    pkg, _sets, args = make_env(tmp_path)
+    mods = imported(tmp_path, "apply", *args)
+    assert (pkg / ".sgpatch").is_dir()  # it applied
+    assert "sgpatch.txn" in mods
+    bad = mods & NEVER
+    assert not bad, sorted(bad)
+
+
+def test_patch_imports_no_manifest_or_yaml(tmp_path):
+    """Input: `sgpatch patch -p1` of one file. Outcome: it applied; no patch-set code
+    (manifest, yaml, probe, ledger) and nothing from NEVER was imported."""
+    (tmp_path / "f.py").write_text("a = 1\nb = 2\n")
+    (tmp_path / "x.patch").write_text(make_diff("a = 1\nb = 2\n", "a = 1\nb = 3\n"))
+    mods = imported(tmp_path, "patch", "-p1", "x.patch")
+    assert (tmp_path / "f.py").read_text() == "a = 1\nb = 3\n"
+    bad = mods & (NEVER | {"yaml", "sgpatch.manifest", "sgpatch.probe", "sgpatch.ledger"})
+    assert not bad, sorted(bad)

@@ -82,21 +82,23 @@ def test_status_imports_no_writer(tmp_path):
 
 def test_apply_imports_the_writer_but_not_git_port_or_rich(tmp_path):
     """Input: `apply --set` on a pending tree (it writes, journal and lock). Outcome: the
-    writer is imported, git mode, port and rich are not."""
+    writer is imported; git mode, port, rich and filelock (the lock is fcntl's) are not."""
     pkg, _sets, args = make_env(tmp_path)
     mods = imported(tmp_path, "apply", *args)
     assert (pkg / ".sgpatch").is_dir()  # it applied
     assert "sgpatch.txn" in mods
-    bad = mods & NEVER
+    bad = mods & (NEVER | {"filelock"})  # the lock is fcntl's flock on POSIX
     assert not bad, sorted(bad)
 
 
 def test_patch_imports_no_manifest_or_yaml(tmp_path):
     """Input: `sgpatch patch -p1` of one file. Outcome: it applied; no patch-set code
-    (manifest, yaml, probe, ledger) and nothing from NEVER was imported."""
+    (manifest, yaml, probe, ledger), no filelock, and nothing from NEVER was imported."""
     (tmp_path / "f.py").write_text("a = 1\nb = 2\n")
     (tmp_path / "x.patch").write_text(make_diff("a = 1\nb = 2\n", "a = 1\nb = 3\n"))
     mods = imported(tmp_path, "patch", "-p1", "x.patch")
     assert (tmp_path / "f.py").read_text() == "a = 1\nb = 3\n"
-    bad = mods & (NEVER | {"yaml", "sgpatch.manifest", "sgpatch.probe", "sgpatch.ledger"})
+    bad = mods & (
+        NEVER | {"filelock", "yaml", "sgpatch.manifest", "sgpatch.probe", "sgpatch.ledger"}
+    )
     assert not bad, sorted(bad)

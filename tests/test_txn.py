@@ -382,6 +382,28 @@ def test_held_lock_makes_apply_exit_4_naming_lock_and_holder(env, monkeypatch):
     assert cli("apply", *args)[0] == 0  # lock released: works
 
 
+@pytest.mark.parametrize("kind", ["fcntl", "filelock"])
+def test_the_lock_excludes_filelock_and_itself_across_implementations(tmp_path, monkeypatch, kind):
+    """Input: a run takes the lock (with fcntl as on POSIX, or with filelock as where there is
+    no fcntl) while a filelock FileLock, another process's kind of lock, holds the file.
+    Outcome: the run waits and refuses with exit 4; once the holder lets go it gets the lock,
+    and a filelock lock cannot be taken while the run holds it."""
+    from filelock import FileLock, Timeout
+
+    if kind == "filelock":
+        monkeypatch.setattr(txn, "_file_lock", txn._PortableLock)
+    state = tmp_path / ".sgpatch"
+    state.mkdir()
+    other = FileLock(str(state / txn.LOCK))
+    other.acquire(timeout=1)
+    with pytest.raises(SgpatchError) as info, locked(state, timeout=0.2):
+        pass
+    assert info.value.code == ExitCode.UNSAFE
+    other.release()
+    with locked(state, timeout=1), pytest.raises(Timeout):
+        FileLock(str(state / txn.LOCK)).acquire(timeout=0.2)
+
+
 def test_lock_waits_for_a_holder_that_finishes_in_time(env, monkeypatch):
     pkg, _, args = env
     monkeypatch.setenv(txn.LOCK_TIMEOUT_ENV, "10")
@@ -435,23 +457,26 @@ def test_a_lock_won_on_a_file_removed_meanwhile_is_taken_again(tmp_path, monkeyp
     """Input: just as this run's flock succeeds, its lock file is removed (a holder's cleanup)
     and a newcomer creates and locks a new one at the same name. Outcome: the run sees that the
     name leads to another file, and waits for the newcomer instead of writing alongside it."""
-    import filelock
-
     state = tmp_path / ".sgpatch"
-    real = filelock.FileLock
-    newcomer = real(str(state / txn.LOCK), thread_local=False)
+    real = txn._file_lock
+    newcomer = real(state / txn.LOCK)
     inside, leave, raced = threading.Event(), threading.Event(), threading.Event()
 
-    class RacyLock(real):
-        def acquire(self, *args, **kwargs):
-            got = super().acquire(*args, **kwargs)
+    class RacyLock:
+        def __init__(self, path):
+            self.inner = real(path)
+
+        def acquire(self, timeout):
+            self.inner.acquire(timeout)
             if not raced.is_set():  # once
                 raced.set()
                 (state / txn.LOCK).unlink()
-                newcomer.acquire(timeout=1)  # a new file at the old name, locked
-            return got
+                newcomer.acquire(1)  # a new file at the old name, locked
 
-    monkeypatch.setattr(filelock, "FileLock", RacyLock)
+        def release(self):
+            self.inner.release()
+
+    monkeypatch.setattr(txn, "_file_lock", RacyLock)
 
     def run():
         with locked(state, timeout=10):

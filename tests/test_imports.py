@@ -82,12 +82,12 @@ def test_status_imports_no_writer(tmp_path):
 
 def test_apply_imports_the_writer_but_not_git_port_or_rich(tmp_path):
     """Input: `apply --set` on a pending tree (it writes, journal and lock). Outcome: the
-    writer is imported; git mode, port, rich and filelock (the lock is fcntl's) are not."""
+    writer is imported; git mode, port, rich, filelock and socket (the lock is fcntl's) are not."""
     pkg, _sets, args = make_env(tmp_path)
     mods = imported(tmp_path, "apply", *args)
     assert (pkg / ".sgpatch").is_dir()  # it applied
     assert "sgpatch.txn" in mods
-    bad = mods & (NEVER | {"filelock"})  # the lock is fcntl's flock on POSIX
+    bad = mods & (NEVER | {"filelock", "socket"})  # the lock: fcntl's flock, named by uname
     assert not bad, sorted(bad)
 
 

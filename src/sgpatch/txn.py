@@ -269,12 +269,20 @@ def _holder(state_dir: Path) -> str:
         return "holder unknown"
 
 
-def _write_owner(state_dir: Path) -> None:
-    import socket  # only writers take the lock
+def _host() -> str:
+    """This machine's name: uname's node name where there is one (what gethostname returns
+    there), so a writer does not import socket (~15 modules) just to name itself."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
 
+    return socket.gethostname()
+
+
+def _write_owner(state_dir: Path) -> None:
     doc = {
         "pid": os.getpid(),
-        "host": socket.gethostname(),
+        "host": _host(),
         "since": time.time(),
         "cmd": " ".join(["sgpatch", *sys.argv[1:]])[:200],
     }

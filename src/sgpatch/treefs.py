@@ -46,25 +46,31 @@ def safe_path(root: Path, rel: str) -> Path:
     if ".." in parts:
         raise unsafe(f"refusing path with '..': {rel!r}")
     try:
-        root_real = Path(os.path.realpath(root))
+        root_real = os.path.realpath(root)
         path = root / rel
         cur = root
         for part in parts:
             cur = cur / part
             if cur.is_symlink():
-                target = Path(os.path.realpath(cur))
+                target = os.path.realpath(cur)
                 if cur == path:
                     raise unsafe(f"refusing to write through symlink {rel!r} -> {target}")
-                if root_real != target and root_real not in target.parents:
+                if not _within(target, root_real):
                     raise unsafe(f"refusing path {rel!r}: symlink {cur} leaves the tree")
         if path.exists() and not (path.is_file() or path.is_dir()):
             raise unsafe(f"refusing to touch {rel!r}: not a regular file")
-        real = Path(os.path.realpath(path))
+        real = os.path.realpath(path)
     except OSError as exc:
         raise unsafe(f"refusing path {rel!r}: {exc.strerror or exc}") from None
-    if real != root_real and root_real not in real.parents:
+    if not _within(real, root_real):
         raise unsafe(f"refusing path {rel!r}: it resolves outside {root}")
     return path
+
+
+def _within(real: str, root_real: str) -> bool:
+    """`real` is `root_real` or under it (both from os.path.realpath: absolute, normalised).
+    A string prefix test; `Path.parents` would build a Path per level on every read."""
+    return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
 
 
 def read_bytes(root: Path, rel: str) -> bytes | None:

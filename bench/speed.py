@@ -294,11 +294,11 @@ def _count_hunks(set_dir: Path) -> tuple[int, int]:
     return len(files), hunks
 
 
-def _matrix(args: list[str], repeat: int) -> tuple[float, int, float]:
+def _matrix(args: list[str], repeat: int, src: Path) -> tuple[float, int, float]:
     """Median wall time of `sgpatch matrix ... --format json --offline` after one untimed run
     (pristine trees and page cache warm), how many cached releases it covered, and the CPU
     time of the run with its workers (wall ~ CPU / cores on an otherwise idle machine)."""
-    env = _env(ROOT / "src")
+    env = _env(src)
     cmd = [*SGPATCH, "matrix", *args, "--format", "json", "--offline"]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode not in (0, 3):
@@ -336,20 +336,25 @@ def stack_set(stack: str, tmp: Path) -> Path:
     return dest
 
 
-def matrix_rows(repeat: int, shipped: str, stack: str, stack_releases: str, tmp: Path) -> list:
+def matrix_rows(
+    repeat: int, shipped: str, stack: str, stack_releases: str, tmp: Path, srcs: dict[str, Path]
+) -> list:
+    """One row per set and source (this tree, and --against's commit when given)."""
     out = []
-    t, n, cpu = _matrix(["--set", SET, "--releases", shipped], repeat)
-    what = f"shipped set {SET}, `--releases '{shipped}'`"
-    out.append({"what": what, "releases": n, "s": t, "cpu": cpu})
+    for label, src in srcs.items():
+        t, n, cpu = _matrix(["--set", SET, "--releases", shipped], repeat, src)
+        what = f"shipped set {SET}, `--releases '{shipped}'`"
+        out.append({"what": what, "src": label, "releases": n, "s": t, "cpu": cpu})
     if not (STACKS / stack / "series").is_file():
         out.append({"what": f"real stack {stack}", "skipped": f"no {STACKS.name}/{stack}/series"})
         return out
     set_dir = stack_set(stack, tmp)
     files, hunks = _count_hunks(set_dir)
     args = ["--set", set_dir.name, "--patchsets", str(set_dir.parent), "--releases"]
-    t, n, cpu = _matrix([*args, stack_releases], repeat)
     what = f"real stack {stack} ({hunks} hunks, {files} files), `--releases '{stack_releases}'`"
-    out.append({"what": what, "releases": n, "s": t, "cpu": cpu, "target": 5.0})
+    for label, src in srcs.items():
+        t, n, cpu = _matrix([*args, stack_releases], repeat, src)
+        out.append({"what": what, "src": label, "releases": n, "s": t, "cpu": cpu, "target": 5.0})
     return out
 
 
@@ -441,19 +446,20 @@ def _matrix_md(res: dict) -> list[str]:
         "`sgpatch matrix` with a warm cache (`--offline`, median of "
         f"{res['matrix_repeat']}, both cores):",
         "",
-        "| set | releases | time | CPU (all workers) | target |",
-        "|---|---:|---:|---:|---:|",
+        "| set | code | releases | time | CPU (all workers) | target |",
+        "|---|---|---:|---:|---:|---:|",
     ]
     for m in res["matrix"]:
         if "skipped" in m:
-            out.append(f"| {m['what']} | | skipped: {m['skipped']} | | < 5 s |")
+            out.append(f"| {m['what']} | | | skipped: {m['skipped']} | | < 5 s |")
             continue
         tgt = f"< {m['target']:.0f} s" if m.get("target") else ""
         verdict = ""
         if m.get("target"):
             verdict = " pass" if m["s"] < m["target"] else " FAIL"
         out.append(
-            f"| {m['what']} | {m['releases']} | {m['s']:.2f} s{verdict} | {m['cpu']:.2f} s "
+            f"| {m['what']} | {m['src']} | {m['releases']} | {m['s']:.2f} s{verdict} | "
+            f"{m['cpu']:.2f} s "
             f"| {tgt} |"
         )
     out.append("")
@@ -543,7 +549,12 @@ def main(argv: list[str] | None = None) -> int:
             "matrix": []
             if "matrix" in args.skip
             else matrix_rows(
-                args.matrix_repeat, args.shipped_releases, args.stack, args.stack_releases, tmpd
+                args.matrix_repeat,
+                args.shipped_releases,
+                args.stack,
+                args.stack_releases,
+                tmpd,
+                srcs,
             ),
         }
     text = markdown(res)

@@ -31,11 +31,11 @@ format: $(STAMP)
 demo: $(STAMP)  ## fetch a real SGLang release and apply kimi-eagle3-sm120 to it
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash examples/demo.sh
 
-bench: $(STAMP)  ## accuracy and speed benchmarks, side by side with GNU patch / git / shell -> docs/benchmarks.md
+bench: $(STAMP)  ## accuracy (vs GNU patch / git) and speed (vs the stack's floor; AGAINST=REV adds REV's rows) -> docs/benchmarks.md
 	$(PY) bench/accuracy.py --out docs/benchmarks.md
 	$(PY) bench/suites.py --out docs/benchmarks.md  # GNU patch / git suites: only with $$SGPATCH_SUITE_GNU_PATCH / $$SGPATCH_SUITE_GIT
 	$(PY) bench/port.py --out docs/benchmarks.md
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/speed.py --out docs/benchmarks.md
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/speed.py --out docs/benchmarks.md $(if $(AGAINST),--against $(AGAINST))
 
 dist: $(STAMP)  ## dist/sgpatch-<version>-py3-none-any.whl, what examples/Dockerfile installs
 	$(PY) tools/dist.py --out dist

@@ -56,10 +56,14 @@ def _env(src: Path) -> dict[str, str]:
     return env
 
 
-def _run(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[float, int]:
+def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, int, float]:
+    """(wall time, exit code, CPU time of the process and the children it waited for)."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, stdin=subprocess.DEVNULL)
-    return time.perf_counter() - t0, proc.returncode
+    proc = subprocess.run(cmd, env=env, capture_output=True, stdin=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, proc.returncode, r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
 
 
 class Snapshot:
@@ -109,6 +113,7 @@ class Row:
     reset: Callable[[], int] | None = None
     times: dict[str, list[float]] = field(default_factory=dict)
     ratios: dict[str, list[float]] = field(default_factory=dict)
+    cpu_ratios: dict[str, list[float]] = field(default_factory=dict)
 
 
 def _trees(tmp: Path, version: str) -> dict[str, Path]:
@@ -173,27 +178,28 @@ def interleaved(rows: list[Row], srcs: dict[str, Path], rounds: int) -> list[flo
     floor: list[float] = []
     for r in range(rounds + 1):
         k = r % len(jobs)
-        this: dict[tuple[int, str], float] = {}
-        f = 0.0
+        this: dict[tuple[int, str], tuple[float, float]] = {}
+        f = fc = 0.0
         for row, label in jobs[k:] + jobs[:k]:
             if row is None:
-                f, rc = _run(floor_cmd, env0)
+                f, rc, fc = _run(floor_cmd, env0)
                 assert rc == 0, "the floor process failed"
                 continue
-            t, rc = _run(row.argv, _env(srcs[label]))
+            t, rc, c = _run(row.argv, _env(srcs[label]))
             if rc != row.expect_rc:
                 raise SystemExit(f"bench: {row.name} [{label}] exited {rc}")
             if row.reset:
                 row.reset()
-            this[id(row), label] = t
+            this[id(row), label] = (t, c)
         if r == 0:
             continue
         floor.append(f)
         for row in rows:
             for label in srcs:
-                t = this[id(row), label]
+                t, c = this[id(row), label]
                 row.times.setdefault(label, []).append(t)
                 row.ratios.setdefault(label, []).append(t / f)
+                row.cpu_ratios.setdefault(label, []).append(c / fc)
     return floor
 
 
@@ -304,13 +310,8 @@ def _matrix(args: list[str], repeat: int, src: Path) -> tuple[float, int, float]
     if proc.returncode not in (0, 3):
         raise SystemExit(f"bench: matrix {args} exited {proc.returncode}: {proc.stderr[-500:]}")
     n = len(json.loads(proc.stdout)["releases"])
-    times, cpus = [], []
-    for _ in range(repeat):
-        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        times.append(_run(cmd, env)[0])
-        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
-    return statistics.median(times), n, statistics.median(cpus)
+    runs = [_run(cmd, env) for _ in range(repeat)]
+    return statistics.median(r[0] for r in runs), n, statistics.median(r[2] for r in runs)
 
 
 def stack_set(stack: str, tmp: Path) -> Path:
@@ -377,17 +378,21 @@ def markdown(res: dict) -> str:
         "",
         "The floor: `python -c "
         f'"{FLOOR}"` in the same venv, run in every round. *x floor* is the median over '
-        "rounds of (row / that round's floor).",
+        "rounds of (row / that round's floor), by wall time (the target's measure) and by CPU "
+        "time (user + system: steadier when the machine is shared).",
         "",
     ]
     head = "| process | " + " | ".join(
-        f"{lbl} time | {lbl} x floor" if len(labels) > 1 else "time | x floor" for lbl in labels
+        f"{lbl} time | {lbl} x floor | {lbl} CPU x floor"
+        if len(labels) > 1
+        else "time | x floor | CPU x floor"
+        for lbl in labels
     )
     out.append(head + " | target | " + " | ".join(f"{lbl} modules" for lbl in labels) + " |")
-    ncols = 2 * len(labels) + 2 + len(labels)
+    ncols = 3 * len(labels) + 2 + len(labels)
     out.append("|---|" + "---:|" * (ncols - 1))
     fl = "| floor: the stack's imports | " + " | ".join(
-        f"{_ms(statistics.median(res['floor']))} | 1.00x" for _ in labels
+        f"{_ms(statistics.median(res['floor']))} | 1.00x | 1.00x" for _ in labels
     )
     out.append(fl + " | | " + " | ".join(res["floor_modules"] for _ in labels) + " |")
     for row in res["rows"]:
@@ -395,7 +400,10 @@ def markdown(res: dict) -> str:
         for lbl in labels:
             ratio = statistics.median(row["ratios"][lbl])
             ok = "pass" if ratio <= row["target"] else "FAIL"
-            cells.append(f"{_ms(statistics.median(row['times'][lbl]))} | {ratio:.2f}x {ok}")
+            cpu = statistics.median(row["cpu_ratios"][lbl])
+            cells.append(
+                f"{_ms(statistics.median(row['times'][lbl]))} | {ratio:.2f}x {ok} | {cpu:.2f}x"
+            )
         mods = [f"{row['modules'][lbl][0]} ({row['modules'][lbl][1]} sgpatch)" for lbl in labels]
         out.append(
             f"| {row['name']} | "
@@ -537,6 +545,7 @@ def main(argv: list[str] | None = None) -> int:
                     "target": r.target,
                     "times": r.times,
                     "ratios": r.ratios,
+                    "cpu_ratios": r.cpu_ratios,
                     "modules": {
                         lbl: imported_modules(r.argv, src, r.reset) for lbl, src in srcs.items()
                     },

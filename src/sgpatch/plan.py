@@ -24,7 +24,8 @@ from sgpatch.diffs import (
     strip_path,
 )
 from sgpatch.engine import FileResult, HunkResult, apply_hunks
-from sgpatch.errors import ExitCode, SgpatchError, bad_input
+from sgpatch.errors import ExitCode, SgpatchError, bad_input, unsafe
+from sgpatch.statefs import is_state_path
 from sgpatch.txn import FileChange, read_bytes
 
 if TYPE_CHECKING:  # the set planner's inputs; `sgpatch patch` never loads them
@@ -66,6 +67,8 @@ class Overlay:
     original: dict[str, bytes | None] = field(default_factory=dict)
 
     def read(self, rel: str) -> bytes | None:
+        if is_state_path(rel):  # sgpatch's own state (ledger, journal, originals): never
+            raise unsafe(f"refusing diff path {rel!r}: it is inside sgpatch's state folder")
         if rel in self.changed:
             return self.changed[rel]
         if rel not in self.original:

@@ -34,8 +34,10 @@ from pathlib import Path
 
 from sgpatch import interrupts
 from sgpatch.errors import ExitCode, SgpatchError, unsafe
+from sgpatch.statefs import check_state_entry, read_state, write_state
 
 JOURNAL = "journal.json"
+JOURNAL_SCHEMA = 1
 LOCK = "lock"
 LOCK_OWNER = "lock.owner"
 TMP_SUFFIX = ".sgpatch-tmp"
@@ -217,7 +219,7 @@ def write_journal(
     """Write (and fsync) the journal: original bytes and mode of every file about to change."""
     state_dir.mkdir(parents=True, exist_ok=True)
     doc = {
-        "schema": 1,
+        "schema": JOURNAL_SCHEMA,
         "pid": os.getpid(),
         "files": [
             {"path": c.path, "before": _b64(c.before), "mode": modes.get(c.path)} for c in changes
@@ -240,19 +242,26 @@ def _remove_stale_temps(folder: Path, name: str | None = None) -> None:
                 tmp.unlink()
 
 
-def roll_back_interrupted(root: Path, state_dir: Path) -> list[str] | None:
+def roll_back_interrupted(
+    root: Path, state_dir: Path, wait: float | None = None
+) -> list[str] | None:
     """If a killed run left a journal, roll it back under the lock (never under a run that is
-    still writing). None when there was nothing to roll back."""
-    if not (state_dir / JOURNAL).exists():
+    still writing: a journal whose writer holds the lock is that run's, not a crash's). None
+    when there was nothing to roll back. `wait`: seconds to wait for a running writer (readers
+    pass a short one and then say a run is in progress)."""
+    if not check_state_entry(state_dir / JOURNAL):
         return None
-    with locked(state_dir), interrupts.deferred():
-        return recover(root, state_dir)
+    try:
+        with locked(state_dir, wait, create=False), interrupts.deferred():
+            return recover(root, state_dir)
+    except _StateGone:
+        return None  # the writer finished and took .sgpatch/ away: nothing was interrupted
 
 
-def stop_if_rolled_back(root: Path, state_dir: Path) -> None:
-    """What every writing command does first: roll back an interrupted run, then stop (exit 4)
-    so the user sees it happened and runs the command again on a known tree."""
-    restored = roll_back_interrupted(root, state_dir)
+def stop_if_rolled_back(root: Path, state_dir: Path, wait: float | None = None) -> None:
+    """What every command does first: roll back an interrupted run, then stop (exit 4) so the
+    user sees it happened and runs the command again on a known tree."""
+    restored = roll_back_interrupted(root, state_dir, wait)
     if restored is not None:
         raise SgpatchError(
             f"an interrupted sgpatch run was rolled back in {root} "
@@ -271,17 +280,10 @@ def recover(root: Path, state_dir: Path) -> list[str] | None:
     path = state_dir / JOURNAL
     _check_state_dir(state_dir)
     _remove_stale_temps(state_dir)
-    if not path.exists():
+    data = read_state(path)
+    if data is None:
         return None
-    try:
-        doc = json.loads(path.read_text())
-        entries = [(e["path"], _unb64(e["before"]), e.get("mode")) for e in doc["files"]]
-        dirs = [str(d) for d in doc.get("dirs", [])]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise unsafe(
-            f"{path}: unreadable journal of an interrupted run ({exc}); "
-            "inspect the tree, then delete the journal"
-        ) from None
+    entries, dirs = _parse_journal(path, data)
     restored = []
     try:
         for rel, before, mode in entries:
@@ -307,6 +309,42 @@ def recover(root: Path, state_dir: Path) -> list[str] | None:
     return restored
 
 
+def _parse_journal(
+    path: Path, data: bytes
+) -> tuple[list[tuple[str, bytes | None, int | None]], list[str]]:
+    """The journal's entries, each field checked: a journal is replayed only when every path is
+    a string, every `before` base64 or null and every mode a permission value; one from a newer
+    sgpatch is refused, not guessed at (exit 4, the tree left alone)."""
+    try:
+        doc = json.loads(data)
+        if not isinstance(doc, dict) or not isinstance(doc.get("schema"), int):
+            raise ValueError("not an sgpatch journal")
+        if doc["schema"] > JOURNAL_SCHEMA:
+            raise unsafe(
+                f"{path}: journal schema {doc['schema']} is from a newer sgpatch; roll it back "
+                "with that sgpatch (`sgpatch recover`), nothing was touched"
+            )
+        entries = []
+        for e in doc["files"]:
+            rel, before, mode = e["path"], e["before"], e.get("mode")
+            if not isinstance(rel, str) or not (before is None or isinstance(before, str)):
+                raise ValueError(f"bad entry for {rel!r}")
+            if mode is not None and (type(mode) is not int or not 0 <= mode <= 0o7777):
+                raise ValueError(f"bad mode {mode!r} for {rel!r}")
+            entries.append((rel, _unb64(before), mode))
+        dirs = doc.get("dirs", [])
+        if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
+            raise ValueError("bad 'dirs'")
+    except SgpatchError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise unsafe(
+            f"{path}: unreadable journal of an interrupted run ({exc}); "
+            "inspect the tree, then delete the journal"
+        ) from None
+    return entries, dirs
+
+
 def lock_timeout(default: float = DEFAULT_LOCK_TIMEOUT) -> float:
     """$SGPATCH_LOCK_TIMEOUT (seconds) if set to a number >= 0, else `default`."""
     raw = os.environ.get(LOCK_TIMEOUT_ENV)
@@ -323,10 +361,10 @@ def lock_timeout(default: float = DEFAULT_LOCK_TIMEOUT) -> float:
 
 def _holder(state_dir: Path) -> str:
     try:
-        doc = json.loads((state_dir / LOCK_OWNER).read_text())
+        doc = json.loads(read_state(state_dir / LOCK_OWNER) or b"")
         since = time.strftime("%H:%M:%S", time.localtime(float(doc["since"])))
         return f"held by pid {doc['pid']} on {doc['host']} since {since}: {doc['cmd']}"
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, SgpatchError):
         return "holder unknown"
 
 
@@ -339,12 +377,16 @@ def _write_owner(state_dir: Path) -> None:
         "since": time.time(),
         "cmd": " ".join(["sgpatch", *sys.argv[1:]])[:200],
     }
-    with contextlib.suppress(OSError):
-        (state_dir / LOCK_OWNER).write_text(json.dumps(doc) + "\n")
+    with contextlib.suppress(OSError):  # a planted symlink/FIFO is replaced, never followed
+        write_state(state_dir / LOCK_OWNER, (json.dumps(doc) + "\n").encode())
+
+
+class _StateGone(Exception):
+    """`locked(create=False)`: the state folder is gone (its last writer finished)."""
 
 
 @contextlib.contextmanager
-def locked(state_dir: Path, timeout: float | None = None) -> Iterator[None]:
+def locked(state_dir: Path, timeout: float | None = None, create: bool = True) -> Iterator[None]:
     """One writer per target: wait up to `timeout` seconds (default $SGPATCH_LOCK_TIMEOUT or
     30), then refuse (exit 4) naming the lock file and the run that holds it.
 
@@ -352,7 +394,10 @@ def locked(state_dir: Path, timeout: float | None = None) -> Iterator[None]:
     is reverted). A run that was waiting on the removed file must not count it as held, or it
     and a newcomer locking the new file would both write. So before locking, this run opens the
     file itself, which pins its inode; after locking, the name must still lead to that inode
-    (an inode held open cannot be removed and reused meanwhile), else it locks again."""
+    (an inode held open cannot be removed and reused meanwhile), else it locks again.
+
+    `create=False` (recovery of a journal found in the folder): never make the folder; when it
+    is gone, raise `_StateGone` (its writer finished and took it away: nothing to recover)."""
     from filelock import Timeout
 
     if timeout is None:
@@ -361,15 +406,22 @@ def locked(state_dir: Path, timeout: float | None = None) -> Iterator[None]:
     lock_path = state_dir / LOCK
     while True:
         _check_state_dir(state_dir)
-        try:
-            state_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise SgpatchError(
-                f"cannot create the state folder {state_dir}: {exc.strerror or exc}"
-            ) from None
+        if create:
+            try:
+                state_dir.mkdir(parents=True, exist_ok=True)
+            except FileExistsError:  # removed and made again between mkdir and its check
+                continue
+            except OSError as exc:
+                raise SgpatchError(
+                    f"cannot create the state folder {state_dir}: {exc.strerror or exc}"
+                ) from None
+        elif not state_dir.is_dir():
+            raise _StateGone
         try:
             pin = _pin(lock_path)
         except FileNotFoundError:
+            if not create:
+                raise _StateGone from None
             if time.monotonic() < deadline:
                 continue  # the folder was removed between mkdir and open: make it again
             raise SgpatchError(
@@ -406,10 +458,20 @@ def locked(state_dir: Path, timeout: float | None = None) -> Iterator[None]:
             lock.release()
 
 
+class LockBusy(SgpatchError):
+    """Another run held the lock for longer than we waited (exit 4); `holder` says who."""
+
+    def __init__(self, message: str, holder: str) -> None:
+        super().__init__(message, ExitCode.UNSAFE)
+        self.holder = holder
+
+
 def _busy(state_dir: Path, timeout: float) -> SgpatchError:
-    return unsafe(
-        f"another sgpatch run holds the lock {state_dir / LOCK} ({_holder(state_dir)}); "
-        f"waited {timeout:g}s (set ${LOCK_TIMEOUT_ENV} to wait longer)"
+    holder = _holder(state_dir)
+    return LockBusy(
+        f"another sgpatch run holds the lock {state_dir / LOCK} ({holder}); "
+        f"waited {timeout:g}s (set ${LOCK_TIMEOUT_ENV} to wait longer)",
+        holder,
     )
 
 

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from sgpatch import __version__, preconditions, report
 from sgpatch import ledger as ledger_mod
-from sgpatch.commands.common import open_target, site_packages, supported_set
+from sgpatch.commands.common import (
+    load_ledger,
+    open_target,
+    say_notes,
+    site_packages,
+    supported_set,
+)
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ledger import PatchRecord, original_rel, sha256, state_dir
 from sgpatch.plan import SetPlan, plan_set
@@ -35,7 +42,9 @@ def run(
         gitmode.require_repo(target)
     root = target.root
     options = {"with_ids": tuple(with_ids), "without_ids": tuple(without_ids), "strict": strict}
-    ledger = ledger_mod.load(root)
+    reconciled = load_ledger(target)
+    say_notes(reconciled)
+    ledger = reconciled.ledger
     plan = plan_set(manifest, root, target.version, ledger, **options)
     code = _verdict(plan)
     pre = preconditions.for_plan(manifest, plan, site_packages(target))
@@ -48,23 +57,13 @@ def run(
         )
     _refuse_stacking(ledger, plan)
     written: list[str] = []
-    if code == ExitCode.OK and plan.changes and not dry_run:
-        # Only a run that writes takes the lock (and so creates .sgpatch/); if another run
-        # wrote in between, plan again under the lock before writing.
+    writes = plan.changes or reconciled.stale or (git_commit and _git_pending(ledger, plan))
+    if code == ExitCode.OK and writes and not dry_run:
+        # Only a run that writes takes the lock (and so creates .sgpatch/), and it plans
+        # again under the lock: what it writes is decided from state read while holding it.
         with locked(state_dir(root)):
-            if ledger_mod.load(root) != ledger or _moved(root, plan):
-                ledger = ledger_mod.load(root)
-                plan = plan_set(manifest, root, target.version, ledger, **options)
-                code = _verdict(plan)
-            if code == ExitCode.OK and plan.changes:
-                changes = list(plan.changes)
-                changes += _ledger_changes(root, ledger, plan, str(target.version))
-                if git_commit:
-                    gitmode.check_clean(target, [c.path for c in plan.changes])
-                commit(root, state_dir(root), changes)
-                written = [c.path for c in plan.changes]
-                if git_commit:
-                    gitmode.report_commits(gitmode.commit_plan(target, manifest, plan))
+            plan, code, written = _write(target, manifest, options, git_commit)
+    after = plan.applied() if written else plan
     after = plan.applied() if written else plan
     if as_json:
         report.emit_json(
@@ -76,6 +75,45 @@ def run(
         report.show_set(target, after, pre, verbose)
         report.apply_summary(after, code, written, dry_run)
     return int(code)
+
+
+def _write(target, manifest, options, git_commit: bool):
+    """Under the lock: plan again from the ledger and files as they are now, then write the
+    patched files, the ledger and the store in one transaction (git mode: and the commits).
+    Returns (plan, exit code, files written)."""
+    root = target.root
+    reconciled = load_ledger(target)
+    ledger = reconciled.ledger
+    plan = plan_set(manifest, root, target.version, ledger, **options)
+    code = _verdict(plan)
+    _refuse_stacking(ledger, plan)
+    if code != ExitCode.OK:
+        return plan, code, []
+    gplan = None
+    if git_commit:
+        from sgpatch import gitmode
+
+        if not plan.changes:  # applied, its commits not made yet (a run stopped in between)
+            gitmode.report_commits(gitmode.finish_apply(target, ledger.sets.get(plan.name)))
+            return plan, code, []
+        gitmode.check_clean(target, [c.path for c in plan.changes])
+        gplan = gitmode.apply_plan(target, manifest, plan)
+    if not plan.changes and not reconciled.stale:
+        return plan, code, []
+    new = ledger if not plan.changes else _recorded(root, ledger, plan, str(target.version), gplan)
+    data = [x for c in plan.changes for x in (c.before, c.after)]
+    changes = [*plan.changes, *_ledger_changes(root, reconciled.stored, new, data)]
+    commit(root, state_dir(root), changes)
+    if gplan is not None:
+        from sgpatch import gitmode
+
+        gitmode.report_commits(gitmode.finish(target, gplan, undo=changes))
+    return plan, code, [c.path for c in plan.changes]
+
+
+def _git_pending(ledger, plan: SetPlan) -> bool:
+    record = ledger.sets.get(plan.name)
+    return record is not None and bool(record.commits)
 
 
 def _refuse_stacking(ledger, plan: SetPlan) -> None:
@@ -91,10 +129,6 @@ def _refuse_stacking(ledger, plan: SetPlan) -> None:
                 )
 
 
-def _moved(root: Path, plan: SetPlan) -> bool:
-    return any(read_bytes(root, c.path) != c.before for c in plan.changes)
-
-
 def _verdict(plan: SetPlan) -> ExitCode:
     codes = [p.exit_code for p in plan.patches if p.selected and p.state in ("conflict",)]
     if codes:
@@ -104,8 +138,9 @@ def _verdict(plan: SetPlan) -> ExitCode:
     return ExitCode.OK
 
 
-def _ledger_changes(root: Path, ledger, plan: SetPlan, version: str) -> list[FileChange]:
-    """The ledger update and the originals store, written in the same transaction."""
+def _recorded(root: Path, ledger, plan: SetPlan, version: str, gplan=None):
+    """The ledger once the plan is written: its pending patches recorded with the release,
+    each file's bytes and mode before and after, and git mode's commits."""
     originals = {c.path: (c.before, c.after) for c in plan.changes}
     written = set(originals)
     records = [
@@ -114,21 +149,47 @@ def _ledger_changes(root: Path, ledger, plan: SetPlan, version: str) -> list[Fil
             p.variant or "",
             p.patch_sha256 or "",
             tuple(sorted(({f.path for f in p.files} | {f.source for f in p.files}) & written)),
+            version,
         )
         for p in plan.patches
         if p.selected and p.state == "pending"
     ]
-    new = ledger_mod.record_apply(ledger, plan.name, version, __version__, records, originals)
-    out = [
-        FileChange(
-            ledger_mod.ledger_rel(), read_bytes(root, ledger_mod.ledger_rel()), ledger_mod.dump(new)
-        )
-    ]
-    stored: set[str] = set()
-    for before, _ in originals.values():
-        digest = sha256(before)
-        if before is None or digest in stored or (root / original_rel(digest)).exists():
-            continue
-        stored.add(digest)
-        out.append(FileChange(original_rel(digest), None, before, 0o444))
+    modes = {c.path: (_mode_of(root, c.path), c.mode) for c in plan.changes}
+    modes = {k: (b, a if a is not None else b) for k, (b, a) in modes.items()}
+    new = ledger_mod.record_apply(
+        ledger, plan.name, version, __version__, records, originals, modes
+    )
+    if gplan is not None:
+        record = new.sets[plan.name]
+        new = new.with_set(replace(record, commits=(*record.commits, *gplan.commits)))
+    return new
+
+
+def _ledger_changes(root: Path, old, new, data: list[bytes | None]) -> list[FileChange]:
+    """The ledger update and the store (bytes before and after of every file), written in the
+    same transaction as the files. Bytes the new ledger does not name are not stored, and
+    bytes the old one needed and the new one does not are removed (a second apply with --with
+    moves a file's 'after' on; a stale set's records go), so nothing is left behind in
+    `originals/`."""
+    rel = ledger_mod.ledger_rel()
+    out = [FileChange(rel, read_bytes(root, rel), ledger_mod.dump(new) if new.sets else None)]
+    keep = ledger_mod.referenced(new)
+    known = {sha256(b): b for b in data if b is not None and sha256(b) in keep}
+    for digest, content in sorted(known.items()):
+        if not ledger_mod.has_bytes(root, digest):
+            out.append(FileChange(original_rel(digest), None, content, 0o444))
+    for digest in ledger_mod.unreferenced(old, new):
+        path = original_rel(digest)
+        current = read_bytes(root, path)
+        if current is not None:
+            out.append(FileChange(path, current, None))
     return out
+
+
+def _mode_of(root: Path, rel: str) -> int | None:
+    import stat
+
+    try:
+        return stat.S_IMODE((root / rel).lstat().st_mode)
+    except OSError:
+        return None

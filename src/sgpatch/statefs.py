@@ -85,11 +85,19 @@ def check_state_entry(path: Path) -> bool:
     return True
 
 
-def write_state(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Replace a small state file (lock.owner): temp file with an unpredictable name (O_EXCL),
-    then os.replace, so a planted symlink or FIFO is replaced, never written through."""
+def write_state(path: Path, data: bytes, mode: int | None = 0o644) -> None:
+    """Replace a file sgpatch owns (lock.owner, a patch file `refresh`/`port` rewrite): a temp
+    file with an unpredictable name in the same folder (O_EXCL), then a rename, so a planted
+    symlink or FIFO at the name (or at a guessable temp name) is replaced, never written
+    through. `mode` None keeps the mode of the file replaced (0644 for a new one)."""
     import tempfile
 
+    if mode is None:
+        try:
+            st = os.lstat(path)
+            mode = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else 0o644
+        except OSError:
+            mode = 0o644
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".sgpatch-tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

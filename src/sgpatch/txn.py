@@ -243,15 +243,20 @@ def _remove_stale_temps(folder: Path, name: str | None = None) -> None:
 
 
 def roll_back_interrupted(
-    root: Path, state_dir: Path, wait: float | None = None
+    root: Path, state_dir: Path, wait: float | None = None, tidy: bool = False
 ) -> list[str] | None:
     """If a killed run left a journal, roll it back under the lock (never under a run that is
     still writing: a journal whose writer holds the lock is that run's, not a crash's). None
     when there was nothing to roll back. `wait`: seconds to wait for a running writer (readers
-    pass a short one and then say a run is in progress)."""
-    if not check_state_entry(state_dir / JOURNAL):
-        return None
+    pass a short one and then say a run is in progress). `tidy` (`sgpatch recover`): also take
+    the lock when there is no journal, so a killed run's other residue (temp files, a stale
+    lock.owner, a folder holding only the lock) is removed on the way out."""
     try:
+        if not check_state_entry(state_dir / JOURNAL):
+            if tidy and state_dir.is_dir() and not state_dir.is_symlink():
+                with locked(state_dir, wait, create=False):
+                    pass  # locked() tidies when it lets go
+            return None
         with locked(state_dir, wait, create=False), interrupts.deferred():
             return recover(root, state_dir)
     except _StateGone:

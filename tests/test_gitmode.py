@@ -167,7 +167,7 @@ def test_revert_commit_records_the_reversal_and_status_is_clean(checkout, capsys
     made = git(repo, "log", "--format=%H", "-2").split()
     assert sgpatch("revert", *args, "--commit") == 0
     msg = git(repo, "log", "-1", "--format=%B")
-    assert msg.startswith("Revert sgpatch set demo")
+    assert msg.startswith("Revert patch set demo (sgpatch)")
     assert "Reverted by sgpatch (demo/two)" in msg and "Reverted by sgpatch (demo/one)" in msg
     assert all(f"This reverts commit {sha}" in msg for sha in made)
     assert git(repo, "rev-parse", "HEAD^{tree}").strip() == pristine_tree
@@ -193,7 +193,7 @@ def test_plain_revert_after_apply_commit_is_noted_and_revert_commit_finishes_it(
     assert "not made by sgpatch" not in err
     assert "revert is not committed" in err
     assert sgpatch("revert", *args, "--commit") == 0
-    assert git(repo, "log", "-1", "--format=%s").strip() == "Revert sgpatch set demo"
+    assert git(repo, "log", "-1", "--format=%s").strip() == "Revert patch set demo (sgpatch)"
     assert git(repo, "status", "--porcelain") == ""
 
 

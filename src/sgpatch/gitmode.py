@@ -392,7 +392,7 @@ def _revert_message(set_name: str, ids: Sequence[str], commits) -> str:
         body.append("")
         body += [f"This reverts commit {c.sha} ({c.id})." for c in reversed(commits)]
     trailers = "\n".join(REVERT_TRAILER.format(set=set_name, id=i) for i in ids)
-    head = f"Revert sgpatch set {set_name}"
+    head = f"Revert patch set {set_name} (sgpatch)"
     return f"{head}\n\n" + "\n".join(body) + (f"\n\n{trailers}\n" if trailers else "\n")
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from sgpatch import __version__, preconditions, report
 from sgpatch import ledger as ledger_mod
 from sgpatch.commands.common import (
+    ledger_changes,
     load_ledger,
     open_target,
     say_notes,
@@ -16,9 +17,9 @@ from sgpatch.commands.common import (
     supported_set,
 )
 from sgpatch.errors import ExitCode, SgpatchError
-from sgpatch.ledger import PatchRecord, original_rel, sha256, state_dir
+from sgpatch.ledger import PatchRecord, state_dir
 from sgpatch.plan import SetPlan, plan_set
-from sgpatch.txn import FileChange, commit, locked, read_bytes
+from sgpatch.txn import commit, locked
 
 
 def run(
@@ -90,19 +91,20 @@ def _write(target, manifest, options, git_commit: bool):
     if code != ExitCode.OK:
         return plan, code, []
     gplan = None
-    if git_commit:
+    if git_commit and plan.changes:
         from sgpatch import gitmode
 
-        if not plan.changes:  # applied, its commits not made yet (a run stopped in between)
-            gitmode.report_commits(gitmode.finish_apply(target, ledger.sets.get(plan.name)))
-            return plan, code, []
         gitmode.check_clean(target, [c.path for c in plan.changes])
         gplan = gitmode.apply_plan(target, manifest, plan)
+    elif git_commit:  # applied; its commits made but HEAD not moved yet (a run stopped there)
+        from sgpatch import gitmode
+
+        gitmode.report_commits(gitmode.finish_apply(target, ledger.sets.get(plan.name)))
     if not plan.changes and not reconciled.stale:
         return plan, code, []
     new = ledger if not plan.changes else _recorded(root, ledger, plan, str(target.version), gplan)
     data = [x for c in plan.changes for x in (c.before, c.after)]
-    changes = [*plan.changes, *_ledger_changes(root, reconciled.stored, new, data)]
+    changes = [*plan.changes, *ledger_changes(root, reconciled.stored, new, data)]
     commit(root, state_dir(root), changes)
     if gplan is not None:
         from sgpatch import gitmode
@@ -163,27 +165,6 @@ def _recorded(root: Path, ledger, plan: SetPlan, version: str, gplan=None):
         record = new.sets[plan.name]
         new = new.with_set(replace(record, commits=(*record.commits, *gplan.commits)))
     return new
-
-
-def _ledger_changes(root: Path, old, new, data: list[bytes | None]) -> list[FileChange]:
-    """The ledger update and the store (bytes before and after of every file), written in the
-    same transaction as the files. Bytes the new ledger does not name are not stored, and
-    bytes the old one needed and the new one does not are removed (a second apply with --with
-    moves a file's 'after' on; a stale set's records go), so nothing is left behind in
-    `originals/`."""
-    rel = ledger_mod.ledger_rel()
-    out = [FileChange(rel, read_bytes(root, rel), ledger_mod.dump(new) if new.sets else None)]
-    keep = ledger_mod.referenced(new)
-    known = {sha256(b): b for b in data if b is not None and sha256(b) in keep}
-    for digest, content in sorted(known.items()):
-        if not ledger_mod.has_bytes(root, digest):
-            out.append(FileChange(original_rel(digest), None, content, 0o444))
-    for digest in ledger_mod.unreferenced(old, new):
-        path = original_rel(digest)
-        current = read_bytes(root, path)
-        if current is not None:
-            out.append(FileChange(path, current, None))
-    return out
 
 
 def _mode_of(root: Path, rel: str) -> int | None:

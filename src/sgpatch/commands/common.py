@@ -16,6 +16,7 @@ from sgpatch.target import Target, discover, find_target
 from sgpatch.txn import LockBusy, lock_timeout, stop_if_rolled_back
 
 if TYPE_CHECKING:
+    from sgpatch.ledger import Ledger
     from sgpatch.upgrade import Reconciled
 
 T = TypeVar("T")
@@ -82,6 +83,30 @@ def load_ledger(target: Target) -> Reconciled:
 def say_notes(reconciled: Reconciled) -> None:
     for note in reconciled.notes:
         report.err(f"sgpatch: {note}")
+
+
+def ledger_changes(root: Path, old: Ledger, new: Ledger, data: list[bytes | None]) -> list:
+    """The ledger update and the store (bytes before and after of every file), written in the
+    same transaction as the files. Bytes the new ledger does not name are not stored, and
+    bytes the old one needed and the new one does not are removed (a second apply with --with
+    moves a file's 'after' on; a stale set's records go), so nothing is left behind in
+    `originals/`."""
+    from sgpatch.ledger import has_bytes, original_rel, referenced, sha256, unreferenced
+    from sgpatch.txn import FileChange, read_bytes
+
+    rel = ledger_mod.ledger_rel()
+    out = [FileChange(rel, read_bytes(root, rel), ledger_mod.dump(new) if new.sets else None)]
+    keep = referenced(new)
+    known = {sha256(b): b for b in data if b is not None and sha256(b) in keep}
+    for digest, content in sorted(known.items()):
+        if not has_bytes(root, digest):
+            out.append(FileChange(original_rel(digest), None, content, 0o444))
+    for digest in unreferenced(old, new):
+        path = original_rel(digest)
+        current = read_bytes(root, path)
+        if current is not None:
+            out.append(FileChange(path, current, None))
+    return out
 
 
 def supported_set(name: str, target: Target, extra: Sequence[Path]) -> SetManifest:

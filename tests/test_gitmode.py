@@ -274,3 +274,28 @@ def test_revert_commit_refuses_foreign_uncommitted_changes(checkout, capsys):
     before = _tree(repo)
     assert sgpatch("revert", *args, "--commit", "--force") == 4
     assert _tree(repo) == before
+
+
+def test_an_index_left_behind_after_head_moved_is_resynced_by_a_retry(checkout, monkeypatch):
+    """Input: apply --commit moved HEAD, but re-syncing the index failed (another git took
+    index.lock at that moment). Outcome: exit 4 in one line saying to run it again; the retry
+    exits 0 and leaves nothing staged or modified."""
+    repo, sets = checkout
+    args = _args(repo, sets)
+    real = gitmode._resync_index
+
+    def locked_out(repo_, paths):
+        """The real re-sync, while another git holds index.lock (once)."""
+        monkeypatch.setattr(gitmode, "_resync_index", real)
+        (repo / ".git" / "index.lock").write_text("")
+        try:
+            real(repo_, paths)
+        finally:
+            (repo / ".git" / "index.lock").unlink()
+
+    monkeypatch.setattr(gitmode, "_resync_index", locked_out)
+    assert sgpatch("apply", *args, "--commit") == 4
+    assert git(repo, "rev-list", "--count", "HEAD").strip() == "3"
+    assert git(repo, "status", "--porcelain", "--untracked-files=no") != ""
+    assert sgpatch("apply", *args, "--commit") == 0
+    assert git(repo, "status", "--porcelain", "--untracked-files=no") == ""

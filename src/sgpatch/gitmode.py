@@ -302,7 +302,11 @@ def finish_apply(target, record) -> list[Made]:
     except (ValueError, KeyError, Exception):  # objects gone (gc after a reset): nothing to do
         return []
     head = repo.head.commit.hexsha
-    if head == tip:
+    if head == tip:  # moved; the index may have been left behind (a git held index.lock)
+        paths = _commit_paths(repo, [c.sha for c in record.commits])
+        if paths and repo.git.diff("--cached", "--name-only", "HEAD", "--", *paths).strip():
+            _check_index_lock(repo)
+            _resync_index(repo, paths)
         return []
     if head != base:
         from sgpatch import report

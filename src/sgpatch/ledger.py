@@ -107,6 +107,10 @@ def original_rel(digest: str) -> str:
 def load(root: Path) -> Ledger:
     """Read the ledger; a missing one is empty, a broken or newer one is a clear error."""
     path = state_dir(root) / LEDGER
+    if state_dir(root).is_symlink():
+        raise SgpatchError(
+            f"refusing state folder {state_dir(root)}: it is a symlink", ExitCode.UNSAFE
+        )
     try:
         data = read_state(path)  # no symlink followed, no FIFO opened for long
         if data is None:

@@ -830,12 +830,13 @@ def test_lock_owner_fifo_does_not_hang_the_busy_message(env, monkeypatch):
 
 
 def test_stress_mixed_apply_revert_status_stays_consistent(env):
-    """Input: 6 forked processes (2 apply, 2 revert, 2 status) each running its command 12
+    """Input: 6 forked processes (2 apply, 2 revert, 2 status) each running its command 8
     times in a loop on one tree, released together, plus one real `python -m sgpatch` process
-    alternating apply/revert/status; SGPATCH_LOCK_TIMEOUT=30; the whole run bounded by an
-    alarm. Outcome: no traceback, every writer exits 0 (status 0, or 4 'a run is in progress'),
-    and at the end the tree is either pristine with no .sgpatch/ or patched exactly as the
-    ledger says (each patch once, every file hashing to its 'after')."""
+    alternating apply/revert/status; SGPATCH_LOCK_TIMEOUT=90 (flock is not fair: on a loaded
+    machine a writer can wait long); the whole run bounded by an alarm. Outcome: no
+    traceback, every writer exits 0 (status 0, or 4 'a run is in progress'), and at the end
+    the tree is either pristine with no .sgpatch/ or patched exactly as the ledger says (each
+    patch once, every file hashing to its 'after')."""
     pkg, _, args = env
     pristine = snapshot(pkg)
     r, w = os.pipe()
@@ -846,14 +847,15 @@ def test_stress_mixed_apply_revert_status_stays_consistent(env):
             code = 99
             try:
                 os.close(w)
-                signal.alarm(120)
-                os.environ[txn.LOCK_TIMEOUT_ENV] = "30"
+                signal.alarm(240)
+                os.environ[txn.LOCK_TIMEOUT_ENV] = "90"  # flock is not fair: no starving
                 os.read(r, 1)
                 allowed = {0, 4} if cmd == "status" else {0}
                 code = 0
-                for _ in range(12):
+                for _ in range(8):
                     got, _, err = cli(cmd, *args)
                     if got not in allowed or "Traceback" in err:
+                        (pkg.parent / f"stress-{os.getpid()}.err").write_text(f"{cmd}: {err}")
                         code = 90 + got
                         break
             finally:
@@ -861,7 +863,7 @@ def test_stress_mixed_apply_revert_status_stays_consistent(env):
         pids.append(pid)
     os.close(r)
     envv = {**os.environ, "PYTHONPATH": str(Path(txn.__file__).parent.parent)}
-    envv[txn.LOCK_TIMEOUT_ENV] = "30"
+    envv[txn.LOCK_TIMEOUT_ENV] = "90"
     os.write(w, b"x" * 6)
     os.close(w)
     for cmd in ("apply", "status", "revert", "apply"):
@@ -870,16 +872,140 @@ def test_stress_mixed_apply_revert_status_stays_consistent(env):
             env=envv,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=240,
         )
         assert p.returncode in ((0, 4) if cmd == "status" else (0,)), p.stderr
         assert "Traceback" not in p.stderr
     for pid in pids:
         _, status = os.waitpid(pid, 0)
-        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+        why = [f.read_text() for f in pkg.parent.glob("stress-*.err")]
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, why)
     assert not (pkg / ".sgpatch" / txn.JOURNAL).exists()
     if (pkg / ".sgpatch").exists():
         _ledger_consistent(pkg)
         assert patched(pkg)
     else:
         assert snapshot(pkg) == pristine
+
+
+# ------------------------------------------------------------------------------ symlinks
+
+
+def test_commit_makes_replaces_and_removes_symlinks_as_links(tmp_path):
+    """Input: one commit that turns f.py into a symlink to g.py, retargets link l from a.py to
+    b.py, and turns link m back into a regular file. Outcome: links with exactly those targets
+    (never written through: g.py, a.py, b.py unchanged), m a regular 0644 file, no journal,
+    no temp file."""
+    root = tmp_path
+    for name in ("f.py", "g.py", "a.py", "b.py"):
+        (root / name).write_text(f"{name}\n")
+    (root / "l").symlink_to("a.py")
+    (root / "m").symlink_to("a.py")
+    commit(
+        root,
+        root / ".sgpatch",
+        [
+            FileChange("f.py", b"f.py\n", None, link="g.py"),
+            FileChange("l", None, None, link="b.py", before_link="a.py"),
+            FileChange("m", None, b"m\n", 0o644, before_link="a.py"),
+        ],
+    )
+    assert os.readlink(root / "f.py") == "g.py" and os.readlink(root / "l") == "b.py"
+    assert not (root / "m").is_symlink() and (root / "m").read_bytes() == b"m\n"
+    assert [(root / n).read_text() for n in ("g.py", "a.py", "b.py")] == [
+        "g.py\n",
+        "a.py\n",
+        "b.py\n",
+    ]
+    assert not (root / ".sgpatch" / txn.JOURNAL).exists()
+    assert not list(root.rglob(f"*{txn.TMP_SUFFIX}"))
+
+
+def test_a_symlink_that_moved_since_planning_is_refused(tmp_path):
+    (tmp_path / "l").symlink_to("elsewhere")
+    with pytest.raises(SgpatchError) as exc:
+        commit(
+            tmp_path,
+            tmp_path / ".sgpatch",
+            [FileChange("l", None, None, link="b", before_link="a")],
+        )
+    assert exc.value.code == ExitCode.UNSAFE and "changed while" in exc.value.message
+    assert os.readlink(tmp_path / "l") == "elsewhere"
+
+
+@pytest.mark.parametrize("nth", [1, 2, 3])
+def test_a_failed_commit_puts_links_back(tmp_path, monkeypatch, nth):
+    """Input: the same three link changes, os.replace failing (ENOSPC) at call n. Outcome: the
+    rollback restores every name exactly: f.py a regular file with its bytes and mode, l a
+    link to a.py, m a link to a.py."""
+    root = tmp_path
+    for name in ("f.py", "a.py", "b.py"):
+        (root / name).write_text(f"{name}\n")
+    os.chmod(root / "f.py", 0o640)
+    (root / "l").symlink_to("a.py")
+    (root / "m").symlink_to("a.py")
+    before = snapshot(root)
+    disk_full_at(monkeypatch, nth + 1)  # call 1 is the journal
+    with pytest.raises(SgpatchError):
+        commit(
+            root,
+            root / ".sgpatch",
+            [
+                FileChange("f.py", b"f.py\n", None, link="b.py"),
+                FileChange("l", None, None, link="b.py", before_link="a.py"),
+                FileChange("m", None, b"m\n", 0o644, before_link="a.py"),
+            ],
+        )
+    assert snapshot(root) == before
+
+
+def test_recover_restores_a_link_from_the_journal_and_removes_one_the_run_made(tmp_path):
+    """Input: a journal saying l was a link to a.py and n did not exist; the killed run had
+    made l a regular file and n a link. Outcome: recovery puts the link l back and removes n."""
+    root = tmp_path
+    (root / "a.py").write_text("a\n")
+    write_journal(
+        root / ".sgpatch",
+        [
+            FileChange("l", None, b"x\n", before_link="a.py"),
+            FileChange("n", None, None, link="a.py"),
+        ],
+        {},
+    )
+    (root / "l").write_text("x\n")
+    (root / "n").symlink_to("a.py")
+    assert sorted(recover(root, root / ".sgpatch")) == ["l", "n"]
+    assert os.readlink(root / "l") == "a.py"
+    assert not (root / "n").exists() and not (root / "n").is_symlink()
+
+
+def test_revert_restores_link_targets_and_files_a_set_made_links(env):
+    """Input: a ledger (as the engine's file operations will write it) saying the set turned
+    srt/a.py (a regular 0640 file) into a link to models/c.py and retargeted srt/lnk from
+    layers/b.py to models/c.py; the tree in that state. Outcome: revert gives back the regular
+    file with its bytes and mode and the link with its old target, and removes .sgpatch/."""
+    from dataclasses import replace
+
+    pkg, _, args = env
+    assert cli("apply", *args)[0] == 0
+    assert cli("revert", *args)[0] == 0
+    os.chmod(pkg / "srt/a.py", 0o640)
+    (pkg / "srt/lnk").symlink_to("layers/b.py")
+    pristine = snapshot(pkg)
+    assert cli("apply", *args)[0] == 0
+    ledger = ledger_mod.load(pkg)
+    record = ledger.sets[SET]
+    a_before = record.files["srt/a.py"].before
+    (pkg / "srt/a.py").unlink()
+    (pkg / "srt/a.py").symlink_to("models/c.py")
+    (pkg / "srt/lnk").unlink()
+    (pkg / "srt/lnk").symlink_to("models/c.py")
+    files = dict(record.files)
+    files["srt/a.py"] = ledger_mod.FileRecord(a_before, None, 0o640, None, None, "models/c.py")
+    files["srt/lnk"] = ledger_mod.FileRecord(None, None, None, None, "layers/b.py", "models/c.py")
+    ledger = ledger.with_set(replace(record, files=files))
+    (pkg / ".sgpatch" / "ledger.json").write_bytes(ledger_mod.dump(ledger))
+    code, _, err = cli("revert", *args)
+    assert code == 0, err
+    assert snapshot(pkg) == pristine
+    assert not (pkg / ".sgpatch").exists()

@@ -68,14 +68,18 @@ class FileChange:
     before: bytes | None
     after: bytes | None
     mode: int | None = None  # permission bits for a new file or a mode change
+    link: str | None = None  # the path becomes a symlink to this target (`after` is None)
+    before_link: str | None = None  # the path is a symlink to this target now (`before` None)
 
 
-def safe_path(root: Path, rel: str) -> Path:
+def safe_path(root: Path, rel: str, link_ok: bool = False) -> Path:
     """`root/rel`, refusing anything that could write outside `root` (exit 4).
 
     Refused: empty or absolute paths, `..`, NUL bytes, a symlink anywhere on the way that
     resolves outside the tree, a symlink as the file itself (writing through it), and anything
     that exists but is neither a regular file nor a folder (FIFO, socket, device).
+    `link_ok`: the file itself may be a symlink, to be replaced or removed as a link (never
+    written through); its folders are checked as always.
     """
     if not isinstance(rel, str) or rel in ("", ".") or "\x00" in rel:
         raise unsafe(f"refusing path {rel!r}: not a file path inside the tree")
@@ -92,13 +96,18 @@ def safe_path(root: Path, rel: str) -> Path:
             cur = cur / part
             if cur.is_symlink():
                 target = Path(os.path.realpath(cur))
+                if cur == path and link_ok:
+                    break
                 if cur == path:
                     raise unsafe(f"refusing to write through symlink {rel!r} -> {target}")
                 if root_real != target and root_real not in target.parents:
                     raise unsafe(f"refusing path {rel!r}: symlink {cur} leaves the tree")
-        if path.exists() and not (path.is_file() or path.is_dir()):
+        if link_ok and path.is_symlink():
+            real = Path(os.path.realpath(path.parent)) / path.name  # the link, not its target
+        elif path.exists() and not (path.is_file() or path.is_dir()):
             raise unsafe(f"refusing to touch {rel!r}: not a regular file")
-        real = Path(os.path.realpath(path))
+        else:
+            real = Path(os.path.realpath(path))
     except OSError as exc:
         raise unsafe(f"refusing path {rel!r}: {exc.strerror or exc}") from None
     if real != root_real and root_real not in real.parents:
@@ -148,7 +157,8 @@ def _atomic_write(
     """Temp file + fsync + os.replace. With `synced`, the folder fsync is left to the caller
     (commit flushes each folder once, before it drops the journal that can undo the rename)."""
     if mode is None:
-        mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
+        regular = path.exists() and not path.is_symlink()
+        mode = stat.S_IMODE(path.stat().st_mode) if regular else 0o644
     path.parent.mkdir(parents=True, exist_ok=True)
     _step()
     import tempfile  # here, not at the top: read-only commands never write
@@ -172,11 +182,39 @@ def _atomic_write(
         synced.add(path.parent)
 
 
+def _atomic_link(path: Path, target: str, synced: set[Path] | None = None) -> None:
+    """A symlink made under an unpredictable temp name, then os.replace'd into place."""
+    import secrets
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _step()
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}{TMP_SUFFIX}")
+    os.symlink(target, tmp)
+    try:
+        _step()
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if synced is None:
+        _fsync_dir(path.parent)
+    else:
+        synced.add(path.parent)
+
+
 def _put(
-    root: Path, rel: str, data: bytes | None, mode: int | None, synced: set[Path] | None = None
+    root: Path,
+    rel: str,
+    data: bytes | None,
+    mode: int | None,
+    synced: set[Path] | None = None,
+    link: str | None = None,
 ) -> None:
     path = root / rel
-    if data is None:
+    if link is not None:
+        _atomic_link(path, link, synced)
+    elif data is None:
         if path.exists() or path.is_symlink():
             _step()
             with contextlib.suppress(FileNotFoundError):
@@ -222,7 +260,13 @@ def write_journal(
         "schema": JOURNAL_SCHEMA,
         "pid": os.getpid(),
         "files": [
-            {"path": c.path, "before": _b64(c.before), "mode": modes.get(c.path)} for c in changes
+            {
+                "path": c.path,
+                "before": _b64(c.before),
+                "mode": modes.get(c.path),
+                **({"link": c.before_link} if c.before_link is not None else {}),
+            }
+            for c in changes
         ],
         "dirs": list(dirs),
     }
@@ -291,13 +335,28 @@ def recover(root: Path, state_dir: Path) -> list[str] | None:
     entries, dirs = _parse_journal(path, data)
     restored = []
     try:
-        for rel, before, mode in entries:
-            target = safe_path(root, rel)
+        for rel, before, mode, link in entries:
+            target = safe_path(root, rel, link_ok=True)  # the killed run may have made a link
             _remove_stale_temps(target.parent, target.name)
-            current = target.read_bytes() if target.is_file() else None
+            now_link = os.readlink(target) if target.is_symlink() else None
+            if link is not None:
+                if now_link != link:
+                    _put(root, rel, None, None, link=link)
+                    restored.append(rel)
+                continue
+            regular = now_link is None and target.is_file()
+            current = target.read_bytes() if regular else None
             now_mode = stat.S_IMODE(target.stat().st_mode) if current is not None else None
-            if current != before or (before is not None and mode is not None and now_mode != mode):
-                _put(root, rel, before, mode)
+            stale_link = now_link is not None
+            if (
+                stale_link
+                or current != before
+                or (before is not None and mode is not None and now_mode != mode)
+            ):
+                if stale_link and before is None:
+                    target.unlink()  # a link the run created where nothing was
+                else:
+                    _put(root, rel, before, mode)
                 restored.append(rel)
         for rel in dirs:
             with contextlib.suppress(OSError):
@@ -316,7 +375,7 @@ def recover(root: Path, state_dir: Path) -> list[str] | None:
 
 def _parse_journal(
     path: Path, data: bytes
-) -> tuple[list[tuple[str, bytes | None, int | None]], list[str]]:
+) -> tuple[list[tuple[str, bytes | None, int | None, str | None]], list[str]]:
     """The journal's entries, each field checked: a journal is replayed only when every path is
     a string, every `before` base64 or null and every mode a permission value; one from a newer
     sgpatch is refused, not guessed at (exit 4, the tree left alone)."""
@@ -331,12 +390,14 @@ def _parse_journal(
             )
         entries = []
         for e in doc["files"]:
-            rel, before, mode = e["path"], e["before"], e.get("mode")
+            rel, before, mode, link = e["path"], e["before"], e.get("mode"), e.get("link")
             if not isinstance(rel, str) or not (before is None or isinstance(before, str)):
                 raise ValueError(f"bad entry for {rel!r}")
+            if not (link is None or (isinstance(link, str) and link and "\x00" not in link)):
+                raise ValueError(f"bad link for {rel!r}")
             if mode is not None and (type(mode) is not int or not 0 <= mode <= 0o7777):
                 raise ValueError(f"bad mode {mode!r} for {rel!r}")
-            entries.append((rel, _unb64(before), mode))
+            entries.append((rel, _unb64(before), mode, link))
         dirs = doc.get("dirs", [])
         if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
             raise ValueError("bad 'dirs'")
@@ -550,6 +611,20 @@ def _write_error(exc: OSError, rel: str) -> str:
     return f"writing {rel} failed: {exc.strerror or exc}"
 
 
+def _verify_before(root: Path, c: FileChange) -> Path:
+    """The change's path, once its current state is what the plan read: the bytes `before`,
+    or (before_link) a symlink to that target. Anything else changed meanwhile: exit 4."""
+    if c.before_link is not None:
+        path = safe_path(root, c.path, link_ok=True)
+        same = path.is_symlink() and os.readlink(path) == c.before_link
+    else:
+        path = safe_path(root, c.path)
+        same = read_bytes(root, c.path) == c.before
+    if not same:
+        raise unsafe(f"{c.path} changed while sgpatch was planning; nothing was written")
+    return path
+
+
 def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
     """Write every change or none: verify, journal, replace, drop the journal.
 
@@ -557,7 +632,9 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
     the tree is rolled back before the error propagates; if even that fails the journal stays
     and the next sgpatch run rolls back.
     """
-    changes = [c for c in changes if c.before != c.after or c.mode is not None]
+    changes = [
+        c for c in changes if c.before != c.after or c.mode is not None or c.link != c.before_link
+    ]
     if not changes:
         return
     modes: dict[str, int] = {}
@@ -566,11 +643,8 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
         if c.path in seen:
             raise SgpatchError(f"internal error: {c.path} changed twice in one commit")
         seen.add(c.path)
-        path = safe_path(root, c.path)
-        current = read_bytes(root, c.path)
-        if current != c.before:
-            raise unsafe(f"{c.path} changed while sgpatch was planning; nothing was written")
-        if path.exists():
+        path = _verify_before(root, c)
+        if c.before_link is None and path.exists():
             modes[c.path] = stat.S_IMODE(path.stat().st_mode)
             if not os.access(path, os.W_OK):
                 raise SgpatchError(f"{c.path}: file is read-only; nothing was written")
@@ -594,7 +668,7 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
         for c in changes:
             current_rel = c.path
             mode = c.mode if c.mode is not None else modes.get(c.path)
-            _put(root, c.path, c.after, mode, folders)
+            _put(root, c.path, c.after, mode, folders, link=c.link)
         for folder in sorted(folders):  # renames durable before the journal goes
             _fsync_dir(folder)
     except BaseException as exc:

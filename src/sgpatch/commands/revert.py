@@ -8,6 +8,7 @@ revert (sgpatch.merge3). The run that writes holds the lock from its first read 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -136,6 +137,13 @@ def _restore(root: Path, record: SetRecord, force: bool, set_name, patchsets):
     changes: list[FileChange] = []
     edited: list[str] = []
     for path, rec in sorted(record.files.items()):
+        if rec.link_before is not None or rec.link_after is not None:
+            link_change = _restore_link(root, path, rec)
+            if link_change is None:
+                edited.append(path)
+            else:
+                changes.append(link_change)
+            continue
         current = read_bytes(root, path)
         if sha256(current) != rec.after:
             edited.append(path)
@@ -151,11 +159,37 @@ def _restore(root: Path, record: SetRecord, force: bool, set_name, patchsets):
             "edits and take the set's changes out): " + ", ".join(edited),
             ExitCode.NOT_DONE,
         )
+    links = [p for p in edited if record.files[p].link_before or record.files[p].link_after]
+    if links:
+        raise SgpatchError(
+            f"{links[0]}: cannot revert with --force: a symlink the set changed was changed "
+            "since; restore it by hand (nothing was written)",
+            ExitCode.CONFLICT,
+        )
     legacy = [p for p in edited if not _has_after(root, record, p)]
     changes += [_merge(root, path, record) for path in edited if path not in legacy]
     if legacy:  # a v1 ledger kept no after-bytes: reverse-apply today's patch files
         changes += _reverse_apply(root, set_name, record, legacy, patchsets)
     return changes, edited
+
+
+def _restore_link(root: Path, path: str, rec) -> FileChange | None:
+    """A file whose symlink target the set changed (or that it turned into or out of a link):
+    the change back to the link target or bytes it had, None when it changed since."""
+    from sgpatch.txn import safe_path
+
+    where = safe_path(root, path, link_ok=True)
+    now_link = os.readlink(where) if where.is_symlink() else None
+    current = None if now_link is not None else read_bytes(root, path)
+    if rec.link_after is not None:
+        unchanged = now_link == rec.link_after
+    else:
+        unchanged = now_link is None and sha256(current) == rec.after
+    if not unchanged:
+        return None
+    original = None if rec.link_before is not None else read_original(root, rec.before)
+    mode = rec.mode_before if original is not None else None
+    return FileChange(path, current, original, mode, rec.link_before, now_link)
 
 
 def _mode_now(root: Path, rel: str) -> int | None:

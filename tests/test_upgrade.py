@@ -7,9 +7,11 @@ import base64
 import hashlib
 from pathlib import Path
 
+import pytest
+
 from helpers import run_cli as cli
 from sgpatch import ledger as ledger_mod
-from sgpatch.upgrade import reconcile
+from sgpatch.upgrade import _same_release, reconcile
 from test_txn import FILES, SET, make_env, patched, snapshot
 
 
@@ -130,3 +132,19 @@ def test_reconcile_keeps_a_ledger_that_matches_and_drops_one_for_another_release
     other = reconcile(pkg, "0.5.10", info, stored)
     assert other.stale == (SET,) and other.ledger.sets == {}
     assert other.notes[0].startswith("ledger is for 0.5.9, tree is now 0.5.10: reinstalled")
+
+
+@pytest.mark.parametrize(
+    "recorded,now,same",
+    [
+        ("0.5.9", "0.5.9", True),
+        ("0.5.9", "0.5.10", False),
+        ("0.5.9", "0.5.9.post1.dev3+gabc1234", True),  # a checkout a few commits on
+        ("0.5.9.post1.dev1+gabc", "0.5.9.post1.dev2+gdef", True),
+        ("0.5.10", "0.5.10+cu130", True),  # a local label: RECORD decides
+        ("0.5.1.post1", "0.5.1.post2", False),  # real post releases are releases
+        ("0.5.9", "0.5.10.post1.dev1+gabc", False),
+    ],
+)
+def test_same_release(recorded, now, same):
+    assert _same_release(recorded, now) is same

@@ -573,7 +573,6 @@ def _plan_one(
     rel = _set_relative(variant.patch, manifest.base_dir)
     data = _read_patch_bytes(variant.patch, rel)
     patch = parse_patch(data, f"{manifest.name}/{rel}")
-    _refuse_unrevertable(patch)
     mapper = package_mapper(patch.name)
     # 2. post-image exactly in place (applied by hand or by an older tool)? Planned at fuzz 0
     # on a fork of the overlay; at the set's usual fuzz 0 that is also the real plan (step 4).
@@ -626,17 +625,6 @@ def _plan_one(
         note="" if selected else _left_out(spec),
         exit_code=ExitCode.NOT_DONE if selected else ExitCode.OK,
     )
-
-
-def _refuse_unrevertable(patch: Patch) -> None:
-    """A set must be revertible exactly; the ledger records bytes per path (so renames and
-    copies revert), not permission bits: a mode change is refused until it does."""
-    for f in patch.files:
-        if f.mode_change:
-            raise bad_input(
-                f"{patch.name}: {f.target} changes its mode ({f.old_mode:o} -> {f.new_mode:o}); "
-                "a patch set cannot revert a mode change yet: drop the mode lines"
-            )
 
 
 def _unmet(spec: PatchSpec, by_id: Mapping[str, PatchPlan]) -> list[str]:

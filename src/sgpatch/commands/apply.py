@@ -14,6 +14,7 @@ from sgpatch.commands.common import (
     open_target,
     say_notes,
     site_packages,
+    stable_read,
     supported_set,
 )
 from sgpatch.errors import ExitCode, SgpatchError
@@ -43,10 +44,14 @@ def run(
         gitmode.require_repo(target)
     root = target.root
     options = {"with_ids": tuple(with_ids), "without_ids": tuple(without_ids), "strict": strict}
-    reconciled = load_ledger(target)
+    # A first plan without the lock (a run with nothing to write creates nothing), read
+    # consistently: a run writing meanwhile makes it read again, never judge a mix.
+    reconciled, plan = stable_read(
+        root,
+        lambda: _plan_unlocked(target, manifest, options),
+    )
     say_notes(reconciled)
     ledger = reconciled.ledger
-    plan = plan_set(manifest, root, target.version, ledger, **options)
     code = _verdict(plan)
     pre = preconditions.for_plan(manifest, plan, site_packages(target))
     unmet = [x for x in pre if x.verdict == "unmet"]
@@ -76,6 +81,11 @@ def run(
         report.show_set(target, after, pre, verbose)
         report.apply_summary(after, code, written, dry_run)
     return int(code)
+
+
+def _plan_unlocked(target, manifest, options):
+    reconciled = load_ledger(target)
+    return reconciled, plan_set(manifest, target.root, target.version, reconciled.ledger, **options)
 
 
 def _write(target, manifest, options, git_commit: bool):

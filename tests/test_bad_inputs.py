@@ -9,6 +9,8 @@ subprocesses too (bottom of the file).
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import subprocess
 import sys
@@ -518,6 +520,198 @@ CASES += [
 ]
 
 
+# ---------------------------------------------------------------- hardening (issue 13)
+
+
+def _state_special(name: str, kind: str) -> Callable[[Ctx], None]:
+    """A FIFO, a symlink to a file outside the tree, or a device at .sgpatch/<name>."""
+
+    def setup(ctx: Ctx) -> None:
+        state = ctx.pkg / ".sgpatch"
+        state.mkdir(exist_ok=True)
+        if kind == "fifo":
+            os.mkfifo(state / name)
+        elif kind == "symlink":
+            outside = ctx.tmp / "outside.json"
+            outside.write_text('{"schema": 1, "sets": {}}\n')
+            (state / name).symlink_to(outside)
+        else:
+            (state / name).symlink_to("/dev/zero")  # a device behind a link
+
+    return setup
+
+
+def _outside_unchanged(ctx: Ctx, before: dict) -> None:
+    assert (ctx.tmp / "outside.json").read_text() == '{"schema": 1, "sets": {}}\n'
+    assert snapshot(ctx.pkg) == before
+
+
+def _journal_doc(doc: dict) -> Callable[[Ctx], None]:
+    def setup(ctx: Ctx) -> None:
+        (ctx.pkg / ".sgpatch").mkdir(exist_ok=True)
+        (ctx.pkg / ".sgpatch" / txn.JOURNAL).write_text(json.dumps(doc))
+
+    return setup
+
+
+def _a_entry(mode: object) -> dict:
+    return {"path": "srt/a.py", "before": base64.b64encode(b"forged\n").decode(), "mode": mode}
+
+
+def _state_diff(path: str) -> Callable[[Ctx], None]:
+    """Patch pb also creates a file at `path` (a spelling of .sgpatch/ inside the package)."""
+    extra = f"--- /dev/null\n+++ b/python/sglang/{path}\n@@ -0,0 +1 @@\n+forged\n"
+    return _patch(GOOD_B + extra)
+
+
+BILLION_LAUGHS = (
+    'schema: 1\nname: safety-set\nsummary: x\nsglang: ">=0.5"\n'
+    + 'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+    + "".join(f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]\n" for i in range(1, 12))
+    + "patches: *a11\n"
+)
+DEEP_YAML = (
+    'schema: 1\nname: safety-set\nsummary: x\nsglang: ">=0.5"\nx: ' + "[" * 5000 + "]" * 5000
+)
+
+
+def _on_path_only(text: str) -> Callable[[Ctx], None]:
+    """A hostile set that only sits on $SGPATCH_PATH (the command never names it)."""
+
+    def setup(ctx: Ctx) -> None:
+        d = ctx.tmp / "path-sets" / "evil"
+        d.mkdir(parents=True)
+        (d / "patchset.yaml").write_text(text.replace("name: safety-set", "name: evil"))
+
+    return setup
+
+
+def _probe(regex: str) -> Callable[[Ctx], None]:
+    probe = f"    probe: {{file: srt/a.py, regex: '{regex}'}}\n"
+    return _sub("  - id: pb\n", "  - id: pb\n" + probe)
+
+
+CASES += [
+    Case("ledger-fifo", _state_special("ledger.json", "fifo"), 4, "it is a FIFO"),
+    Case("ledger-symlink", _state_special("ledger.json", "symlink"), 4, "it is a symlink"),
+    Case("ledger-device", _state_special("ledger.json", "device"), 4, "it is a symlink"),
+    Case(
+        "ledger-fifo-status",
+        _state_special("ledger.json", "fifo"),
+        4,
+        "it is a FIFO",
+        argv=lambda c: ["status", *c.args],
+    ),
+    Case("journal-fifo", _state_special("journal.json", "fifo"), 4, "it is a FIFO"),
+    Case("journal-symlink", _state_special("journal.json", "symlink"), 4, "it is a symlink"),
+    Case(
+        "journal-fifo-status",
+        _state_special("journal.json", "fifo"),
+        4,
+        "it is a FIFO",
+        argv=lambda c: ["status", *c.args],
+    ),
+    Case(
+        "lock-owner-symlink-is-replaced-not-followed",
+        _state_special("lock.owner", "symlink"),
+        0,
+        "",
+        check=lambda c, before: (
+            (c.tmp / "outside.json").read_text() == '{"schema": 1, "sets": {}}\n' or 1 / 0
+        ),
+    ),
+    Case(
+        "original-fifo",
+        lambda c: (
+            _applied_first(c),
+            (c.pkg / ".sgpatch/originals" / ledger_mod.sha256(A.encode())).chmod(0o644),
+            (c.pkg / ".sgpatch/originals" / ledger_mod.sha256(A.encode())).unlink(),
+            os.mkfifo(c.pkg / ".sgpatch/originals" / ledger_mod.sha256(A.encode())),
+        ),
+        4,
+        "it is a FIFO",
+        argv=lambda c: ["revert", *c.args],
+    ),
+    Case(
+        "journal-mode-string",
+        _journal_doc({"schema": 1, "files": [_a_entry("644")]}),
+        4,
+        "bad mode",
+    ),
+    Case(
+        "journal-mode-huge", _journal_doc({"schema": 1, "files": [_a_entry(2**70)]}), 4, "bad mode"
+    ),
+    Case(
+        "journal-mode-bool", _journal_doc({"schema": 1, "files": [_a_entry(True)]}), 4, "bad mode"
+    ),
+    Case(
+        "journal-path-number",
+        _journal_doc({"schema": 1, "files": [{**_a_entry(None), "path": 7}]}),
+        4,
+        "bad entry",
+    ),
+    Case(
+        "journal-newer", _journal_doc({"schema": 2, "files": [_a_entry(None)]}), 4, "newer sgpatch"
+    ),
+    Case(
+        "journal-dirs-not-list",
+        _journal_doc({"schema": 1, "files": [], "dirs": "srt"}),
+        4,
+        "bad 'dirs'",
+    ),
+    Case(
+        "diff-into-state-folder", _state_diff(".sgpatch/ledger.json"), 4, "sgpatch's state folder"
+    ),
+    Case("diff-into-state-folder-dot", _state_diff("./.sgpatch/journal.json"), 4, "state folder"),
+    Case("diff-into-state-folder-case", _state_diff(".SGPATCH/x"), 4, "sgpatch's state folder"),
+    Case("diff-into-state-folder-dotdot", _state_diff("srt/../.sgpatch/x"), 4, ".."),
+    Case("diff-into-nested-state-folder", _state_diff("srt/.sgpatch/x"), 4, "state folder"),
+    Case("yaml-billion-laughs", lambda c: c.manifest(BILLION_LAUGHS), 2, "aliases expand"),
+    Case("yaml-too-deep", lambda c: c.manifest(DEEP_YAML), 2, "nested deeper than 64"),
+    Case(
+        "yaml-billion-laughs-on-path-list",
+        _on_path_only(BILLION_LAUGHS),
+        2,
+        "aliases expand",
+        argv=lambda c: ["list"],
+        env={"SGPATCH_PATH": "{tmp}/path-sets"},
+    ),
+    Case(
+        "yaml-billion-laughs-on-path-status",
+        _on_path_only(BILLION_LAUGHS),
+        2,
+        "aliases expand",
+        argv=lambda c: ["status", "--sglang-dir", str(c.pkg)],
+        env={"SGPATCH_PATH": "{tmp}/path-sets"},
+    ),
+    Case(
+        "version-deep-expression",
+        _version_file("__version__ = " + "(" * 30_000 + "'0.5.9'" + ")" * 30_000 + "\n"),
+        2,
+        "cannot tell the SGLang version",
+    ),
+    Case(
+        "version-long-sum",
+        _version_file("__version__ = " + " + ".join(["'0'"] * 50_000) + "\n"),
+        2,
+        "cannot tell the SGLang version",
+    ),
+    Case("probe-lookbehind", _probe("(?<=def )a"), 2, "/(?<=def )a/ needs a construct"),
+    Case("probe-backreference", _probe(r"(alpha)\1"), 2, "RE2"),
+    Case(
+        "probe-catastrophic-backtracking-runs-in-linear-time",
+        lambda c: (
+            (c.pkg / "srt/a.py").write_text(A + "a" * 50_000 + "b\n"),
+            _probe("^(a+)+$")(c),
+        ),
+        0,
+        "",
+        argv=lambda c: ["status", *c.args],
+        check=lambda c, before: None,
+    ),
+]
+
+
 def test_corpus_is_big_enough():
     assert len(CASES) >= 40
     assert len({c.id for c in CASES}) == len(CASES)
@@ -534,7 +728,7 @@ def test_bad_input(case: Case, tmp_path, monkeypatch):
     ctx = Ctx(tmp_path, pkg, sets, args)
     case.setup(ctx)
     for k, v in case.env.items():
-        monkeypatch.setenv(k, v)
+        monkeypatch.setenv(k, v.replace("{tmp}", str(tmp_path)))
     if case.monkey is not None:
         case.monkey(monkeypatch, ctx)
     argv = case.argv(ctx)

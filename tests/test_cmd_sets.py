@@ -402,9 +402,16 @@ def test_revert_keeps_what_other_sets_need_and_the_last_leaves_no_state(env, cap
     assert sgpatch("apply", *args, "--set", SET) == 0
     assert sgpatch("apply", *args, "--set", "other-set") == 0
     store = pkg / ".sgpatch" / "originals"
-    assert len(list(store.iterdir())) == 3  # model.py, gate.py, other.py
+    # the bytes before and after of model.py, gate.py and other.py
+    assert sorted(p.name for p in store.iterdir()) == sorted(
+        ledger_mod.referenced(ledger_mod.load(pkg))
+    )
+    assert len(list(store.iterdir())) == 6
+    other_after = (pkg / "srt" / "other.py").read_bytes()
     assert sgpatch("revert", *args, "--set", SET) == 0
-    assert [p.name for p in store.iterdir()] == [ledger_mod.sha256(other_py.encode())]
+    assert sorted(p.name for p in store.iterdir()) == sorted(
+        ledger_mod.sha256(x) for x in (other_py.encode(), other_after)
+    )
     assert list(ledger_mod.load(pkg).sets) == ["other-set"]
     assert sgpatch("revert", *args, "--set", "other-set") == 0
     assert not (pkg / ".sgpatch").exists()
@@ -491,3 +498,100 @@ def test_status_check_ends_with_a_verdict_line(env, capsys):
     assert sgpatch("status", "--check", *args) == 0
     last = capsys.readouterr().err.splitlines()[-1]
     assert last == f"sgpatch: {SET}: 2 applied, 1 upstream; 1 optional not chosen; done"
+
+
+# ------------------------------------------------------------------ revert works from the ledger
+
+
+def _safety_env(tmp_path):
+    from test_txn import A, make_env
+
+    pkg, sets, args = make_env(tmp_path)
+    eof = make_diff(A, A.replace("alpha11\n", "ALPHA11\n"), "python/sglang/srt/a.py")
+    (sets / "safety-set" / "patches" / "0001-pa.patch").write_text(eof)
+    return pkg, sets, args, A
+
+
+def test_revert_force_after_a_line_appended_at_eof_keeps_it(tmp_path, capsys):
+    """Input: patch pa changes the last line of srt/a.py; after apply the user appends a line
+    at the end; `revert` refuses (exit 1), `revert --force` (which used to exit 3). Outcome:
+    exit 0; a.py is the original plus the appended line; every other file byte-identical to
+    pristine; no .sgpatch/ left."""
+    from test_txn import snapshot as full_snapshot
+
+    pkg, _, args, a = _safety_env(tmp_path)
+    pristine = full_snapshot(pkg)
+    assert sgpatch("apply", *args) == 0
+    with (pkg / "srt/a.py").open("a") as fh:
+        fh.write("appended by hand\n")
+    assert sgpatch("revert", *args) == 1
+    assert sgpatch("revert", *args, "--force") == 0
+    assert (pkg / "srt/a.py").read_text() == a + "appended by hand\n"
+    now = full_snapshot(pkg)
+    assert {k: v for k, v in now.items() if k != "srt/a.py"} == {
+        k: v for k, v in pristine.items() if k != "srt/a.py"
+    }
+    assert not (pkg / ".sgpatch").exists()
+    assert "merged with your edit" in capsys.readouterr().err
+
+
+def test_revert_force_works_when_the_set_changed_since(tmp_path, capsys):
+    """Input: applied, then the set upgraded (pa's patch file rewritten, pb's deleted) and a.py
+    edited. Outcome: `revert --force` still restores every original from the ledger's store
+    (exit 0, a.py = original + the edit), without reading the patch files."""
+    from test_txn import snapshot as full_snapshot
+
+    pkg, sets, args, a = _safety_env(tmp_path)
+    pristine = full_snapshot(pkg)
+    assert sgpatch("apply", *args) == 0
+    (sets / "safety-set" / "patches" / "0001-pa.patch").write_text("rewritten\n")
+    (pkg / "srt/a.py").write_text("# mine\n" + (pkg / "srt/a.py").read_text())
+    assert sgpatch("revert", *args, "--force") == 0, capsys.readouterr().err
+    assert (pkg / "srt/a.py").read_text() == "# mine\n" + a
+    assert {k: v for k, v in full_snapshot(pkg).items() if k != "srt/a.py"} == {
+        k: v for k, v in pristine.items() if k != "srt/a.py"
+    }
+
+
+def test_revert_force_refuses_an_edit_of_the_changed_line_in_one_line(tmp_path, capsys):
+    """Input: the user edited the very line the set changed. Outcome: exit 3, one line naming
+    the file and the line, nothing written (the tree byte-identical, ledger kept)."""
+    from test_txn import snapshot as full_snapshot
+
+    pkg, _, args, _ = _safety_env(tmp_path)
+    assert sgpatch("apply", *args) == 0
+    (pkg / "srt/a.py").write_text((pkg / "srt/a.py").read_text().replace("ALPHA11", "MINE"))
+    before = full_snapshot(pkg)
+    ledger_before = (pkg / ".sgpatch/ledger.json").read_bytes()
+    capsys.readouterr()
+    assert sgpatch("revert", *args, "--force") == 3
+    err = capsys.readouterr().err
+    assert (
+        err.startswith("sgpatch: error: srt/a.py: cannot revert with --force")
+        and err.count("\n") == 1
+    )
+    assert "line 12" in err
+    assert full_snapshot(pkg) == before
+    assert (pkg / ".sgpatch/ledger.json").read_bytes() == ledger_before
+
+
+def test_revert_restores_a_mode_the_patch_changed(tmp_path, capsys):
+    """Input: a set whose patch makes srt/a.py executable (git 'old mode/new mode'), applied
+    then reverted. Outcome: the ledger records mode 0644 -> 0755 and revert puts 0644 back."""
+    from test_txn import A, make_env
+
+    pkg, sets, args = make_env(tmp_path)
+    diff = make_diff(A, A.replace("alpha5\n", "ALPHA5\n"), "python/sglang/srt/a.py")
+    diff = (
+        "diff --git a/python/sglang/srt/a.py b/python/sglang/srt/a.py\n"
+        "old mode 100644\nnew mode 100755\n" + diff
+    )
+    (sets / "safety-set" / "patches" / "0001-pa.patch").write_text(diff)
+    os.chmod(pkg / "srt/a.py", 0o644)
+    assert sgpatch("apply", *args) == 0, capsys.readouterr().err
+    rec = ledger_mod.load(pkg).sets["safety-set"].files["srt/a.py"]
+    assert (rec.mode_before, rec.mode_after) == (0o644, 0o755)
+    assert (pkg / "srt/a.py").stat().st_mode & 0o777 == 0o755
+    assert sgpatch("revert", *args) == 0
+    assert (pkg / "srt/a.py").stat().st_mode & 0o777 == 0o644
+    assert (pkg / "srt/a.py").read_text() == A

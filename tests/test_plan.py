@@ -42,18 +42,3 @@ def test_paths_elsewhere_in_the_repository_are_refused(path: str) -> None:
     assert info.value.code == ExitCode.BAD_INPUT
     assert "outside the SGLang package" in info.value.message
     assert info.value.message.startswith("0001-fix.patch: ")
-
-
-def test_set_patch_with_a_mode_change_is_refused_in_one_line(tmp_path):
-    """A set's patch with `old mode`/`new mode` is bad input (exit 2): the ledger cannot yet
-    restore modes, so the set could not be reverted exactly."""
-    import pytest
-
-    from sgpatch.diffs import parse_patch
-    from sgpatch.errors import SgpatchError
-    from sgpatch.plan import _refuse_unrevertable
-
-    diff = "diff --git a/x.py b/x.py\nold mode 100644\nnew mode 100755\n"
-    with pytest.raises(SgpatchError) as exc:
-        _refuse_unrevertable(parse_patch(diff, "set/p.patch"))
-    assert exc.value.code == 2 and "mode" in str(exc.value)

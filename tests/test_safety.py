@@ -293,3 +293,18 @@ def test_patch_command_does_not_recover_under_a_running_writer(tmp_path, monkeyp
         code, _, err = cli("patch", "-d", str(root), str(patch))
         assert (root / "f.py").read_text() == F2, "rolled back under the running writer"
     assert code == 4, err
+
+
+def test_a_ledger_behind_a_symlinked_state_folder_is_not_read(tmp_path):
+    """Input: .sgpatch is a symlink to a folder outside holding a ledger.json that claims the
+    set is applied. Outcome: status refuses in one line (exit 4) instead of trusting it."""
+    from test_txn import make_env
+
+    pkg, _, args = make_env(tmp_path / "env")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "ledger.json").write_text('{"schema": 2, "sets": {}}\n')
+    (pkg / ".sgpatch").symlink_to(outside, target_is_directory=True)
+    code, _, err = cli("status", *args)
+    assert code == 4
+    assert "symlink" in err and err.count("\n") == 1

@@ -643,3 +643,394 @@ def test_cli_disk_full_mid_revert_keeps_the_patched_tree(env, monkeypatch):
     assert code == 2 and "rolled back" in one_line_error(err)
     assert snapshot(pkg) == before
     assert (pkg / ".sgpatch/ledger.json").read_bytes() == ledger_before
+
+
+# ------------------------------------------------------------------------------ hardening
+
+
+def test_status_never_rolls_back_a_journal_whose_writer_holds_the_lock(env, monkeypatch):
+    """Input: a journal (a write in progress: one file already replaced) while another run
+    holds the lock; SGPATCH_LOCK_TIMEOUT=1. Outcome: status exits 4 saying a run is in
+    progress, the half-written file and the journal are left to the writer; once the lock is
+    free (the writer died), the next status rolls back."""
+    pkg, _, args = env
+    monkeypatch.setenv(txn.LOCK_TIMEOUT_ENV, "1")
+    with locked(pkg / ".sgpatch"):
+        write_journal(pkg / ".sgpatch", [FileChange("srt/a.py", A.encode(), b"x")], {})
+        (pkg / "srt/a.py").write_text("being written\n")
+        code, _, err = cli("status", *args)
+        assert code == 4
+        assert "an sgpatch run is in progress" in one_line_error(err)
+        assert (pkg / "srt/a.py").read_text() == "being written\n"
+        assert (pkg / ".sgpatch" / txn.JOURNAL).exists()
+    code, _, err = cli("status", *args)
+    assert code == 4 and "rolled back" in err
+    assert (pkg / "srt/a.py").read_text() == A
+
+
+def test_status_waits_for_a_writer_that_finishes_and_reports_its_result(env, monkeypatch):
+    """Input: status starts while a writer holds the lock with its journal down, and the
+    writer finishes (journal removed, lock released) 0.3 s later. Outcome: status waits for it,
+    rolls nothing back and exits 0."""
+    pkg, _, args = env
+    ready, done = threading.Event(), threading.Event()
+
+    def writer():
+        with locked(pkg / ".sgpatch"):
+            write_journal(pkg / ".sgpatch", [FileChange("srt/a.py", A.encode(), A.encode())], {})
+            ready.set()
+            time.sleep(0.3)
+            (pkg / ".sgpatch" / txn.JOURNAL).unlink()
+        done.set()
+
+    t = threading.Thread(target=writer)
+    t.start()
+    ready.wait()
+    code, _, err = cli("status", *args)
+    t.join()
+    assert code == 0, err
+    assert (pkg / "srt/a.py").read_text() == A
+
+
+def test_revert_takes_the_lock_before_it_reads_the_ledger(env, monkeypatch):
+    """Input: the set applied; another run holds the lock; SGPATCH_LOCK_TIMEOUT=1. Outcome:
+    revert waits for the lock and gives up (exit 4): it never writes while another run holds
+    it, and the tree stays patched."""
+    pkg, _, args = env
+    assert cli("apply", *args)[0] == 0
+    before = snapshot(pkg)
+    monkeypatch.setenv(txn.LOCK_TIMEOUT_ENV, "1")
+    with locked(pkg / ".sgpatch"):
+        code, _, err = cli("revert", *args)
+    assert code == 4 and "holds the lock" in one_line_error(err)
+    assert snapshot(pkg) == before
+
+
+def test_revert_of_a_set_applied_while_it_waited_reverts_it(env, monkeypatch):
+    """Input: revert starts while another run holds the lock and applies the set (the
+    ledger was empty when revert looked; the apply lands while it waits). Outcome: revert
+    decides under the lock, sees the set and reverts it; the tree ends pristine."""
+    pkg, _, args = env
+    assert cli("apply", *args)[0] == 0
+    assert cli("revert", *args)[0] == 0
+    pristine = snapshot(pkg)
+    assert cli("apply", *args)[0] == 0
+    ready = threading.Event()
+
+    def holder():
+        with locked(pkg / ".sgpatch"):
+            ready.set()
+            time.sleep(0.3)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    ready.wait()
+    code, _, err = cli("revert", *args)
+    t.join()
+    assert code == 0, err
+    assert snapshot(pkg) == pristine
+    assert not (pkg / ".sgpatch").exists()
+
+
+def test_status_reads_again_when_a_writer_changed_the_ledger_meanwhile(env, monkeypatch):
+    """Input: the first time status reads the tree, another run applies the set right after
+    (ledger bytes change between the two checks). Outcome: status reads again and reports the
+    state after the write (every patch applied), never a mix."""
+    from sgpatch.commands import status as status_cmd
+
+    _, _, args = env
+    real = status_cmd._read
+    calls = {"n": 0}
+
+    def racing(*a, **k):
+        result = real(*a, **k)
+        calls["n"] += 1
+        if calls["n"] == 1:
+            assert cli("apply", *args)[0] == 0
+        return result
+
+    monkeypatch.setattr(status_cmd, "_read", racing)
+    code, out, err = cli("status", *args, "--json")
+    assert code == 0, err
+    assert calls["n"] == 2
+    states = {p["id"]: p["state"] for p in json.loads(out)["sets"][0]["patches"]}
+    assert set(states.values()) == {"applied"}
+
+
+@pytest.mark.parametrize("residue", ["lock-and-owner", "journal-temp", "both"])
+def test_recovery_removes_crash_residue(env, residue):
+    """Input: what a SIGKILLed run leaves when it dies outside the journal's life (the lock
+    file, a stale lock.owner naming a dead pid, a half-written journal temp file). Outcome:
+    `sgpatch recover` (and any writing command) leaves no .sgpatch/ behind, the tree as it was."""
+    pkg, _, _ = env
+    before = snapshot(pkg)
+    state = pkg / ".sgpatch"
+    state.mkdir()
+    if residue in ("lock-and-owner", "both"):
+        (state / txn.LOCK).write_text("")
+        (state / txn.LOCK_OWNER).write_text('{"pid": 999999, "host": "x", "since": 0}\n')
+    if residue in ("journal-temp", "both"):
+        (state / f".journal.json.k3j2{txn.TMP_SUFFIX}").write_text('{"schema": 1, "fi')
+    assert cli("recover", "--sglang-dir", str(pkg))[0] == 0
+    assert not state.exists()
+    assert snapshot(pkg) == before
+
+
+def test_revert_after_apply_with_an_optional_patch_leaves_no_state_folder(tmp_path):
+    """Input: apply, then apply --with an optional patch touching a file the set already
+    patched, then revert (the cycle that leaked one stored original per run). Outcome: after
+    the revert the tree is byte-identical to pristine and .sgpatch/ is gone; three cycles in a
+    row leave nothing either."""
+    pkg, sets, args = make_env(tmp_path)
+    opt = make_diff(
+        A.replace("alpha5\n", "ALPHA5\n"),
+        A.replace("alpha5\n", "ALPHA5\n").replace("alpha9\n", "ALPHA9\n"),
+        "python/sglang/srt/a.py",
+    )
+    (sets / SET / "patches" / "0005-pe.patch").write_text(opt)
+    extra = (
+        "  - id: pe\n    summary: pe\n    type: feature\n    upstream: {status: pending}\n"
+        "    optional: true\n    requires: [pa]\n"
+        '    variants:\n      - {sglang: ">=0.5.0", patch: patches/0005-pe.patch}\n'
+    )
+    (sets / SET / "patchset.yaml").write_text(manifest(extra))
+    before = snapshot(pkg)
+    for _ in range(3):
+        assert cli("apply", *args)[0] == 0
+        assert cli("apply", *args, "--with", "pe")[0] == 0
+        store = pkg / ".sgpatch" / "originals"
+        assert sorted(p.name for p in store.iterdir()) == sorted(
+            ledger_mod.referenced(ledger_mod.load(pkg))
+        )
+        assert cli("revert", *args)[0] == 0
+        assert not (pkg / ".sgpatch").exists()
+        assert snapshot(pkg) == before
+
+
+def test_revert_of_the_last_set_removes_orphans_left_by_an_older_sgpatch(env):
+    """Input: an applied set plus an orphan in originals/ (what older sgpatch versions left
+    after apply --with). Outcome: revert of the last set removes it and the folder."""
+    pkg, _, args = env
+    assert cli("apply", *args)[0] == 0
+    orphan = pkg / ".sgpatch" / "originals" / ledger_mod.sha256(b"orphan")
+    orphan.write_bytes(b"orphan")
+    assert cli("revert", *args)[0] == 0
+    assert not (pkg / ".sgpatch").exists()
+
+
+@pytest.mark.parametrize("command", ["apply", "status", "revert"])
+def test_exit_codes_do_not_depend_on_stderr_being_open(env, command):
+    """Input: `sgpatch apply|status|revert ... 2>&-` through a shell (stderr closed), with
+    and without a set applied. Outcome: the same exit code as with stderr open, and the same
+    tree."""
+    pkg, _, args = env
+    if command == "revert":
+        assert cli("apply", *args)[0] == 0
+    envv = {**os.environ, "PYTHONPATH": str(Path(txn.__file__).parent.parent)}
+    cmd = " ".join([sys.executable, "-m", "sgpatch", command, *args])
+    closed = subprocess.run(["sh", "-c", cmd + " 2>&-"], env=envv, capture_output=True)
+    after_closed = snapshot(pkg)
+    if command != "status":
+        again = "revert" if command == "apply" else "apply"
+        assert cli(again, *args)[0] == 0  # back to the starting point
+    opened = subprocess.run(["sh", "-c", cmd], env=envv, capture_output=True)
+    assert closed.returncode == opened.returncode == 0, opened.stderr
+    assert snapshot(pkg) == after_closed
+    assert b"Traceback" not in closed.stdout
+
+
+def test_lock_owner_fifo_does_not_hang_the_busy_message(env, monkeypatch):
+    """Input: a FIFO planted at lock.owner while another run holds the lock. Outcome: the
+    waiting run gives up after SGPATCH_LOCK_TIMEOUT=1 with exit 4 and 'holder unknown' in one
+    line, instead of blocking on the FIFO."""
+    pkg, _, args = env
+    monkeypatch.setenv(txn.LOCK_TIMEOUT_ENV, "1")
+    with locked(pkg / ".sgpatch"):
+        (pkg / ".sgpatch" / txn.LOCK_OWNER).unlink()
+        os.mkfifo(pkg / ".sgpatch" / txn.LOCK_OWNER)
+        t0 = time.monotonic()
+        code, _, err = cli("apply", *args)
+        assert time.monotonic() - t0 < 10
+    assert code == 4 and "holder unknown" in one_line_error(err)
+
+
+def test_stress_mixed_apply_revert_status_stays_consistent(env):
+    """Input: 6 forked processes (2 apply, 2 revert, 2 status) each running its command 8
+    times in a loop on one tree, released together, plus one real `python -m sgpatch` process
+    alternating apply/revert/status; SGPATCH_LOCK_TIMEOUT=90 (flock is not fair: on a loaded
+    machine a writer can wait long); the whole run bounded by an alarm. Outcome: no
+    traceback, every writer exits 0 (status 0, or 4 'a run is in progress'), and at the end
+    the tree is either pristine with no .sgpatch/ or patched exactly as the ledger says (each
+    patch once, every file hashing to its 'after')."""
+    pkg, _, args = env
+    pristine = snapshot(pkg)
+    r, w = os.pipe()
+    pids = []
+    for cmd in ("apply", "revert", "status", "apply", "revert", "status"):
+        pid = os.fork()
+        if pid == 0:
+            code = 99
+            try:
+                os.close(w)
+                signal.alarm(240)
+                os.environ[txn.LOCK_TIMEOUT_ENV] = "90"  # flock is not fair: no starving
+                os.read(r, 1)
+                allowed = {0, 4} if cmd == "status" else {0}
+                code = 0
+                for _ in range(8):
+                    got, _, err = cli(cmd, *args)
+                    if got not in allowed or "Traceback" in err:
+                        (pkg.parent / f"stress-{os.getpid()}.err").write_text(f"{cmd}: {err}")
+                        code = 90 + got
+                        break
+            finally:
+                os._exit(code)
+        pids.append(pid)
+    os.close(r)
+    envv = {**os.environ, "PYTHONPATH": str(Path(txn.__file__).parent.parent)}
+    envv[txn.LOCK_TIMEOUT_ENV] = "90"
+    os.write(w, b"x" * 6)
+    os.close(w)
+    for cmd in ("apply", "status", "revert", "apply"):
+        p = subprocess.run(
+            [sys.executable, "-m", "sgpatch", cmd, *args],
+            env=envv,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        assert p.returncode in ((0, 4) if cmd == "status" else (0,)), p.stderr
+        assert "Traceback" not in p.stderr
+    for pid in pids:
+        _, status = os.waitpid(pid, 0)
+        why = [f.read_text() for f in pkg.parent.glob("stress-*.err")]
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, why)
+    assert not (pkg / ".sgpatch" / txn.JOURNAL).exists()
+    if (pkg / ".sgpatch").exists():
+        _ledger_consistent(pkg)
+        assert patched(pkg)
+    else:
+        assert snapshot(pkg) == pristine
+
+
+# ------------------------------------------------------------------------------ symlinks
+
+
+def test_commit_makes_replaces_and_removes_symlinks_as_links(tmp_path):
+    """Input: one commit that turns f.py into a symlink to g.py, retargets link l from a.py to
+    b.py, and turns link m back into a regular file. Outcome: links with exactly those targets
+    (never written through: g.py, a.py, b.py unchanged), m a regular 0644 file, no journal,
+    no temp file."""
+    root = tmp_path
+    for name in ("f.py", "g.py", "a.py", "b.py"):
+        (root / name).write_text(f"{name}\n")
+    (root / "l").symlink_to("a.py")
+    (root / "m").symlink_to("a.py")
+    commit(
+        root,
+        root / ".sgpatch",
+        [
+            FileChange("f.py", b"f.py\n", None, link="g.py"),
+            FileChange("l", None, None, link="b.py", before_link="a.py"),
+            FileChange("m", None, b"m\n", 0o644, before_link="a.py"),
+        ],
+    )
+    assert os.readlink(root / "f.py") == "g.py" and os.readlink(root / "l") == "b.py"
+    assert not (root / "m").is_symlink() and (root / "m").read_bytes() == b"m\n"
+    assert [(root / n).read_text() for n in ("g.py", "a.py", "b.py")] == [
+        "g.py\n",
+        "a.py\n",
+        "b.py\n",
+    ]
+    assert not (root / ".sgpatch" / txn.JOURNAL).exists()
+    assert not list(root.rglob(f"*{txn.TMP_SUFFIX}"))
+
+
+def test_a_symlink_that_moved_since_planning_is_refused(tmp_path):
+    (tmp_path / "l").symlink_to("elsewhere")
+    with pytest.raises(SgpatchError) as exc:
+        commit(
+            tmp_path,
+            tmp_path / ".sgpatch",
+            [FileChange("l", None, None, link="b", before_link="a")],
+        )
+    assert exc.value.code == ExitCode.UNSAFE and "changed while" in exc.value.message
+    assert os.readlink(tmp_path / "l") == "elsewhere"
+
+
+@pytest.mark.parametrize("nth", [1, 2, 3])
+def test_a_failed_commit_puts_links_back(tmp_path, monkeypatch, nth):
+    """Input: the same three link changes, os.replace failing (ENOSPC) at call n. Outcome: the
+    rollback restores every name exactly: f.py a regular file with its bytes and mode, l a
+    link to a.py, m a link to a.py."""
+    root = tmp_path
+    for name in ("f.py", "a.py", "b.py"):
+        (root / name).write_text(f"{name}\n")
+    os.chmod(root / "f.py", 0o640)
+    (root / "l").symlink_to("a.py")
+    (root / "m").symlink_to("a.py")
+    before = snapshot(root)
+    disk_full_at(monkeypatch, nth + 1)  # call 1 is the journal
+    with pytest.raises(SgpatchError):
+        commit(
+            root,
+            root / ".sgpatch",
+            [
+                FileChange("f.py", b"f.py\n", None, link="b.py"),
+                FileChange("l", None, None, link="b.py", before_link="a.py"),
+                FileChange("m", None, b"m\n", 0o644, before_link="a.py"),
+            ],
+        )
+    assert snapshot(root) == before
+
+
+def test_recover_restores_a_link_from_the_journal_and_removes_one_the_run_made(tmp_path):
+    """Input: a journal saying l was a link to a.py and n did not exist; the killed run had
+    made l a regular file and n a link. Outcome: recovery puts the link l back and removes n."""
+    root = tmp_path
+    (root / "a.py").write_text("a\n")
+    write_journal(
+        root / ".sgpatch",
+        [
+            FileChange("l", None, b"x\n", before_link="a.py"),
+            FileChange("n", None, None, link="a.py"),
+        ],
+        {},
+    )
+    (root / "l").write_text("x\n")
+    (root / "n").symlink_to("a.py")
+    assert sorted(recover(root, root / ".sgpatch")) == ["l", "n"]
+    assert os.readlink(root / "l") == "a.py"
+    assert not (root / "n").exists() and not (root / "n").is_symlink()
+
+
+def test_revert_restores_link_targets_and_files_a_set_made_links(env):
+    """Input: a ledger (as the engine's file operations will write it) saying the set turned
+    srt/a.py (a regular 0640 file) into a link to models/c.py and retargeted srt/lnk from
+    layers/b.py to models/c.py; the tree in that state. Outcome: revert gives back the regular
+    file with its bytes and mode and the link with its old target, and removes .sgpatch/."""
+    from dataclasses import replace
+
+    pkg, _, args = env
+    assert cli("apply", *args)[0] == 0
+    assert cli("revert", *args)[0] == 0
+    os.chmod(pkg / "srt/a.py", 0o640)
+    (pkg / "srt/lnk").symlink_to("layers/b.py")
+    pristine = snapshot(pkg)
+    assert cli("apply", *args)[0] == 0
+    ledger = ledger_mod.load(pkg)
+    record = ledger.sets[SET]
+    a_before = record.files["srt/a.py"].before
+    (pkg / "srt/a.py").unlink()
+    (pkg / "srt/a.py").symlink_to("models/c.py")
+    (pkg / "srt/lnk").unlink()
+    (pkg / "srt/lnk").symlink_to("models/c.py")
+    files = dict(record.files)
+    files["srt/a.py"] = ledger_mod.FileRecord(a_before, None, 0o640, None, None, "models/c.py")
+    files["srt/lnk"] = ledger_mod.FileRecord(None, None, None, None, "layers/b.py", "models/c.py")
+    ledger = ledger.with_set(replace(record, files=files))
+    (pkg / ".sgpatch" / "ledger.json").write_bytes(ledger_mod.dump(ledger))
+    code, _, err = cli("revert", *args)
+    assert code == 0, err
+    assert snapshot(pkg) == pristine
+    assert not (pkg / ".sgpatch").exists()

@@ -11,7 +11,28 @@ import _signal
 from sgpatch import interrupts
 
 
+def _fill_closed_streams() -> None:
+    """Started with stdin/stdout/stderr closed (`2>&-`): put /dev/null there. Otherwise the
+    next file sgpatch opens (a journal, a patched file) gets fd 2 and any message meant for
+    stderr, ours or a library's, lands inside it; and Python's sys.stderr is None, which must
+    not change what the run does or its exit code."""
+    import os
+    import sys
+
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDWR)
+            if opened != fd:  # lower ones were free: the loop fills them in order
+                os.dup2(opened, fd)
+                os.close(opened)
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+
+
 def main() -> None:
+    _fill_closed_streams()
     interrupts.install(interrupts.exit_now)
     if hasattr(_signal, "SIGPIPE"):
         _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)

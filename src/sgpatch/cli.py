@@ -229,19 +229,33 @@ def revert_cmd(
     patchsets: PatchsetsOpt = None,
     force: Annotated[
         bool,
-        typer.Option("--force", help="Reverse-apply patches on files edited since (else refuse)."),
+        typer.Option("--force", help="Keep edits made since and take the set's changes out."),
     ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would change.")] = False,
     as_json: JsonOpt = False,
+    git_commit: Annotated[
+        bool,
+        typer.Option("--commit", help="Git checkout: record the revert as one commit."),
+    ] = False,
 ) -> None:
     """Restore the exact original bytes of every file the set touched.
 
-    A file edited since sgpatch patched it is refused (exit 1) unless --force.
+    A file edited since sgpatch patched it is refused (exit 1) unless --force, which keeps the
+    edit and takes only the set's changes out.
     """
     from sgpatch.commands import revert
 
     raise typer.Exit(
-        revert.run(set_name, sglang_dir, sglang_version, patchsets or [], force, dry_run, as_json)
+        revert.run(
+            set_name,
+            sglang_dir,
+            sglang_version,
+            patchsets or [],
+            force,
+            dry_run,
+            as_json,
+            git_commit,
+        )
     )
 
 

@@ -9,17 +9,19 @@ restores the exact original bytes.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.statefs import read_state
 
 STATE_DIR = ".sgpatch"
 LEDGER = "ledger.json"
 ORIGINALS = "originals"
-SCHEMA = 1
+SCHEMA = 2  # 2: release per patch, file modes/link targets, git commits, stored after-bytes
 
 
 def sha256(data: bytes | None) -> str | None:
@@ -28,20 +30,37 @@ def sha256(data: bytes | None) -> str | None:
 
 @dataclass(frozen=True)
 class FileRecord:
-    """A file a set touched: hashes before the set and after it (None = absent)."""
+    """A file a set touched: hashes before the set and after it (None = absent), and, where the
+    set changed them, its permission bits and symlink target before and after (None = not
+    recorded / not a link). The bytes of both hashes are kept in the store (v2), so revert
+    needs nothing but the ledger."""
 
     before: str | None
     after: str | None
+    mode_before: int | None = None
+    mode_after: int | None = None
+    link_before: str | None = None
+    link_after: str | None = None
 
 
 @dataclass(frozen=True)
 class PatchRecord:
-    """An applied patch as the ledger remembers it: which file, which bytes, what it touched."""
+    """An applied patch as the ledger remembers it: which file, which bytes, what it touched,
+    and the release it was applied to."""
 
     id: str
     variant: str  # patch file, relative to the set directory
     patch_sha256: str
-    files: tuple[str, ...]  # package-relative paths the patch touched
+    files: tuple[str, ...]  # package-relative paths the patch touched (both names of a rename)
+    sglang_version: str | None = None
+
+
+@dataclass(frozen=True)
+class GitCommit:
+    """A commit git mode made for a patch (`apply --commit`)."""
+
+    id: str
+    sha: str
 
 
 @dataclass(frozen=True)
@@ -53,6 +72,7 @@ class SetRecord:
     sgpatch_version: str
     patches: tuple[PatchRecord, ...] = ()
     files: Mapping[str, FileRecord] = field(default_factory=dict)
+    commits: tuple[GitCommit, ...] = ()  # git mode: the commits made for it, oldest first
 
     def patch(self, pid: str) -> PatchRecord | None:
         return next((p for p in self.patches if p.id == pid), None)
@@ -86,13 +106,17 @@ def original_rel(digest: str) -> str:
 def load(root: Path) -> Ledger:
     """Read the ledger; a missing one is empty, a broken or newer one is a clear error."""
     path = state_dir(root) / LEDGER
+    if state_dir(root).is_symlink():
+        raise SgpatchError(
+            f"refusing state folder {state_dir(root)}: it is a symlink", ExitCode.UNSAFE
+        )
     try:
-        text = path.read_text()
+        data = read_state(path)  # no symlink followed, no FIFO opened for long
+        if data is None:
+            return Ledger()
         import json  # only when there is a ledger: status on a pending tree needs no json
 
-        doc = json.loads(text)
-    except FileNotFoundError:
-        return Ledger()
+        doc = json.loads(data)
     except (OSError, ValueError) as exc:
         raise SgpatchError(f"{path}: ledger is unreadable ({exc}); restore or remove it") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("schema"), int):
@@ -103,22 +127,54 @@ def load(root: Path) -> Ledger:
         )
     try:
         sets = {name: _set_from(name, s) for name, s in doc.get("sets", {}).items()}
-    except (KeyError, TypeError, AttributeError) as exc:
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise SgpatchError(f"{path}: ledger is corrupted (missing {exc})") from None
     return Ledger(sets)
 
 
+def _opt(value: Any, kind: type) -> Any:
+    """An optional field of a v2 record: None, or a value of `kind` (anything else: corrupt)."""
+    if value is None or (type(value) is kind):
+        return value
+    raise ValueError(f"a {kind.__name__}, got {value!r}")
+
+
+def _file_from(v: dict[str, Any]) -> FileRecord:
+    return FileRecord(
+        _opt(v["before"], str),
+        _opt(v["after"], str),
+        _opt(v.get("mode_before"), int),
+        _opt(v.get("mode_after"), int),
+        _opt(v.get("link_before"), str),
+        _opt(v.get("link_after"), str),
+    )
+
+
 def _set_from(name: str, s: dict[str, Any]) -> SetRecord:
+    """One set as stored; a v1 set (no per-patch release, no modes, no commits) reads as a v2
+    one whose patches were applied to the set's release."""
+    version = s["sglang_version"]
     return SetRecord(
         name=name,
-        sglang_version=s["sglang_version"],
+        sglang_version=version,
         sgpatch_version=s["sgpatch_version"],
         patches=tuple(
-            PatchRecord(p["id"], p["variant"], p["patch_sha256"], tuple(p["files"]))
+            PatchRecord(
+                p["id"],
+                p["variant"],
+                p["patch_sha256"],
+                tuple(p["files"]),
+                _opt(p.get("sglang_version"), str) or version,
+            )
             for p in s["patches"]
         ),
-        files={k: FileRecord(v["before"], v["after"]) for k, v in s["files"].items()},
+        files={k: _file_from(v) for k, v in s["files"].items()},
+        commits=tuple(GitCommit(c["id"], c["sha"]) for c in s.get("commits", [])),
     )
+
+
+def _drop_none(doc: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in doc.items() if v is not None}
 
 
 def dump(ledger: Ledger) -> bytes:
@@ -128,8 +184,12 @@ def dump(ledger: Ledger) -> bytes:
             name: {
                 "sglang_version": s.sglang_version,
                 "sgpatch_version": s.sgpatch_version,
-                "patches": [{**asdict(p), "files": list(p.files)} for p in s.patches],
-                "files": {k: asdict(v) for k, v in sorted(s.files.items())},
+                "patches": [_drop_none({**asdict(p), "files": list(p.files)}) for p in s.patches],
+                "files": {
+                    k: {"before": v.before, "after": v.after, **_drop_none(asdict(v))}
+                    for k, v in sorted(s.files.items())
+                },
+                **({"commits": [asdict(c) for c in s.commits]} if s.commits else {}),
             }
             for name, s in sorted(ledger.sets.items())
         },
@@ -139,13 +199,26 @@ def dump(ledger: Ledger) -> bytes:
     return (json.dumps(doc, indent=2, sort_keys=False) + "\n").encode()
 
 
+def referenced(ledger: Ledger) -> set[str]:
+    """Digests whose bytes the store must keep: every file's before and after."""
+    return {
+        d for s in ledger.sets.values() for r in s.files.values() for d in (r.before, r.after) if d
+    }
+
+
 def unreferenced(old: Ledger, new: Ledger) -> list[str]:
-    """Digests of stored originals that `old` needed and `new` no longer does (to delete)."""
+    """Digests of stored bytes that `old` needed and `new` no longer does (to delete)."""
+    return sorted(referenced(old) - referenced(new))
 
-    def digests(ledger: Ledger) -> set[str]:
-        return {r.before for s in ledger.sets.values() for r in s.files.values() if r.before}
 
-    return sorted(digests(old) - digests(new))
+def stored(root: Path) -> list[str]:
+    """Digests present in the store (orphans included), for a revert that empties the ledger."""
+    folder = state_dir(root) / ORIGINALS
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(n for n in names if len(n) == 64 and all(c in "0123456789abcdef" for c in n))
 
 
 def read_original(root: Path, digest: str | None) -> bytes | None:
@@ -154,7 +227,9 @@ def read_original(root: Path, digest: str | None) -> bytes | None:
         return None
     path = root / original_rel(digest)
     try:
-        data = path.read_bytes()
+        data = read_state(path)
+        if data is None:
+            raise FileNotFoundError(path)
     except OSError:
         raise SgpatchError(
             f"{path}: original bytes are missing from the ledger store", ExitCode.UNSAFE
@@ -164,6 +239,11 @@ def read_original(root: Path, digest: str | None) -> bytes | None:
     return data
 
 
+def has_bytes(root: Path, digest: str | None) -> bool:
+    """The store holds the bytes of `digest` (v1 ledgers kept only the 'before' bytes)."""
+    return digest is not None and (root / original_rel(digest)).is_file()
+
+
 def record_apply(
     ledger: Ledger,
     name: str,
@@ -171,22 +251,32 @@ def record_apply(
     sgpatch_version: str,
     patches: list[PatchRecord],
     changes: Mapping[str, tuple[bytes | None, bytes | None]],
+    modes: Mapping[str, tuple[int | None, int | None]] | None = None,
 ) -> Ledger:
-    """The ledger after applying `patches` whose files went from `changes[path][0]` to [1].
+    """The ledger after applying `patches` whose files went from `changes[path][0]` to [1]
+    (and, where given, from mode `modes[path][0]` to [1]).
 
-    A file the set already touched keeps its first 'before'. Another set that recorded the same
-    file has its 'after' moved on, since sgpatch itself made the new bytes.
+    A file the set already touched keeps its first 'before' (and mode before). Another set
+    that recorded the same file has its 'after' moved on, since sgpatch itself made the new
+    bytes.
     """
+    modes = modes or {}
     old = ledger.sets.get(name)
     files = dict(old.files) if old else {}
     for path, (before, after) in changes.items():
-        first = files[path].before if path in files else sha256(before)
-        files[path] = FileRecord(first, sha256(after))
+        prev = files.get(path)
+        mode_before, mode_after = modes.get(path, (None, None))
+        files[path] = FileRecord(
+            prev.before if prev else sha256(before),
+            sha256(after),
+            prev.mode_before if prev else mode_before,
+            mode_after,
+        )
     others = {
         k: replace(
             s,
             files={
-                p: (FileRecord(r.before, sha256(changes[p][1])) if p in changes else r)
+                p: (replace(r, after=sha256(changes[p][1])) if p in changes else r)
                 for p, r in s.files.items()
             },
         )
@@ -197,7 +287,11 @@ def record_apply(
         name=name,
         sglang_version=sglang_version,
         sgpatch_version=sgpatch_version,
-        patches=(*(old.patches if old else ()), *patches),
+        patches=(
+            *(old.patches if old else ()),
+            *(replace(p, sglang_version=p.sglang_version or sglang_version) for p in patches),
+        ),
         files=files,
+        commits=old.commits if old else (),
     )
     return Ledger({**others, name: record})

@@ -27,7 +27,9 @@ from sgpatch.probe import (
     NotProbe,
     ProbeNode,
     RegexProbe,
+    RegexUnsupported,
     SymbolProbe,
+    compile_regex,
 )
 
 MANIFEST_NAME = "patchset.yaml"
@@ -329,6 +331,66 @@ _PATCH_REQUIRED = ("id", "summary", "type", "upstream", "variants")
 _PATCH_OPTIONAL = ("requires", "optional", "probe", "environment")
 
 
+MAX_YAML_DEPTH = 64  # nested mappings/lists; real manifests use about 6
+MAX_YAML_NODES = 100_000  # nodes once every alias is expanded; real manifests: a few hundred
+
+
+def _check_yaml_limits(text: str, shown: str) -> None:
+    """Refuse, before composing, YAML that would make sgpatch do unbounded work: nesting deeper
+    than MAX_YAML_DEPTH (the composer recurses) or aliases that expand to more than
+    MAX_YAML_NODES nodes (a 1.5 KB "billion laughs" document expands to billions). Reads the
+    event stream once, keeping each anchor's expanded size; a syntax error is left to the
+    composer, which reports it precisely."""
+    import yaml
+
+    fast = getattr(yaml, "CSafeLoader", None)
+    if fast is not None:
+        try:
+            _walk_events(yaml.parse(text, Loader=fast), shown)
+            return
+        except yaml.YAMLError:
+            pass  # libyaml refused it (its own depth limit, a syntax error): ask the Python one
+    try:
+        _walk_events(yaml.parse(text, Loader=yaml.SafeLoader), shown)
+    except yaml.YAMLError:
+        return  # a syntax error: the composer reports it with its line
+
+
+def _walk_events(events, shown: str) -> None:
+    """Count nesting depth and alias-expanded size over a YAML event stream (no recursion)."""
+    import yaml
+
+    sizes: dict[str, int] = {}  # anchor -> expanded size of its node
+    frames: list[list] = [[None, 0]]  # [anchor, expanded size] per open collection
+    for ev in events:
+        if isinstance(ev, yaml.CollectionStartEvent):
+            frames.append([ev.anchor, 1])
+            if len(frames) - 1 > MAX_YAML_DEPTH:
+                raise bad_input(
+                    f"{shown}:{ev.start_mark.line + 1}: invalid YAML: nested deeper than "
+                    f"{MAX_YAML_DEPTH} levels"
+                )
+            continue
+        if isinstance(ev, yaml.CollectionEndEvent):
+            anchor, size = frames.pop()
+            if anchor is not None:
+                sizes[anchor] = size
+        elif isinstance(ev, yaml.AliasEvent):
+            size = sizes.get(ev.anchor, 1)
+        elif isinstance(ev, yaml.ScalarEvent):
+            size = 1
+            if ev.anchor is not None:
+                sizes[ev.anchor] = 1
+        else:
+            continue
+        frames[-1][1] += size
+        if frames[-1][1] > MAX_YAML_NODES:
+            raise bad_input(
+                f"{shown}:{ev.start_mark.line + 1}: invalid YAML: aliases expand to more than "
+                f"{MAX_YAML_NODES} nodes"
+            )
+
+
 def _fast_compose(text: str):
     """Compose with libyaml when it is there (about 10x faster than the Python parser); its
     plain scalars carry style '' where the Python parser says None, so normalise. None means
@@ -370,6 +432,7 @@ def load_manifest(path: Path) -> SetManifest:
         raise bad_input(f"{chk.shown}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise bad_input(f"{chk.shown}: cannot read: {e}") from None
+    _check_yaml_limits(text, chk.shown)
     root = _fast_compose(text)
     try:
         if root is None:  # the C parser refused it: the Python one gives the precise message
@@ -556,8 +619,11 @@ def _load_probe(chk: _Checker, node: object, field: str) -> ProbeNode:
         pattern = chk.text(pattern_node, f"{field}.{word}")
         try:
             re.compile(pattern, REGEX_FLAGS)
+            compile_regex(pattern)  # RE2 where installed: refuse what it cannot run, here
         except re.error as e:
             chk.fail(pattern_node, f"{field}.{word}", f"invalid regex {pattern!r}: {e}")
+        except RegexUnsupported as e:
+            chk.fail(pattern_node, f"{field}.{word}", str(e))
         return RegexProbe(file_glob=glob, regex=pattern, absent=word == "absent")
     for word in ("all", "any"):
         if word in present:

@@ -24,7 +24,8 @@ from sgpatch.diffs import (
     strip_path,
 )
 from sgpatch.engine import FileResult, HunkResult, apply_hunks
-from sgpatch.errors import ExitCode, SgpatchError, bad_input
+from sgpatch.errors import ExitCode, SgpatchError, bad_input, unsafe
+from sgpatch.statefs import is_state_path
 from sgpatch.treefs import FileChange, read_bytes
 
 if TYPE_CHECKING:  # the set planner's inputs; `sgpatch patch` never loads them
@@ -66,6 +67,8 @@ class Overlay:
     original: dict[str, bytes | None] = field(default_factory=dict)
 
     def read(self, rel: str) -> bytes | None:
+        if is_state_path(rel):  # sgpatch's own state (ledger, journal, originals): never
+            raise unsafe(f"refusing diff path {rel!r}: it is inside sgpatch's state folder")
         if rel in self.changed:
             return self.changed[rel]
         if rel not in self.original:
@@ -570,7 +573,6 @@ def _plan_one(
     rel = _set_relative(variant.patch, manifest.base_dir)
     data = _read_patch_bytes(variant.patch, rel)
     patch = parse_patch(data, f"{manifest.name}/{rel}")
-    _refuse_unrevertable(patch)
     mapper = package_mapper(patch.name)
     # 2. post-image exactly in place (applied by hand or by an older tool)? Planned at fuzz 0
     # on a fork of the overlay; at the set's usual fuzz 0 that is also the real plan (step 4).
@@ -623,17 +625,6 @@ def _plan_one(
         note="" if selected else _left_out(spec),
         exit_code=ExitCode.NOT_DONE if selected else ExitCode.OK,
     )
-
-
-def _refuse_unrevertable(patch: Patch) -> None:
-    """A set must be revertible exactly; the ledger records bytes per path (so renames and
-    copies revert), not permission bits: a mode change is refused until it does."""
-    for f in patch.files:
-        if f.mode_change:
-            raise bad_input(
-                f"{patch.name}: {f.target} changes its mode ({f.old_mode:o} -> {f.new_mode:o}); "
-                "a patch set cannot revert a mode change yet: drop the mode lines"
-            )
 
 
 def _unmet(spec: PatchSpec, by_id: Mapping[str, PatchPlan]) -> list[str]:

@@ -24,7 +24,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from sgpatch.errors import unsafe
+from sgpatch.errors import bad_input, unsafe
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,7 @@ class _Context:
         self.root = root.resolve()
         self.texts: dict[Path, str | None] = {}
         self.modules: dict[Path, _Module] = {}
-        self.regexes: dict[str, re.Pattern[str]] = {}
+        self.regexes: dict[str, object] = {}
 
     def rel(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
@@ -183,10 +183,48 @@ class _Context:
                 self.modules[path] = _Module(rel, None, lines, ev)
         return self.modules[path]
 
-    def regex(self, pattern: str) -> re.Pattern[str]:
+    def regex(self, pattern: str):
         if pattern not in self.regexes:
-            self.regexes[pattern] = re.compile(pattern, REGEX_FLAGS)
+            try:
+                self.regexes[pattern] = compile_regex(pattern)
+            except RegexUnsupported as e:  # a probe built in code, not from a manifest
+                raise bad_input(str(e)) from None
         return self.regexes[pattern]
+
+
+class RegexUnsupported(ValueError):
+    """A probe regex the linear-time engine cannot run (lookaround, backreferences, ...)."""
+
+
+def _re2():
+    try:
+        import re2
+    except ImportError:  # no wheel for this Python: Python's re, without a time bound
+        return None
+    return re2
+
+
+def compile_regex(pattern: str):
+    """A probe regex, compiled for `search` with ^/$ at line ends (re.MULTILINE).
+
+    With google-re2 installed (a dependency on Python 3.10-3.13), the pattern runs on RE2: time
+    linear in the file, so a pattern like `(a+)+$` cannot make `status` hang. RE2 has no
+    lookaround, backreferences or possessive quantifiers; such a pattern is refused
+    (RegexUnsupported, shown as a one-line manifest error naming it) rather than run on the
+    backtracking engine. Without google-re2, Python's re runs it (docs/manifest.md, Limits)."""
+    re2 = _re2()
+    if re2 is None:
+        return re.compile(pattern, REGEX_FLAGS)
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print its own parse error on stderr
+    try:
+        return re2.compile("(?m)" + pattern, options)
+    except re2.error as e:
+        why = e.args[0].decode(errors="replace") if e.args and isinstance(e.args[0], bytes) else e
+        raise RegexUnsupported(
+            f"probe regex /{pattern}/ needs a construct the linear-time regex engine (RE2) "
+            f"lacks ({why}): no lookaround, backreferences or possessive quantifiers"
+        ) from None
 
 
 def _parse(data: bytes, filename: str) -> ast.Module:

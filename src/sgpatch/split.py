@@ -338,7 +338,6 @@ def _edit(manifest, spec, halves, new_id, summary, by, rest_probe, new_probe) ->
 def write(manifest: SetManifest, result: SplitResult) -> list:
     """Stage the edited set in a temporary copy, load and lint it on every variant's release,
     then replace the set's files (the new patch files, the rewritten ones, the manifest)."""
-    import os
     import shutil
 
     from sgpatch import lint, matrix
@@ -366,8 +365,8 @@ def write(manifest: SetManifest, result: SplitResult) -> list:
                 f"{first.message}; nothing written",
                 ExitCode.CONFLICT,
             )
+        from sgpatch.statefs import write_state
+
         for path, data in files.items():
-            tmp_path = path.with_name(f".{path.name}.sgpatch-tmp")
-            tmp_path.write_bytes(data)
-            os.replace(tmp_path, path)
+            write_state(path, data, None)  # unpredictable temp name, never through a link
     return findings

@@ -15,7 +15,6 @@ import importlib.util
 import os
 import re
 import sys
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,35 +138,88 @@ def _parse_version(text: str, where: str) -> Version:
         raise bad_input(f"{where}: {text.strip()!r} is not a PEP 440 version") from None
 
 
+_MAX_VERSION_FILE = 1 << 20  # a version module is a few lines; refuse to read a huge one
+
+
 def _literal_version(path: Path) -> str | None:
     """The string assigned to `__version__` by a module-level statement of `path`, if literal.
 
     Only top-level statements count: from 0.5.7, version.py assigns the fallback "0.0.0.dev0"
-    inside an `except` block, which must not be mistaken for the release.
+    inside an `except` block, which must not be mistaken for the release. Read with the
+    tokenizer, not `ast.parse`: a hostile `_version.py` with a long expression would end
+    the parser (and sgpatch) in a RecursionError; tokens need no recursion.
     """
+    import tokenize  # only here: most commands read the version from nothing else
+
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escapes etc. are not our business here
-            module = ast.parse(path.read_bytes(), filename=str(path))
-    except (OSError, SyntaxError, ValueError):
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if len(data) > _MAX_VERSION_FILE:
         return None
     found: str | None = None
-    for stmt in module.body:
-        if isinstance(stmt, ast.Assign):
-            targets = stmt.targets
-        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-            targets = [stmt.target]
-        else:
-            continue
-        names = {t.id for t in targets if isinstance(t, ast.Name)}
-        if "__version__" not in names:
-            continue
-        value = stmt.value
-        if isinstance(value, ast.Constant) and isinstance(value.value, str):
-            found = value.value
-        else:
-            found = None  # a later non-literal assignment overrides an earlier literal
+    try:
+        for stmt in _top_level_statements(data):
+            names, value = _assignment(stmt)
+            if "__version__" in names:  # a later non-literal assignment overrides a literal
+                found = _string_literal(value)
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return None
     return found
+
+
+def _top_level_statements(data: bytes):
+    """The significant tokens of each logical line at indentation level 0."""
+    import io
+    import tokenize
+
+    depth, line = 0, []
+    skip = {tokenize.NL, tokenize.COMMENT, tokenize.ENCODING}
+    for tok in tokenize.tokenize(io.BytesIO(data).readline):
+        if tok.type == tokenize.INDENT:
+            depth += 1
+        elif tok.type == tokenize.DEDENT:
+            depth -= 1
+        elif tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+            if line and depth == 0:
+                yield line
+            line = []
+        elif tok.type not in skip:
+            line.append(tok)
+
+
+def _assignment(stmt: list) -> tuple[set[str], list]:
+    """({assigned names}, value tokens) of `a = b = value` or `a: T = value`; ({}, []) else."""
+    import tokenize
+
+    segments: list[list] = [[]]
+    level = 0
+    for tok in stmt:
+        if tok.type == tokenize.OP and tok.string in "([{":
+            level += 1
+        elif tok.type == tokenize.OP and tok.string in ")]}":
+            level -= 1
+        if tok.type == tokenize.OP and tok.string == "=" and level == 0:
+            segments.append([])
+        else:
+            segments[-1].append(tok)
+    if len(segments) < 2:
+        return set(), []
+    names = {
+        seg[0].string
+        for seg in segments[:-1]
+        if seg and seg[0].type == tokenize.NAME and (len(seg) == 1 or seg[1].string == ":")
+    }
+    return names, segments[-1]
+
+
+def _string_literal(tokens: list) -> str | None:
+    import tokenize
+
+    if len(tokens) != 1 or tokens[0].type != tokenize.STRING:
+        return None
+    value = ast.literal_eval(tokens[0].string)  # one string token: no recursion
+    return value if isinstance(value, str) else None
 
 
 def find_dist_info(root: Path) -> Path | None:

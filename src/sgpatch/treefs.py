@@ -18,7 +18,7 @@ JOURNAL = "journal.json"
 
 def interrupted(state_dir: Path) -> bool:
     """A run was interrupted in this tree: its journal is still in the state folder."""
-    return (state_dir / JOURNAL).exists()
+    return os.path.lexists(state_dir / JOURNAL)  # a planted symlink or FIFO counts too
 
 
 @dataclass(frozen=True)
@@ -29,14 +29,18 @@ class FileChange:
     before: bytes | None
     after: bytes | None
     mode: int | None = None  # permission bits for a new file or a mode change
+    link: str | None = None  # the path becomes a symlink to this target (`after` is None)
+    before_link: str | None = None  # the path is a symlink to this target now (`before` None)
 
 
-def safe_path(root: Path, rel: str) -> Path:
+def safe_path(root: Path, rel: str, link_ok: bool = False) -> Path:
     """`root/rel`, refusing anything that could write outside `root` (exit 4).
 
     Refused: empty or absolute paths, `..`, NUL bytes, a symlink anywhere on the way that
     resolves outside the tree, a symlink as the file itself (writing through it), and anything
     that exists but is neither a regular file nor a folder (FIFO, socket, device).
+    `link_ok`: the file itself may be a symlink, to be replaced or removed as a link (never
+    written through); its folders are checked as always.
     """
     if not isinstance(rel, str) or rel in ("", ".") or "\x00" in rel:
         raise unsafe(f"refusing path {rel!r}: not a file path inside the tree")
@@ -53,13 +57,18 @@ def safe_path(root: Path, rel: str) -> Path:
             cur = cur / part
             if cur.is_symlink():
                 target = os.path.realpath(cur)
+                if cur == path and link_ok:
+                    break
                 if cur == path:
                     raise unsafe(f"refusing to write through symlink {rel!r} -> {target}")
                 if not _within(target, root_real):
                     raise unsafe(f"refusing path {rel!r}: symlink {cur} leaves the tree")
-        if path.exists() and not (path.is_file() or path.is_dir()):
+        if link_ok and path.is_symlink():
+            real = os.path.join(os.path.realpath(path.parent), path.name)  # the link itself
+        elif path.exists() and not (path.is_file() or path.is_dir()):
             raise unsafe(f"refusing to touch {rel!r}: not a regular file")
-        real = os.path.realpath(path)
+        else:
+            real = os.path.realpath(path)
     except OSError as exc:
         raise unsafe(f"refusing path {rel!r}: {exc.strerror or exc}") from None
     if not _within(real, root_real):

@@ -34,8 +34,10 @@ from pathlib import Path
 
 from sgpatch import interrupts
 from sgpatch.errors import ExitCode, SgpatchError, unsafe
+from sgpatch.statefs import check_state_entry, read_state, write_state
 from sgpatch.treefs import JOURNAL, FileChange, read_bytes, safe_path  # also sgpatch.txn's names
 
+JOURNAL_SCHEMA = 1
 LOCK = "lock"
 LOCK_OWNER = "lock.owner"
 TMP_SUFFIX = ".sgpatch-tmp"
@@ -85,7 +87,8 @@ def _atomic_write(
     """Temp file + fsync + os.replace. With `synced`, the folder fsync is left to the caller
     (commit flushes each folder once, before it drops the journal that can undo the rename)."""
     if mode is None:
-        mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
+        regular = path.exists() and not path.is_symlink()
+        mode = stat.S_IMODE(path.stat().st_mode) if regular else 0o644
     path.parent.mkdir(parents=True, exist_ok=True)
     _step()
     import tempfile  # here, not at the top: read-only commands never write
@@ -109,11 +112,39 @@ def _atomic_write(
         synced.add(path.parent)
 
 
+def _atomic_link(path: Path, target: str, synced: set[Path] | None = None) -> None:
+    """A symlink made under an unpredictable temp name, then os.replace'd into place."""
+    import secrets
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _step()
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}{TMP_SUFFIX}")
+    os.symlink(target, tmp)
+    try:
+        _step()
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if synced is None:
+        _fsync_dir(path.parent)
+    else:
+        synced.add(path.parent)
+
+
 def _put(
-    root: Path, rel: str, data: bytes | None, mode: int | None, synced: set[Path] | None = None
+    root: Path,
+    rel: str,
+    data: bytes | None,
+    mode: int | None,
+    synced: set[Path] | None = None,
+    link: str | None = None,
 ) -> None:
     path = root / rel
-    if data is None:
+    if link is not None:
+        _atomic_link(path, link, synced)
+    elif data is None:
         if path.exists() or path.is_symlink():
             _step()
             with contextlib.suppress(FileNotFoundError):
@@ -156,10 +187,16 @@ def write_journal(
     """Write (and fsync) the journal: original bytes and mode of every file about to change."""
     state_dir.mkdir(parents=True, exist_ok=True)
     doc = {
-        "schema": 1,
+        "schema": JOURNAL_SCHEMA,
         "pid": os.getpid(),
         "files": [
-            {"path": c.path, "before": _b64(c.before), "mode": modes.get(c.path)} for c in changes
+            {
+                "path": c.path,
+                "before": _b64(c.before),
+                "mode": modes.get(c.path),
+                **({"link": c.before_link} if c.before_link is not None else {}),
+            }
+            for c in changes
         ],
         "dirs": list(dirs),
     }
@@ -179,19 +216,31 @@ def _remove_stale_temps(folder: Path, name: str | None = None) -> None:
                 tmp.unlink()
 
 
-def roll_back_interrupted(root: Path, state_dir: Path) -> list[str] | None:
+def roll_back_interrupted(
+    root: Path, state_dir: Path, wait: float | None = None, tidy: bool = False
+) -> list[str] | None:
     """If a killed run left a journal, roll it back under the lock (never under a run that is
-    still writing). None when there was nothing to roll back."""
-    if not (state_dir / JOURNAL).exists():
-        return None
-    with locked(state_dir), interrupts.deferred():
-        return recover(root, state_dir)
+    still writing: a journal whose writer holds the lock is that run's, not a crash's). None
+    when there was nothing to roll back. `wait`: seconds to wait for a running writer (readers
+    pass a short one and then say a run is in progress). `tidy` (`sgpatch recover`): also take
+    the lock when there is no journal, so a killed run's other residue (temp files, a stale
+    lock.owner, a folder holding only the lock) is removed on the way out."""
+    try:
+        if not check_state_entry(state_dir / JOURNAL):
+            if tidy and state_dir.is_dir() and not state_dir.is_symlink():
+                with locked(state_dir, wait, create=False):
+                    pass  # locked() tidies when it lets go
+            return None
+        with locked(state_dir, wait, create=False), interrupts.deferred():
+            return recover(root, state_dir)
+    except _StateGone:
+        return None  # the writer finished and took .sgpatch/ away: nothing was interrupted
 
 
-def stop_if_rolled_back(root: Path, state_dir: Path) -> None:
-    """What every writing command does first: roll back an interrupted run, then stop (exit 4)
-    so the user sees it happened and runs the command again on a known tree."""
-    restored = roll_back_interrupted(root, state_dir)
+def stop_if_rolled_back(root: Path, state_dir: Path, wait: float | None = None) -> None:
+    """What every command does first: roll back an interrupted run, then stop (exit 4) so the
+    user sees it happened and runs the command again on a known tree."""
+    restored = roll_back_interrupted(root, state_dir, wait)
     if restored is not None:
         raise SgpatchError(
             f"an interrupted sgpatch run was rolled back in {root} "
@@ -210,26 +259,34 @@ def recover(root: Path, state_dir: Path) -> list[str] | None:
     path = state_dir / JOURNAL
     _check_state_dir(state_dir)
     _remove_stale_temps(state_dir)
-    if not path.exists():
+    data = read_state(path)
+    if data is None:
         return None
-    try:
-        doc = json.loads(path.read_text())
-        entries = [(e["path"], _unb64(e["before"]), e.get("mode")) for e in doc["files"]]
-        dirs = [str(d) for d in doc.get("dirs", [])]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise unsafe(
-            f"{path}: unreadable journal of an interrupted run ({exc}); "
-            "inspect the tree, then delete the journal"
-        ) from None
+    entries, dirs = _parse_journal(path, data)
     restored = []
     try:
-        for rel, before, mode in entries:
-            target = safe_path(root, rel)
+        for rel, before, mode, link in entries:
+            target = safe_path(root, rel, link_ok=True)  # the killed run may have made a link
             _remove_stale_temps(target.parent, target.name)
-            current = target.read_bytes() if target.is_file() else None
+            now_link = os.readlink(target) if target.is_symlink() else None
+            if link is not None:
+                if now_link != link:
+                    _put(root, rel, None, None, link=link)
+                    restored.append(rel)
+                continue
+            regular = now_link is None and target.is_file()
+            current = target.read_bytes() if regular else None
             now_mode = stat.S_IMODE(target.stat().st_mode) if current is not None else None
-            if current != before or (before is not None and mode is not None and now_mode != mode):
-                _put(root, rel, before, mode)
+            stale_link = now_link is not None
+            if (
+                stale_link
+                or current != before
+                or (before is not None and mode is not None and now_mode != mode)
+            ):
+                if stale_link and before is None:
+                    target.unlink()  # a link the run created where nothing was
+                else:
+                    _put(root, rel, before, mode)
                 restored.append(rel)
         for rel in dirs:
             with contextlib.suppress(OSError):
@@ -244,6 +301,44 @@ def recover(root: Path, state_dir: Path) -> list[str] | None:
         ) from None
     _fsync_dir(state_dir)
     return restored
+
+
+def _parse_journal(
+    path: Path, data: bytes
+) -> tuple[list[tuple[str, bytes | None, int | None, str | None]], list[str]]:
+    """The journal's entries, each field checked: a journal is replayed only when every path is
+    a string, every `before` base64 or null and every mode a permission value; one from a newer
+    sgpatch is refused, not guessed at (exit 4, the tree left alone)."""
+    try:
+        doc = json.loads(data)
+        if not isinstance(doc, dict) or not isinstance(doc.get("schema"), int):
+            raise ValueError("not an sgpatch journal")
+        if doc["schema"] > JOURNAL_SCHEMA:
+            raise unsafe(
+                f"{path}: journal schema {doc['schema']} is from a newer sgpatch; roll it back "
+                "with that sgpatch (`sgpatch recover`), nothing was touched"
+            )
+        entries = []
+        for e in doc["files"]:
+            rel, before, mode, link = e["path"], e["before"], e.get("mode"), e.get("link")
+            if not isinstance(rel, str) or not (before is None or isinstance(before, str)):
+                raise ValueError(f"bad entry for {rel!r}")
+            if not (link is None or (isinstance(link, str) and link and "\x00" not in link)):
+                raise ValueError(f"bad link for {rel!r}")
+            if mode is not None and (type(mode) is not int or not 0 <= mode <= 0o7777):
+                raise ValueError(f"bad mode {mode!r} for {rel!r}")
+            entries.append((rel, _unb64(before), mode, link))
+        dirs = doc.get("dirs", [])
+        if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
+            raise ValueError("bad 'dirs'")
+    except SgpatchError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise unsafe(
+            f"{path}: unreadable journal of an interrupted run ({exc}); "
+            "inspect the tree, then delete the journal"
+        ) from None
+    return entries, dirs
 
 
 def lock_timeout(default: float = DEFAULT_LOCK_TIMEOUT) -> float:
@@ -262,10 +357,10 @@ def lock_timeout(default: float = DEFAULT_LOCK_TIMEOUT) -> float:
 
 def _holder(state_dir: Path) -> str:
     try:
-        doc = json.loads((state_dir / LOCK_OWNER).read_text())
+        doc = json.loads(read_state(state_dir / LOCK_OWNER) or b"")
         since = time.strftime("%H:%M:%S", time.localtime(float(doc["since"])))
         return f"held by pid {doc['pid']} on {doc['host']} since {since}: {doc['cmd']}"
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, SgpatchError):
         return "holder unknown"
 
 
@@ -286,12 +381,16 @@ def _write_owner(state_dir: Path) -> None:
         "since": time.time(),
         "cmd": " ".join(["sgpatch", *sys.argv[1:]])[:200],
     }
-    with contextlib.suppress(OSError):
-        (state_dir / LOCK_OWNER).write_text(json.dumps(doc) + "\n")
+    with contextlib.suppress(OSError):  # a planted symlink/FIFO is replaced, never followed
+        write_state(state_dir / LOCK_OWNER, (json.dumps(doc) + "\n").encode())
+
+
+class _StateGone(Exception):
+    """`locked(create=False)`: the state folder is gone (its last writer finished)."""
 
 
 @contextlib.contextmanager
-def locked(state_dir: Path, timeout: float | None = None) -> Iterator[None]:
+def locked(state_dir: Path, timeout: float | None = None, create: bool = True) -> Iterator[None]:
     """One writer per target: wait up to `timeout` seconds (default $SGPATCH_LOCK_TIMEOUT or
     30), then refuse (exit 4) naming the lock file and the run that holds it.
 
@@ -299,22 +398,32 @@ def locked(state_dir: Path, timeout: float | None = None) -> Iterator[None]:
     is reverted). A run that was waiting on the removed file must not count it as held, or it
     and a newcomer locking the new file would both write. So before locking, this run opens the
     file itself, which pins its inode; after locking, the name must still lead to that inode
-    (an inode held open cannot be removed and reused meanwhile), else it locks again."""
+    (an inode held open cannot be removed and reused meanwhile), else it locks again.
+
+    `create=False` (recovery of a journal found in the folder): never make the folder; when it
+    is gone, raise `_StateGone` (its writer finished and took it away: nothing to recover)."""
     if timeout is None:
         timeout = lock_timeout()
     deadline = time.monotonic() + timeout
     lock_path = state_dir / LOCK
     while True:
         _check_state_dir(state_dir)
-        try:
-            state_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise SgpatchError(
-                f"cannot create the state folder {state_dir}: {exc.strerror or exc}"
-            ) from None
+        if create:
+            try:
+                state_dir.mkdir(parents=True, exist_ok=True)
+            except FileExistsError:  # removed and made again between mkdir and its check
+                continue
+            except OSError as exc:
+                raise SgpatchError(
+                    f"cannot create the state folder {state_dir}: {exc.strerror or exc}"
+                ) from None
+        elif not state_dir.is_dir():
+            raise _StateGone
         try:
             pin = _pin(lock_path)
         except FileNotFoundError:
+            if not create:
+                raise _StateGone from None
             if time.monotonic() < deadline:
                 continue  # the folder was removed between mkdir and open: make it again
             raise SgpatchError(
@@ -351,10 +460,20 @@ def locked(state_dir: Path, timeout: float | None = None) -> Iterator[None]:
             lock.release()
 
 
+class LockBusy(SgpatchError):
+    """Another run held the lock for longer than we waited (exit 4); `holder` says who."""
+
+    def __init__(self, message: str, holder: str) -> None:
+        super().__init__(message, ExitCode.UNSAFE)
+        self.holder = holder
+
+
 def _busy(state_dir: Path, timeout: float) -> SgpatchError:
-    return unsafe(
-        f"another sgpatch run holds the lock {state_dir / LOCK} ({_holder(state_dir)}); "
-        f"waited {timeout:g}s (set ${LOCK_TIMEOUT_ENV} to wait longer)"
+    holder = _holder(state_dir)
+    return LockBusy(
+        f"another sgpatch run holds the lock {state_dir / LOCK} ({holder}); "
+        f"waited {timeout:g}s (set ${LOCK_TIMEOUT_ENV} to wait longer)",
+        holder,
     )
 
 
@@ -485,6 +604,20 @@ def _write_error(exc: OSError, rel: str) -> str:
     return f"writing {rel} failed: {exc.strerror or exc}"
 
 
+def _verify_before(root: Path, c: FileChange) -> Path:
+    """The change's path, once its current state is what the plan read: the bytes `before`,
+    or (before_link) a symlink to that target. Anything else changed meanwhile: exit 4."""
+    if c.before_link is not None:
+        path = safe_path(root, c.path, link_ok=True)
+        same = path.is_symlink() and os.readlink(path) == c.before_link
+    else:
+        path = safe_path(root, c.path)
+        same = read_bytes(root, c.path) == c.before
+    if not same:
+        raise unsafe(f"{c.path} changed while sgpatch was planning; nothing was written")
+    return path
+
+
 def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
     """Write every change or none: verify, journal, replace, drop the journal.
 
@@ -492,7 +625,9 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
     the tree is rolled back before the error propagates; if even that fails the journal stays
     and the next sgpatch run rolls back.
     """
-    changes = [c for c in changes if c.before != c.after or c.mode is not None]
+    changes = [
+        c for c in changes if c.before != c.after or c.mode is not None or c.link != c.before_link
+    ]
     if not changes:
         return
     modes: dict[str, int] = {}
@@ -501,11 +636,8 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
         if c.path in seen:
             raise SgpatchError(f"internal error: {c.path} changed twice in one commit")
         seen.add(c.path)
-        path = safe_path(root, c.path)
-        current = read_bytes(root, c.path)
-        if current != c.before:
-            raise unsafe(f"{c.path} changed while sgpatch was planning; nothing was written")
-        if path.exists():
+        path = _verify_before(root, c)
+        if c.before_link is None and path.exists():
             modes[c.path] = stat.S_IMODE(path.stat().st_mode)
             if not os.access(path, os.W_OK):
                 raise SgpatchError(f"{c.path}: file is read-only; nothing was written")
@@ -529,7 +661,7 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
         for c in changes:
             current_rel = c.path
             mode = c.mode if c.mode is not None else modes.get(c.path)
-            _put(root, c.path, c.after, mode, folders)
+            _put(root, c.path, c.after, mode, folders, link=c.link)
         for folder in sorted(folders):  # renames durable before the journal goes
             _fsync_dir(folder)
     except BaseException as exc:

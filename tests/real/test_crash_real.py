@@ -202,13 +202,17 @@ def revert_argv(pkg: Path) -> list[str]:
 def test_kill_apply_at_every_write_step(world):
     """Input: apply SIGKILLed right before write step 1, 2, ... until a run completes.
     Outcome: after each, one rolled-back invocation, then pristine bytes (or patched once the
-    journal is gone), status agrees, and a second apply completes the set byte-exactly."""
+    journal is gone), status agrees, `sgpatch recover` on a pristine tree leaves no .sgpatch/
+    (no lock, lock.owner or temp file), and a second apply completes the set byte-exactly."""
     work = world["base"] / "work-apply"
     seen = []
     for step in range(1, 200):
         pkg = fresh(world["pristine"], work)
         outcome = fork_run(apply_argv(pkg), kill_at=step)
         seen.append(check_after_crash(world, pkg, outcome))
+        if seen[-1] == "pristine":  # crash residue (lock, stale lock.owner, temps): recover
+            assert run_cli("recover", "--sglang-dir", str(pkg))[0] == 0
+            assert not (pkg / ".sgpatch").exists()
         code, _, err = run_cli(*apply_argv(pkg))
         assert code == 0, err
         assert snapshot(pkg) == world["snap_patched"]
@@ -234,6 +238,7 @@ def test_kill_revert_at_every_write_step(world):
         code, _, err = run_cli(*revert_argv(pkg))
         assert code == 0, err
         assert snapshot(pkg) == world["snap_pristine"]
+        assert not (pkg / ".sgpatch").exists()  # the last set reverted: no state, no residue
         assert states(pkg) == world["states_pristine"]
         if outcome[0] == "exit":
             assert outcome[1] == 0 and where == "pristine"

@@ -21,6 +21,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from helpers import sgpatch
+from sgpatch import ledger as ledger_mod
 from sgpatch import lint, matrix, releases
 from sgpatch.diffs import decode, encode, read_patch, split_lines
 from sgpatch.engine import apply_hunks
@@ -510,7 +511,8 @@ def test_refresh_after_an_edit_leaves_the_patch_applied(tmp_path, capsys):
     """Input: the set applied to a 0.5.9 tree, one value edited in a patched file, the patch
     refreshed. Outcome: its variant serves other releases too, so a new `==0.5.9` variant
     carries the edit (the old file stays as it was), and on that tree the set is still
-    `applied` (status --check 0) and `revert` gives back the release, as quilt refresh leaves a
+    `applied` (status --check 0; the store holds exactly the bytes the ledger names) and
+    `revert` gives back the release (no .sgpatch/ left), as quilt refresh leaves a
     patch applied; before, the tree was stuck `modified` and revert --force refused."""
     sets = tmp_path / "sets"
     shutil.copytree(SHIPPED, sets / SET)
@@ -532,6 +534,9 @@ def test_refresh_after_an_edit_leaves_the_patch_applied(tmp_path, capsys):
     assert old.patch.read_bytes() == before
     assert b"+        6: 96 * MiB" in new.patch.read_bytes()
     assert sgpatch("status", *common, "--check") == 0
+    store = {p.name for p in (root / ".sgpatch" / "originals").iterdir()}  # no orphan
+    assert store == ledger_mod.referenced(ledger_mod.load(root))
     capsys.readouterr()
     assert sgpatch("revert", *common) == 0
     assert f.read_bytes() == releases.read_member("0.5.9", f.relative_to(root).as_posix())
+    assert not (root / ".sgpatch").exists()

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from sgpatch import __version__, preconditions, report
 from sgpatch import ledger as ledger_mod
-from sgpatch.commands.common import open_target, site_packages, supported_set
+from sgpatch.commands.common import (
+    ledger_changes,
+    load_ledger,
+    open_target,
+    say_notes,
+    site_packages,
+    stable_read,
+    supported_set,
+)
 from sgpatch.errors import ExitCode, SgpatchError
-from sgpatch.ledger import PatchRecord, original_rel, sha256, state_dir
+from sgpatch.ledger import PatchRecord, state_dir
 from sgpatch.plan import SetPlan, plan_set
-from sgpatch.txn import FileChange, commit, locked, read_bytes
+from sgpatch.txn import commit, locked
 
 
 def run(
@@ -35,8 +44,14 @@ def run(
         gitmode.require_repo(target)
     root = target.root
     options = {"with_ids": tuple(with_ids), "without_ids": tuple(without_ids), "strict": strict}
-    ledger = ledger_mod.load(root)
-    plan = plan_set(manifest, root, target.version, ledger, **options)
+    # A first plan without the lock (a run with nothing to write creates nothing), read
+    # consistently: a run writing meanwhile makes it read again, never judge a mix.
+    reconciled, plan = stable_read(
+        root,
+        lambda: _plan_unlocked(target, manifest, options),
+    )
+    say_notes(reconciled)
+    ledger = reconciled.ledger
     code = _verdict(plan)
     pre = preconditions.for_plan(manifest, plan, site_packages(target))
     unmet = [x for x in pre if x.verdict == "unmet"]
@@ -48,23 +63,13 @@ def run(
         )
     _refuse_stacking(ledger, plan)
     written: list[str] = []
-    if code == ExitCode.OK and plan.changes and not dry_run:
-        # Only a run that writes takes the lock (and so creates .sgpatch/); if another run
-        # wrote in between, plan again under the lock before writing.
+    writes = plan.changes or reconciled.stale or (git_commit and _git_pending(ledger, plan))
+    if code == ExitCode.OK and writes and not dry_run:
+        # Only a run that writes takes the lock (and so creates .sgpatch/), and it plans
+        # again under the lock: what it writes is decided from state read while holding it.
         with locked(state_dir(root)):
-            if ledger_mod.load(root) != ledger or _moved(root, plan):
-                ledger = ledger_mod.load(root)
-                plan = plan_set(manifest, root, target.version, ledger, **options)
-                code = _verdict(plan)
-            if code == ExitCode.OK and plan.changes:
-                changes = list(plan.changes)
-                changes += _ledger_changes(root, ledger, plan, str(target.version))
-                if git_commit:
-                    gitmode.check_clean(target, [c.path for c in plan.changes])
-                commit(root, state_dir(root), changes)
-                written = [c.path for c in plan.changes]
-                if git_commit:
-                    gitmode.report_commits(gitmode.commit_plan(target, manifest, plan))
+            plan, code, written = _write(target, manifest, options, git_commit)
+    after = plan.applied() if written else plan
     after = plan.applied() if written else plan
     if as_json:
         report.emit_json(
@@ -76,6 +81,51 @@ def run(
         report.show_set(target, after, pre, verbose)
         report.apply_summary(after, code, written, dry_run)
     return int(code)
+
+
+def _plan_unlocked(target, manifest, options):
+    reconciled = load_ledger(target)
+    return reconciled, plan_set(manifest, target.root, target.version, reconciled.ledger, **options)
+
+
+def _write(target, manifest, options, git_commit: bool):
+    """Under the lock: plan again from the ledger and files as they are now, then write the
+    patched files, the ledger and the store in one transaction (git mode: and the commits).
+    Returns (plan, exit code, files written)."""
+    root = target.root
+    reconciled = load_ledger(target)
+    ledger = reconciled.ledger
+    plan = plan_set(manifest, root, target.version, ledger, **options)
+    code = _verdict(plan)
+    _refuse_stacking(ledger, plan)
+    if code != ExitCode.OK:
+        return plan, code, []
+    gplan = None
+    if git_commit and plan.changes:
+        from sgpatch import gitmode
+
+        gitmode.check_clean(target, [c.path for c in plan.changes])
+        gplan = gitmode.apply_plan(target, manifest, plan)
+    elif git_commit:  # applied; its commits made but HEAD not moved yet (a run stopped there)
+        from sgpatch import gitmode
+
+        gitmode.report_commits(gitmode.finish_apply(target, ledger.sets.get(plan.name)))
+    if not plan.changes and not reconciled.stale:
+        return plan, code, []
+    new = ledger if not plan.changes else _recorded(root, ledger, plan, str(target.version), gplan)
+    data = [x for c in plan.changes for x in (c.before, c.after)]
+    changes = [*plan.changes, *ledger_changes(root, reconciled.stored, new, data)]
+    commit(root, state_dir(root), changes)
+    if gplan is not None:
+        from sgpatch import gitmode
+
+        gitmode.report_commits(gitmode.finish(target, gplan, undo=changes))
+    return plan, code, [c.path for c in plan.changes]
+
+
+def _git_pending(ledger, plan: SetPlan) -> bool:
+    record = ledger.sets.get(plan.name)
+    return record is not None and bool(record.commits)
 
 
 def _refuse_stacking(ledger, plan: SetPlan) -> None:
@@ -91,10 +141,6 @@ def _refuse_stacking(ledger, plan: SetPlan) -> None:
                 )
 
 
-def _moved(root: Path, plan: SetPlan) -> bool:
-    return any(read_bytes(root, c.path) != c.before for c in plan.changes)
-
-
 def _verdict(plan: SetPlan) -> ExitCode:
     codes = [p.exit_code for p in plan.patches if p.selected and p.state in ("conflict",)]
     if codes:
@@ -104,8 +150,9 @@ def _verdict(plan: SetPlan) -> ExitCode:
     return ExitCode.OK
 
 
-def _ledger_changes(root: Path, ledger, plan: SetPlan, version: str) -> list[FileChange]:
-    """The ledger update and the originals store, written in the same transaction."""
+def _recorded(root: Path, ledger, plan: SetPlan, version: str, gplan=None):
+    """The ledger once the plan is written: its pending patches recorded with the release,
+    each file's bytes and mode before and after, and git mode's commits."""
     originals = {c.path: (c.before, c.after) for c in plan.changes}
     written = set(originals)
     records = [
@@ -114,21 +161,26 @@ def _ledger_changes(root: Path, ledger, plan: SetPlan, version: str) -> list[Fil
             p.variant or "",
             p.patch_sha256 or "",
             tuple(sorted(({f.path for f in p.files} | {f.source for f in p.files}) & written)),
+            version,
         )
         for p in plan.patches
         if p.selected and p.state == "pending"
     ]
-    new = ledger_mod.record_apply(ledger, plan.name, version, __version__, records, originals)
-    out = [
-        FileChange(
-            ledger_mod.ledger_rel(), read_bytes(root, ledger_mod.ledger_rel()), ledger_mod.dump(new)
-        )
-    ]
-    stored: set[str] = set()
-    for before, _ in originals.values():
-        digest = sha256(before)
-        if before is None or digest in stored or (root / original_rel(digest)).exists():
-            continue
-        stored.add(digest)
-        out.append(FileChange(original_rel(digest), None, before, 0o444))
-    return out
+    modes = {c.path: (_mode_of(root, c.path), c.mode) for c in plan.changes}
+    modes = {k: (b, a if a is not None else b) for k, (b, a) in modes.items()}
+    new = ledger_mod.record_apply(
+        ledger, plan.name, version, __version__, records, originals, modes
+    )
+    if gplan is not None:
+        record = new.sets[plan.name]
+        new = new.with_set(replace(record, commits=(*record.commits, *gplan.commits)))
+    return new
+
+
+def _mode_of(root: Path, rel: str) -> int | None:
+    import stat
+
+    try:
+        return stat.S_IMODE((root / rel).lstat().st_mode)
+    except OSError:
+        return None

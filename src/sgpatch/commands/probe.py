@@ -19,7 +19,7 @@ def run(
     as_json: bool,
     verbose: bool,
 ) -> int:
-    target = open_target(sglang_dir, sglang_version)
+    target = open_target(sglang_dir, sglang_version, reader=True)
     manifest = load_set(set_name, tuple(patchsets))
     rows = []
     for p in manifest.patches:

@@ -14,7 +14,7 @@ from sgpatch.txn import roll_back_interrupted
 
 def run(sglang_dir: Path | None, sglang_version: str | None, as_json: bool) -> int:
     root = locate_tree(sglang_dir)  # no version needed to roll back, and it may be unreadable
-    restored = roll_back_interrupted(root, state_dir(root))
+    restored = roll_back_interrupted(root, state_dir(root), tidy=True)
     if as_json:
         try:
             where = report.target_json(find_target(sglang_dir, sglang_version, root=root))

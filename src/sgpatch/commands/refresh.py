@@ -112,7 +112,8 @@ def _keep_applied(root: Path, set_name: str, patch_id: str, variant: str, res) -
     edit), so `status`, `apply` and `revert` keep working there."""
     from dataclasses import replace
 
-    from sgpatch.txn import FileChange, commit, locked, read_bytes
+    from sgpatch.commands.common import ledger_changes
+    from sgpatch.txn import commit, locked, read_bytes
 
     with locked(ledger_mod.state_dir(root)):
         ledger = ledger_mod.load(root)
@@ -132,12 +133,8 @@ def _keep_applied(root: Path, set_name: str, patch_id: str, variant: str, res) -
             for path, r in record.files.items()
         }
         new = ledger.with_set(replace(record, patches=patches, files=files))
-        rel = ledger_mod.ledger_rel()
-        commit(
-            root,
-            ledger_mod.state_dir(root),
-            [FileChange(rel, read_bytes(root, rel), ledger_mod.dump(new))],
-        )
+        data = [read_bytes(root, path) for path in res.files if path in record.files]
+        commit(root, ledger_mod.state_dir(root), ledger_changes(root, ledger, new, data))
 
 
 def diff(paths: Sequence[str], sglang_dir: Path | None, against: str | None, as_json: bool) -> int:

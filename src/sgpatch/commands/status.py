@@ -6,8 +6,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sgpatch import drift, preconditions, report
-from sgpatch import ledger as ledger_mod
-from sgpatch.commands.common import open_target, site_packages, supported_set
+from sgpatch.commands.common import (
+    load_ledger,
+    open_target,
+    say_notes,
+    site_packages,
+    stable_read,
+    supported_set,
+)
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.manifest import SetManifest, find_sets, load_manifest, set_supports
 from sgpatch.plan import plan_set
@@ -23,21 +29,15 @@ def run(
     as_json: bool,
     verbose: bool,
 ) -> int:
-    target = open_target(sglang_dir, sglang_version)
-    ledger = ledger_mod.load(target.root)
-    if set_name:
-        manifests = [supported_set(set_name, target, patchsets)]
-    else:
-        manifests = _relevant_sets(target, ledger, patchsets)
+    target = open_target(sglang_dir, sglang_version, reader=True)
+    reconciled, rows, found_drift = stable_read(
+        target.root, lambda: _read(target, set_name, patchsets, with_ids)
+    )
+    say_notes(reconciled)
+    ledger = reconciled.ledger
+    code = max((row[3] for row in rows), default=ExitCode.OK)
     docs = []
-    code = ExitCode.OK
-    touched = {f for s in ledger.sets.values() for f in s.files}  # drift: files sets touch
-    for manifest in manifests:
-        plan = plan_set(manifest, target.root, target.version, ledger, with_ids=tuple(with_ids))
-        touched |= {x for p in plan.patches for f in p.files for x in (f.path, f.source)}
-        pre = preconditions.for_plan(manifest, plan, site_packages(target))
-        set_code = _check_code(plan)
-        code = max(code, set_code)
+    for manifest, plan, pre, set_code in rows:
         dirty: list[str] = []
         if target.layout == "checkout":  # git mode only; keeps GitPython off the common path
             from sgpatch import gitmode
@@ -50,12 +50,6 @@ def run(
         else:
             report.show_set(target, plan, pre, verbose, to_stdout=True)
             report.status_verdict(plan, set_code)
-    if not manifests:
-        raise SgpatchError(
-            f"no known patch set supports sglang {target.version} ({target.root}); "
-            "see `sgpatch list`"
-        )
-    found_drift = drift.check(target.root, target.dist_info, ledger, touched)
     if found_drift and not as_json:
         report.err(drift.summary(found_drift))
     if as_json:
@@ -69,6 +63,30 @@ def run(
             }
         )
     return int(code) if check else 0
+
+
+def _read(target, set_name: str | None, patchsets: Sequence[Path], with_ids: Sequence[str]):
+    """Everything status reports, read in one go (ledger, plans, drift) so `stable_read` can
+    read it again if a writer changed the tree meanwhile."""
+    reconciled = load_ledger(target)
+    ledger = reconciled.ledger
+    if set_name:
+        manifests = [supported_set(set_name, target, patchsets)]
+    else:
+        manifests = _relevant_sets(target, ledger, patchsets)
+    if not manifests:
+        raise SgpatchError(
+            f"no known patch set supports sglang {target.version} ({target.root}); "
+            "see `sgpatch list`"
+        )
+    rows = []
+    touched = {f for s in ledger.sets.values() for f in s.files}  # drift: files sets touch
+    for manifest in manifests:
+        plan = plan_set(manifest, target.root, target.version, ledger, with_ids=tuple(with_ids))
+        touched |= {x for p in plan.patches for f in p.files for x in (f.path, f.source)}
+        pre = preconditions.for_plan(manifest, plan, site_packages(target))
+        rows.append((manifest, plan, pre, _check_code(plan)))
+    return reconciled, rows, drift.check(target.root, target.dist_info, ledger, touched)
 
 
 def _check_code(plan) -> ExitCode:

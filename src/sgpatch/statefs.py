@@ -1,0 +1,110 @@
+"""sgpatch's own files in `<root>/.sgpatch/`: read and written without trusting what is there.
+
+Anyone who can write the tree can plant a symlink, a FIFO or a device at `ledger.json`,
+`journal.json` or `lock.owner`. Following the symlink would read or write a file outside the
+tree; opening a FIFO blocks forever. So every state file is opened with O_NOFOLLOW|O_NONBLOCK
+and must be a regular file (exit 4 otherwise, one line naming it), and files sgpatch writes
+there go through a temp file with an unpredictable name created with O_EXCL, then os.replace
+(which replaces a planted link instead of writing through it).
+
+A diff may never write into `.sgpatch/` (under any spelling: `./.sgpatch/x`, `.SGPATCH/x`,
+`srt/../.sgpatch`): `is_state_path` is the test the planners use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from pathlib import Path
+
+from sgpatch.errors import unsafe
+
+STATE_DIR = ".sgpatch"
+_KINDS = {
+    stat.S_IFLNK: "a symlink",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a device",
+    stat.S_IFBLK: "a device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a folder",
+}
+
+
+def is_state_path(rel: str) -> bool:
+    """`rel` names something inside a `.sgpatch` folder, however it is spelled."""
+    parts = rel.replace("\\", "/").split("/")
+    return any(p.strip().casefold() == STATE_DIR for p in parts)
+
+
+def _refuse(path: Path, mode: int) -> None:
+    kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+    raise unsafe(f"refusing sgpatch state file {path}: it is {kind}; inspect and remove it")
+
+
+def read_state(path: Path) -> bytes | None:
+    """The bytes of a state file, None when it does not exist. Never follows a symlink, never
+    blocks on a FIFO; anything but a regular file is refused (exit 4)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        _refuse(path, st.st_mode)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None  # removed since the lstat (a writer finished): it is gone
+    except OSError:
+        if os.path.islink(path):
+            _refuse(path, stat.S_IFLNK)
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            _refuse(path, st.st_mode)
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def check_state_entry(path: Path) -> bool:
+    """True when `path` exists as a regular file, False when absent; refuse anything else."""
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    if not stat.S_ISREG(st.st_mode):
+        _refuse(path, st.st_mode)
+    return True
+
+
+def write_state(path: Path, data: bytes, mode: int | None = 0o644) -> None:
+    """Replace a file sgpatch owns (lock.owner, a patch file `refresh`/`port` rewrite): a temp
+    file with an unpredictable name in the same folder (O_EXCL), then a rename, so a planted
+    symlink or FIFO at the name (or at a guessable temp name) is replaced, never written
+    through. `mode` None keeps the mode of the file replaced (0644 for a new one)."""
+    import tempfile
+
+    if mode is None:
+        try:
+            st = os.lstat(path)
+            mode = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else 0o644
+        except OSError:
+            mode = 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".sgpatch-tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, mode)
+        os.rename(tmp, path)  # POSIX rename replaces; not os.replace, which tests count
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

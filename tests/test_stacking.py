@@ -237,3 +237,63 @@ def test_a_third_set_names_the_topmost_to_revert_first(env, tmp_path):
     for name in ("mid-third", TOP, LOW):
         assert cli("revert", *args, "--set", name)[0] == 0
     assert snapshot(pkg) == pristine
+
+
+def _install_record(pkg: Path) -> None:
+    """A dist-info beside the tree whose RECORD lists the pristine files (as pip writes it)."""
+    import base64
+    import hashlib
+
+    info = pkg.parent / "sglang-0.5.9.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.9\n")
+    rows = []
+    for rel in ("_version.py", "srt/comm.py", "srt/other.py"):
+        data = (pkg / rel).read_bytes()
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        rows.append(f"sglang/{rel},sha256={digest},{len(data)}\n")
+    (info / "RECORD").write_text("".join(rows))
+
+
+def test_stacked_sets_are_no_drift_and_a_reinstall_drops_both(env):
+    """Input: a tree with the wheel's RECORD; both sets applied; then the same release
+    reinstalled (pristine comm.py and other.py back). Outcome: with both applied, status
+    reports no drift (each file judged by its bytes before the lower set); after the
+    reinstall, one 'reinstalled' line per set, both sets' patches `pending` (never
+    `modified`), and both apply again in order."""
+    pkg, args = env
+    _install_record(pkg)
+    pristine = {rel: (pkg / rel).read_bytes() for rel in ("srt/comm.py", "srt/other.py")}
+    cli("apply", *args, "--set", LOW)
+    cli("apply", *args, "--set", TOP)
+    code, out, err = cli("status", *args, "--json")
+    assert code == 0, err
+    assert json.loads(out)["drift"] == []
+    for rel, data in pristine.items():
+        (pkg / rel).write_bytes(data)
+    code, _, err = cli("status", *args, "--set", LOW)
+    assert err.count("reinstalled") == 2, err
+    assert states(args, LOW) == {f"{LOW}-p": "pending"}
+    assert states(args, TOP) == {f"{TOP}-p": "pending"}
+    assert cli("apply", *args, "--set", LOW)[0] == 0
+    assert cli("apply", *args, "--set", TOP)[0] == 0
+    assert (pkg / "srt/comm.py").read_text() == _top(LOW_COMM)
+
+
+def test_revert_force_of_the_top_set_keeps_the_lower_sets_change(env):
+    """Input: both applied, a line appended to comm.py by hand, then `revert --force` of the
+    top set. Outcome: exit 0; comm.py holds the lower set's change and the edit, not the top
+    set's; the lower set is `modified` (the kept edit), and reverting it needs --force too."""
+    pkg, args = env
+    cli("apply", *args, "--set", LOW)
+    cli("apply", *args, "--set", TOP)
+    comm = pkg / "srt/comm.py"
+    comm.write_text(comm.read_text() + "# mine\n")
+    assert cli("revert", *args, "--set", TOP)[0] == 1
+    code, _, err = cli("revert", *args, "--set", TOP, "--force")
+    assert code == 0, err
+    assert comm.read_text() == LOW_COMM + "# mine\n"
+    assert states(args, LOW) == {f"{LOW}-p": "modified"}
+    assert cli("revert", *args, "--set", LOW)[0] == 1
+    assert cli("revert", *args, "--set", LOW, "--force")[0] == 0
+    assert comm.read_text() == COMM + "# mine\n"

@@ -1,7 +1,8 @@
 """Stacked sets on a real release: a user's own set on top of the shipped kimi-eagle3-sm120 on a
-0.5.9 site-packages tree, both patching srt/models/deepseek_v2.py (the user's change, a diff
-of the pristine file, sits a few lines below the shipped set's). Applied in order, reverted in
-reverse order, every file back to the wheel's RECORD at the end."""
+0.5.9 site-packages tree, both patching srt/models/deepseek_v2.py (the user's change, a diff of
+the pristine file imported with `sgpatch import`, sits a few lines below the shipped set's).
+Applied in order, reverted in reverse order, every file back to the wheel's RECORD at the end.
+"""
 
 from __future__ import annotations
 
@@ -17,33 +18,20 @@ DSV2 = "srt/models/deepseek_v2.py"
 ANCHOR = "        should_allreduce_fusion = (\n"  # 13 lines below the shipped set's 2nd hunk
 
 
-USER_MANIFEST = f"""schema: 1
-name: {USER}
-summary: a user's own stack on top of {SET}
-sglang: "==0.5.9"
-patches:
-  - id: trace
-    summary: trace the MLP input
-    type: feature
-    upstream: {{status: pending}}
-    variants:
-      - {{sglang: "==0.5.9", patch: patches/0001-trace.patch}}
-"""
-
-
-def _user_set(sets: Path, pristine: str) -> str:
+def _user_set(sets: Path, pristine: str, tmp_path: Path) -> str:
     """The user's stack as users keep one: a diff made on the pristine 0.5.9 deepseek_v2.py
     (a comment added in DeepseekV2DecoderLayer.forward, below the shipped set's capture
-    block), in a set of its own. Returns the patch id. (Written by hand rather than with
-    `sgpatch import`: on this branch's base the importer still imports an engine helper that
-    main has since removed.)"""
+    block), turned into a set with `sgpatch import`. Returns the patch id."""
+    from sgpatch.manifest import load_manifest
+
     assert pristine.count(ANCHOR) == 1
     mine = pristine.replace(ANCHOR, "        # my-stack: trace the MLP input\n" + ANCHOR)
-    (sets / USER / "patches").mkdir(parents=True)
-    (sets / USER / "patchset.yaml").write_text(USER_MANIFEST)
-    diff = make_diff(pristine, mine, f"python/sglang/{DSV2}")
-    (sets / USER / "patches" / "0001-trace.patch").write_text(diff)
-    return "trace"
+    diff = tmp_path / "0001-trace.patch"
+    diff.write_text(make_diff(pristine, mine, f"python/sglang/{DSV2}"))
+    args = ("--name", USER, "--sglang-version", "0.5.9", "--dest", str(sets), str(diff))
+    code, _, err = run_cli("import", *args)
+    assert code == 0, err
+    return load_manifest(sets / USER / "patchset.yaml").patches[0].id
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -59,19 +47,19 @@ def _states(args, name: str) -> set[str]:
 
 
 def test_user_set_on_top_of_the_shipped_set_on_0_5_9(release_tree, record_sha, tmp_path):
-    """Input: 0.5.9 site-packages; kimi-eagle3-sm120 applied, then a user's set made from a
-    diff of pristine deepseek_v2.py. Outcome: both apply (exit 0; the user's with an offset
-    over the shipped set's inserted lines) and both are
-    `applied` (status --check 0); reverting the shipped set first is exit 4 naming the user's
-    set, the tree byte-identical; refreshing the user's patch is exit 4 (its diff against the
-    pristine release would take the shipped change in); reverting the user's set gives back
-    exactly the bytes the shipped set left; reverting the shipped set then leaves every file of
-    RECORD hashing as RECORD says and no .sgpatch/."""
+    """Input: 0.5.9 site-packages; kimi-eagle3-sm120 applied, then a user's set imported
+    (`sgpatch import`) from a diff of pristine deepseek_v2.py. Outcome: both apply (exit 0; the
+    user's with an offset over the shipped set's inserted lines) and both are `applied`
+    (status --check 0); reverting the shipped set first is exit 4 naming the user's set, the
+    tree byte-identical; refreshing the user's patch is exit 4 (its diff against the pristine
+    release would take the shipped change in); reverting the user's set gives back exactly the
+    bytes the shipped set left; reverting the shipped set then leaves every file of RECORD
+    hashing as RECORD says and no .sgpatch/."""
     root = release_tree("0.5.9")
     sets = tmp_path / "sets"
     sets.mkdir()
     args = ("--sglang-dir", str(root), "--patchsets", str(sets))
-    pid = _user_set(sets, (root / DSV2).read_text())
+    pid = _user_set(sets, (root / DSV2).read_text(), tmp_path)
     assert run_cli("apply", "--set", SET, *args)[0] == 0
     shipped = _tree(root)
     code, out, err = run_cli("apply", "--set", USER, *args)

@@ -297,3 +297,36 @@ def test_revert_force_of_the_top_set_keeps_the_lower_sets_change(env):
     assert cli("revert", *args, "--set", LOW)[0] == 1
     assert cli("revert", *args, "--set", LOW, "--force")[0] == 0
     assert comm.read_text() == COMM + "# mine\n"
+
+
+def test_git_mode_stacks_commits_and_reverts_them_in_order(env):
+    """Input: the tree in a git repository; the lower then the top set applied with --commit,
+    then reverted with --commit (the lower one first, then in order). Outcome: one commit per
+    patch; reverting the lower set first is exit 4 with HEAD and the work tree unchanged;
+    reverting top then lower leaves comm.py and other.py as first committed, nothing left
+    uncommitted in them."""
+    import shutil
+
+    from helpers import git
+
+    site, args = env
+    repo = site.parent.parent / "repo"
+    pkg = repo / "python" / "sglang"
+    shutil.copytree(site, pkg)
+    args = ("--sglang-dir", str(pkg), *args[2:])
+    for cmd in (("init", "-q"), ("add", "."), ("commit", "-q", "-m", "pristine")):
+        git(repo, *cmd)
+    code, _, err = cli("apply", *args, "--set", LOW, "--commit")
+    assert code == 0, err
+    code, _, err = cli("apply", *args, "--set", TOP, "--commit")
+    assert code == 0, err
+    assert len(git(repo, "log", "--format=%H").split()) == 3
+    head, before = git(repo, "rev-parse", "HEAD"), snapshot(pkg)
+    assert cli("revert", *args, "--set", LOW, "--commit")[0] == 4
+    assert git(repo, "rev-parse", "HEAD") == head and snapshot(pkg) == before
+    for name in (TOP, LOW):
+        code, _, err = cli("revert", *args, "--set", name, "--commit")
+        assert code == 0, err
+    assert (pkg / "srt/comm.py").read_text() == COMM
+    assert (pkg / "srt/other.py").read_text() == OTHER
+    assert git(repo, "status", "--porcelain", "--", "python/sglang/srt") == ""

@@ -343,32 +343,6 @@ def test_requires_on_a_later_patch_is_enforced(env, capsys):
     assert snapshot(pkg) == before
 
 
-def test_a_second_set_on_an_already_patched_file_is_refused(env, capsys):
-    """Review finding: two sets on one file could never be reverted. Input: the demo set
-    applied, then a copy of it under another name. Outcome: exit 4 naming the file and the set
-    that owns it, nothing written; the first set still reverts cleanly."""
-    import shutil
-
-    pkg, sets = env
-    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets))
-    assert sgpatch("apply", *args, "--set", SET) == 0
-    other = sets / "other-set"
-    shutil.copytree(sets / SET, other)
-    yaml = other / "patchset.yaml"
-    yaml.write_text(yaml.read_text().replace(f"name: {SET}", "name: other-set"))
-    before = snapshot(pkg)
-    # a variant of the gate patch that applies on top of the first set's result
-    gate = (pkg / "srt" / "gate.py").read_text()
-    (other / "patches" / "0002-gate.patch").write_text(
-        make_diff(gate, gate.replace("gate12\n", "GATE12\n"), "python/sglang/srt/gate.py")
-    )
-    code = sgpatch("apply", *args, "--set", "other-set", "--without", "model-hook")
-    assert code == 4
-    assert "already patched by set demo-set" in capsys.readouterr().err
-    assert snapshot(pkg) == before
-    assert sgpatch("revert", *args, "--set", SET) == 0
-
-
 OTHER_SET = """schema: 1
 name: other-set
 summary: a second set, on another file

@@ -162,6 +162,9 @@ def apply_cmd(
 
     Exit 0 done (applied, present or upstream), 1 a patched file was edited, 2 bad input or no
     variant for this release, 3 conflict, 4 refused for safety. Running it twice is a no-op.
+
+    A set may patch files an earlier applied set patched: it goes on top, planned on the bytes
+    that set left, and is reverted first (docs/safety.md, "Stacked sets").
     """
     from sgpatch.commands import apply
 
@@ -242,6 +245,10 @@ def revert_cmd(
 
     A file edited since sgpatch patched it is refused (exit 1) unless --force, which keeps the
     edit and takes only the set's changes out.
+
+    Stacked sets come off in reverse order: reverting a set while a set applied on top of it
+    still patches one of its files is refused (exit 4, with or without --force), naming the set
+    to revert first.
     """
     from sgpatch.commands import revert
 

@@ -12,6 +12,7 @@ import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +81,9 @@ class SetRecord:
 
 @dataclass(frozen=True)
 class Ledger:
-    """Every set applied to one tree (`.sgpatch/ledger.json`); replaced whole, never mutated."""
+    """Every set applied to one tree (`.sgpatch/ledger.json`); replaced whole, never mutated.
+    `sets` is in the order the sets were applied (a set applied again keeps its place): a set
+    may patch files an earlier one patched, on top of it (docs/safety.md, "Stacked sets")."""
 
     sets: Mapping[str, SetRecord] = field(default_factory=dict)
 
@@ -127,9 +130,20 @@ def load(root: Path) -> Ledger:
         )
     try:
         sets = {name: _set_from(name, s) for name, s in doc.get("sets", {}).items()}
+        names = _order(doc.get("order"), sets)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise SgpatchError(f"{path}: ledger is corrupted (missing {exc})") from None
-    return Ledger(sets)
+    return Ledger({n: sets[n] for n in names})
+
+
+def _order(order: Any, sets: Mapping[str, SetRecord]) -> list[str]:
+    """The stored set order; a ledger written before sets could stack has none (its sets share
+    no file, so any order is right: by name)."""
+    if order is None:
+        return sorted(sets)
+    if not isinstance(order, list) or sorted(order) != sorted(sets):
+        raise ValueError("a set order naming every set once")
+    return list(order)
 
 
 def _opt(value: Any, kind: type) -> Any:
@@ -180,6 +194,7 @@ def _drop_none(doc: dict[str, Any]) -> dict[str, Any]:
 def dump(ledger: Ledger) -> bytes:
     doc = {
         "schema": SCHEMA,
+        "order": list(ledger.sets),
         "sets": {
             name: {
                 "sglang_version": s.sglang_version,
@@ -191,7 +206,7 @@ def dump(ledger: Ledger) -> bytes:
                 },
                 **({"commits": [asdict(c) for c in s.commits]} if s.commits else {}),
             }
-            for name, s in sorted(ledger.sets.items())
+            for name, s in ledger.sets.items()
         },
     }
     import json
@@ -257,8 +272,9 @@ def record_apply(
     (and, where given, from mode `modes[path][0]` to [1]).
 
     A file the set already touched keeps its first 'before' (and mode before). Another set
-    that recorded the same file has its 'after' moved on, since sgpatch itself made the new
-    bytes.
+    that recorded the same file keeps its own record: this set was planned on the bytes that
+    set left, so its 'before' is that set's 'after' (the chain `holds` follows). A new set
+    goes on top of the order; a set applied again keeps its place.
     """
     modes = modes or {}
     old = ledger.sets.get(name)
@@ -272,17 +288,6 @@ def record_apply(
             prev.mode_before if prev else mode_before,
             mode_after,
         )
-    others = {
-        k: replace(
-            s,
-            files={
-                p: (replace(r, after=sha256(changes[p][1])) if p in changes else r)
-                for p, r in s.files.items()
-            },
-        )
-        for k, s in ledger.sets.items()
-        if k != name
-    }
     record = SetRecord(
         name=name,
         sglang_version=sglang_version,
@@ -294,4 +299,24 @@ def record_apply(
         files=files,
         commits=old.commits if old else (),
     )
-    return Ledger({**others, name: record})
+    return ledger.with_set(record)
+
+
+def above(ledger: Ledger, name: str, path: str) -> list[str]:
+    """Sets applied after `name` that also patched `path` (they must be reverted first)."""
+    names = list(ledger.sets)
+    if name not in names:
+        return []
+    return [n for n in names[names.index(name) + 1 :] if path in ledger.sets[n].files]
+
+
+def holds(ledger: Ledger, name: str, path: str, digest: str | None) -> bool:
+    """`path`, hashing to `digest` now, is as sgpatch left it for set `name`: the hash is the
+    'after' of the last set that patched it, and every set above `name` on it started from
+    the bytes the one below left (so a stacked set does not make a lower one `modified`,
+    while an edit by hand anywhere does)."""
+    chain = [ledger.sets[name].files[path]]
+    chain += [ledger.sets[n].files[path] for n in above(ledger, name, path)]
+    if any(low.after != high.before for low, high in pairwise(chain)):
+        return False
+    return digest == chain[-1].after

@@ -502,7 +502,9 @@ def plan_set(
     by_id: dict[str, PatchPlan] = {}
     for spec in manifest.patches:
         selected = (not spec.optional or spec.id in with_ids) and spec.id not in without_ids
-        plan = _plan_one(spec, manifest, root, version, record, overlay, fuzz, selected, by_id)
+        plan = _plan_one(
+            spec, manifest, root, version, record, ledger, overlay, fuzz, selected, by_id
+        )
         plans.append(plan)
         by_id[spec.id] = plan
     plans = _requires_after(manifest, plans)
@@ -521,23 +523,25 @@ def _plan_one(
     root: Path,
     version: Version,
     record: SetRecord | None,
+    ledger: Ledger,
     overlay: Overlay,
     fuzz: int,
     selected: bool,
     by_id: Mapping[str, PatchPlan],
 ) -> PatchPlan:
-    from sgpatch.ledger import sha256
+    from sgpatch.ledger import holds, sha256
     from sgpatch.manifest import select_variant
     from sgpatch.probe import evaluate
 
     base = {"id": spec.id, "optional": spec.optional, "selected": selected}
-    # 1. the ledger: sgpatch applied it; do the files still hash to what it wrote?
+    # 1. the ledger: sgpatch applied it; do the files still hash to what it (or a set
+    # stacked on it) wrote?
     rec = record.patch(spec.id) if record else None
     if rec is not None:
         edited = [
             f
             for f in rec.files
-            if f in record.files and sha256(overlay.read(f)) != record.files[f].after
+            if f in record.files and not holds(ledger, record.name, f, sha256(overlay.read(f)))
         ]
         if edited:
             return PatchPlan(

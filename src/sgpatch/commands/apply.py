@@ -70,7 +70,6 @@ def run(
         with locked(state_dir(root)):
             plan, code, written = _write(target, manifest, options, git_commit)
     after = plan.applied() if written else plan
-    after = plan.applied() if written else plan
     if as_json:
         report.emit_json(
             report.set_json(
@@ -129,16 +128,16 @@ def _git_pending(ledger, plan: SetPlan) -> bool:
 
 
 def _refuse_stacking(ledger, plan: SetPlan) -> None:
-    """Two sets on one file could never be reverted independently (each one's original bytes
-    hold or lack the other's change), so refuse before writing instead."""
+    """A set may patch files an earlier set patched (it goes on top), but not a file a set
+    applied after it also patched: that set's recorded bytes would no longer be exact."""
     for c in plan.changes:
-        for other, rec in ledger.sets.items():
-            if other != plan.name and c.path in rec.files:
-                raise SgpatchError(
-                    f"{c.path} is already patched by set {other}; sgpatch does not stack two "
-                    f"sets on one file (revert {other} first, or merge the sets)",
-                    ExitCode.UNSAFE,
-                )
+        higher = ledger_mod.above(ledger, plan.name, c.path)
+        if higher:
+            raise SgpatchError(
+                f"{c.path} is also patched by set {higher[-1]}, applied on top of "
+                f"{plan.name}; revert {higher[-1]} first",
+                ExitCode.UNSAFE,
+            )
 
 
 def _verdict(plan: SetPlan) -> ExitCode:

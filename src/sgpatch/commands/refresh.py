@@ -29,7 +29,8 @@ def run(
 
     target = find_target(sglang_dir, sglang_version, root=locate_tree(sglang_dir))
     manifest = load_set(set_name, tuple(patchsets))
-    record = ledger_mod.load(target.root).sets.get(manifest.name)
+    ledger = ledger_mod.load(target.root)
+    record = ledger.sets.get(manifest.name)
     others = [
         read_patch(manifest.base_dir / p.variant)
         for p in (record.patches if record else ())
@@ -37,6 +38,7 @@ def run(
     ]
     known = _known_releases()
     res = rf.refresh(manifest, patch_id, target.root, target.version, files, others, known)
+    _refuse_stacked(ledger, manifest.name, res.files)
     rel = res.variant.relative_to(manifest.base_dir).as_posix()
     if not dry_run and res.changed:
         _write(res.variant, res.data)
@@ -104,6 +106,20 @@ def _split_variant(manifest, patch_id: str, version, rel: str) -> None:
     text = manifest.path.read_text(encoding="utf-8")
     new = insert_first_variant(text, manifest.path, patch_id, exact(public), rel, str(public))
     _write(manifest.path, new.encode("utf-8"))
+
+
+def _refuse_stacked(ledger, set_name: str, files: Sequence[str]) -> None:
+    """A patch file is a diff against the pristine release: refreshed from a file another
+    set also patched (stacked above or below), it would take that set's change in too."""
+    for path in files:
+        other = next((n for n, s in ledger.sets.items() if n != set_name and path in s.files), None)
+        if other is not None:
+            raise SgpatchError(
+                f"{path} is also patched by set {other}: a diff against the pristine release "
+                f"would take its change in too; refresh from a tree where only {set_name} "
+                "is applied (nothing was written)",
+                ExitCode.UNSAFE,
+            )
 
 
 def _keep_applied(root: Path, set_name: str, patch_id: str, variant: str, res) -> None:

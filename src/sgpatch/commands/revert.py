@@ -120,14 +120,15 @@ def _report(set_name, dry_run, as_json, restored, edited, made) -> None:
 
 
 def _refuse_shared(ledger: Ledger, set_name: str, record: SetRecord) -> None:
-    for other, rec in ledger.sets.items():
-        if other == set_name:
-            continue
-        path = next((p for p in rec.files if p in record.files), None)
-        if path is not None:
+    """Sets come off in reverse order: a set applied on top of this one on a shared file
+    holds this set's change in its own original bytes, so it must be reverted first."""
+    for path in sorted(record.files):
+        higher = ledger_mod.above(ledger, set_name, path)
+        if higher:
             raise SgpatchError(
-                f"{path} is also patched by set {other}; revert {other} first",
-                ExitCode.NOT_DONE,
+                f"{path} is also patched by set {higher[-1]}, applied on top of {set_name}; "
+                f"revert {higher[-1]} first",
+                ExitCode.UNSAFE,
             )
 
 

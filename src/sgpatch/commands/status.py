@@ -104,7 +104,7 @@ def _relevant_sets(target, ledger, patchsets: Sequence[Path]) -> list[SetManifes
     """Every set in the ledger, else every known set that supports this version (each
     manifest is read once)."""
     if ledger.sets:
-        return [supported_set(name, target, patchsets) for name in sorted(ledger.sets)]
+        return [supported_set(name, target, patchsets) for name in ledger.sets]  # applied order
     found = sorted(find_sets(tuple(patchsets)).items())
     manifests = [load_manifest(path / "patchset.yaml") for _, path in found]
     return [m for m in manifests if set_supports(m, target.version)]

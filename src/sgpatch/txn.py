@@ -29,7 +29,7 @@ import signal
 import stat
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from sgpatch import interrupts
@@ -94,22 +94,15 @@ def _atomic_write(
     import tempfile  # here, not at the top: read-only commands never write
 
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
-    try:
+
+    def fill() -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             _fsync(fh.fileno())
         os.chmod(tmp, mode)
-        _step()
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    if synced is None:
-        _fsync_dir(path.parent)
-    else:
-        synced.add(path.parent)
+
+    _install(tmp, path, synced, fill)
 
 
 def _atomic_link(path: Path, target: str, synced: set[Path] | None = None) -> None:
@@ -120,7 +113,19 @@ def _atomic_link(path: Path, target: str, synced: set[Path] | None = None) -> No
     _step()
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}{TMP_SUFFIX}")
     os.symlink(target, tmp)
+    _install(tmp, path, synced)
+
+
+def _install(
+    tmp: str | Path,
+    path: Path,
+    synced: set[Path] | None,
+    prepare: Callable[[], None] = lambda: None,
+) -> None:
+    """Finish an atomic write: `prepare` the temp entry, os.replace it onto `path` (the temp
+    goes away on any failure), then fsync the folder, or leave that to the caller's `synced`."""
     try:
+        prepare()
         _step()
         os.replace(tmp, path)
     except BaseException:

@@ -14,7 +14,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from helpers import run_cli
-from sgpatch import port, releases
+from sgpatch import manifest_text, port, releases
 from sgpatch.errors import SgpatchError
 from sgpatch.manifest import load_manifest
 from sgpatch.port import edits, merge
@@ -449,14 +449,14 @@ def test_text_edits_keep_every_other_byte(tmp_path):
     """Input: the three text edits on a manifest with comments. Outcome: only the edited
     value/line differs."""
     path = tmp_path / "patchset.yaml"
-    edited = edits.set_variant_spec(YAML, path, "one", 1, ">=0.5.9,<0.5.12")
+    edited = manifest_text.set_variant_spec(YAML, path, "one", 1, ">=0.5.9,<0.5.12")
     assert edited == YAML.replace('">=0.5.9,<0.5.10", patch', '">=0.5.9,<0.5.12", patch')
-    edited = edits.insert_first_variant(YAML, path, "one", "==0.5.12", "p2.patch", "0.5.12")
+    edited = manifest_text.insert_first_variant(YAML, path, "one", "==0.5.12", "p2.patch", "0.5.12")
     assert edited == YAML.replace(
         '      - sglang: "<0.5.9"',
         '      - {sglang: "==0.5.12", patch: p2.patch, base: "0.5.12"}\n      - sglang: "<0.5.9"',
     )
-    edited = edits.set_set_spec(YAML, path, ">=0.5.5,<=0.5.12")
+    edited = manifest_text.set_set_spec(YAML, path, ">=0.5.5,<=0.5.12")
     assert edited == YAML.replace('">=0.5.5,<0.5.10"', '">=0.5.5,<=0.5.12"')
 
 

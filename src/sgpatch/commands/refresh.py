@@ -100,7 +100,8 @@ def _write(path: Path, data: bytes) -> None:
 
 def _split_variant(manifest, patch_id: str, version, rel: str) -> None:
     """Insert `{sglang: "==V", patch: REL, base: "V"}` first (a text edit; comments kept)."""
-    from sgpatch.port.edits import exact, insert_first_variant
+    from sgpatch.manifest_text import insert_first_variant
+    from sgpatch.port.edits import exact
 
     public = type(version)(version.public)
     text = manifest.path.read_text(encoding="utf-8")

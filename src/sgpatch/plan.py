@@ -616,7 +616,6 @@ def _plan_variant(
     """Steps 2-4 for a patch with a variant: post-image present, probe, requirements, engine."""
     mapper = package_mapper(patch.name)
     probe_result: ProbeResult | None = common["probe"]
-    selected: bool = common["selected"]
     # 2. post-image exactly in place (applied by hand or by an older tool)? Planned at fuzz 0
     # on a fork of the overlay; at the set's usual fuzz 0 that is also the real plan (step 4).
     trial = overlay.fork()
@@ -641,7 +640,22 @@ def _plan_variant(
             note="requires " + ", ".join(missing),
             exit_code=ExitCode.CONFLICT,
         )
-    # 4. the engine, on the overlay (so patches see each other), only for selected patches
+    return _plan_engine(common, spec, patch, overlay, fuzz, trial, present)
+
+
+def _plan_engine(
+    common: dict[str, Any],
+    spec: PatchSpec,
+    patch: Patch,
+    overlay: Overlay,
+    fuzz: int,
+    trial: Overlay,
+    present: tuple[FilePlan, ...],
+) -> PatchPlan:
+    """Step 4: the engine, on the overlay (so patches see each other), only for selected
+    patches. At fuzz 0 the step-2 plan on `trial` is reused."""
+    mapper = package_mapper(patch.name)
+    selected: bool = common["selected"]
     if fuzz == 0:
         files = present
     else:

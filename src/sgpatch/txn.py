@@ -409,51 +409,7 @@ def locked(state_dir: Path, timeout: float | None = None, create: bool = True) -
     is gone, raise `_StateGone` (its writer finished and took it away: nothing to recover)."""
     if timeout is None:
         timeout = lock_timeout()
-    deadline = time.monotonic() + timeout
-    lock_path = state_dir / LOCK
-    while True:
-        _check_state_dir(state_dir)
-        if create:
-            try:
-                state_dir.mkdir(parents=True, exist_ok=True)
-            except FileExistsError:  # removed and made again between mkdir and its check
-                continue
-            except OSError as exc:
-                raise SgpatchError(
-                    f"cannot create the state folder {state_dir}: {exc.strerror or exc}"
-                ) from None
-        elif not state_dir.is_dir():
-            raise _StateGone
-        try:
-            pin = _pin(lock_path)
-        except FileNotFoundError:
-            if not create:
-                raise _StateGone from None
-            if time.monotonic() < deadline:
-                continue  # the folder was removed between mkdir and open: make it again
-            raise SgpatchError(
-                f"cannot take the lock {lock_path}: its folder keeps vanishing"
-            ) from None
-        except OSError as exc:
-            raise SgpatchError(f"cannot take the lock {lock_path}: {exc.strerror or exc}") from None
-        try:
-            lock = _file_lock(lock_path)
-            lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
-            if _names(pin, lock_path):
-                break
-            lock.release()  # removed while we waited: lock the file that is there now
-        except FileNotFoundError:  # the holder removed the folder while we waited: again
-            pass
-        except _LockTimeout:
-            raise _busy(state_dir, timeout) from None
-        except (OSError, NotImplementedError) as exc:  # NotImplementedError: no flock here
-            why = getattr(exc, "strerror", None) or str(exc) or "the filesystem has no file locks"
-            raise SgpatchError(f"cannot take the lock {lock_path}: {why}") from None
-        finally:
-            os.close(pin)  # the flock belongs to the lock's own descriptor: this does not unlock
-        if time.monotonic() >= deadline:
-            raise _busy(state_dir, timeout)
-        time.sleep(0.05)
+    lock = _acquire(state_dir, timeout, create)
     try:
         _write_owner(state_dir)
         yield
@@ -471,6 +427,63 @@ class LockBusy(SgpatchError):
     def __init__(self, message: str, holder: str) -> None:
         super().__init__(message, ExitCode.UNSAFE)
         self.holder = holder
+
+
+def _ready_state_dir(state_dir: Path, create: bool) -> bool:
+    """Make the state folder (or, without `create`, raise `_StateGone` when it is gone).
+    False: it was removed and made again meanwhile; try again."""
+    _check_state_dir(state_dir)
+    if create:
+        try:
+            state_dir.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:  # removed and made again between mkdir and its check
+            return False
+        except OSError as exc:
+            raise SgpatchError(
+                f"cannot create the state folder {state_dir}: {exc.strerror or exc}"
+            ) from None
+    elif not state_dir.is_dir():
+        raise _StateGone
+    return True
+
+
+def _acquire(state_dir: Path, timeout: float, create: bool) -> _Flock | _PortableLock:
+    """The waiting loop of `locked`: the lock held on the file the name leads to now."""
+    deadline = time.monotonic() + timeout
+    lock_path = state_dir / LOCK
+    while True:
+        if not _ready_state_dir(state_dir, create):
+            continue
+        try:
+            pin = _pin(lock_path)
+        except FileNotFoundError:
+            if not create:
+                raise _StateGone from None
+            if time.monotonic() < deadline:
+                continue  # the folder was removed between mkdir and open: make it again
+            raise SgpatchError(
+                f"cannot take the lock {lock_path}: its folder keeps vanishing"
+            ) from None
+        except OSError as exc:
+            raise SgpatchError(f"cannot take the lock {lock_path}: {exc.strerror or exc}") from None
+        try:
+            lock = _file_lock(lock_path)
+            lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
+            if _names(pin, lock_path):
+                return lock
+            lock.release()  # removed while we waited: lock the file that is there now
+        except FileNotFoundError:  # the holder removed the folder while we waited: again
+            pass
+        except _LockTimeout:
+            raise _busy(state_dir, timeout) from None
+        except (OSError, NotImplementedError) as exc:  # NotImplementedError: no flock here
+            why = getattr(exc, "strerror", None) or str(exc) or "the filesystem has no file locks"
+            raise SgpatchError(f"cannot take the lock {lock_path}: {why}") from None
+        finally:
+            os.close(pin)  # the flock belongs to the lock's own descriptor: this does not unlock
+        if time.monotonic() >= deadline:
+            raise _busy(state_dir, timeout)
+        time.sleep(0.05)
 
 
 def _busy(state_dir: Path, timeout: float) -> SgpatchError:

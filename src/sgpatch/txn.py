@@ -648,20 +648,7 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
     ]
     if not changes:
         return
-    modes: dict[str, int] = {}
-    seen: set[str] = set()
-    for c in changes:
-        if c.path in seen:
-            raise SgpatchError(f"internal error: {c.path} changed twice in one commit")
-        seen.add(c.path)
-        path = _verify_before(root, c)
-        if c.before_link is None and path.exists():
-            modes[c.path] = stat.S_IMODE(path.stat().st_mode)
-            if not os.access(path, os.W_OK):
-                raise SgpatchError(f"{c.path}: file is read-only; nothing was written")
-        folder = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
-        if folder is not None and folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
-            raise SgpatchError(f"{c.path}: folder {folder} is not writable; nothing was written")
+    modes = _preflight(root, changes)
     _check_state_dir(state_dir)
     _remove_stale_temps(state_dir)
     dirs = _missing_dirs(root, changes)
@@ -700,6 +687,26 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
     journal.unlink()
     _fsync_dir(state_dir)
     _remove_emptied_folders(root, [c.path for c in changes if c.after is None])
+
+
+def _preflight(root: Path, changes: Sequence[FileChange]) -> dict[str, int]:
+    """Before anything is written: each path changed once, its bytes still what was planned,
+    it and its folder writable. Returns the modes of the files that exist (to restore them)."""
+    modes: dict[str, int] = {}
+    seen: set[str] = set()
+    for c in changes:
+        if c.path in seen:
+            raise SgpatchError(f"internal error: {c.path} changed twice in one commit")
+        seen.add(c.path)
+        path = _verify_before(root, c)
+        if c.before_link is None and path.exists():
+            modes[c.path] = stat.S_IMODE(path.stat().st_mode)
+            if not os.access(path, os.W_OK):
+                raise SgpatchError(f"{c.path}: file is read-only; nothing was written")
+        folder = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
+        if folder is not None and folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+            raise SgpatchError(f"{c.path}: folder {folder} is not writable; nothing was written")
+    return modes
 
 
 def _remove_emptied_folders(root: Path, deleted: Sequence[str]) -> None:

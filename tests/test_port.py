@@ -14,11 +14,10 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from helpers import run_cli
-from sgpatch import manifest_text, port, releases
-from sgpatch.errors import SgpatchError
+from sgpatch import manifest_text, port
 from sgpatch.manifest import load_manifest
 from sgpatch.port import edits, merge
-from test_releases import make_wheel
+from test_releases import make_wheel, offline_cache
 
 FILLER = "".join(f"# filler {i}\n" for i in range(12))
 
@@ -57,13 +56,7 @@ PATCHED10 = V10.replace("        return 1\n", "        return 100\n").replace(
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A private release cache holding 1.0, 1.1, 1.2 and 1.3; downloads fail loudly."""
-    c = tmp_path / "cache"
-    monkeypatch.setenv("SGPATCH_CACHE", str(c))
-
-    def no_network(version: str, dest: Path) -> Path:
-        raise SgpatchError(f"test tried to download sglang=={version}")
-
-    monkeypatch.setattr(releases, "_pip_download", no_network)
+    c = offline_cache(tmp_path, monkeypatch)
     for v, text in (("1.0", V10), ("1.1", V11), ("1.2", V12), ("1.3", V13)):
         make_wheel(c / "wheels", v, release_files(text, v))
     return c

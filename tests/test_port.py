@@ -14,11 +14,10 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from helpers import run_cli
-from sgpatch import port, releases
-from sgpatch.errors import SgpatchError
+from sgpatch import manifest_text, port
 from sgpatch.manifest import load_manifest
 from sgpatch.port import edits, merge
-from test_releases import make_wheel
+from test_releases import make_wheel, offline_cache
 
 FILLER = "".join(f"# filler {i}\n" for i in range(12))
 
@@ -57,13 +56,7 @@ PATCHED10 = V10.replace("        return 1\n", "        return 100\n").replace(
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A private release cache holding 1.0, 1.1, 1.2 and 1.3; downloads fail loudly."""
-    c = tmp_path / "cache"
-    monkeypatch.setenv("SGPATCH_CACHE", str(c))
-
-    def no_network(version: str, dest: Path) -> Path:
-        raise SgpatchError(f"test tried to download sglang=={version}")
-
-    monkeypatch.setattr(releases, "_pip_download", no_network)
+    c = offline_cache(tmp_path, monkeypatch)
     for v, text in (("1.0", V10), ("1.1", V11), ("1.2", V12), ("1.3", V13)):
         make_wheel(c / "wheels", v, release_files(text, v))
     return c
@@ -449,14 +442,14 @@ def test_text_edits_keep_every_other_byte(tmp_path):
     """Input: the three text edits on a manifest with comments. Outcome: only the edited
     value/line differs."""
     path = tmp_path / "patchset.yaml"
-    edited = edits.set_variant_spec(YAML, path, "one", 1, ">=0.5.9,<0.5.12")
+    edited = manifest_text.set_variant_spec(YAML, path, "one", 1, ">=0.5.9,<0.5.12")
     assert edited == YAML.replace('">=0.5.9,<0.5.10", patch', '">=0.5.9,<0.5.12", patch')
-    edited = edits.insert_first_variant(YAML, path, "one", "==0.5.12", "p2.patch", "0.5.12")
+    edited = manifest_text.insert_first_variant(YAML, path, "one", "==0.5.12", "p2.patch", "0.5.12")
     assert edited == YAML.replace(
         '      - sglang: "<0.5.9"',
         '      - {sglang: "==0.5.12", patch: p2.patch, base: "0.5.12"}\n      - sglang: "<0.5.9"',
     )
-    edited = edits.set_set_spec(YAML, path, ">=0.5.5,<=0.5.12")
+    edited = manifest_text.set_set_spec(YAML, path, ">=0.5.5,<=0.5.12")
     assert edited == YAML.replace('">=0.5.5,<0.5.10"', '">=0.5.5,<=0.5.12"')
 
 

@@ -65,9 +65,9 @@ def _move(wheel: Path, dest: Path) -> Path:
     return dest / wheel.name
 
 
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty cache dir; downloads fail loudly unless a test provides them."""
+def offline_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """$SGPATCH_CACHE pointed at an empty tmp_path/cache; any download fails loudly (shared
+    with tests/test_port.py, which fills it with wheels)."""
     c = tmp_path / "cache"
     monkeypatch.setenv("SGPATCH_CACHE", str(c))
 
@@ -76,6 +76,12 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
     monkeypatch.setattr(releases, "_pip_download", no_network)
     return c
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty cache dir; downloads fail loudly unless a test provides them."""
+    return offline_cache(tmp_path, monkeypatch)
 
 
 def test_cache_dir_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

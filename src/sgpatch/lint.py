@@ -11,7 +11,7 @@ from packaging.version import Version
 
 from sgpatch.diffs import read_patch
 from sgpatch.manifest import PatchSpec, SetManifest, select_variant
-from sgpatch.matrix import Row, failure_text
+from sgpatch.matrix import Cell, Row, failure_text
 
 PROBE_AFTER_LEVEL: Literal["error", "warning"] = "error"
 
@@ -36,117 +36,111 @@ def check(manifest: SetManifest, rows: Sequence[Row], every_release: bool = Fals
     out: list[Finding] = []
     if every_release and rows:
         out += _dead_variants(manifest, [Version(r.release) for r in rows])
-    for spec in manifest.patches:
-        for v in spec.variants:
-            if v.patch is None:
-                continue
-            header = read_patch(v.patch).header.strip()
-            if not header:
-                out.append(
-                    Finding(
-                        "warning",
-                        spec.id,
-                        None,
-                        f"{v.patch.name}: no header (say what, why, origin, upstream)",
-                        v.patch,
-                        1,
-                    )
-                )
+    out += _header_findings(manifest)
     for row in rows:
         if row.error:
             out.append(Finding("error", None, row.release, row.error, manifest.path))
             continue
-        version = Version(row.release)
         for spec in manifest.patches:
             cell = row.cells.get(spec.id)
-            if cell is None:
-                continue
-            variant = select_variant(spec, version)
-            where = (manifest.path, spec.line)
-            if cell.state == "conflict":
-                reasons = [failure_text(f) for f in cell.failures] or [cell.note]
-                out += [
-                    Finding("error", spec.id, row.release, f"does not apply: {r}", *where)
-                    for r in reasons
-                ]
-            elif cell.state == "pending" and cell.how not in ("clean", "offset"):
-                out.append(
-                    Finding(
-                        "error",
-                        spec.id,
-                        row.release,
-                        f"applies only with {cell.how}; make a variant that applies with fuzz 0",
-                        *where,
-                    )
-                )
-            elif cell.state == "present":
-                out.append(
-                    Finding(
-                        "warning",
-                        spec.id,
-                        row.release,
-                        "the release already holds the post-image; upstream merged it "
-                        "verbatim? narrow the variant and add a probe",
-                        *where,
-                    )
-                )
-            elif cell.state == "upstream" and variant is not None and variant.patch is not None:
-                up = spec.upstream
-                if up.status == "merged" and up.since is not None and version >= up.since:
-                    out.append(
-                        Finding(
-                            "warning",
-                            spec.id,
-                            row.release,
-                            "a variant covers this release but the probe says upstream "
-                            "has it; narrow the variant's specifier",
-                            *where,
-                        )
-                    )
-                else:  # the patch silently never applies here: a probe that matches too much
-                    said = f"merged since {up.since}" if up.status == "merged" else up.status
-                    out.append(
-                        Finding(
-                            "error",
-                            spec.id,
-                            row.release,
-                            f"the probe says upstream has it, but the manifest says {said}, so "
-                            "the patch is never applied here: fix the probe, or record when "
-                            "upstream merged it (upstream: {status: merged, since: ...})",
-                            *where,
-                        )
-                    )
-            if cell.state == "pending" and cell.probe_after is False:
-                out.append(
-                    Finding(
-                        PROBE_AFTER_LEVEL,
-                        spec.id,
-                        row.release,
-                        "the probe is false on the tree with the set applied: it does not "
-                        "recognise the patch's own change, so it cannot tell when upstream has "
-                        "it; make it match what the patch adds",
-                        *where,
-                    )
-                )
-            since = spec.upstream.since
-            if (
-                spec.upstream.status == "merged"
-                and since is not None
-                and version >= since
-                and cell.state not in ("upstream", "n/a")
-            ):
-                out.append(
-                    Finding(
-                        "error",
-                        spec.id,
-                        row.release,
-                        f"manifest says merged since {since}, but the probe does not "
-                        f"find it (state {cell.state})",
-                        *where,
-                    )
-                )
+            if cell is not None:
+                out += _cell_findings(manifest, spec, row.release, cell)
     out += [f for spec in manifest.patches for f in _since_findings(manifest, spec, rows)]
     return out
+
+
+def _header_findings(manifest: SetManifest) -> list[Finding]:
+    """A patch file without a header hides what, why and where from: warn on each."""
+    return [
+        Finding(
+            "warning",
+            spec.id,
+            None,
+            f"{v.patch.name}: no header (say what, why, origin, upstream)",
+            v.patch,
+            1,
+        )
+        for spec in manifest.patches
+        for v in spec.variants
+        if v.patch is not None and not read_patch(v.patch).header.strip()
+    ]
+
+
+def _cell_findings(
+    manifest: SetManifest, spec: PatchSpec, release: str, cell: Cell
+) -> list[Finding]:
+    """What one matrix cell (one patch on one release) says is wrong, in a fixed order:
+    its state, then its probe on the patched tree, then the manifest's `merged since`."""
+    version = Version(release)
+    where = (manifest.path, spec.line)
+    out = _state_findings(spec, release, version, cell, where)
+    if cell.state == "pending" and cell.probe_after is False:
+        out.append(
+            Finding(
+                PROBE_AFTER_LEVEL,
+                spec.id,
+                release,
+                "the probe is false on the tree with the set applied: it does not "
+                "recognise the patch's own change, so it cannot tell when upstream has "
+                "it; make it match what the patch adds",
+                *where,
+            )
+        )
+    since = spec.upstream.since
+    if (
+        spec.upstream.status == "merged"
+        and since is not None
+        and version >= since
+        and cell.state not in ("upstream", "n/a")
+    ):
+        out.append(
+            Finding(
+                "error",
+                spec.id,
+                release,
+                f"manifest says merged since {since}, but the probe does not "
+                f"find it (state {cell.state})",
+                *where,
+            )
+        )
+    return out
+
+
+def _state_findings(
+    spec: PatchSpec, release: str, version: Version, cell: Cell, where: tuple[Path, int]
+) -> list[Finding]:
+    """The cell's state read as a finding: a conflict, fuzz, an unprobed merge, or a probe
+    that disagrees with the manifest about upstream."""
+    if cell.state == "conflict":
+        reasons = [failure_text(f) for f in cell.failures] or [cell.note]
+        return [Finding("error", spec.id, release, f"does not apply: {r}", *where) for r in reasons]
+    if cell.state == "pending" and cell.how not in ("clean", "offset"):
+        text = f"applies only with {cell.how}; make a variant that applies with fuzz 0"
+        return [Finding("error", spec.id, release, text, *where)]
+    if cell.state == "present":
+        text = (
+            "the release already holds the post-image; upstream merged it "
+            "verbatim? narrow the variant and add a probe"
+        )
+        return [Finding("warning", spec.id, release, text, *where)]
+    variant = select_variant(spec, version)
+    if cell.state != "upstream" or variant is None or variant.patch is None:
+        return []
+    up = spec.upstream
+    if up.status == "merged" and up.since is not None and version >= up.since:
+        text = (
+            "a variant covers this release but the probe says upstream "
+            "has it; narrow the variant's specifier"
+        )
+        return [Finding("warning", spec.id, release, text, *where)]
+    # the patch silently never applies here: a probe that matches too much
+    said = f"merged since {up.since}" if up.status == "merged" else up.status
+    text = (
+        f"the probe says upstream has it, but the manifest says {said}, so "
+        "the patch is never applied here: fix the probe, or record when "
+        "upstream merged it (upstream: {status: merged, since: ...})"
+    )
+    return [Finding("error", spec.id, release, text, *where)]
 
 
 def _turns_true(spec: PatchSpec, rows: Sequence[Row]) -> Version | None:

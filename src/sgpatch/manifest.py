@@ -419,20 +419,18 @@ def _fast_compose(text: str):
     return root
 
 
-def load_manifest(path: Path) -> SetManifest:
-    """Load and validate a set's patchset.yaml; any problem is an SgpatchError naming file:line."""
+def _compose_manifest(path: Path, shown: str) -> object:
+    """The manifest's YAML node tree, size-limited; unreadable, invalid or empty YAML is bad
+    input naming `shown` and, where YAML knows it, the line."""
     import yaml
 
-    path = Path(path).absolute()
-    base_dir = path.parent
-    chk = _Checker(path, base_dir)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise bad_input(f"{chk.shown}: no such file") from None
+        raise bad_input(f"{shown}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:
-        raise bad_input(f"{chk.shown}: cannot read: {e}") from None
-    _check_yaml_limits(text, chk.shown)
+        raise bad_input(f"{shown}: cannot read: {e}") from None
+    _check_yaml_limits(text, shown)
     root = _fast_compose(text)
     try:
         if root is None:  # the C parser refused it: the Python one gives the precise message
@@ -444,11 +442,20 @@ def load_manifest(path: Path) -> SetManifest:
         if context and e.context_mark is not None and e.context_mark is not mark:
             context += f" (from line {e.context_mark.line + 1})"
         problem = ", ".join(str(p) for p in (context, e.problem) if p)
-        raise bad_input(f"{chk.shown}{line}: invalid YAML: {problem}") from None
+        raise bad_input(f"{shown}{line}: invalid YAML: {problem}") from None
     except yaml.YAMLError as e:
-        raise bad_input(f"{chk.shown}: invalid YAML: {str(e).splitlines()[0]}") from None
+        raise bad_input(f"{shown}: invalid YAML: {str(e).splitlines()[0]}") from None
     if root is None:
-        raise bad_input(f"{chk.shown}: empty manifest")
+        raise bad_input(f"{shown}: empty manifest")
+    return root
+
+
+def load_manifest(path: Path) -> SetManifest:
+    """Load and validate a set's patchset.yaml; any problem is an SgpatchError naming file:line."""
+    path = Path(path).absolute()
+    base_dir = path.parent
+    chk = _Checker(path, base_dir)
+    root = _compose_manifest(path, chk.shown)
 
     top = chk.mapping(root, "", _TOP_REQUIRED, _TOP_OPTIONAL)
     schema_node = top["schema"][1]

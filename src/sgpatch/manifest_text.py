@@ -1,7 +1,8 @@
 """Edit patchset.yaml as text, keeping every byte (comments, layout) outside the edited part.
 
 The manifest is composed into YAML nodes only to find positions; edits splice lines into the
-original text. Callers load the result with manifest.load_manifest before writing it.
+original text. Callers load the result with manifest.load_manifest before writing it. One editor
+for every caller: split, refresh and port (whose specifier arithmetic is in port.edits).
 """
 
 from __future__ import annotations
@@ -99,3 +100,38 @@ def insert_after_patch(text: str, path: Path, patch_id: str, entry: Sequence[str
 def patch_key_indent(text: str, path: Path, patch_id: str) -> int:
     """The column of a patch entry's keys (`id`, `summary`, ...)."""
     return patch_item(compose(text, path), patch_id).start_mark.column
+
+
+def _replace(text: str, node, value: str) -> str:
+    return text[: node.start_mark.index] + f'"{value}"' + text[node.end_mark.index :]
+
+
+def set_variant_spec(text: str, path: Path, patch_id: str, index: int, spec: str) -> str:
+    """Replace the `sglang:` value of the patch's variant number `index` (0-based)."""
+    items = get(patch_item(compose(text, path), patch_id), "variants").value
+    return _replace(text, get(items[index], "sglang"), spec)
+
+
+def insert_first_variant(
+    text: str, path: Path, patch_id: str, spec: str, patch_rel: str, base: str | None = None
+) -> str:
+    """Insert `- {sglang: SPEC, patch: FILE[, base: V]}` as the patch's first variant."""
+    root = compose(text, path)
+    seq = get(patch_item(root, patch_id), "variants")
+    if seq.flow_style or not seq.value:
+        raise SgpatchError(f"{path}: variants of {patch_id} must be a block list to edit them")
+    first = seq.value[0]
+    col = first.start_mark.column - 2
+    lines = text.splitlines(keepends=True)
+    idx = first.start_mark.line
+    if lines[idx][col : col + 2] != "- ":
+        raise SgpatchError(f"{path}:{idx + 1}: unexpected variant layout; edit it by hand")
+    eol = "\r\n" if lines[idx].endswith("\r\n") else "\n"
+    extra = f', base: "{base}"' if base else ""
+    new = " " * col + f'- {{sglang: "{spec}", patch: {patch_rel}{extra}}}' + eol
+    return "".join([*lines[:idx], new, *lines[idx:]])
+
+
+def set_set_spec(text: str, path: Path, spec: str) -> str:
+    """Replace the set's own `sglang:` range."""
+    return _replace(text, get(compose(text, path), "sglang"), spec)

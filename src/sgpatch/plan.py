@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sgpatch.diffs import (
     DEV_NULL,
@@ -31,7 +31,7 @@ from sgpatch.treefs import FileChange, read_bytes
 if TYPE_CHECKING:  # the set planner's inputs; `sgpatch patch` never loads them
     from packaging.version import Version
 
-    from sgpatch.ledger import Ledger, SetRecord
+    from sgpatch.ledger import Ledger, PatchRecord, SetRecord
     from sgpatch.manifest import PatchSpec, SetManifest
     from sgpatch.probe import ProbeResult
 
@@ -529,7 +529,9 @@ def _plan_one(
     selected: bool,
     by_id: Mapping[str, PatchPlan],
 ) -> PatchPlan:
-    from sgpatch.ledger import holds, sha256
+    """One patch's state, decided in order: the ledger, the variant, the post-image, the
+    probe, its requirements, then the engine."""
+    from sgpatch.ledger import sha256
     from sgpatch.manifest import select_variant
     from sgpatch.probe import evaluate
 
@@ -537,52 +539,87 @@ def _plan_one(
     # 1. the ledger: sgpatch applied it; do the files still hash to what it (or a set
     # stacked on it) wrote?
     rec = record.patch(spec.id) if record else None
-    if rec is not None:
-        edited = [
-            f
-            for f in rec.files
-            if f in record.files and not holds(ledger, record.name, f, sha256(overlay.read(f)))
-        ]
-        if edited:
-            return PatchPlan(
-                **base,
-                state="modified",
-                how="edited",
-                note="changed since sgpatch applied it: " + ", ".join(edited),
-                variant=rec.variant,
-                exit_code=ExitCode.NOT_DONE,
-            )
-        return PatchPlan(**base, state="applied", how="recorded", variant=rec.variant)
+    if record is not None and rec is not None:
+        return _plan_recorded(base, record, rec, ledger, overlay)
     variant = select_variant(spec, version)
     probe_result = evaluate(spec.probe, root) if spec.probe is not None else None
     if variant is not None and variant.na is not None:
         return PatchPlan(**base, state="n/a", how="n/a", note=variant.na, probe=probe_result)
     if variant is None:
-        if probe_result is not None and probe_result.value:
-            return PatchPlan(
-                **base, state="upstream", how="probe", note=_upstream_note(spec), probe=probe_result
-            )
-        if not selected:  # left out with --without (or an optional one not chosen)
-            return PatchPlan(
-                **base,
-                state="n/a",
-                how="n/a",
-                probe=probe_result,
-                note=f"no variant for sglang {version}; not selected",
-            )
-        raise SgpatchError(
-            f"no variant of patch {spec.id!r} (set {manifest.name}) for sglang {version}, "
-            "and its probe does not find it upstream"
-        )
+        return _plan_without_variant(base, spec, manifest, version, probe_result)
     rel = _set_relative(variant.patch, manifest.base_dir)
     data = _read_patch_bytes(variant.patch, rel)
     patch = parse_patch(data, f"{manifest.name}/{rel}")
+    common = {**base, "variant": rel, "patch_sha256": sha256(data), "probe": probe_result}
+    return _plan_variant(common, spec, patch, overlay, fuzz, by_id)
+
+
+def _plan_recorded(
+    base: dict[str, Any], record: SetRecord, rec: PatchRecord, ledger: Ledger, overlay: Overlay
+) -> PatchPlan:
+    """A patch the ledger says sgpatch applied: `applied`, or `modified` if a file it wrote
+    (or a set stacked on it wrote) no longer hashes to what the ledger holds."""
+    from sgpatch.ledger import holds, sha256
+
+    edited = [
+        f
+        for f in rec.files
+        if f in record.files and not holds(ledger, record.name, f, sha256(overlay.read(f)))
+    ]
+    if edited:
+        return PatchPlan(
+            **base,
+            state="modified",
+            how="edited",
+            note="changed since sgpatch applied it: " + ", ".join(edited),
+            variant=rec.variant,
+            exit_code=ExitCode.NOT_DONE,
+        )
+    return PatchPlan(**base, state="applied", how="recorded", variant=rec.variant)
+
+
+def _plan_without_variant(
+    base: dict[str, Any],
+    spec: PatchSpec,
+    manifest: SetManifest,
+    version: Version,
+    probe_result: ProbeResult | None,
+) -> PatchPlan:
+    """No variant covers this release: fine if upstream has it or it is not selected; bad
+    input otherwise."""
+    if probe_result is not None and probe_result.value:
+        return PatchPlan(
+            **base, state="upstream", how="probe", note=_upstream_note(spec), probe=probe_result
+        )
+    if not base["selected"]:  # left out with --without (or an optional one not chosen)
+        return PatchPlan(
+            **base,
+            state="n/a",
+            how="n/a",
+            probe=probe_result,
+            note=f"no variant for sglang {version}; not selected",
+        )
+    raise SgpatchError(
+        f"no variant of patch {spec.id!r} (set {manifest.name}) for sglang {version}, "
+        "and its probe does not find it upstream"
+    )
+
+
+def _plan_variant(
+    common: dict[str, Any],
+    spec: PatchSpec,
+    patch: Patch,
+    overlay: Overlay,
+    fuzz: int,
+    by_id: Mapping[str, PatchPlan],
+) -> PatchPlan:
+    """Steps 2-4 for a patch with a variant: post-image present, probe, requirements, engine."""
     mapper = package_mapper(patch.name)
+    probe_result: ProbeResult | None = common["probe"]
     # 2. post-image exactly in place (applied by hand or by an older tool)? Planned at fuzz 0
     # on a fork of the overlay; at the set's usual fuzz 0 that is also the real plan (step 4).
     trial = overlay.fork()
     present = plan_patch(trial, patch, mapper, fuzz=0)
-    common = {**base, "variant": rel, "patch_sha256": sha256(data), "probe": probe_result}
     if present and all(f.status == "already-applied" for f in present):
         return PatchPlan(
             **common,
@@ -603,7 +640,22 @@ def _plan_one(
             note="requires " + ", ".join(missing),
             exit_code=ExitCode.CONFLICT,
         )
-    # 4. the engine, on the overlay (so patches see each other), only for selected patches
+    return _plan_engine(common, spec, patch, overlay, fuzz, trial, present)
+
+
+def _plan_engine(
+    common: dict[str, Any],
+    spec: PatchSpec,
+    patch: Patch,
+    overlay: Overlay,
+    fuzz: int,
+    trial: Overlay,
+    present: tuple[FilePlan, ...],
+) -> PatchPlan:
+    """Step 4: the engine, on the overlay (so patches see each other), only for selected
+    patches. At fuzz 0 the step-2 plan on `trial` is reused."""
+    mapper = package_mapper(patch.name)
+    selected: bool = common["selected"]
     if fuzz == 0:
         files = present
     else:

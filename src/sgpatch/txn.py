@@ -29,7 +29,7 @@ import signal
 import stat
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from sgpatch import interrupts
@@ -94,22 +94,15 @@ def _atomic_write(
     import tempfile  # here, not at the top: read-only commands never write
 
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
-    try:
+
+    def fill() -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             _fsync(fh.fileno())
         os.chmod(tmp, mode)
-        _step()
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    if synced is None:
-        _fsync_dir(path.parent)
-    else:
-        synced.add(path.parent)
+
+    _install(tmp, path, synced, fill)
 
 
 def _atomic_link(path: Path, target: str, synced: set[Path] | None = None) -> None:
@@ -120,7 +113,19 @@ def _atomic_link(path: Path, target: str, synced: set[Path] | None = None) -> No
     _step()
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}{TMP_SUFFIX}")
     os.symlink(target, tmp)
+    _install(tmp, path, synced)
+
+
+def _install(
+    tmp: str | Path,
+    path: Path,
+    synced: set[Path] | None,
+    prepare: Callable[[], None] = lambda: None,
+) -> None:
+    """Finish an atomic write: `prepare` the temp entry, os.replace it onto `path` (the temp
+    goes away on any failure), then fsync the folder, or leave that to the caller's `synced`."""
     try:
+        prepare()
         _step()
         os.replace(tmp, path)
     except BaseException:
@@ -404,51 +409,7 @@ def locked(state_dir: Path, timeout: float | None = None, create: bool = True) -
     is gone, raise `_StateGone` (its writer finished and took it away: nothing to recover)."""
     if timeout is None:
         timeout = lock_timeout()
-    deadline = time.monotonic() + timeout
-    lock_path = state_dir / LOCK
-    while True:
-        _check_state_dir(state_dir)
-        if create:
-            try:
-                state_dir.mkdir(parents=True, exist_ok=True)
-            except FileExistsError:  # removed and made again between mkdir and its check
-                continue
-            except OSError as exc:
-                raise SgpatchError(
-                    f"cannot create the state folder {state_dir}: {exc.strerror or exc}"
-                ) from None
-        elif not state_dir.is_dir():
-            raise _StateGone
-        try:
-            pin = _pin(lock_path)
-        except FileNotFoundError:
-            if not create:
-                raise _StateGone from None
-            if time.monotonic() < deadline:
-                continue  # the folder was removed between mkdir and open: make it again
-            raise SgpatchError(
-                f"cannot take the lock {lock_path}: its folder keeps vanishing"
-            ) from None
-        except OSError as exc:
-            raise SgpatchError(f"cannot take the lock {lock_path}: {exc.strerror or exc}") from None
-        try:
-            lock = _file_lock(lock_path)
-            lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
-            if _names(pin, lock_path):
-                break
-            lock.release()  # removed while we waited: lock the file that is there now
-        except FileNotFoundError:  # the holder removed the folder while we waited: again
-            pass
-        except _LockTimeout:
-            raise _busy(state_dir, timeout) from None
-        except (OSError, NotImplementedError) as exc:  # NotImplementedError: no flock here
-            why = getattr(exc, "strerror", None) or str(exc) or "the filesystem has no file locks"
-            raise SgpatchError(f"cannot take the lock {lock_path}: {why}") from None
-        finally:
-            os.close(pin)  # the flock belongs to the lock's own descriptor: this does not unlock
-        if time.monotonic() >= deadline:
-            raise _busy(state_dir, timeout)
-        time.sleep(0.05)
+    lock = _acquire(state_dir, timeout, create)
     try:
         _write_owner(state_dir)
         yield
@@ -466,6 +427,63 @@ class LockBusy(SgpatchError):
     def __init__(self, message: str, holder: str) -> None:
         super().__init__(message, ExitCode.UNSAFE)
         self.holder = holder
+
+
+def _ready_state_dir(state_dir: Path, create: bool) -> bool:
+    """Make the state folder (or, without `create`, raise `_StateGone` when it is gone).
+    False: it was removed and made again meanwhile; try again."""
+    _check_state_dir(state_dir)
+    if create:
+        try:
+            state_dir.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:  # removed and made again between mkdir and its check
+            return False
+        except OSError as exc:
+            raise SgpatchError(
+                f"cannot create the state folder {state_dir}: {exc.strerror or exc}"
+            ) from None
+    elif not state_dir.is_dir():
+        raise _StateGone
+    return True
+
+
+def _acquire(state_dir: Path, timeout: float, create: bool) -> _Flock | _PortableLock:
+    """The waiting loop of `locked`: the lock held on the file the name leads to now."""
+    deadline = time.monotonic() + timeout
+    lock_path = state_dir / LOCK
+    while True:
+        if not _ready_state_dir(state_dir, create):
+            continue
+        try:
+            pin = _pin(lock_path)
+        except FileNotFoundError:
+            if not create:
+                raise _StateGone from None
+            if time.monotonic() < deadline:
+                continue  # the folder was removed between mkdir and open: make it again
+            raise SgpatchError(
+                f"cannot take the lock {lock_path}: its folder keeps vanishing"
+            ) from None
+        except OSError as exc:
+            raise SgpatchError(f"cannot take the lock {lock_path}: {exc.strerror or exc}") from None
+        try:
+            lock = _file_lock(lock_path)
+            lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
+            if _names(pin, lock_path):
+                return lock
+            lock.release()  # removed while we waited: lock the file that is there now
+        except FileNotFoundError:  # the holder removed the folder while we waited: again
+            pass
+        except _LockTimeout:
+            raise _busy(state_dir, timeout) from None
+        except (OSError, NotImplementedError) as exc:  # NotImplementedError: no flock here
+            why = getattr(exc, "strerror", None) or str(exc) or "the filesystem has no file locks"
+            raise SgpatchError(f"cannot take the lock {lock_path}: {why}") from None
+        finally:
+            os.close(pin)  # the flock belongs to the lock's own descriptor: this does not unlock
+        if time.monotonic() >= deadline:
+            raise _busy(state_dir, timeout)
+        time.sleep(0.05)
 
 
 def _busy(state_dir: Path, timeout: float) -> SgpatchError:
@@ -630,20 +648,7 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
     ]
     if not changes:
         return
-    modes: dict[str, int] = {}
-    seen: set[str] = set()
-    for c in changes:
-        if c.path in seen:
-            raise SgpatchError(f"internal error: {c.path} changed twice in one commit")
-        seen.add(c.path)
-        path = _verify_before(root, c)
-        if c.before_link is None and path.exists():
-            modes[c.path] = stat.S_IMODE(path.stat().st_mode)
-            if not os.access(path, os.W_OK):
-                raise SgpatchError(f"{c.path}: file is read-only; nothing was written")
-        folder = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
-        if folder is not None and folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
-            raise SgpatchError(f"{c.path}: folder {folder} is not writable; nothing was written")
+    modes = _preflight(root, changes)
     _check_state_dir(state_dir)
     _remove_stale_temps(state_dir)
     dirs = _missing_dirs(root, changes)
@@ -682,6 +687,26 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
     journal.unlink()
     _fsync_dir(state_dir)
     _remove_emptied_folders(root, [c.path for c in changes if c.after is None])
+
+
+def _preflight(root: Path, changes: Sequence[FileChange]) -> dict[str, int]:
+    """Before anything is written: each path changed once, its bytes still what was planned,
+    it and its folder writable. Returns the modes of the files that exist (to restore them)."""
+    modes: dict[str, int] = {}
+    seen: set[str] = set()
+    for c in changes:
+        if c.path in seen:
+            raise SgpatchError(f"internal error: {c.path} changed twice in one commit")
+        seen.add(c.path)
+        path = _verify_before(root, c)
+        if c.before_link is None and path.exists():
+            modes[c.path] = stat.S_IMODE(path.stat().st_mode)
+            if not os.access(path, os.W_OK):
+                raise SgpatchError(f"{c.path}: file is read-only; nothing was written")
+        folder = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
+        if folder is not None and folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+            raise SgpatchError(f"{c.path}: folder {folder} is not writable; nothing was written")
+    return modes
 
 
 def _remove_emptied_folders(root: Path, deleted: Sequence[str]) -> None:

@@ -15,16 +15,24 @@ REPO = Path(__file__).resolve().parents[2]
 SET = "kimi-eagle3-sm120"
 
 
-def test_demo_applies_the_set_and_shows_status_before_and_after(tmp_path: Path) -> None:
-    """Input: examples/demo.sh with the real 0.5.9 and 0.5.10 releases, output captured (as
-    in CI). Outcome: exit 0; status --check exits 1 before and 0 after; the set is applied on
-    0.5.9 (five patches in the ledger) and on 0.5.10 with the Kimi hooks found upstream; no
-    colour codes in a captured log."""
+def _demo_env(
+    demo_dir: Path, extra: dict[str, str] | None = None, drop: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """The environment `make demo` gives examples/demo.sh (this venv's sgpatch first on PATH),
+    working in `demo_dir`."""
     env = {
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "DEMO_DIR": str(tmp_path),
+        "DEMO_DIR": str(demo_dir),
+        **(extra or {}),
     }
+    for name in drop:
+        env.pop(name, None)
+    return env
+
+
+def _run_demo(env: dict[str, str]) -> str:
+    """examples/demo.sh run in `env`; asserts it exits 0 and returns its captured output."""
     proc = subprocess.run(
         ["bash", str(REPO / "examples" / "demo.sh")],
         env=env,
@@ -34,6 +42,16 @@ def test_demo_applies_the_set_and_shows_status_before_and_after(tmp_path: Path) 
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
+    return out
+
+
+def test_demo_applies_the_set_and_shows_status_before_and_after(tmp_path: Path) -> None:
+    """Input: examples/demo.sh with the real 0.5.9 and 0.5.10 releases, output captured (as
+    in CI). Outcome: exit 0; status --check exits 1 before and 0 after; the set is applied on
+    0.5.9 (five patches in the ledger) and on 0.5.10 with the Kimi hooks found upstream; no
+    colour codes in a captured log."""
+    env = _demo_env(tmp_path)
+    out = _run_demo(env)
     assert "\x1b" not in out, "colour codes in a captured demo log"
     checks = re.findall(r"^\$ sgpatch status .*--check.*\n(?:.*\n)*?\[exit (\d)\]", out, re.M)
     assert checks == ["1", "0"], out  # before: pending; after: done
@@ -61,22 +79,9 @@ def test_demo_titles_follow_what_status_reports_on_another_release(tmp_path, rel
     from sgpatch.manifest import load_set
     from sgpatch.matrix import select_versions
 
-    env = {
-        **os.environ,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "DEMO_DIR": str(tmp_path / "demo"),
-        "SGLANG_VERSION": "0.5.14",
-    }
-    env.pop("UPSTREAM_VERSION", None)
-    proc = subprocess.run(
-        ["bash", str(REPO / "examples" / "demo.sh")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    out = _run_demo(
+        _demo_env(tmp_path / "demo", {"SGLANG_VERSION": "0.5.14"}, drop=("UPSTREAM_VERSION",))
     )
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
     capsys.readouterr()
     assert (
         sgpatch("status", "--json", "--set", SET, "--sglang-dir", str(release_tree("0.5.14"))) == 0

@@ -31,7 +31,7 @@ from sgpatch.errors import SgpatchError
 from sgpatch.manifest import load_set
 from sgpatch.target import detect_version
 
-from .intent import CHECKS, COMM, EXPECTED, KIMI, KIMI_CLASS, KIMI_HOOKS, READS
+from .intent import CHECKS, COMM, EXPECTED, KIMI, KIMI_CLASS, KIMI_HOOKS, READS, RELEASES
 
 SET = "kimi-eagle3-sm120"
 OPTIONAL = "sm120-symm-mem-two-shot-no-multicast"
@@ -70,54 +70,6 @@ def members(name: str) -> bool:
     return name.startswith("sglang/") and name[len("sglang/") :] in SET_FILES
 
 
-# Every release the set is tested on: every final release it supports (0.5.1 ... 0.5.23, .postN
-# included, no release candidates; 42 on the package index). Fixed here so the suite is the same
-# whatever the release cache holds (tests fetch what they need; tests/real/test_collection.py
-# proves it); test_releases_is_what_the_index_lists checks it against the index.
-RELEASES = (
-    "0.5.1",
-    "0.5.1.post1",
-    "0.5.1.post2",
-    "0.5.1.post3",
-    "0.5.2",
-    "0.5.3",
-    "0.5.3.post1",
-    "0.5.3.post2",
-    "0.5.3.post3",
-    "0.5.4",
-    "0.5.4.post1",
-    "0.5.4.post2",
-    "0.5.4.post3",
-    "0.5.5",
-    "0.5.5.post1",
-    "0.5.5.post2",
-    "0.5.5.post3",
-    "0.5.6",
-    "0.5.6.post1",
-    "0.5.6.post2",
-    "0.5.7",
-    "0.5.8",
-    "0.5.8.post1",
-    "0.5.9",
-    "0.5.10",
-    "0.5.10.post1",
-    "0.5.11",
-    "0.5.12",
-    "0.5.12.post1",
-    "0.5.13",
-    "0.5.13.post1",
-    "0.5.14",
-    "0.5.15",
-    "0.5.15.post1",
-    "0.5.16",
-    "0.5.17",
-    "0.5.18",
-    "0.5.19",
-    "0.5.20",
-    "0.5.21",
-    "0.5.22",
-    "0.5.23",
-)
 FROM_0510 = [v for v in RELEASES if Version(v) >= Version("0.5.10")]
 BOTH = [pytest.param(v, lay, id=f"{v}-{lay}") for v in RELEASES for lay in LAYOUTS]
 # every release once, the layout alternating (both layouts are covered in every era)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from sgpatch import report
-from sgpatch.manifest import find_sets, load_manifest, load_set
+from sgpatch.manifest import PatchSpec, SetManifest, find_sets, load_manifest, load_set
 from sgpatch.probe import describe
 
 
@@ -42,35 +43,7 @@ def list_sets(patchsets: Sequence[Path], as_json: bool) -> int:
 
 def show_set(name: str, patchsets: Sequence[Path], as_json: bool) -> int:
     m = load_set(name, tuple(patchsets))
-    patches = []
-    for p in m.patches:
-        patches.append(
-            {
-                "id": p.id,
-                "summary": p.summary,
-                "type": p.type,
-                "optional": p.optional,
-                "requires": list(p.requires),
-                "upstream": {
-                    "status": p.upstream.status,
-                    "ref": p.upstream.ref,
-                    "since": str(p.upstream.since) if p.upstream.since else None,
-                },
-                "probe": describe(p.probe) if p.probe is not None else None,
-                "variants": [
-                    {
-                        "sglang": str(v.sglang),
-                        "patch": v.patch.relative_to(m.base_dir).as_posix() if v.patch else None,
-                        "na": v.na,
-                    }
-                    for v in p.variants
-                ],
-                "environment": [
-                    {"package": e.package, "specifier": str(e.specifier), "why": e.why}
-                    for e in p.environment
-                ],
-            }
-        )
+    patches = [_patch_json(m, p) for p in m.patches]
     if as_json:
         report.emit_json(
             {
@@ -102,3 +75,32 @@ def show_set(name: str, patchsets: Sequence[Path], as_json: bool) -> int:
         for e in p["environment"]:
             report.out(f"  needs {e['package']}{e['specifier']}: {e['why']}")
     return 0
+
+
+def _patch_json(m: SetManifest, p: PatchSpec) -> dict[str, Any]:
+    """One patch as `show --json` writes it (and as the text view reads it)."""
+    return {
+        "id": p.id,
+        "summary": p.summary,
+        "type": p.type,
+        "optional": p.optional,
+        "requires": list(p.requires),
+        "upstream": {
+            "status": p.upstream.status,
+            "ref": p.upstream.ref,
+            "since": str(p.upstream.since) if p.upstream.since else None,
+        },
+        "probe": describe(p.probe) if p.probe is not None else None,
+        "variants": [
+            {
+                "sglang": str(v.sglang),
+                "patch": v.patch.relative_to(m.base_dir).as_posix() if v.patch else None,
+                "na": v.na,
+            }
+            for v in p.variants
+        ],
+        "environment": [
+            {"package": e.package, "specifier": str(e.specifier), "why": e.why}
+            for e in p.environment
+        ],
+    }

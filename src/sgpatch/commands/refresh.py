@@ -5,11 +5,17 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sgpatch import ledger as ledger_mod
 from sgpatch import report
 from sgpatch.diffs import read_patch
 from sgpatch.errors import ExitCode, SgpatchError
+
+if TYPE_CHECKING:  # kept lazy: refresh loads the engine only when it runs
+    from packaging.version import Version
+
+    from sgpatch.refresh import Refreshed
 
 
 def run(
@@ -45,16 +51,30 @@ def run(
         if res.split is not None:
             _split_variant(manifest, patch_id, target.version, rel)
         _keep_applied(target.root, manifest.name, patch_id, rel, res)
+    _say(res, manifest.name, patch_id, rel, target.version, dry_run, as_json)
+    return int(ExitCode.OK)
+
+
+def _say(
+    res: Refreshed,
+    set_name: str,
+    patch_id: str,
+    rel: str,
+    version: Version,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """What refresh did: the --json document, the dry run's patch on stdout, or one line."""
     if as_json:
         report.emit_json(
             {
                 "command": "refresh",
                 "schema": 1,
                 "exit_code": 0,
-                "set": manifest.name,
+                "set": set_name,
                 "patch": patch_id,
                 "variant": rel,
-                "version": str(target.version),
+                "version": str(version),
                 "files": list(res.files),
                 "changed": res.changed,
                 "written": res.changed and not dry_run,
@@ -64,16 +84,15 @@ def run(
     elif dry_run:
         sys.stdout.write(res.data.decode("utf-8", "surrogateescape"))
         what = "would change" if res.changed else "unchanged"
-        report.err(f"sgpatch refresh: {manifest.name}/{patch_id}: {rel} {what} (dry run)")
+        report.err(f"sgpatch refresh: {set_name}/{patch_id}: {rel} {what} (dry run)")
     else:
         what = "refreshed" if res.changed else "unchanged"
         if res.split is not None:
             what = (
-                f"written for {target.version} only (new variant '=={target.version}'): the "
+                f"written for {version} only (new variant '=={version}'): the "
                 f"variant it came from ({res.split}) also serves other releases and stays as it was"
             )
-        report.err(f"sgpatch refresh: {manifest.name}/{patch_id}: {rel} {what}")
-    return int(ExitCode.OK)
+        report.err(f"sgpatch refresh: {set_name}/{patch_id}: {rel} {what}")
 
 
 def _known_releases() -> list:
@@ -100,7 +119,8 @@ def _write(path: Path, data: bytes) -> None:
 
 def _split_variant(manifest, patch_id: str, version, rel: str) -> None:
     """Insert `{sglang: "==V", patch: REL, base: "V"}` first (a text edit; comments kept)."""
-    from sgpatch.port.edits import exact, insert_first_variant
+    from sgpatch.manifest_text import insert_first_variant
+    from sgpatch.port.edits import exact
 
     public = type(version)(version.public)
     text = manifest.path.read_text(encoding="utf-8")

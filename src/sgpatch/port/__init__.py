@@ -22,13 +22,8 @@ from packaging.version import Version
 
 from sgpatch.errors import ExitCode, bad_input
 from sgpatch.manifest import SetManifest
-from sgpatch.port.edits import (
-    capped,
-    insert_first_variant,
-    set_set_spec,
-    set_variant_spec,
-    set_widened,
-)
+from sgpatch.manifest_text import insert_first_variant, set_set_spec, set_variant_spec
+from sgpatch.port.edits import capped, set_widened
 from sgpatch.port.merge import merge_file
 
 

@@ -1,75 +1,13 @@
-"""Text edits of patchset.yaml (every byte not edited is kept: comments, order, quoting) and the
-specifier arithmetic port needs (bounded ranges: a variant serves the releases it was checked on).
+"""The specifier arithmetic port needs (bounded ranges: a variant serves the releases it was
+checked on). The text edits that write the results live in sgpatch.manifest_text.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from packaging.specifiers import Specifier, SpecifierSet
 from packaging.version import Version
 
-from sgpatch.errors import SgpatchError
-
 _LOWER = (">=", ">", "==", "~=", "===")
-
-
-def _compose(text: str, path: Path):
-    import yaml
-
-    try:
-        return yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as e:  # pragma: no cover - the manifest loaded before
-        raise SgpatchError(f"{path}: cannot re-read: {e}") from None
-
-
-def _get(node, key: str):
-    for k, v in node.value:
-        if k.value == key:
-            return v
-    return None
-
-
-def _patch_node(root, patch_id: str):
-    for item in _get(root, "patches").value:
-        if _get(item, "id").value == patch_id:
-            return item
-    raise SgpatchError(f"patch {patch_id} not found in the manifest text")  # pragma: no cover
-
-
-def _replace(text: str, node, value: str) -> str:
-    return text[: node.start_mark.index] + f'"{value}"' + text[node.end_mark.index :]
-
-
-def set_variant_spec(text: str, path: Path, patch_id: str, index: int, spec: str) -> str:
-    """Replace the `sglang:` value of the patch's variant number `index` (0-based)."""
-    items = _get(_patch_node(_compose(text, path), patch_id), "variants").value
-    return _replace(text, _get(items[index], "sglang"), spec)
-
-
-def insert_first_variant(
-    text: str, path: Path, patch_id: str, spec: str, patch_rel: str, base: str | None = None
-) -> str:
-    """Insert `- {sglang: SPEC, patch: FILE[, base: V]}` as the patch's first variant."""
-    root = _compose(text, path)
-    seq = _get(_patch_node(root, patch_id), "variants")
-    if seq.flow_style or not seq.value:
-        raise SgpatchError(f"{path}: variants of {patch_id} must be a block list to edit them")
-    first = seq.value[0]
-    col = first.start_mark.column - 2
-    lines = text.splitlines(keepends=True)
-    idx = first.start_mark.line
-    if lines[idx][col : col + 2] != "- ":
-        raise SgpatchError(f"{path}:{idx + 1}: unexpected variant layout; edit it by hand")
-    eol = "\r\n" if lines[idx].endswith("\r\n") else "\n"
-    extra = f', base: "{base}"' if base else ""
-    new = " " * col + f'- {{sglang: "{spec}", patch: {patch_rel}{extra}}}' + eol
-    return "".join([*lines[:idx], new, *lines[idx:]])
-
-
-def set_set_spec(text: str, path: Path, spec: str) -> str:
-    """Replace the set's own `sglang:` range."""
-    return _replace(text, _get(_compose(text, path), "sglang"), spec)
 
 
 def join(specs) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from sgpatch import manifest_text
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.manifest import PatchSpec, load_manifest, select_variant
 from sgpatch.port import edits
@@ -78,7 +79,7 @@ def _edits(ctx: Context, text: str) -> tuple[str, dict[str, bytes], list[str]]:
     if not ctx.manifest.sglang.contains(ctx.to, prereleases=True):
         spec = edits.set_widened(ctx.manifest.sglang, ctx.to)
         changes.append(f"set sglang {str(ctx.manifest.sglang)!r} -> {spec!r}")
-        text = edits.set_set_spec(text, ctx.manifest.path, spec)
+        text = manifest_text.set_set_spec(text, ctx.manifest.path, spec)
     return text, files, changes
 
 
@@ -90,7 +91,7 @@ def _upstream(ctx: Context, spec: PatchSpec, text: str, changes: list[str]) -> s
     new = edits.capped(cur.sglang, ctx.to) if below else edits.floored(cur.sglang, ctx.to)
     changes.append(f"{spec.id}: upstream in {ctx.to}: variant {str(cur.sglang)!r} -> {new!r}")
     idx = spec.variants.index(cur)
-    return edits.set_variant_spec(text, ctx.manifest.path, spec.id, idx, new)
+    return manifest_text.set_variant_spec(text, ctx.manifest.path, spec.id, idx, new)
 
 
 def _carried(ctx: Context, spec, o: Outcome, text: str, files: dict, changes: list) -> str:
@@ -107,9 +108,9 @@ def _carried(ctx: Context, spec, o: Outcome, text: str, files: dict, changes: li
                 f"{spec.id}: {old_rel} serves {to}: {str(sorc.variant.sglang)!r} -> {wide!r}"
             )
             idx = spec.variants.index(sorc.variant)
-            return edits.set_variant_spec(text, path, spec.id, idx, wide)
+            return manifest_text.set_variant_spec(text, path, spec.id, idx, wide)
         changes.append(f"{spec.id}: {old_rel} serves {to}: new variant '=={to}'")
-        return edits.insert_first_variant(
+        return manifest_text.insert_first_variant(
             text, path, spec.id, edits.exact(to), old_rel, str(sorc.base)
         )
     data = ctx.ws.get_bytes(f"patches/{spec.id}.patch")
@@ -118,7 +119,7 @@ def _carried(ctx: Context, spec, o: Outcome, text: str, files: dict, changes: li
     rel = _free(ctx.manifest.base_dir, f"patches/{to}/{_name(sorc.variant.patch, spec, ctx)}", data)
     files[rel] = data
     changes.append(f"{spec.id}: new variant '=={to}' -> {rel}")
-    return edits.insert_first_variant(text, path, spec.id, edits.exact(to), rel, str(to))
+    return manifest_text.insert_first_variant(text, path, spec.id, edits.exact(to), rel, str(to))
 
 
 def _claims_more(old, wide: str, to: Version, known) -> bool:

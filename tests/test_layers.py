@@ -1,0 +1,177 @@
+"""The style card's layering, enforced: no import runs up a layer, and no module cycle.
+
+Structural, not behavioural: every module under src/sgpatch is parsed with ast, and each of its
+`sgpatch` imports (top-level and inside functions, where the lazy ones live) is checked against
+LAYERS below. A module may import its own layer or a lower one; the no-cycle check keeps
+same-layer imports honest. A new module must be placed in LAYERS (the test says so), and
+docs/architecture.md describes the same table.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+
+# Lowest first. Packages' submodules are listed one by one; `sgpatch` is the package itself.
+LAYERS: list[tuple[str, set[str]]] = [
+    ("errors", {"sgpatch", "errors", "interrupts"}),
+    (
+        "base",
+        set(
+            [
+                "probe",
+                "diffs",
+                "target",
+                "ledger",
+                "txn",
+                "treefs",
+                "statefs",
+                "releases",
+                "match",
+                "scope",
+                "explain",
+                "merge3",
+                "manifest_text",
+                "drift",
+                "upgrade",
+            ]
+        ),
+    ),
+    ("manifest/engine", {"manifest", "engine"}),
+    ("plan", {"plan"}),
+    (
+        "operations",
+        set(
+            [
+                "lint",
+                "matrix",
+                "refresh",
+                "report",
+                "preconditions",
+                "sources",
+                "suggest",
+                "verify",
+                "gitmode",
+                "importer",
+                "split",
+                "port",
+                "port.carry",
+                "port.edits",
+                "port.finish",
+                "port.merge",
+                "port.sequencer",
+                "port.source",
+                "port.stopped",
+                "port.workspace",
+            ]
+        ),
+    ),
+    (
+        "commands",
+        {"commands"} | {f"commands.{p.stem}" for p in (SRC / "sgpatch/commands").glob("[!_]*.py")},
+    ),
+    ("cli", {"cli", "__main__"}),
+]
+RANK = {mod: i for i, (_, mods) in enumerate(LAYERS) for mod in mods}
+
+
+def _modules() -> dict[str, Path]:
+    """Every module under src/sgpatch by its name without the `sgpatch.` prefix."""
+    out: dict[str, Path] = {}
+    for path in sorted((SRC / "sgpatch").rglob("*.py")):
+        parts = path.relative_to(SRC / "sgpatch").with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts) or "sgpatch"] = path
+    return out
+
+
+def _resolve(name: str, known: dict[str, Path]) -> str | None:
+    """`sgpatch.a.b` -> the longest known module name it names (`from sgpatch.port import x`
+    may name the submodule `port.x`; that is resolved by the caller)."""
+    if name == "sgpatch":
+        return "sgpatch"
+    if not name.startswith("sgpatch."):
+        return None
+    rest = name[len("sgpatch.") :].split(".")
+    for end in range(len(rest), 0, -1):
+        if ".".join(rest[:end]) in known:
+            return ".".join(rest[:end])
+    return None
+
+
+def _imports(mod: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The sgpatch modules `mod` imports anywhere in its body (absolute or relative)."""
+    pkg = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
+    deps: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            deps |= {r for a in node.names if (r := _resolve(a.name, known))}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = [p for p in pkg if p != "sgpatch"][: len(pkg) - node.level + 1]
+                full = ".".join(["sgpatch", *base, *([node.module] if node.module else [])])
+            else:
+                full = node.module or ""
+            for alias in node.names:
+                sub = _resolve(f"{full}.{alias.name}", known)
+                target = sub if sub and sub != _resolve(full, known) else _resolve(full, known)
+                if target:
+                    deps.add(target)
+    deps.discard(mod)
+    return deps
+
+
+def _graph() -> dict[str, set[str]]:
+    known = _modules()
+    return {mod: _imports(mod, path, known) for mod, path in known.items()}
+
+
+def test_every_module_has_a_layer() -> None:
+    """Input: every module under src/sgpatch. Outcome: each is placed in LAYERS (a new module
+    must be placed deliberately), and LAYERS names no module that no longer exists."""
+    known = set(_modules())
+    assert sorted(known - set(RANK)) == []
+    assert sorted(set(RANK) - known) == []
+
+
+def test_no_import_runs_up_a_layer() -> None:
+    """Input: each module's sgpatch imports, lazy ones included. Outcome: none names a module
+    in a higher layer than the importer's."""
+    upward = [
+        f"{mod} ({LAYERS[RANK[mod]][0]}) imports {dep} ({LAYERS[RANK[dep]][0]})"
+        for mod, deps in _graph().items()
+        for dep in sorted(deps)
+        if mod in RANK and dep in RANK and RANK[dep] > RANK[mod]
+    ]
+    assert upward == []
+
+
+def test_no_import_cycle() -> None:
+    """Input: the module import graph. Outcome: it is acyclic (depth-first search finds no
+    back edge), so same-layer imports still run one way."""
+    graph = _graph()
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(mod: str, stack: list[str]) -> None:
+        state[mod] = 1
+        for dep in sorted(graph.get(mod, ())):
+            if state.get(dep) == 1:
+                cycles.append([*stack[stack.index(dep) :], dep])
+            elif dep not in state:
+                visit(dep, [*stack, dep])
+        state[mod] = 2
+
+    for mod in sorted(graph):
+        if mod not in state:
+            visit(mod, [mod])
+    assert cycles == []
+
+
+def test_the_graph_sees_lazy_imports() -> None:
+    """Input: cli.py, whose command modules are imported inside functions. Outcome: the
+    graph records them, so the checks above cover lazy imports too."""
+    assert any(dep.startswith("commands.") for dep in _graph()["cli"])

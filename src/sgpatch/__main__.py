@@ -7,8 +7,28 @@ quietly by SIGPIPE, as it ends `grep`, instead of a traceback or an exit code th
 """
 
 import _signal
+import os
 
-from sgpatch import interrupts
+_MESSAGE = b"sgpatch: interrupted; nothing is left half-written (`sgpatch status` shows the tree)\n"
+
+
+def _stop_at_start_up(signum: int, frame: object) -> None:
+    """Ctrl-C before `interrupts` is even imported (a cold start compiles it first): nothing
+    is written yet, so stop with the same line and code as `interrupts.exit_now`."""
+    try:  # noqa: SIM105 (no contextlib: start-up time)
+        os.write(2, _MESSAGE)
+    except OSError:
+        pass
+    os._exit(130)
+
+
+try:  # first thing the console script runs; an ignored SIGINT (`cmd &`) stays ignored
+    if _signal.getsignal(_signal.SIGINT) != _signal.SIG_IGN:
+        _signal.signal(_signal.SIGINT, _stop_at_start_up)
+except ValueError:  # imported outside the main thread: not ours to set
+    pass
+
+from sgpatch import interrupts  # noqa: E402 (after the handler, on purpose)
 
 
 def _fill_closed_streams() -> None:
@@ -16,7 +36,6 @@ def _fill_closed_streams() -> None:
     next file sgpatch opens (a journal, a patched file) gets fd 2 and any message meant for
     stderr, ours or a library's, lands inside it; and Python's sys.stderr is None, which must
     not change what the run does or its exit code."""
-    import os
     import sys
 
     for fd in (0, 1, 2):

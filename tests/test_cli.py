@@ -173,3 +173,13 @@ def test_a_log_holding_both_streams_keeps_the_verdict_last(tmp_path) -> None:
     lines = log.read_text().splitlines()
     assert lines[0].startswith("sglang 0.5.9 at ")
     assert lines[-1].startswith("sgpatch: kimi-eagle3-sm120: 0 of ")
+
+
+def test_start_up_ctrl_c_says_the_same_line_as_a_command_interrupted() -> None:
+    """Input: the start-up SIGINT handler's text in `sgpatch.__main__` (bytes, set before any
+    sgpatch import) and `interrupts.MESSAGE` (what cli prints when a command is interrupted).
+    Outcome: the same line, so a Ctrl-C reads the same whenever it lands."""
+    from sgpatch import __main__ as entry
+    from sgpatch import interrupts
+
+    assert (interrupts.MESSAGE + "\n").encode() == entry._MESSAGE

@@ -1,9 +1,9 @@
 """The `sgpatch` command (the console script) and `python -m sgpatch`.
 
 Set before the CLI is imported (~50 ms of imports): Ctrl-C already means one line and exit 130
-(`interrupts`), and a reader that goes away (`sgpatch status | head -1`) ends the process
-quietly by SIGPIPE, as it ends `grep`, instead of a traceback or an exit code that reads like
-"pending" (1).
+(`_stop_at_start_up`; `interrupts` while a command runs), and a reader that goes away
+(`sgpatch status | head -1`) ends the process quietly by SIGPIPE, as it ends `grep`, instead
+of a traceback or an exit code that reads like "pending" (1).
 """
 
 import _signal
@@ -13,8 +13,9 @@ _MESSAGE = b"sgpatch: interrupted; nothing is left half-written (`sgpatch status
 
 
 def _stop_at_start_up(signum: int, frame: object) -> None:
-    """Ctrl-C before `interrupts` is even imported (a cold start compiles it first): nothing
-    is written yet, so stop with the same line and code as `interrupts.exit_now`."""
+    """Ctrl-C during start-up, from before `interrupts` is even imported (a cold start compiles
+    it first) until the CLI runs a command: nothing is written yet, so stop with
+    `interrupts.MESSAGE` (spelled here as bytes: importing it would reopen the window)."""
     try:  # noqa: SIM105 (no contextlib: start-up time)
         os.write(2, _MESSAGE)
     except OSError:
@@ -27,8 +28,6 @@ try:  # first thing the console script runs; an ignored SIGINT (`cmd &`) stays i
         _signal.signal(_signal.SIGINT, _stop_at_start_up)
 except ValueError:  # imported outside the main thread: not ours to set
     pass
-
-from sgpatch import interrupts  # noqa: E402 (after the handler, on purpose)
 
 
 def _fill_closed_streams() -> None:
@@ -52,7 +51,6 @@ def _fill_closed_streams() -> None:
 
 def main() -> None:
     _fill_closed_streams()
-    interrupts.install(interrupts.exit_now)
     if hasattr(_signal, "SIGPIPE"):
         _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
     try:
@@ -60,7 +58,7 @@ def main() -> None:
 
         cli_main()
     finally:  # finished: a Ctrl-C now just ends the process, with its output flushed so far
-        if _signal.getsignal(_signal.SIGINT) == interrupts.exit_now:
+        if _signal.getsignal(_signal.SIGINT) == _stop_at_start_up:
             _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
 
 

@@ -1,6 +1,7 @@
 """Ctrl-C: one line and exit 130, never a traceback and never a half-written tree.
 
-Until the CLI runs (start-up imports, nothing written yet) Ctrl-C simply exits (`exit_now`).
+Until the CLI runs (start-up imports, nothing written yet) Ctrl-C simply exits with MESSAGE:
+`sgpatch.__main__` sets that handler before it imports anything of sgpatch, this module included.
 While a command runs, it raises `Interrupted` instead of KeyboardInterrupt (`raising`): the CLI
 library would turn KeyboardInterrupt into a silent exit 130, while `Interrupted`, a
 BaseException like it, still unwinds through the writer's rollback (which catches
@@ -11,7 +12,6 @@ enum, which would be ~6 ms of start-up during which Ctrl-C was not ours yet.
 """
 
 import _signal
-import os
 
 EXIT = 130  # 128 + SIGINT, what a shell reports for a process Ctrl-C stopped
 MESSAGE = "sgpatch: interrupted; nothing is left half-written (`sgpatch status` shows the tree)"
@@ -19,15 +19,6 @@ MESSAGE = "sgpatch: interrupted; nothing is left half-written (`sgpatch status` 
 
 class Interrupted(BaseException):
     """Ctrl-C while a command runs."""
-
-
-def exit_now(signum: int, frame: object) -> None:
-    """The start-up handler: nothing has been written, so stop right here."""
-    try:  # noqa: SIM105 (no contextlib here: it is start-up time)
-        os.write(2, (MESSAGE + "\n").encode())
-    except OSError:  # stderr closed or full: still stop
-        pass
-    os._exit(EXIT)
 
 
 def install(handler) -> object | None:

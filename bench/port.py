@@ -174,10 +174,14 @@ def port_step(project: str, a: str, b: str, tmp: Path) -> dict:
     hunks = sum(sum(len(fp.hunks) for fp in _files(p)) for p in series(project, a))
     bad_files = {pr["file"] for o in rep.patches for pr in o.problems}
     bad_hunks = sum(len(pr["hunks"]) for o in rep.patches for pr in o.problems)
-    for pid in rep.waiting:  # waits for a stopped patch: nothing of it carried yet
-        patch = next(p for p in series(project, a) if pid in p.stem.lower().replace("_", "-"))
-        bad_files |= set(touched(patch))
-        bad_hunks += sum(len(fp.hunks) for fp in _files(patch))
+    for o in rep.patches:  # files that wait for a stopped patch: not carried yet
+        if not o.waiting_files:
+            continue
+        patch = next(p for p in series(project, a) if o.id in p.stem.lower().replace("_", "-"))
+        mapper = _mapper(patch)
+        waits = [fp for fp in _files(patch) if _paths(fp, mapper) & set(o.waiting_files)]
+        bad_files |= set(o.waiting_files)
+        bad_hunks += sum(len(fp.hunks) for fp in waits)
     merged = sum(o.merged for o in rep.patches)
     return {"files": len(files), "hunks": hunks, "port_files": len(files - bad_files),
             "port_hunks": hunks - bad_hunks, "merged_hunks": merged,
@@ -192,6 +196,17 @@ def _cpu() -> float:
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _mapper(patch: Path):
+    from sgpatch.diffs import read_patch
+    from sgpatch.plan import package_mapper
+
+    return package_mapper(read_patch(patch).name)
+
+
+def _paths(fp, mapper) -> set[str]:
+    return {mapper(p) for p in (fp.source, fp.target) if p != "/dev/null"}
 
 
 def _files(patch: Path):

@@ -62,6 +62,7 @@ LAYERS: list[tuple[str, set[str]]] = [
                 "port.finish",
                 "port.merge",
                 "port.sequencer",
+                "port.snapshots",
                 "port.source",
                 "port.stopped",
                 "port.workspace",

@@ -522,9 +522,10 @@ def test_workspace_that_is_a_symlink_is_refused(cache, tmp_path):
 def test_a_change_moved_to_another_file_by_hand(cache, tmp_path):
     """Input: 1.5 has no srt/other.py (upstream moved `other` to srt/moved.py); `second`
     patches srt/other.py. Outcome: exit 3 with a marker file at sglang/srt/other.py ("no such
-    file"); the person deletes it and makes the change in srt/moved.py; --continue gives
-    `second` a 1.5 variant that patches srt/moved.py only. Editing mod.py (owned by the
-    already carried `first`) instead is refused with exit 3."""
+    file"); the person deletes it, makes the change in srt/moved.py and also edits mod.py (a
+    file the already carried `first` patched): as in a rebase, both edits join the stopped
+    `second` (said in `notes`); --continue gives `second` a 1.5 variant with moved.py and the
+    mod.py edit, and applying the set to 1.5 writes exactly W's files."""
     files = release_files(V10, "1.5")
     del files["sglang/srt/other.py"]
     files["sglang/srt/moved.py"] = b"def other():\n    return 0\n"
@@ -537,18 +538,178 @@ def test_a_change_moved_to_another_file_by_hand(cache, tmp_path):
     (problem,) = by_id(doc)["second"]["problems"]
     assert problem["file"] == "srt/other.py" and "no such file" in problem["why"]
     assert merge.marker_lines((w / "sglang/srt/other.py").read_bytes())
+    first_file = load_manifest(d / "patchset.yaml").patch("first").variants[0].patch.read_bytes()
     (w / "sglang/srt/other.py").unlink()
     mod = w / "sglang/srt/mod.py"
-    mod.write_text(mod.read_text() + "# stray edit\n")
-    assert sgport("--continue", "--workspace", str(w))[0] == 3
-    mod.write_text(mod.read_text().replace("# stray edit\n", ""))
+    mod.write_text(mod.read_text() + "# an edit\n")
     (w / "sglang/srt/moved.py").write_text("def other():\n    return 42\n")
     code, doc = sgport("--continue", "--workspace", str(w))
     assert code == 0, doc
-    second = load_manifest(d / "patchset.yaml").patch("second").variants[0]
+    assert sorted(doc["steps"][0]["notes"]) == [
+        "sglang/srt/mod.py: the edit there joins second",
+        "sglang/srt/moved.py: the edit there joins second",
+    ]
+    m = load_manifest(d / "patchset.yaml")
+    second = m.patch("second").variants[0]
     assert str(second.sglang) == "==1.5"
     text = second.patch.read_text()
-    assert "srt/moved.py" in text and "srt/other.py" not in text
+    assert "srt/moved.py" in text and "srt/other.py" not in text and "+# an edit" in text
+    assert m.patch("first").variants[0].patch.read_bytes() == first_file  # as it was
+    files["sglang/srt/mod.py"] = V10.encode()
+    assert _applied(tmp_path, d, "1.5", files, ["srt/mod.py", "srt/moved.py"]) == {
+        r: (w / "sglang" / r).read_bytes() for r in ["srt/mod.py", "srt/moved.py"]
+    }
+
+
+def _applied(tmp: Path, set_dir: Path, version: str, files: dict, rels: list[str]) -> dict:
+    """`sgpatch apply` of the set to a fresh tree holding `files`; the bytes of `rels`."""
+    pkg = tmp / f"applied-{version}" / "sglang"
+    for name, data in files.items():
+        (pkg.parent / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg.parent / name).write_bytes(data)
+    code, _o, err = run_cli("apply", "--set", "demo", "--patchsets", str(set_dir.parent),
+                            "--sglang-dir", str(pkg))  # fmt: skip
+    assert code == 0, err
+    return {r: (pkg / r).read_bytes() for r in rels}
+
+
+# ---------------------------------------------------------------------------------------------
+# file by file: a later patch goes on with the files no stopped patch holds
+
+OTHER = "def other():\n    return 0\n\n\ndef another():\n    return 1\n"
+
+
+def two_file_set(tmp_path: Path, first_other: bool) -> Path:
+    """`first`: mod.py's two hunks (stops on 1.2), plus, with `first_other`, other.py's
+    `another` -> 11. `second`: other.py's `other` -> 42 and mod.py's `g` -> 200 (on top of
+    `first`)."""
+    d = make_set(tmp_path)
+    other_1 = OTHER.replace("return 1\n", "return 11\n") if first_other else OTHER
+    first = diff(V10, PATCHED10) + (diff(OTHER, other_1, "srt/other.py") if first_other else "")
+    second = diff(other_1, other_1.replace("return 0\n", "return 42\n"), "srt/other.py")
+    second += diff(PATCHED10, PATCHED10.replace("        return 2\n", "        return 200\n"))
+    (d / "patches/1.0/0001-first.patch").write_text("Subject: first\n\n" + first)
+    (d / "patches/1.0/0002-second.patch").write_text("Subject: second\n\n" + second)
+    return d
+
+
+def other_release(cache: Path, version: str) -> dict[str, bytes]:
+    files = release_files(V12, version, {"sglang/srt/other.py": OTHER.encode()})
+    make_wheel(cache / "wheels", version, files)
+    return files
+
+
+FIXED12 = V12.replace("        return 1\n", "        return 100\n").replace(
+    "    y = 3\n", "    y = 30\n"
+)
+
+
+def test_a_waiting_patch_carries_its_other_files_now(cache, tmp_path):
+    """Input: `first` stops on 1.4's mod.py; `second` patches other.py and mod.py.
+    Outcome: exit 3; `second`'s other.py is carried already (W has `return 42`), its mod.py
+    waits: `second` is reported `waiting` on srt/mod.py, 1 of 2 files carried (state files
+    `carried/second`, `partial`). After the fix, --continue carries `second`'s mod.py on top;
+    its new patch holds both files; applying the set to 1.4 writes exactly W's files."""
+    files = other_release(cache, "1.4")
+    d = two_file_set(tmp_path, first_other=False)
+    w = tmp_path / "w"
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.4",
+                       "--workspace", str(w))  # fmt: skip
+    assert code == 3, doc
+    second = by_id(doc)["second"]
+    assert second["outcome"] == "waiting" and doc["steps"][0]["waiting"] == ["second"]
+    assert second["files_carried"] == ["srt/other.py"]
+    assert second["files_waiting"] == ["srt/mod.py"]
+    assert (w / "sglang/srt/other.py").read_text() == OTHER.replace("return 0\n", "return 42\n")
+    state = w / ".sgpatch-port"
+    assert (state / "carried/second").read_text() == "srt/other.py\n"
+    assert (state / "partial").read_text().startswith("second\tcarried\t")
+    code, _out, err = run_cli("port", "--continue", "--workspace", str(w))
+    assert code == 3 and "srt/mod.py: conflict markers" in err  # nothing fixed yet
+    (w / "sglang/srt/mod.py").write_text(FIXED12)
+    code, doc = sgport("--continue", "--workspace", str(w))
+    assert code == 0, doc
+    assert by_id(doc)["second"]["outcome"] == "carried"
+    assert (w / "sglang/srt/mod.py").read_text() == FIXED12.replace("return 2\n", "return 200\n")
+    rels = ["srt/mod.py", "srt/other.py"]
+    assert _applied(tmp_path, d, "1.4", files, rels) == {
+        r: (w / "sglang" / r).read_bytes() for r in rels
+    }
+
+
+def test_the_human_report_names_what_waits(cache, tmp_path):
+    """Input: the port of test_a_waiting_patch_carries_its_other_files_now, without --json.
+    Outcome: exit 3; stderr names `second` waiting on srt/mod.py with 1 of 2 files carried."""
+    other_release(cache, "1.4")
+    d = two_file_set(tmp_path, first_other=False)
+    code, _out, err = run_cli("port", "--offline", "--set", "demo", "--patchsets", str(d.parent),
+                              "--to", "1.4", "--workspace", str(tmp_path / "w"))  # fmt: skip
+    assert code == 3
+    assert "  second: waiting on srt/mod.py (1 of 2 files carried)" in err
+
+
+def test_a_stopped_patch_keeps_its_own_change_to_a_file_a_later_one_carried(cache, tmp_path):
+    """Input: `first` patches mod.py (stops on 1.4) and other.py (`another` -> 11, clean);
+    `second` patches other.py (`other` -> 42) and mod.py. Outcome: `second`'s other.py is
+    carried on top of `first`'s now; after the fix, `first`'s new patch changes other.py by
+    `another` -> 11 only and `second`'s by `other` -> 42 only; the set applied to 1.4 writes
+    exactly W's files."""
+    files = other_release(cache, "1.4")
+    d = two_file_set(tmp_path, first_other=True)
+    w = tmp_path / "w"
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.4",
+                       "--workspace", str(w))  # fmt: skip
+    assert code == 3 and by_id(doc)["second"]["files_carried"] == ["srt/other.py"]
+    both = OTHER.replace("return 0\n", "return 42\n").replace("return 1\n", "return 11\n")
+    assert (w / "sglang/srt/other.py").read_text() == both
+    (w / "sglang/srt/mod.py").write_text(FIXED12)
+    code, doc = sgport("--continue", "--workspace", str(w))
+    assert code == 0, doc
+    m = load_manifest(d / "patchset.yaml")
+    first = m.patch("first").variants[0].patch.read_text()
+    second = m.patch("second").variants[0].patch.read_text()
+    assert "+    return 11" in first and "return 42" not in first
+    assert "+    return 42" in second and "return 11\n" not in second.replace(" return 11\n", "")
+    rels = ["srt/mod.py", "srt/other.py"]
+    assert _applied(tmp_path, d, "1.4", files, rels) == {
+        r: (w / "sglang" / r).read_bytes() for r in rels
+    }
+
+
+def test_an_edit_under_a_later_patch_joins_the_stopped_one(cache, tmp_path):
+    """Input: as in test_a_waiting_patch_carries_its_other_files_now; while fixing mod.py the
+    person also edits other.py, where `second` carried `other` -> 42 already: once in a line of
+    its own (`another` -> 7), once on the very line `second` changed. Outcome: the overlapping
+    edit is refused at --continue (exit 3, naming `second`, nothing taken); the separate one
+    joins `first` underneath `second`: `first`'s patch has `another` -> 7, `second`'s still
+    only `other` -> 42, and the set applied to 1.4 writes exactly W's files."""
+    files = other_release(cache, "1.4")
+    d = two_file_set(tmp_path, first_other=False)
+    w = tmp_path / "w"
+    code, _doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.4",
+                        "--workspace", str(w))  # fmt: skip
+    assert code == 3
+    (w / "sglang/srt/mod.py").write_text(FIXED12)
+    other = w / "sglang/srt/other.py"
+    carried = other.read_text()
+    state = snapshot(w / ".sgpatch-port")
+    other.write_text(carried.replace("return 42\n", "return 43\n"))
+    code, _out, err = run_cli("port", "--continue", "--workspace", str(w))
+    assert code == 3 and "second (a later patch) carried its change there already" in err
+    assert snapshot(w / ".sgpatch-port") == state
+    other.write_text(carried.replace("return 1\n", "return 7\n"))
+    code, doc = sgport("--continue", "--workspace", str(w))
+    assert code == 0, doc
+    assert doc["steps"][0]["notes"] == ["sglang/srt/other.py: the edit there joins first"]
+    m = load_manifest(d / "patchset.yaml")
+    first = m.patch("first").variants[0].patch.read_text()
+    second = m.patch("second").variants[0].patch.read_text()
+    assert "+    return 7" in first and "return 42" not in first
+    assert "+    return 42" in second and "+    return 7" not in second
+    rels = ["srt/mod.py", "srt/other.py"]
+    assert _applied(tmp_path, d, "1.4", files, rels) == {
+        r: (w / "sglang" / r).read_bytes() for r in rels
+    }
 
 
 def test_a_lint_error_on_the_release_reopens_the_patch(cache, tmp_path):

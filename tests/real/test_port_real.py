@@ -74,6 +74,15 @@ def port_json(capsys, sets: Path, version: str, w: Path, *extra: str) -> tuple[i
     return code, json.loads(capsys.readouterr().out)
 
 
+def fetch_between(a: str, b: str) -> None:
+    """Every final release from A to B (either order) in the cache, so what `port --offline`
+    knows (the nearest releases, the ranges it writes) is the same from any cache."""
+    lo, hi = sorted((Version(a), Version(b)))
+    for v in RELEASES:
+        if lo <= Version(v) <= hi:
+            releases.wheel_path(v)
+
+
 def continue_json(capsys, w: Path) -> tuple[int, dict]:
     code = sgpatch("port", "--continue", "--workspace", str(w), "--json")
     return code, json.loads(capsys.readouterr().out)
@@ -120,9 +129,10 @@ def merge_file(base: bytes, ours: bytes, theirs: bytes, tmp: Path) -> tuple[byte
 
 
 def check_against_merge_file(step: dict, w: Path, set_dir: Path, version: str, tmp: Path) -> int:
-    """Every file of a carried patch that no other patch touches, and that a plain three-way
-    merge (base = the variant's base release, `git apply` for the patched side) resolves
-    cleanly, must be in W with exactly the merged bytes. Returns how many were compared."""
+    """Every file of a carried (or partly carried) patch that no other patch touches, and that
+    a plain three-way merge (base = the variant's base release, `git apply` for the patched
+    side) resolves cleanly, must be in W with exactly the merged bytes. Returns how many were
+    compared."""
     owners: dict[str, list[str]] = {}
     patches = {}
     for p in step["patches"]:
@@ -135,6 +145,8 @@ def check_against_merge_file(step: dict, w: Path, set_dir: Path, version: str, t
     for rel, ids in owners.items():
         p = patches[ids[0]]
         if len(ids) > 1 or any(pr["file"] == rel for pr in p["problems"]):
+            continue
+        if rel in p["files_waiting"]:
             continue
         base = releases.read_member(p["base"], rel) if _has(p["base"], rel) else None
         ours = releases.read_member(version, rel) if _has(version, rel) else None
@@ -366,6 +378,7 @@ def test_port_a_real_stack_to_the_release_its_project_ported_it_to(project, a, b
     writes exactly what the workspace holds."""
     sets = tmp_path / "sets"
     set_dir = stack_set(project, a, sets)
+    fetch_between(a, b)
     snapshot = {p: p.read_bytes() for p in set_dir.rglob("*") if p.is_file()}
     w = tmp_path / "w"
     code = sgpatch("port", "--set", project, "--patchsets", str(sets), "--to", b, "--offline",
@@ -390,12 +403,67 @@ def test_port_a_real_stack_to_the_release_its_project_ported_it_to(project, a, b
     assert_apply_gives_workspace(tmp_path / "ported", set_dir, b, w, project)
 
 
+def plain_merges(project: str, a: str, b: str, tmp: Path) -> dict[str, tuple[bytes, bool]]:
+    """Per file of the stack, its patches merged one after another with a plain `git
+    merge-file` (base = A's file so far, ours = B's file so far, theirs = `git apply` of the
+    patch to the base): (the merged bytes, whether every merge of it was clean)."""
+
+    def read(version: str, rel: str) -> bytes | None:
+        return releases.read_member(version, rel) if _has(version, rel) else None
+
+    a_side: dict[str, bytes | None] = {}
+    b_side: dict[str, bytes | None] = {}
+    out: dict[str, tuple[bytes, bool]] = {}
+    for patch in stack_series(project, a):
+        rels = touched(patch)
+        before = {r: a_side[r] if r in a_side else read(a, r) for r in rels}
+        after = git_apply(before, patch, tmp / "apply")
+        for r in rels:
+            ours = b_side[r] if r in b_side else read(b, r)
+            merged, n = merge_file(before[r] or b"", ours or b"", after[r] or b"", tmp / "merge")
+            out[r] = (merged, n == 0 and out.get(r, (b"", True))[1])
+            a_side[r], b_side[r] = after[r], merged
+    return out
+
+
+MULTI = [("0.5.13", "0.5.13.post1"), ("0.5.13", "0.5.15.post1"), ("0.5.15.post1", "0.5.16")]
+
+
+@pytest.mark.parametrize(("a", "b"), MULTI)
+def test_every_file_a_plain_merge_resolves_is_carried_before_any_fix(a, b, tmp_path, capsys):
+    """Input: slime's four-patch stack for A ported to B (one stopped file used to hold every
+    later patch that touched it back, whole). Outcome: before any --continue, every file that a
+    plain per-file `git merge-file` of the stack resolves cleanly, into a file that compiles
+    and defines no name twice, is carried (no problem, not waiting) and holds exactly the
+    merged bytes in W; what waits is only what a stopped patch still holds."""
+    sets = tmp_path / "sets"
+    stack_set("slime", a, sets)
+    w = tmp_path / "w"
+    fetch_between(a, b)
+    sgpatch("port", "--set", "slime", "--patchsets", str(sets), "--to", b, "--offline",
+            "--workspace", str(w), "--json", "--no-finish")  # fmt: skip
+    step = json.loads(capsys.readouterr().out)["steps"][-1]
+    held = {pr["file"] for p in step["patches"] for pr in p["problems"]}
+    waiting = {f for p in step["patches"] for f in p["files_waiting"]}
+    assert waiting <= held  # a file waits only for a file a stopped patch holds
+    checked = 0
+    for rel, (merged, clean) in plain_merges("slime", a, b, tmp_path / "m").items():
+        pristine = releases.read_member(b, rel) if _has(b, rel) else None
+        if not clean or merge.python_problem(rel, merged, pristine) is not None:
+            continue
+        assert rel not in held | waiting, rel
+        assert (w / "sglang" / rel).read_bytes() == merged, rel
+        checked += 1
+    assert checked >= 20
+
+
 def test_backport_a_real_stack(tmp_path, capsys):
     """Input: AReaL's 0.5.2 stack ported --to 0.5.1.post3 (backwards). Outcome: exit 0 or 3 as
     for a forward port; after a deterministic fix (AReaL's own 0.5.1.post3 files), the set
     reaches down to 0.5.1.post3 and applying it there writes exactly the workspace's files."""
     sets = tmp_path / "sets"
     set_dir = stack_set("areal", "0.5.2", sets)
+    fetch_between("0.5.1.post3", "0.5.2")
     w = tmp_path / "w"
     code = sgpatch("port", "--set", "areal", "--patchsets", str(sets), "--to", "0.5.1.post3",
                    "--offline", "--workspace", str(w), "--json")  # fmt: skip

@@ -79,7 +79,7 @@ def _inputs(a: Args):
 def _aborted(a: Args, left: list[str]) -> int:
     if a.as_json:
         report.emit_json(
-            {"command": "port", "schema": 2, "exit_code": 0, "state": "aborted",
+            {"command": "port", "schema": 3, "exit_code": 0, "state": "aborted",
              "workspace": str(a.workspace), "left": left}
         )  # fmt: skip
     else:
@@ -92,7 +92,7 @@ def _emit(a: Args, reps) -> int:
     code = int(reps[-1].exit_code)
     if a.as_json:
         report.emit_json(
-            {"command": "port", "schema": 2, "exit_code": code,
+            {"command": "port", "schema": 3, "exit_code": code,
              "steps": [r.json() for r in reps]}
         )  # fmt: skip
         return code
@@ -105,8 +105,8 @@ def _human(rep) -> None:
     report.err(f"sgpatch port: {rep.set} -> {rep.to} (workspace {rep.workspace})")
     for o in rep.patches:
         report.err("  " + line(o))
-    for pid in rep.waiting:
-        report.err(f"  {pid}: waiting (touches a file of a stopped patch, or requires one)")
+    for n in rep.notes:
+        report.err(f"  note: {n}")
     for c in rep.changes:
         report.err(f"  set: {c}")
     for w in rep.warnings:
@@ -137,4 +137,16 @@ def line(o) -> str:
         names = [p["file"] for p in o.problems]
         files = ", ".join(names) if len(names) <= 3 else f"{len(names)} files"
         return f"{o.id}: needs a hand ({files}){src}"
+    if o.outcome == "waiting":
+        return f"{o.id}: {_waiting(o)}{src}"
     return f"{o.id}: {o.outcome}{note}"
+
+
+def _waiting(o) -> str:
+    """What a waiting patch waits on: the files an earlier patch still holds (or it requires
+    a stopped patch), and how much of it is carried already."""
+    names = o.waiting_files
+    on = ", ".join(names) if len(names) <= 3 else f"{len(names)} files"
+    on = f"waiting on {on}" if names else "waiting (requires a stopped patch)"
+    done = len(o.carried_files)
+    return f"{on} ({done} of {done + len(names)} files carried)" if done else on

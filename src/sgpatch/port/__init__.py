@@ -42,6 +42,7 @@ class Report:
     changes: list[str] = field(default_factory=list)
     lint: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # hand edits --continue took, and where
 
     @property
     def exit_code(self) -> ExitCode:
@@ -60,6 +61,7 @@ class Report:
             "changes": self.changes,
             "lint": self.lint,
             "warnings": self.warnings,
+            "notes": self.notes,
         }
 
 
@@ -75,6 +77,8 @@ def _outcome_json(o) -> dict:
         "hunks_merged": o.merged,
         "note": o.note,
         "problems": o.problems,
+        "files_carried": o.carried_files,
+        "files_waiting": o.waiting_files,
     }
 
 
@@ -106,9 +110,11 @@ def resume(workspace: Path) -> Report:
         rep = _report(ctx, "stopped")
         rep.fix = left
         return rep
-    resume_mod.take_fixed(ctx)
+    notes = resume_mod.take_fixed(ctx)
     sequencer.run_todo(ctx)
-    return _conclude(ctx, True)
+    rep = _conclude(ctx, True)
+    rep.notes = notes + rep.notes
+    return rep
 
 
 def abort(workspace: Path) -> list[str]:
@@ -139,20 +145,21 @@ def _conclude(ctx, finish: bool) -> Report:
 
 
 def _report(ctx, state: str) -> Report:
-    from sgpatch.port.sequencer import Outcome, stopped_of
+    from sgpatch.port import snapshots
+    from sgpatch.port.sequencer import Outcome, Queue
 
-    ws = ctx.ws
+    ws, q = ctx.ws, Queue.load(ctx.ws)
+    waiting = [q.partial.get(pid) or Outcome(pid, "waiting") for pid in q.todo]
+    for o in waiting:
+        o.outcome = "waiting"
     order = {s.id: i for i, s in enumerate(ctx.manifest.patches)}
-    outs = [Outcome.parse(ln) for ln in ws.lines("done")] + stopped_of(ws)
-    return Report(
-        ctx.manifest.name,
-        str(ctx.to),
-        str(ws.top),
-        state,
-        sorted(outs, key=lambda o: order.get(o.id, 0)),
-        ws.lines("todo"),
-        ws.lines("fix"),
-    )
+    outs = sorted(q.done + q.stopped + waiting, key=lambda o: order.get(o.id, 0))
+    for o in outs:
+        fixing = set(ws.lines(f"fixing/{o.id}"))
+        o.carried_files = sorted(snapshots.carried(ws, o.id))
+        o.waiting_files = sorted(snapshots.unfinished(ws, o.id) - fixing)
+    return Report(ctx.manifest.name, str(ctx.to), str(ws.top), state, outs, q.todo,
+                  ws.lines("fix"))  # fmt: skip
 
 
 def walk(

@@ -11,14 +11,16 @@ Everything a step knows is in the workspace's state files, so a crash leaves the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from packaging.version import Version
 
-from sgpatch.diffs import read_patch
+from sgpatch.diffs import DEV_NULL, Patch, read_patch
 from sgpatch.errors import SgpatchError, bad_input
 from sgpatch.manifest import SetManifest
+from sgpatch.plan import package_mapper
+from sgpatch.port import snapshots
 from sgpatch.port import source as src
 from sgpatch.port.carry import CarriedPatch, Labels, carry_patch
 from sgpatch.port.merge import marker_lines
@@ -32,7 +34,7 @@ class Outcome:
     """What happened to one patch (one line of `done` or `needs-a-hand`)."""
 
     id: str
-    outcome: str  # carried | fixed | upstream | n/a | skipped | conflict | waiting
+    outcome: str  # carried | fixed | upstream | n/a | skipped | conflict (| waiting: reported)
     variant: str = "-"  # set-relative source variant
     release: str = "-"
     base: str = "-"
@@ -41,6 +43,8 @@ class Outcome:
     merged: int = 0
     note: str = ""
     problems: list[dict] = field(default_factory=list)
+    carried_files: list[str] = field(default_factory=list)  # reported, not kept in the line
+    waiting_files: list[str] = field(default_factory=list)
 
     def line(self) -> str:
         how = f"kept {self.kept}, merged {self.merged}" if self.outcome != "upstream" else "-"
@@ -102,6 +106,7 @@ def start(
     ws.put_lines("done", (o.line() for o in done if o is not None))
     ws.put_lines("todo", (s.id for s, o in zip(manifest.patches, done, strict=True) if o is None))
     ws.put_lines("needs-a-hand", [])
+    ws.put_lines("partial", [])
     return ctx
 
 
@@ -142,43 +147,45 @@ def _settled(ctx: Context, spec, without: Sequence[str]) -> Outcome | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# carrying
+# the queue
 
 
-def run_todo(ctx: Context) -> list[Outcome]:
-    """Carry every patch on the todo list that does not wait for a stopped one."""
-    ws = ctx.ws
-    stopped = stopped_of(ws)
-    blocked = {f for o in stopped for f in ws.lines(f"files/{o.id}")}
-    waiting_ids = {o.id for o in stopped}
-    done = [Outcome.parse(ln) for ln in ws.lines("done")]
-    todo: list[str] = []
-    for pid in ws.lines("todo"):
-        spec = ctx.manifest.patch(pid)
-        sorc = src.source_of(spec, ctx.to, ctx.known)
-        assert sorc is not None and sorc.variant.patch is not None
-        patch = read_patch(sorc.variant.patch, _rel(sorc.variant.patch, ctx.manifest.base_dir))
-        files = _files_of(patch)
-        if blocked & set(files) or waiting_ids & set(spec.requires):
-            todo.append(pid)
-            waiting_ids.add(pid)
-            blocked |= set(files)
-            continue
-        out = _carry_one(ctx, spec, sorc, patch)
-        ws.put_lines(f"files/{pid}", sorted(files | {f["file"] for f in out.problems}))
-        if out.outcome == "conflict":
-            stopped.append(out)
-            waiting_ids.add(pid)
-            blocked |= set(files)
-        else:
-            done.append(out)
-        save(ws, todo + _after(ws.lines("todo"), pid), done, stopped)
-    save(ws, todo, done, stopped)
-    return stopped
+@dataclass
+class Queue:
+    """The sequencer's lists as the state files hold them: `todo` (ids, in order), `done`,
+    `needs-a-hand` (the stopped patches; their problems in `problems/ID`) and `partial` (what
+    the patches on the todo list that have some files carried already have so far)."""
 
+    todo: list[str]
+    done: list[Outcome]
+    stopped: list[Outcome]
+    partial: dict[str, Outcome]
 
-def _after(todo: list[str], pid: str) -> list[str]:
-    return todo[todo.index(pid) + 1 :] if pid in todo else []
+    @classmethod
+    def load(cls, ws: Workspace) -> Queue:
+        done = [Outcome.parse(ln) for ln in ws.lines("done")]
+        partial = {o.id: o for o in map(Outcome.parse, ws.lines("partial"))}
+        return cls(ws.lines("todo"), done, stopped_of(ws), partial)
+
+    def save(self, ws: Workspace, todo: list[str] | None = None) -> None:
+        """Write the lists (`todo`: the todo list to write, when it is not self.todo)."""
+        todo = self.todo if todo is None else todo
+        for o in self.stopped:
+            lines = (f"{p['file']}\t{','.join(map(str, p['hunks']))}\t{p['why']}"
+                     for p in o.problems)  # fmt: skip
+            ws.put_lines(f"problems/{o.id}", lines)
+        ws.save_tree()
+        ws.put_lines("done", (o.line() for o in self.done))
+        ws.put_lines("needs-a-hand", (o.line() for o in self.stopped))
+        ws.put_lines("partial", (self.partial[p].line() for p in todo if p in self.partial))
+        ws.put_lines("todo", todo)
+        ws.put_lines("fix", fix_list(ws, self.stopped))
+
+    def sort(self, order: Sequence[str]) -> None:
+        """Manifest order (a patch taken off needs-a-hand goes back to its place)."""
+        at = {pid: n for n, pid in enumerate(order)}
+        self.todo.sort(key=lambda p: at.get(p, 0))
+        self.done.sort(key=lambda o: at.get(o.id, 0))
 
 
 def stopped_of(ws: Workspace) -> list[Outcome]:
@@ -194,49 +201,116 @@ def stopped_of(ws: Workspace) -> list[Outcome]:
     return out
 
 
-def save(ws: Workspace, todo, done, stopped) -> None:
-    for o in stopped:
-        lines = (f"{p['file']}\t{','.join(map(str, p['hunks']))}\t{p['why']}" for p in o.problems)
-        ws.put_lines(f"problems/{o.id}", lines)
-    ws.save_tree()
-    ws.put_lines("done", (o.line() for o in done))
-    ws.put_lines("needs-a-hand", (o.line() for o in stopped))
-    ws.put_lines("todo", todo)
-    ws.put_lines("fix", fix_list(ws, stopped))
+# ---------------------------------------------------------------------------------------------
+# carrying
 
 
-def _files_of(patch) -> set[str]:
-    from sgpatch.refresh import patch_files
+def run_todo(ctx: Context) -> list[Outcome]:
+    """Carry the todo list in order, file by file (docs/porting.md): a file that an earlier
+    patch has still to carry, or to have fixed, waits, so every file takes the patches in
+    manifest order; the patch's other files are carried now. A patch that `requires` an
+    unfinished one waits whole."""
+    ws, q = ctx.ws, Queue.load(ctx.ws)
+    blocked: set[str] = set()
+    for o in q.stopped:
+        blocked |= snapshots.unfinished(ws, o.id)
+    unfinished = {o.id for o in q.stopped}
+    pending, q.todo = q.todo, []
+    for n, pid in enumerate(pending):
+        out = _step(ctx, q.partial.get(pid), pid, blocked, unfinished)
+        left = snapshots.unfinished(ws, pid)
+        q.partial.pop(pid, None)
+        if out.outcome == "conflict":
+            q.stopped.append(out)
+        elif left:
+            if snapshots.carried(ws, pid):
+                q.partial[pid] = out
+            q.todo.append(pid)
+        else:
+            q.done.append(out)
+        if left or out.outcome == "conflict":
+            unfinished.add(pid)
+            blocked |= left
+        q.save(ws, q.todo + pending[n + 1 :])  # a crash leaves the lists meaningful
+    q.save(ws)
+    return q.stopped
 
-    return set(patch_files(patch))
+
+def _step(ctx: Context, so_far: Outcome | None, pid: str, blocked: set, unfinished: set):
+    """Carry what of patch `pid` can go now (files no earlier patch still holds); its outcome
+    so far. Finished, its new patch file is written."""
+    ws, spec = ctx.ws, ctx.manifest.patch(pid)
+    sorc, patch = _source(ctx, spec)
+    units = file_units(patch)
+    if not ws.lines(f"files/{pid}"):
+        ws.put_lines(f"files/{pid}", sorted(set().union(*units)))
+    out = so_far or Outcome(pid, "carried", _rel(sorc.variant.patch, ctx.manifest.base_dir),
+                            str(sorc.release), str(sorc.base), True)  # fmt: skip
+    if unfinished & set(spec.requires):
+        return out
+    have = snapshots.carried(ws, pid)
+    ready = {p for u in units if not u & blocked and not u <= have for p in u}
+    if ready:
+        out = _carry_files(ctx, out, sorc, patch, ready)
+    if out.outcome != "conflict" and not snapshots.unfinished(ws, pid):
+        write_patch(ctx, pid)
+    return out
 
 
-def _rel(path: Path, base: Path) -> str:
-    return Path(path).relative_to(base).as_posix()
+def _source(ctx: Context, spec) -> tuple[src.Source, Patch]:
+    sorc = src.source_of(spec, ctx.to, ctx.known)
+    assert sorc is not None and sorc.variant.patch is not None
+    return sorc, read_patch(sorc.variant.patch, _rel(sorc.variant.patch, ctx.manifest.base_dir))
 
 
-def _carry_one(ctx: Context, spec, sorc: src.Source, patch) -> Outcome:
-    """Carry one patch into W: its files are written whatever happens (markers and all)."""
-    ws, index = ctx.ws, ctx.manifest.patches.index(spec)
-    variant = _rel(sorc.variant.patch, ctx.manifest.base_dir)
-    labels = Labels(f"sglang {ctx.to}", f"sglang {sorc.base}", f"{spec.id} (made on {sorc.base})")
-    base = _base_reader(ctx, sorc.base, index)
-    res = carry_patch(patch, spec.id, ws.read_pkg, base, labels)
+def file_units(patch: Patch) -> list[set[str]]:
+    """The package files of `patch`, grouped so that what is carried together stays together:
+    a rename's two paths, every part of the patch on one path."""
+    mapper = package_mapper(patch.name)
+    units: list[set[str]] = []
+    for fp in patch.files:
+        paths = {mapper(p) for p in (fp.source, fp.target) if p != DEV_NULL}
+        for u in [u for u in units if u & paths]:
+            units.remove(u)
+            paths |= u
+        units.append(paths)
+    return units
+
+
+def _carry_files(ctx: Context, out: Outcome, sorc: src.Source, patch, ready: set[str]):
+    """Carry the files `ready` of the patch into W (markers and all), keep what each held
+    before and after, and add what happened to the outcome so far."""
+    ws, pid = ctx.ws, out.id
+    mapper = package_mapper(patch.name)
+    sub = replace(patch, files=tuple(fp for fp in patch.files if _paths(fp, mapper) <= ready))
+    labels = Labels(f"sglang {ctx.to}", f"sglang {sorc.base}", f"{pid} (made on {sorc.base})")
+    base = _base_reader(ctx, sorc.base, ctx.manifest.patches.index(ctx.manifest.patch(pid)))
+    snapshots.put(ws, "before", pid, {r: ws.read_pkg(r) for r in sorted(ready)})
+    res = carry_patch(sub, pid, ws.read_pkg, base, labels)
     for f in res.files:
         if f.source is not None:
             ws.write_pkg(f.source, None)
         ws.write_pkg(f.path, f.after)
+    snapshots.put(ws, "after", pid, {r: ws.read_pkg(r) for r in sorted(ready)})
+    _keep_merge_inputs(ws, res)
+    problems = problems_of(res)
+    bad_files = {p["file"] for p in problems}
+    bad = {p for u in file_units(sub) if u & bad_files for p in u}
+    snapshots.add_carried(ws, pid, ready - bad)
+    ws.put_lines(f"fixing/{pid}", sorted(bad))
     kept = sum(len(f.kept) for f in res.files)
     merged = sum(len(f.merged) for f in res.files)
-    out = Outcome(spec.id, "carried", variant, str(sorc.release), str(sorc.base),
-                  all(not f.merged for f in res.files) and res.ok, kept, merged)  # fmt: skip
-    _keep_for_hand(ws, res)  # a carried patch may still be reopened (a lint error at the end)
-    if res.ok:
-        ws.put_bytes(f"patches/{spec.id}.patch", _new_patch(ctx, patch, sorc, res))
-        return out
-    out.outcome = "conflict"
-    out.problems = problems_of(res)
-    return out
+    return Outcome(pid, "conflict" if problems else out.outcome, out.variant, out.release,
+                   out.base, out.as_is and res.ok and not merged, out.kept + kept,
+                   out.merged + merged, out.note, problems)  # fmt: skip
+
+
+def _paths(fp, mapper) -> set[str]:
+    return {mapper(p) for p in (fp.source, fp.target) if p != DEV_NULL}
+
+
+def _rel(path: Path, base: Path) -> str:
+    return Path(path).relative_to(base).as_posix()
 
 
 def _base_reader(ctx: Context, version: Version, index: int):
@@ -246,16 +320,15 @@ def _base_reader(ctx: Context, version: Version, index: int):
         return None  # the base release cannot be read: merges become conflicts, said so
 
 
-def _new_patch(ctx: Context, patch, sorc: src.Source, res: CarriedPatch) -> bytes:
-    befores = {f.path: f.before for f in res.files}
-    for f in res.files:
-        if f.source is not None:
-            befores.setdefault(f.source, None)
-    afters = {f.path: f.after for f in res.files}
-    for f in res.files:
-        if f.source is not None:
-            afters[f.source] = None
-    return render_patch(ctx, patch.header, sorc, befores, afters)
+def write_patch(ctx: Context, pid: str) -> None:
+    """The finished patch's new file (`patches/ID.patch`), from what each of its files held
+    before and after it."""
+    ws, spec = ctx.ws, ctx.manifest.patch(pid)
+    sorc, patch = _source(ctx, spec)
+    rels = sorted(snapshots.files(ws, pid))
+    befores = snapshots.get(ws, "before", pid, rels)
+    afters = snapshots.get(ws, "after", pid, rels)
+    ws.put_bytes(f"patches/{pid}.patch", render_patch(ctx, patch.header, sorc, befores, afters))
 
 
 def render_patch(ctx: Context, header: str, sorc, befores: dict, afters: dict) -> bytes:
@@ -269,20 +342,13 @@ def render_patch(ctx: Context, header: str, sorc, befores: dict, afters: dict) -
     return rf.render(rf.add_header_line(header, line), diff)
 
 
-def _keep_for_hand(ws: Workspace, res: CarriedPatch) -> None:
-    """What --continue needs to take a stopped patch's diff (its files before it), and the
-    merge inputs to look at."""
-    absent = []
+def _keep_merge_inputs(ws: Workspace, res: CarriedPatch) -> None:
+    """The inputs of each merge, for the person who fixes it."""
     for f in res.files:
-        if f.before is None:
-            absent.append(f.path)
-        else:
-            ws.put_bytes(f"before/{res.id}/{f.path}", f.before)
         if f.base is not None:
             ws.put_bytes(f"merge/{res.id}/{f.path}.base", f.base)
         if f.theirs is not None:
             ws.put_bytes(f"merge/{res.id}/{f.path}.theirs", f.theirs)
-    ws.put_lines(f"before/{res.id}.absent", absent)
 
 
 def problems_of(res: CarriedPatch) -> list[dict]:
@@ -306,14 +372,15 @@ def fix_list(ws: Workspace, stopped: list[Outcome]) -> list[str]:
 
 
 def reopen_for_lint(ws: Workspace, errors: dict[str, list[str]]) -> None:
-    """Patches lint finds wrong on the release go back to needs-a-hand: their files (and files
-    no patch owns) can be edited, and --continue takes their diff again and lints again."""
-    done = [Outcome.parse(ln) for ln in ws.lines("done")]
-    stopped = stopped_of(ws)
-    for o in [o for o in done if o.id in errors]:
+    """Patches lint finds wrong on the release go back to needs-a-hand: the files they wrote
+    last (and files no patch owns) can be edited, and --continue takes their diff again and
+    lints again."""
+    q = Queue.load(ws)
+    for o in [o for o in q.done if o.id in errors]:
         files = ws.lines(f"files/{o.id}") or ["-"]
         o.outcome, o.as_is = "conflict", False
         o.problems = [{"file": files[0], "why": f"lint: {m}", "hunks": [], "markers": []}
                       for m in errors[o.id]]  # fmt: skip
-        stopped.append(o)
-    save(ws, ws.lines("todo"), [o for o in done if o.id not in errors], stopped)
+        q.stopped.append(o)
+    q.done = [o for o in q.done if o.id not in errors]
+    q.save(ws)

@@ -13,12 +13,12 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from sgpatch.diffs import read_patch
 from sgpatch.errors import ExitCode, SgpatchError, bad_input
 from sgpatch.manifest import load_manifest
+from sgpatch.port import snapshots
 from sgpatch.port import source as src
-from sgpatch.port.merge import marker_lines, python_problem
-from sgpatch.port.sequencer import Context, Outcome, render_patch, save, stopped_of
+from sgpatch.port.merge import marker_lines, merge_file, python_problem
+from sgpatch.port.sequencer import Context, Queue, stopped_of, write_patch
 from sgpatch.port.workspace import PKG, Workspace, digest, existing, remove
 
 
@@ -38,14 +38,15 @@ def reopen(top: Path) -> Context:
 
 
 def unresolved(ctx: Context) -> list[str]:
-    """Files of stopped patches that still have markers or fail the Python checks."""
+    """Files stopped patches wrote last that still have markers or fail the Python checks."""
     ws, out = ctx.ws, []
-    for o in stopped_of(ws):
-        absent = set(ws.lines(f"before/{o.id}.absent"))
-        for rel in ws.lines(f"files/{o.id}"):
+    stopped = stopped_of(ws)
+    writers = _last_writers(ctx, stopped)
+    for o in stopped:
+        for rel in sorted(f for f, w in writers.items() if w == o.id):
             data = ws.read_pkg(rel)
             marks = marker_lines(data)
-            before = None if rel in absent else ws.get_bytes(f"before/{o.id}/{rel}")
+            before = snapshots.get(ws, "before", o.id, [rel])[rel]
             why = python_problem(rel, data, before) if not marks else None
             if marks:
                 out.append(f"{PKG}/{rel}: conflict markers at lines {', '.join(map(str, marks))}")
@@ -54,60 +55,126 @@ def unresolved(ctx: Context) -> list[str]:
     return out
 
 
-def take_fixed(ctx: Context) -> None:
-    """Each stopped patch becomes `fixed`: its diff is what its files now hold in W."""
+def take_fixed(ctx: Context) -> list[str]:
+    """Each stopped patch becomes `fixed`: W's bytes are its change to the files it wrote last
+    (the fixes and any other edit there); a hand edit of a file no stopped patch wrote last
+    joins the first stopped patch (`_join`). A patch with files still waiting goes back on the
+    todo list; a finished one gets its new patch file. Returns a note per joined edit."""
     ws = ctx.ws
-    stopped = stopped_of(ws)
-    extra = _edited_elsewhere(ctx, stopped)
-    done = [Outcome.parse(ln) for ln in ws.lines("done")]
-    for n, o in enumerate(stopped):
-        files = set(ws.lines(f"files/{o.id}")) | (set(extra) if n == 0 else set())
-        absent = set(ws.lines(f"before/{o.id}.absent"))
-        befores = {f: _before(ws, o.id, f, extra, absent) for f in files}
-        afters = {f: ws.read_pkg(f) for f in files}
-        spec = ctx.manifest.patch(o.id)
-        sorc = src.source_of(spec, ctx.to, ctx.known)
-        assert sorc is not None and sorc.variant.patch is not None
-        header = read_patch(sorc.variant.patch).header
-        ws.put_bytes(f"patches/{o.id}.patch", render_patch(ctx, header, sorc, befores, afters))
-        ws.put_lines(f"files/{o.id}", sorted(files))
+    q = Queue.load(ws)
+    order = [s.id for s in ctx.manifest.patches]
+    notes = _take_edits(ctx, q, order)
+    for o in q.stopped:
+        mine = sorted(f for f, w in _last_writers(ctx, q.stopped).items() if w == o.id)
+        now = {f: ws.read_pkg(f) for f in mine}
+        snapshots.put(ws, "after", o.id, now)
+        _remember(ws, now)
+        snapshots.add_carried(ws, o.id, ws.lines(f"fixing/{o.id}"))
+        ws.put_lines(f"fixing/{o.id}", [])
         o.outcome, o.as_is, o.problems = "fixed", False, []
-        done.append(o)
-        for f, data in afters.items():
-            if data is None:
-                ws.tree().pop(f"{PKG}/{f}", None)
-            else:
-                ws.tree()[f"{PKG}/{f}"] = digest(data)
-    order = {s.id: i for i, s in enumerate(ctx.manifest.patches)}
-    save(ws, ws.lines("todo"), sorted(done, key=lambda o: order[o.id]), [])
+        if snapshots.unfinished(ws, o.id):
+            q.partial[o.id] = o
+            q.todo.append(o.id)
+        else:
+            write_patch(ctx, o.id)
+            q.done.append(o)
+    q.stopped = []
+    q.sort(order)
+    q.save(ws)
+    return notes
 
 
-def _before(ws: Workspace, pid: str, rel: str, extra: dict, absent: set) -> bytes | None:
-    if rel in extra:
-        return extra[rel]
-    return None if rel in absent else ws.get_bytes(f"before/{pid}/{rel}")
+def _take_edits(ctx: Context, q: Queue, order: list[str]) -> list[str]:
+    """Hand edits of files no stopped patch wrote last join the first stopped patch; each is
+    worked out before anything is recorded, so a refusal leaves the state as it was."""
+    ws, first = ctx.ws, q.stopped[0].id
+    writers = _last_writers(ctx, q.stopped)
+    stopped = {o.id for o in q.stopped}
+    edited = [r for r in changed_by_hand(ws) if writers.get(r) not in stopped]
+    joins = {rel: _join(ctx, first, rel, order) for rel in edited}
+    moved: set[str] = set()
+    for rel, (puts, later) in joins.items():
+        for side, pid, data in puts:
+            snapshots.put(ws, side, pid, {rel: data})
+        ws.put_lines(f"files/{first}", sorted(snapshots.files(ws, first) | {rel}))
+        ws.put_lines(f"fixing/{first}", sorted(set(ws.lines(f"fixing/{first}")) | {rel}))
+        _remember(ws, {rel: ws.read_pkg(rel)})
+        moved |= set(later)
+    for o in [*q.done, *q.partial.values()]:
+        if o.id in moved:  # its file's history moved under the edit: a new patch file
+            o.as_is = False
+            if o in q.done:
+                write_patch(ctx, o.id)
+    return [f"{PKG}/{rel}: the edit there joins {first}" for rel in edited]
 
 
-def _edited_elsewhere(ctx: Context, stopped: list[Outcome]) -> dict[str, bytes | None]:
-    """Files changed in W by hand that no stopped patch names (a change moved to another file):
-    they go to the first stopped patch, diffed against what sgpatch wrote there. A hand edit of
-    a file an already carried patch owns is refused: it would silently go nowhere."""
+def _last_writers(ctx: Context, stopped) -> dict[str, str]:
+    fixing = {o.id: set(ctx.ws.lines(f"fixing/{o.id}")) for o in stopped}
+    return snapshots.last_writers(ctx.ws, [s.id for s in ctx.manifest.patches], fixing)
+
+
+def _remember(ws: Workspace, files: dict[str, bytes | None]) -> None:
+    """W's files as they are now are what sgpatch holds for them (`tree`)."""
+    for f, data in files.items():
+        if data is None:
+            ws.tree().pop(f"{PKG}/{f}", None)
+        else:
+            ws.tree()[f"{PKG}/{f}"] = digest(data)
+
+
+def _join(ctx: Context, pid: str, rel: str, order: list[str]):
+    """A hand edit of `rel`, a file no stopped patch wrote last (a change moved to another
+    file, as upstream moved the code), joins stopped patch `pid` at its place in the file's
+    history, as an edit during a rebase joins the stopped commit: what the patches before it
+    left there is its before; each later patch that wrote the file keeps its own change, now
+    on top of the edit (a three-way merge of what it held before and after). Returns what to
+    record, (side, patch, bytes), and those later patches; nothing is written here."""
     ws = ctx.ws
-    named = {f for o in stopped for f in ws.lines(f"files/{o.id}")}
-    carried = {f: o for o in ws.lines("done") for f in ws.lines(f"files/{o.split(chr(9))[0]}")}
-    out: dict[str, bytes | None] = {}
-    pristine = src.pristine(ctx.to)
-    for rel in changed_by_hand(ws):
-        if rel in named:
-            continue
-        if rel in carried:
-            raise SgpatchError(
-                f"{PKG}/{rel} was edited, but it belongs to {carried[rel].split(chr(9))[0]}, "
-                "which was already carried; undo the edit (or --abort and port again)",
-                ExitCode.CONFLICT,
-            )
-        out[rel] = pristine(rel)
-    return out
+    writers = [w for w in order if rel in snapshots.carried(ws, w)]
+    later = [w for w in writers if order.index(w) > order.index(pid)]
+    earlier = [w for w in writers if order.index(w) < order.index(pid)]
+    now = ws.read_pkg(rel)
+    wrote = _side(ws, "after", writers[-1], rel) if writers else _pristine(ctx, rel)
+    if pid in writers:
+        at = _side(ws, "after", pid, rel)
+    elif earlier:
+        at = _side(ws, "after", earlier[-1], rel)
+    else:
+        at = _side(ws, "before", later[0], rel) if later else wrote
+    puts = [(side, w, _moved(rel, wrote, now, _side(ws, side, w, rel), w))
+            for w in later for side in ("before", "after")]  # fmt: skip
+    if pid not in writers:
+        puts.append(("before", pid, at))
+    puts.append(("after", pid, _moved(rel, wrote, now, at, later[0]) if later else now))
+    return puts, later
+
+
+def _side(ws: Workspace, side: str, pid: str, rel: str) -> bytes | None:
+    return snapshots.get(ws, side, pid, [rel])[rel]
+
+
+def _moved(rel: str, wrote: bytes | None, now: bytes | None, old: bytes | None, who: str):
+    """`old` with the hand edit (`wrote` -> `now`) made in it too, or a refusal."""
+    if now == wrote:
+        return old
+    if now is None or wrote is None or old is None:
+        raise _overlap(rel, who, "a file made or removed by hand under another patch's change")
+    data, n = merge_file(wrote, now, old, ("edited", "sgpatch wrote", who))
+    if n:
+        raise _overlap(rel, who, "the edit overlaps that patch's change")
+    return data
+
+
+def _overlap(rel: str, who: str, why: str) -> SgpatchError:
+    return SgpatchError(
+        f"{PKG}/{rel} was edited, but {who} (a later patch) carried its change there already "
+        f"and the edit cannot be put under it ({why}); undo the edit, or --abort and port again",
+        ExitCode.CONFLICT,
+    )
+
+
+def _pristine(ctx: Context, rel: str) -> bytes | None:
+    return src.pristine(ctx.to)(rel)
 
 
 def changed_by_hand(ws: Workspace) -> list[str]:

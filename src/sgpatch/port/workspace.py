@@ -86,11 +86,11 @@ def read(top: Path, rel: str) -> bytes | None:
 def write(top: Path, rel: str, data: bytes | None) -> None:
     """Replace top/rel with `data` (None: remove it) through an unpredictable temp name."""
     *dirs, name = _parts(rel)
-    with _dir(top, dirs, create=data is not None) as d:
-        if data is None:
-            with suppress(FileNotFoundError):
-                os.unlink(name, dir_fd=d)
-            return
+    if data is None:
+        with suppress(FileNotFoundError), _dir(top, dirs, create=False) as d:
+            os.unlink(name, dir_fd=d)  # absent, or its folder is: nothing to remove
+        return
+    with _dir(top, dirs, create=True) as d:
         tmp = f".{name}.{secrets.token_hex(6)}.sgpatch-tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=d)
         try:

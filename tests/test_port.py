@@ -732,3 +732,35 @@ def test_a_lint_error_on_the_release_reopens_the_patch(cache, tmp_path):
     assert code == 0, doc
     second = load_manifest(d / "patchset.yaml").patch("second").variants[0]
     assert str(second.sglang) == "==1.1" and "+    return 43" in second.patch.read_text()
+
+
+def test_a_renamed_file_that_needed_a_merge_is_written_as_delete_and_create(cache, tmp_path):
+    """Input: `second` renames srt/other.py to srt/renamed.py and changes `return 0`; 1.6's
+    other.py starts with a new import, so the hunk (anchored at the start of the file) does
+    not place exactly and is merged. Outcome: exit 0;
+    the new patch removes srt/other.py and creates srt/renamed.py; applying the set to 1.6
+    leaves no other.py and a renamed.py equal to W's."""
+    other6 = "import os\n\n\ndef other():\n    return 0\n"
+    files = release_files(V10, "1.6", {"sglang/srt/other.py": other6.encode()})
+    make_wheel(cache / "wheels", "1.6", files)
+    rename = (
+        "diff --git a/python/sglang/srt/other.py b/python/sglang/srt/renamed.py\n"
+        "similarity index 60%\nrename from python/sglang/srt/other.py\n"
+        "rename to python/sglang/srt/renamed.py\n"
+        "--- a/python/sglang/srt/other.py\n+++ b/python/sglang/srt/renamed.py\n"
+        "@@ -1,2 +1,2 @@\n def other():\n-    return 0\n+    return 42\n"
+    )
+    d = make_set(tmp_path, second=rename)
+    w = tmp_path / "w"
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.6",
+                       "--workspace", str(w))  # fmt: skip
+    assert code == 0, doc
+    assert by_id(doc)["second"]["hunks_merged"] == 1
+    assert not (w / "sglang/srt/other.py").exists()
+    renamed = (w / "sglang/srt/renamed.py").read_bytes()
+    assert renamed == b"import os\n\n\ndef other():\n    return 42\n"
+    text = load_manifest(d / "patchset.yaml").patch("second").variants[0].patch.read_text()
+    assert "+++ /dev/null" in text and "--- /dev/null" in text
+    got = _applied(tmp_path, d, "1.6", files, ["srt/renamed.py"])
+    assert got == {"srt/renamed.py": renamed}
+    assert not (tmp_path / "applied-1.6/sglang/srt/other.py").exists()

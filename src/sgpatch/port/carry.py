@@ -101,7 +101,8 @@ def carry_patch(patch: Patch, pid: str, ws: Reader, base: Reader | None, labels:
         path = paths[n]
         before = here.read(path)
         (fplan,) = plan_patch(here.fork(), one, mapper, fuzz=0)
-        done = _carry_file(fp, fplan, before, there, one, labels)
+        mine = here.read(fplan.source) if fplan.action == "rename" else before
+        done = _carry_file(fp, fplan, (before, mine), there, one, labels)
         done = _checked(done)
         out.append(done)
         if done.source is not None:
@@ -112,7 +113,10 @@ def carry_patch(patch: Patch, pid: str, ws: Reader, base: Reader | None, labels:
     return CarriedPatch(pid, tuple(out))
 
 
-def _carry_file(fp, fplan: FilePlan, before, there, one: Patch, labels: Labels) -> CarriedFile:
+def _carry_file(fp, fplan: FilePlan, now, there, one: Patch, labels: Labels) -> CarriedFile:
+    """`now`: W's file at the patch's path before it, and the file the change is made to (a
+    rename's source; else the same)."""
+    before, mine = now
     exact = _exact(fplan.hunks)
     if fplan.ok and len(exact) == len(fplan.hunks):
         source = fplan.source if fplan.action == "rename" else None
@@ -125,7 +129,7 @@ def _carry_file(fp, fplan: FilePlan, before, there, one: Patch, labels: Labels) 
         got = _merge_hunks(fp, fplan, there, exact, labels)
         if got is not None:
             return got
-    return _merge_whole(fplan, before, there, one, labels)
+    return _merge_whole(fplan, (before, mine), there, one, labels)
 
 
 def _lines(data: bytes | None) -> list[str]:
@@ -158,9 +162,11 @@ def _merge_hunks(fp: FilePatch, fplan: FilePlan, there, exact, labels) -> Carrie
     )  # fmt: skip
 
 
-def _merge_whole(fplan: FilePlan, before, there, one: Patch, labels) -> CarriedFile:
+def _merge_whole(fplan: FilePlan, now, there, one: Patch, labels) -> CarriedFile:
     """A file the patch creates, deletes or renames, or that the release lacks: merge it whole
-    (`before` is the workspace's file, absent = empty)."""
+    (`now`: the workspace's file at the path, and the one the change is made to: a rename's
+    source; absent = empty)."""
+    before, mine = now
     mapper = package_mapper(one.name)
     trial = there.fork()
     (on_base,) = plan_patch(trial, one, mapper, fuzz=0)
@@ -170,7 +176,6 @@ def _merge_whole(fplan: FilePlan, before, there, one: Patch, labels) -> CarriedF
         return CarriedFile(fplan.path, before, before, problem=why, hunks=every)
     base = there.read(on_base.source) or b""
     theirs = on_base.after or b""
-    mine = before if fplan.action != "rename" else fplan.before
     data, n = merge_file(base, mine or b"", theirs, (labels.ours, labels.base, labels.theirs))
     source = on_base.source if on_base.action == "rename" else None
     after: bytes | None = data

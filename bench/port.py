@@ -247,9 +247,9 @@ def markdown(rows: list[dict]) -> str:
         "per-file `git merge-file` resolves cleanly; *apply -3*: files `git apply -3` applies "
         "cleanly; *same*: of the files merge-file resolves, how many port carried to the very "
         "same bytes (*differ* must be 0); *left*: files left to fix in the workspace; wall and "
-        "CPU (with git's): the port step (plan -> workspace, without --continue's lint). A "
-        "patch that waits for a stopped one (it touches one of its files) counts as not "
-        "carried.",
+        "CPU (with git's): the port step (plan -> workspace, without --continue's lint). "
+        "Port carries file by file: a file that waits for a stopped patch (it holds that "
+        "file) counts as not carried, with its hunks.",
         "",
         "| stack | A -> B | files | hunks | port files | port hunks (merged) | merge-file | "
         "apply -3 | same | differ | left | wall | CPU |",

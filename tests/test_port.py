@@ -764,3 +764,18 @@ def test_a_renamed_file_that_needed_a_merge_is_written_as_delete_and_create(cach
     got = _applied(tmp_path, d, "1.6", files, ["srt/renamed.py"])
     assert got == {"srt/renamed.py": renamed}
     assert not (tmp_path / "applied-1.6/sglang/srt/other.py").exists()
+
+
+def test_a_workspace_of_an_older_sgpatch_is_not_continued(cache, tmp_path):
+    """Input: a stopped workspace whose state has no `format` file (as the previous sgpatch
+    left it). Outcome: --continue is bad input (exit 2) naming --abort, W untouched;
+    --abort still removes it."""
+    _d, w, code, _ = start_conflict(tmp_path)
+    assert code == 3
+    (w / ".sgpatch-port/format").unlink()
+    before = snapshot(w)
+    code, _out, err = run_cli("port", "--continue", "--workspace", str(w))
+    assert code == 2 and "made by an older sgpatch" in err and "--abort" in err
+    assert snapshot(w) == before
+    assert run_cli("port", "--abort", "--workspace", str(w))[0] == 0
+    assert not w.exists()

@@ -26,6 +26,7 @@ from sgpatch.port.carry import CarriedPatch, Labels, carry_patch
 from sgpatch.port.merge import marker_lines
 from sgpatch.port.workspace import PKG, STATE, Workspace, claim, digest
 
+FORMAT = "2"  # of the state files: 2 = carried file by file (carried/, fixing/, after/, partial)
 PORTED_LINE = "Ported to {to} by sgpatch port (from {variant}, made on {base})"
 
 
@@ -96,6 +97,7 @@ def start(
         raise bad_input(f"--offline: sglang {to} is not in the release cache; `sgpatch fetch {to}`")
     ws = claim(top)
     ctx = Context(manifest, to, ws, known)
+    ws.put("format", f"{FORMAT}\n")
     ws.put("set", f"{manifest.path}\n")
     ws.put("set-sha256", digest(manifest.path.read_bytes()) + "\n")
     ws.put("onto", f"{to}\n")

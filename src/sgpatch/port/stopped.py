@@ -18,7 +18,7 @@ from sgpatch.manifest import load_manifest
 from sgpatch.port import snapshots
 from sgpatch.port import source as src
 from sgpatch.port.merge import marker_lines, merge_file, python_problem
-from sgpatch.port.sequencer import Context, Queue, stopped_of, write_patch
+from sgpatch.port.sequencer import FORMAT, Context, Queue, stopped_of, write_patch
 from sgpatch.port.workspace import PKG, Workspace, digest, existing, remove
 
 
@@ -27,6 +27,11 @@ def reopen(top: Path) -> Context:
     ws = existing(top)
     if not ws.is_live():
         raise bad_input(f"--workspace {top}: that port already finished; nothing to continue")
+    if (ws.get("format") or "").strip() != FORMAT:
+        raise bad_input(
+            f"--workspace {top}: made by an older sgpatch (its state cannot be continued); "
+            "`sgpatch port --abort` it and port again"
+        )
     path = Path((ws.get("set") or "").strip())
     if not path.is_file() or digest(path.read_bytes()) != (ws.get("set-sha256") or "").strip():
         raise bad_input(

@@ -3,17 +3,22 @@ state as small named files in `W/.sgpatch-port/` that a person can `cat` (as git
 in `.git/rebase-merge/`):
 
     marker        this is a workspace sgpatch made (nothing else is ever cleared or removed)
+    format        the state files' format (--continue refuses another)
     set           the patchset.yaml being ported; set-sha256: its digest when the port began
     onto          the target release
-    todo          patches still to carry, in order
+    todo          patches still to carry (or with files still waiting), in order
+    partial       what the patches on todo with some files carried have so far
     done          carried patches: id, outcome, where from
-    needs-a-hand  patches stopped on a conflict, with their files
+    needs-a-hand  patches stopped on a conflict; problems/<id>: their files, hunks, why
     fix           the short list of what to fix (file: lines, patch, hunks, why)
     tree          sha256 and path of every file sgpatch wrote into W
-    patches/      the new patch file of each carried patch
-    before/<id>/  the files of a stopped patch as they were before it (its diff is taken
-                  against them at --continue)
-    merge/<id>/   the merge inputs of a stopped patch's files (<file>.base, <file>.theirs)
+    files/<id>    the files a patch touches; carried/<id>: those carried (or fixed) so far;
+                  fixing/<id>: a stopped patch's files that need a hand
+    before/<id>/, after/<id>/
+                  each carried file as W held it before and after the patch (absent ones
+                  listed in before/<id>.absent, after/<id>.absent): its new file is their diff
+    patches/      the new patch file of each finished patch
+    merge/<id>/   the merge inputs of a patch's merged files (<file>.base, <file>.theirs)
     finished      present once the set was written
 
 Every file is read and written relative to a directory descriptor opened without following

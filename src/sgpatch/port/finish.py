@@ -166,4 +166,5 @@ def _lint(ctx: Context, text: str, files: dict[str, bytes]):
     for f in found:
         if f.level == "error" and f.patch is not None:
             by_patch.setdefault(f.patch, []).append(f.message)
-    return errors, [m for f, m in zip(found, fmt, strict=True) if f.level != "error"], by_patch
+    warnings = [m for f, m in zip(found, fmt, strict=True) if f.level != "error"]
+    return errors, list(dict.fromkeys(warnings)), by_patch  # once each (two variants, one file)

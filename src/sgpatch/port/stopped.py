@@ -92,6 +92,8 @@ def take_fixed(ctx: Context) -> list[str]:
 def _take_edits(ctx: Context, q: Queue, order: list[str]) -> list[str]:
     """Hand edits of files no stopped patch wrote last join the first stopped patch; each is
     worked out before anything is recorded, so a refusal leaves the state as it was."""
+    if not q.stopped:
+        return []
     ws, first = ctx.ws, q.stopped[0].id
     writers = _last_writers(ctx, q.stopped)
     stopped = {o.id for o in q.stopped}

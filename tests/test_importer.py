@@ -156,3 +156,22 @@ def test_probe_entry_a_later_patch_removes_is_dropped(release):
     res = importer.import_sources("mine", V, [src(d1, "one.patch"), src(d2, "two.patch")])
     probe = res.patches[0].probe
     assert "stays_in_the_end" in probe.regex and "removed_later" not in str(probe)
+
+
+@pytest.mark.parametrize(
+    "path", ["python/sglang/../../../etc/x.py", "sglang/srt/../../../x.py", "python/sglang/../x"]
+)
+def test_a_path_that_climbs_out_of_the_package_is_refused_for_safety(tmp_path, capsys, path):
+    """Input: a diff (beside a good one) whose path climbs out of python/sglang/ with `..`.
+    Outcome: exit 4 (refused for safety, not "nothing left to import"), one error line naming
+    the path; DEST as it was; nothing downloaded or read for it."""
+    good = make_diff("a\n", "b\n", "python/sglang/srt/a.py")
+    (tmp_path / "in.patch").write_text(good + make_diff("a\n", "b\n", path))
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    code = sgpatch("import", "--name", "s", "--sglang-version", "0.5.9", "--dest", str(dest),
+                   str(tmp_path / "in.patch"))  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 4, err
+    assert err.splitlines() == [err.splitlines()[0]] and "climbs out of the SGLang package" in err
+    assert list(dest.iterdir()) == []

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from sgpatch.diffs import DEV_NULL, decode, split_lines, strip_eol
-from sgpatch.errors import bad_input
+from sgpatch.errors import bad_input, unsafe
 
 _MBOX_FROM = re.compile(r"^From \S+ +(Mon|Tue|Wed|Thu|Fri|Sat|Sun) ")
 _GIT_DIFF = re.compile(r"^diff --git (\S+) (\S+)\s*$")
@@ -33,6 +33,7 @@ _HUNK_COUNTS = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 _MAIL_HEADER = re.compile(r"^[A-Za-z][A-Za-z0-9-]*:")
 REPO_FORM = "python/sglang/"
 SITE_FORM = "sglang/"
+UNSAFE = "unsafe path"
 
 
 @dataclass(frozen=True)
@@ -243,6 +244,11 @@ def package_path(path: str, form: str, git: bool = True) -> tuple[str | None, st
     from sgpatch.plan import REPO_ONLY
 
     clean = _clean(path, git)
+    parts, lead = clean.split("/"), 0
+    while not git and lead < len(parts) and parts[lead] == "..":
+        lead += 1  # a plain diff's leading ../ (a folder beside this one) is fine
+    if ".." in parts[lead:]:
+        return None, UNSAFE
     rel = _after(clean, REPO_FORM)
     if rel is None and form != "repo" and clean.startswith(SITE_FORM):
         rel = clean[len(SITE_FORM) :]
@@ -252,7 +258,7 @@ def package_path(path: str, form: str, git: bool = True) -> tuple[str | None, st
     if rel is None or not rel:
         return None, "outside the SGLang package (python/sglang/)"
     if ".." in rel.split("/") or rel.startswith("/"):
-        return None, "unsafe path"
+        return None, UNSAFE
     return rel, ""
 
 
@@ -275,6 +281,9 @@ def _place(
         mapped = {old: (rel, mapped[old][1]), new: (rel, mapped[new][1])}
     target = new if new is not None else old
     assert target is not None
+    if any(why == UNSAFE for _rel, why in mapped.values()):
+        raise unsafe(f"{_clean(shown, git)}: a path that climbs out of the SGLang package; "
+                     "nothing imported")  # fmt: skip
     rel, why = mapped[target]
     source_rel = mapped[old][0] if old is not None else None
     if rel is not None and old is not None and source_rel is None:

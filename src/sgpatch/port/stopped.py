@@ -92,12 +92,19 @@ def take_fixed(ctx: Context) -> list[str]:
 def _take_edits(ctx: Context, q: Queue, order: list[str]) -> list[str]:
     """Hand edits of files no stopped patch wrote last join the first stopped patch; each is
     worked out before anything is recorded, so a refusal leaves the state as it was."""
-    if not q.stopped:
-        return []
-    ws, first = ctx.ws, q.stopped[0].id
+    ws = ctx.ws
     writers = _last_writers(ctx, q.stopped)
     stopped = {o.id for o in q.stopped}
     edited = [r for r in changed_by_hand(ws) if writers.get(r) not in stopped]
+    if edited and not q.stopped:  # after --no-finish: no patch to take it; never drop it
+        raise SgpatchError(
+            f"{PKG}/{edited[0]} was edited, but no patch is stopped to take the edit; undo it "
+            "(or --abort, and port again)",
+            ExitCode.CONFLICT,
+        )
+    if not edited:
+        return []
+    first = q.stopped[0].id
     joins = {rel: _join(ctx, first, rel, order) for rel in edited}
     moved: set[str] = set()
     for rel, (puts, later) in joins.items():

@@ -799,3 +799,32 @@ def test_an_edit_after_no_finish_is_refused_not_dropped(cache, tmp_path):
     assert snapshot(d) == before
     mod.write_text(carried)
     assert sgport("--continue", "--workspace", str(w))[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "damage"),
+    [
+        ("needs-a-hand", lambda t: t.replace("kept 1, merged 0", "kept x, merged 0")),
+        ("needs-a-hand", lambda t: t.replace("\tconflict\t", "\tbogus\t")),
+        ("needs-a-hand", lambda t: t.split("\t", 1)[0] + "\n"),
+        ("done", lambda t: t.replace("as-is", "maybe")),
+        ("problems/first", lambda t: t.replace("\t2\t", "\ttwo\t")),
+        ("onto", lambda t: "not a version\n"),
+        ("done", lambda t: "\udcff"),
+    ],
+)
+def test_a_damaged_state_file_is_one_line_and_exit_4(cache, tmp_path, name, damage):
+    """Input: a stopped workspace, one state file damaged by hand (a count that is not a
+    number, an unknown outcome, a line cut short, a bad hunk number, a bad release, bytes that
+    are not UTF-8). Outcome: --continue exits 4 with one line naming the file and --abort;
+    W is byte-for-byte as it was; the set too."""
+    d, w, code, _ = start_conflict(tmp_path)
+    assert code == 3
+    f = w / ".sgpatch-port" / name
+    f.write_bytes(damage(f.read_text()).encode("utf-8", "surrogateescape"))
+    before, set_before = snapshot(w), snapshot(d)
+    code, _out, err = run_cli("port", "--continue", "--workspace", str(w))
+    assert code == 4, err
+    (line,) = err.splitlines()
+    assert f"{name}: damaged" in line and "--abort" in line
+    assert snapshot(w) == before and snapshot(d) == set_before

@@ -65,7 +65,7 @@ def finish(ctx: Context) -> Finished:
 
 
 def _edits(ctx: Context, text: str) -> tuple[str, dict[str, bytes], list[str]]:
-    done = {o.id: o for o in (Outcome.parse(ln) for ln in ctx.ws.lines("done"))}
+    done = {o.id: o for o in (Outcome.parse(ln, ctx.ws, "done") for ln in ctx.ws.lines("done"))}
     files: dict[str, bytes] = {}
     changes: list[str] = []
     for spec in ctx.manifest.patches:

@@ -10,6 +10,7 @@ Everything a step knows is in the workspace's state files, so a crash leaves the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,6 +28,8 @@ from sgpatch.port.merge import marker_lines
 from sgpatch.port.workspace import PKG, STATE, Workspace, claim, digest
 
 FORMAT = "2"  # of the state files: 2 = carried file by file (carried/, fixing/, after/, partial)
+OUTCOMES = ("carried", "fixed", "upstream", "n/a", "skipped", "conflict")
+_HOW = re.compile(r"-|kept (\d{1,9}), merged (\d{1,9})")
 PORTED_LINE = "Ported to {to} by sgpatch port (from {variant}, made on {base})"
 
 
@@ -54,12 +57,14 @@ class Outcome:
         return "\t".join(fields)
 
     @classmethod
-    def parse(cls, line: str) -> Outcome:
-        pid, outcome, variant, release, base, as_is, how, note = (line.split("\t") + [""] * 8)[:8]
-        kept = merged = 0
-        if how.startswith("kept "):
-            k, _, m = how[5:].partition(", merged ")
-            kept, merged = int(k), int(m or 0)
+    def parse(cls, line: str, ws: Workspace, where: str) -> Outcome:
+        """One line as line() wrote it; anything else is a damaged state file (`where`)."""
+        parts = line.split("\t")
+        how = _HOW.fullmatch(parts[6]) if len(parts) == 8 else None
+        if how is None or parts[1] not in OUTCOMES or parts[5] not in ("as-is", "changed"):
+            raise ws.damaged(where, f"line {line[:60]!r}")
+        pid, outcome, variant, release, base, as_is, _how, note = parts
+        kept, merged = (int(how[1]), int(how[2])) if how[1] else (0, 0)
         return cls(pid, outcome, variant, release, base, as_is == "as-is", kept, merged,
                    "" if note == "-" else note)  # fmt: skip
 
@@ -165,8 +170,10 @@ class Queue:
 
     @classmethod
     def load(cls, ws: Workspace) -> Queue:
-        done = [Outcome.parse(ln) for ln in ws.lines("done")]
-        partial = {o.id: o for o in map(Outcome.parse, ws.lines("partial"))}
+        done = [Outcome.parse(ln, ws, "done") for ln in ws.lines("done")]
+        partial = {
+            o.id: o for o in (Outcome.parse(ln, ws, "partial") for ln in ws.lines("partial"))
+        }
         return cls(ws.lines("todo"), done, stopped_of(ws), partial)
 
     def save(self, ws: Workspace, todo: list[str] | None = None) -> None:
@@ -194,9 +201,11 @@ def stopped_of(ws: Workspace) -> list[Outcome]:
     """The stopped patches, with their problems (from `problems/<id>`)."""
     out = []
     for ln in ws.lines("needs-a-hand"):
-        o = Outcome.parse(ln)
+        o = Outcome.parse(ln, ws, "needs-a-hand")
         for p in ws.lines(f"problems/{o.id}"):
             file, hunks, why = ([*p.split("\t"), "", ""])[:3]
+            if not all(h.isdigit() and len(h) < 10 for h in hunks.split(",") if h):
+                raise ws.damaged(f"problems/{o.id}", f"line {p[:60]!r}")
             o.problems.append({"file": file, "why": why, "markers": [],
                                "hunks": [int(h) for h in hunks.split(",") if h]})  # fmt: skip
         out.append(o)

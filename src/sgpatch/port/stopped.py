@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from sgpatch.errors import ExitCode, SgpatchError, bad_input
 from sgpatch.manifest import load_manifest
@@ -37,7 +37,10 @@ def reopen(top: Path) -> Context:
         raise bad_input(
             f"{path}: the set changed since the port began; `sgpatch port --abort` and port again"
         )
-    to = Version((ws.get("onto") or "").strip())
+    try:
+        to = Version((ws.get("onto") or "").strip())
+    except InvalidVersion:
+        raise ws.damaged("onto", "not a version") from None
     offline = (ws.get("offline") or "").strip() == "yes"
     return Context(load_manifest(path), to, ws, src.known_releases(offline))
 

@@ -126,7 +126,17 @@ class Workspace:
     # state files -------------------------------------------------------------------------
     def get(self, name: str) -> str | None:
         data = read(self.top, f"{STATE}/{name}")
-        return None if data is None else data.decode("utf-8")
+        try:
+            return None if data is None else data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise self.damaged(name, "not UTF-8 text") from None
+
+    def damaged(self, name: str, why: str) -> SgpatchError:
+        """A state file that is not as sgpatch wrote it: refused, never guessed at."""
+        return unsafe(
+            f"{self.top}/{STATE}/{name}: damaged ({why}); "
+            f"`sgpatch port --abort --workspace {self.top}` and port again"
+        )
 
     def put(self, name: str, text: str | None) -> None:
         write(self.top, f"{STATE}/{name}", None if text is None else text.encode("utf-8"))

@@ -519,16 +519,22 @@ def test_workspace_that_is_a_symlink_is_refused(cache, tmp_path):
     assert code == 4 and not any(real.iterdir())
 
 
+MOVED = "".join(f"def helper_{i}():\n    return {i}\n\n\n" for i in range(8)) + (
+    "def other():\n    return 0\n"
+)
+
+
 def test_a_change_moved_to_another_file_by_hand(cache, tmp_path):
-    """Input: 1.5 has no srt/other.py (upstream moved `other` to srt/moved.py); `second`
-    patches srt/other.py. Outcome: exit 3 with a marker file at sglang/srt/other.py ("no such
-    file"); the person deletes it, makes the change in srt/moved.py and also edits mod.py (a
-    file the already carried `first` patched): as in a rebase, both edits join the stopped
+    """Input: 1.5 has no srt/other.py (upstream moved `other` into srt/moved.py, a bigger
+    file: a move, not a rename port could follow); `second` patches srt/other.py. Outcome:
+    exit 3 with a marker file at sglang/srt/other.py ("no such file"); the person deletes it,
+    makes the change in srt/moved.py and also edits mod.py (a file the already carried `first`
+    patched): as in a rebase, both edits join the stopped
     `second` (said in `notes`); --continue gives `second` a 1.5 variant with moved.py and the
     mod.py edit, and applying the set to 1.5 writes exactly W's files."""
     files = release_files(V10, "1.5")
     del files["sglang/srt/other.py"]
-    files["sglang/srt/moved.py"] = b"def other():\n    return 0\n"
+    files["sglang/srt/moved.py"] = MOVED.encode()
     make_wheel(cache / "wheels", "1.5", files)
     d = make_set(tmp_path)
     w = tmp_path / "w"
@@ -542,7 +548,7 @@ def test_a_change_moved_to_another_file_by_hand(cache, tmp_path):
     (w / "sglang/srt/other.py").unlink()
     mod = w / "sglang/srt/mod.py"
     mod.write_text(mod.read_text() + "# an edit\n")
-    (w / "sglang/srt/moved.py").write_text("def other():\n    return 42\n")
+    (w / "sglang/srt/moved.py").write_text(MOVED.replace("return 0\n", "return 42\n"))
     code, doc = sgport("--continue", "--workspace", str(w))
     assert code == 0, doc
     assert sorted(doc["steps"][0]["notes"]) == [
@@ -828,3 +834,29 @@ def test_a_damaged_state_file_is_one_line_and_exit_4(cache, tmp_path, name, dama
     (line,) = err.splitlines()
     assert f"{name}: damaged" in line and "--abort" in line
     assert snapshot(w) == before and snapshot(d) == set_before
+
+
+def test_a_file_upstream_renamed_is_followed(cache, tmp_path):
+    """Input: 1.7 renamed srt/other.py to srt/other_impl.py (same folder, same lines); `second`
+    patches srt/other.py. Outcome: exit 0 by itself: `second` is carried onto
+    srt/other_impl.py, its note says it followed the rename; its new 1.7 patch names only the
+    new file, and applying the set to 1.7 writes exactly W's file. A file moved into a bigger
+    one is not followed (test_a_change_moved_to_another_file_by_hand)."""
+    files = release_files(V10, "1.7")
+    files["sglang/srt/other_impl.py"] = files.pop("sglang/srt/other.py")
+    make_wheel(cache / "wheels", "1.7", files)
+    d = make_set(tmp_path)
+    w = tmp_path / "w"
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.7",
+                       "--workspace", str(w))  # fmt: skip
+    assert code == 0, doc
+    second = by_id(doc)["second"]
+    assert second["note"] == "followed upstream's rename of srt/other.py to srt/other_impl.py"
+    assert second["files_carried"] == ["srt/other_impl.py"] and not second["as_is"]
+    assert not (w / "sglang/srt/other.py").exists()
+    variant = load_manifest(d / "patchset.yaml").patch("second").variants[0]
+    assert str(variant.sglang) == "==1.7"
+    text = variant.patch.read_text()
+    assert "srt/other_impl.py" in text and "srt/other.py" not in text
+    got = _applied(tmp_path, d, "1.7", files, ["srt/other_impl.py"])
+    assert got == {"srt/other_impl.py": (w / "sglang/srt/other_impl.py").read_bytes()}

@@ -523,6 +523,12 @@ def record(version: str | Version) -> dict[str, str]:
     return dict(_record_for(_WheelKey.of(wheel_path(version))))
 
 
+def sizes(version: str | Version) -> dict[str, int]:
+    """Wheel-relative path -> size in bytes, of every file the release's wheel holds."""
+    zf = _zip_for(_WheelKey.of(wheel_path(version)))
+    return {i.filename: i.file_size for i in zf.infolist() if not i.is_dir()}
+
+
 def _member_name(relpath: str) -> str:
     """Accept wheel-relative (`sglang/srt/x.py`) and package-relative (`srt/x.py`) paths."""
     rel = relpath.replace("\\", "/").lstrip("/")

@@ -478,6 +478,47 @@ def test_backport_a_real_stack(tmp_path, capsys):
     assert_apply_gives_workspace(tmp_path / "ported", set_dir, "0.5.1.post3", w, "areal")
 
 
+def sm120_at_055(dest: Path) -> Path:
+    """A copy of the shipped set with only its SM120 patches, as they were at 0.5.5 (the
+    symmetric-memory patches on torch_symm_mem.py), `==0.5.5`."""
+    d = dest / SET
+    shutil.copytree(SHIPPED, d)
+    doc = yaml.safe_load((d / "patchset.yaml").read_text())
+    doc["sglang"] = "==0.5.5"
+    doc["patches"] = [p for p in doc["patches"] if p["id"].startswith("sm120-")]
+    for p in doc["patches"]:
+        p["variants"] = [{**v, "sglang": "==0.5.5"} for v in p["variants"]
+                         if SpecifierSet(v["sglang"]).contains(Version("0.5.5"))]  # fmt: skip
+    (d / "patchset.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, width=200))
+    return d
+
+
+def test_backport_follows_upstream_s_rename_of_a_file(tmp_path, capsys):
+    """Input: the SM120 patches as they were at 0.5.5, ported --to 0.5.4.post2, where the
+    symmetric-memory communicator is still symm_mem.py (0.5.4.post3 renamed it
+    torch_symm_mem.py). Outcome: exit 0 by itself; the two patches on it follow the rename
+    (their notes say so) and get 0.5.4.post2 files naming symm_mem.py; applying the ported
+    set there writes the very bytes the shipped set (its own hand-made variants) writes."""
+    set_dir = sm120_at_055(tmp_path / "sets")
+    fetch_between("0.5.4.post2", "0.5.5")
+    w = tmp_path / "w"
+    code = sgpatch("port", "--set", SET, "--patchsets", str(set_dir.parent), "--to",
+                   "0.5.4.post2", "--offline", "--workspace", str(w), "--json")  # fmt: skip
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0, doc
+    notes = {p["id"]: p["note"] for p in doc["steps"][-1]["patches"]}
+    symm = "srt/distributed/device_communicators/"
+    followed = f"followed upstream's rename of {symm}torch_symm_mem.py to {symm}symm_mem.py"
+    assert notes[WORLD] == notes[NOMC] == followed
+    ported = applied_tree(tmp_path / "ported", set_dir, "0.5.4.post2")
+    shipped = applied_tree(tmp_path / "shipped", SHIPPED, "0.5.4.post2")
+    for rel in (f"{symm}symm_mem.py", f"{symm}all_reduce_utils.py", "srt/layers/communicator.py"):
+        assert (ported / rel).read_bytes() == (shipped / rel).read_bytes(), rel
+    assert (ported / f"{symm}symm_mem.py").read_bytes() != releases.read_member(
+        "0.5.4.post2", f"{symm}symm_mem.py"
+    )
+
+
 def _covering(spec, versions):
     """The first of `versions` (ascending) that the variant covers."""
     for r in versions:

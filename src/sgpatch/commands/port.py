@@ -132,7 +132,7 @@ def line(o) -> str:
     note = f" ({o.note})" if o.note else ""
     if o.outcome in ("carried", "fixed"):
         how = "as it was" if o.as_is else f"{o.kept} hunk(s) kept, {o.merged} merged"
-        return f"{o.id}: {o.outcome}, {how}{src}"
+        return f"{o.id}: {o.outcome}, {how}{note}{src}"
     if o.outcome == "conflict":
         names = [p["file"] for p in o.problems]
         files = ", ".join(names) if len(names) <= 3 else f"{len(names)} files"

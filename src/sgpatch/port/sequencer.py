@@ -10,6 +10,7 @@ Everything a step knows is in the workspace's state files, so a crash leaves the
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -252,17 +253,22 @@ def _step(ctx: Context, so_far: Outcome | None, pid: str, blocked: set, unfinish
     so far. Finished, its new patch file is written."""
     ws, spec = ctx.ws, ctx.manifest.patch(pid)
     sorc, patch = _source(ctx, spec)
+    patch, follows = _follow_renames(ctx, sorc, patch)
     units = file_units(patch)
     if not ws.lines(f"files/{pid}"):
         ws.put_lines(f"files/{pid}", sorted(set().union(*units)))
     out = so_far or Outcome(pid, "carried", _rel(sorc.variant.patch, ctx.manifest.base_dir),
                             str(sorc.release), str(sorc.base), True)  # fmt: skip
+    if follows:  # the old file names a path the release lacks: never "serves it as it was"
+        out.as_is = False
+        out.note = "; ".join(f"followed upstream's rename of {old} to {new}"
+                             for new, old in sorted(follows.items()))  # fmt: skip
     if unfinished & set(spec.requires):
         return out
     have = snapshots.carried(ws, pid)
     ready = {p for u in units if not u & blocked and not u <= have for p in u}
     if ready:
-        out = _carry_files(ctx, out, sorc, patch, ready)
+        out = _carry_files(ctx, out, sorc, patch, ready, follows)
     if out.outcome != "conflict" and not snapshots.unfinished(ws, pid):
         write_patch(ctx, pid)
     return out
@@ -272,6 +278,30 @@ def _source(ctx: Context, spec) -> tuple[src.Source, Patch]:
     sorc = src.source_of(spec, ctx.to, ctx.known)
     assert sorc is not None and sorc.variant.patch is not None
     return sorc, read_patch(sorc.variant.patch, _rel(sorc.variant.patch, ctx.manifest.base_dir))
+
+
+def _follow_renames(ctx: Context, sorc: src.Source, patch: Patch) -> tuple[Patch, dict]:
+    """The patch with each file it changes that the release no longer has, but has under
+    another name (src.renamed: upstream renamed it), pointed at the new name; and new -> old
+    name of each (the merge base is still read under the old one)."""
+    from sgpatch import releases
+
+    mapper = package_mapper(patch.name)
+    names = releases.record(ctx.to)
+    follows: dict[str, str] = {}
+    files = []
+    for fp in patch.files:
+        rel = mapper(fp.path)
+        new = None
+        if not (fp.is_new or fp.is_delete or fp.git_op) and f"sglang/{rel}" not in names:
+            new = src.renamed(sorc.base, ctx.to, rel)
+        if new is None or new in {mapper(f.path) for f in patch.files}:
+            files.append(fp)
+            continue
+        follows[new] = rel
+        moved = {p: p[: len(p) - len(rel)] + new for p in (fp.source, fp.target)}
+        files.append(replace(fp, source=moved[fp.source], target=moved[fp.target]))
+    return (replace(patch, files=tuple(files)) if follows else patch), follows
 
 
 def file_units(patch: Patch) -> list[set[str]]:
@@ -288,14 +318,17 @@ def file_units(patch: Patch) -> list[set[str]]:
     return units
 
 
-def _carry_files(ctx: Context, out: Outcome, sorc: src.Source, patch, ready: set[str]):
+def _carry_files(ctx: Context, out: Outcome, sorc: src.Source, patch, ready, follows: dict):
     """Carry the files `ready` of the patch into W (markers and all), keep what each held
-    before and after, and add what happened to the outcome so far."""
+    before and after, and add what happened to the outcome so far. `follows`: new -> old name
+    of the files upstream renamed (the base has them under the old name)."""
     ws, pid = ctx.ws, out.id
     mapper = package_mapper(patch.name)
     sub = replace(patch, files=tuple(fp for fp in patch.files if _paths(fp, mapper) <= ready))
     labels = Labels(f"sglang {ctx.to}", f"sglang {sorc.base}", f"{pid} (made on {sorc.base})")
     base = _base_reader(ctx, sorc.base, ctx.manifest.patches.index(ctx.manifest.patch(pid)))
+    if base is not None and follows:
+        base = functools.partial(_renamed_reader, base, follows)
     snapshots.put(ws, "before", pid, {r: ws.read_pkg(r) for r in sorted(ready)})
     res = carry_patch(sub, pid, ws.read_pkg, base, labels)
     for f in res.files:
@@ -314,6 +347,10 @@ def _carry_files(ctx: Context, out: Outcome, sorc: src.Source, patch, ready: set
     return Outcome(pid, "conflict" if problems else out.outcome, out.variant, out.release,
                    out.base, out.as_is and res.ok and not merged, out.kept + kept,
                    out.merged + merged, out.note, problems)  # fmt: skip
+
+
+def _renamed_reader(base, follows: dict, rel: str) -> bytes | None:
+    return base(follows.get(rel, rel))
 
 
 def _paths(fp, mapper) -> set[str]:

@@ -8,8 +8,10 @@ default that nearest release.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from packaging.version import Version
 
@@ -106,3 +108,60 @@ class BaseTree:
         plans = plan_patch(trial, patch, package_mapper(patch.name), fuzz=self.manifest.fuzz)
         if all(p.ok for p in plans):  # else: upstream or broken on this release; left out
             self._overlay.changed, self._overlay.original = trial.changed, trial.original
+
+
+# ---------------------------------------------------------------------------------------------
+# files upstream renamed
+
+RENAME_SIMILARITY = 0.5  # of the old file's lines found in the new one: git's default (50%)
+_MARGIN = 0.1  # the best candidate must beat the next one by this much, or nothing is followed
+
+
+def renamed(base: Version, to: Version, rel: str) -> str | None:
+    """The name release `to` gives to `rel`, a file of release `base` that `to` no longer has,
+    as git's rename detection finds it: a file `to` added (absent in `base`), with the same
+    extension, near in size, in the same folder or with a related name, that holds at least
+    half of `rel`'s lines, clearly more than any other candidate. None: not renamed, or not
+    clearly (a file moved into a bigger one, or two look alike), and port says so instead."""
+    from sgpatch import releases
+
+    old_sizes = {_pkg(n): z for n, z in releases.sizes(base).items()}
+    new_sizes = {_pkg(n): z for n, z in releases.sizes(to).items()}
+    if rel in new_sizes or rel not in old_sizes:
+        return None
+    size = max(old_sizes[rel], 1)
+    cands = [n for n in new_sizes if n not in old_sizes and _related(rel, n)
+             and 0.5 <= max(new_sizes[n], 1) / size <= 2]  # fmt: skip
+    old = _line_counts(pristine(base)(rel))
+    scored = sorted(((_similarity(old, _line_counts(pristine(to)(n))), n) for n in cands),
+                    reverse=True)  # fmt: skip
+    if not scored or scored[0][0] < RENAME_SIMILARITY:
+        return None
+    if len(scored) > 1 and scored[1][0] > scored[0][0] - _MARGIN:
+        return None
+    return scored[0][1]
+
+
+def _pkg(name: str) -> str:
+    return name.split("/", 1)[1] if name.startswith("sglang/") else name
+
+
+def _related(old: str, new: str) -> bool:
+    """Same folder and extension, or the same file name, or one name's stem inside the other's
+    (`torch_symm_mem.py` and `symm_mem.py`)."""
+    o, n = PurePosixPath(old), PurePosixPath(new)
+    if o.suffix != n.suffix:
+        return False
+    return o.parent == n.parent or o.name == n.name or o.stem in n.stem or n.stem in o.stem
+
+
+def _line_counts(data: bytes | None) -> Counter:
+    text = (data or b"").decode("utf-8", "replace")
+    return Counter(ln.strip() for ln in text.splitlines() if ln.strip())
+
+
+def _similarity(old: Counter, new: Counter) -> float:
+    """How much of the old file's (non-blank) lines the new one holds, and of the new one's
+    the old (the smaller of the two: a file moved into a bigger one is not a rename)."""
+    common = sum((old & new).values())
+    return common / max(sum(old.values()), sum(new.values()), 1)

@@ -860,3 +860,61 @@ def test_a_file_upstream_renamed_is_followed(cache, tmp_path):
     assert "srt/other_impl.py" in text and "srt/other.py" not in text
     got = _applied(tmp_path, d, "1.7", files, ["srt/other_impl.py"])
     assert got == {"srt/other_impl.py": (w / "sglang/srt/other_impl.py").read_bytes()}
+
+
+THIRD = """\
+  - id: third
+    summary: third
+    type: bugfix
+    upstream: {status: pending}
+    variants:
+      - {sglang: ">=2.0", patch: patches/2.0/0003-third.patch}
+      - {sglang: ">=1.0,<1.1", na: "no srt/extra.py before 2.0"}
+"""
+
+
+def na_set(tmp_path: Path) -> Path:
+    """Set `demo` plus `third`: n/a on 1.0 ("no srt/extra.py"), a patch file for 2.0 on it."""
+    d = make_set(tmp_path)
+    (d / "patches/2.0").mkdir()
+    extra = "def extra():\n    return 0\n"
+    (d / "patches/2.0/0003-third.patch").write_text(
+        "Subject: third\n\n" + diff(extra, extra.replace("0\n", "1\n"), "srt/extra.py")
+    )
+    (d / "patchset.yaml").write_text((d / "patchset.yaml").read_text() + THIRD)
+    return d
+
+
+def test_a_patch_n_a_nearby_and_here_stays_n_a(cache, tmp_path):
+    """Input: `third` is n/a on 1.0 (its patch file, for 2.0, patches srt/extra.py), ported to
+    1.1, which has no srt/extra.py either. Outcome: exit 0; `third` is n/a, its note says none
+    of its files is in 1.1; its n/a variant now reaches 1.1 (the comment kept), lint is clean."""
+    d = na_set(tmp_path)
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.1",
+                       "--workspace", str(tmp_path / "w"))  # fmt: skip
+    assert code == 0, doc
+    third = by_id(doc)["third"]
+    assert third["outcome"] == "n/a" and "none of its files is in 1.1 either" in third["note"]
+    m = load_manifest(d / "patchset.yaml")
+    na = [v for v in m.patch("third").variants if v.patch is None]
+    assert [str(v.sglang) for v in na] == [">=1.0,<=1.1"]
+    assert na[0].na == "no srt/extra.py before 2.0"
+    assert (d / "patchset.yaml").read_text().startswith("# a set made on 1.0")
+
+
+def test_a_patch_n_a_nearby_whose_file_is_here_needs_a_variant(cache, tmp_path):
+    """Input: as above, ported to 1.8, which has srt/extra.py. Outcome: `third` is n/a with a
+    note naming srt/extra.py and saying the set needs a variant for 1.8; nothing n/a is
+    written for it; lint then stops the port (exit 3) on `third` having no variant, and the
+    set is unchanged."""
+    files = release_files(V10, "1.8", {"sglang/srt/extra.py": b"def extra():\n    return 0\n"})
+    make_wheel(cache / "wheels", "1.8", files)
+    d = na_set(tmp_path)
+    before = snapshot(d)
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.8",
+                       "--workspace", str(tmp_path / "w"))  # fmt: skip
+    assert code == 3, doc
+    note = by_id(doc)["third"]["note"]
+    assert "srt/extra.py is in 1.8: the set needs a variant for 1.8" in note
+    assert any("third" in ln for ln in doc["steps"][0]["fix"])
+    assert snapshot(d) == before

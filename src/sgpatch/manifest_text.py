@@ -7,6 +7,7 @@ for every caller: split, refresh and port (whose specifier arithmetic is in port
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -116,6 +117,16 @@ def insert_first_variant(
     text: str, path: Path, patch_id: str, spec: str, patch_rel: str, base: str | None = None
 ) -> str:
     """Insert `- {sglang: SPEC, patch: FILE[, base: V]}` as the patch's first variant."""
+    extra = f', base: "{base}"' if base else ""
+    return _insert_first(text, path, patch_id, f'sglang: "{spec}", patch: {patch_rel}{extra}')
+
+
+def insert_first_na_variant(text: str, path: Path, patch_id: str, spec: str, na: str) -> str:
+    """Insert `- {sglang: SPEC, na: "WHY"}` as the patch's first variant."""
+    return _insert_first(text, path, patch_id, f'sglang: "{spec}", na: {json.dumps(na)}')
+
+
+def _insert_first(text: str, path: Path, patch_id: str, body: str) -> str:
     root = compose(text, path)
     seq = get(patch_item(root, patch_id), "variants")
     if seq.flow_style or not seq.value:
@@ -127,8 +138,7 @@ def insert_first_variant(
     if lines[idx][col : col + 2] != "- ":
         raise SgpatchError(f"{path}:{idx + 1}: unexpected variant layout; edit it by hand")
     eol = "\r\n" if lines[idx].endswith("\r\n") else "\n"
-    extra = f', base: "{base}"' if base else ""
-    new = " " * col + f'- {{sglang: "{spec}", patch: {patch_rel}{extra}}}' + eol
+    new = " " * col + f"- {{{body}}}" + eol
     return "".join([*lines[:idx], new, *lines[idx:]])
 
 

@@ -478,28 +478,35 @@ def test_backport_a_real_stack(tmp_path, capsys):
     assert_apply_gives_workspace(tmp_path / "ported", set_dir, "0.5.1.post3", w, "areal")
 
 
-def sm120_at_055(dest: Path) -> Path:
-    """A copy of the shipped set with only its SM120 patches, as they were at 0.5.5 (the
-    symmetric-memory patches on torch_symm_mem.py), `==0.5.5`."""
+def at_055(dest: Path) -> Path:
+    """A copy of the shipped set as it was at 0.5.5 (`==0.5.5`; the symmetric-memory patches on
+    torch_symm_mem.py), without the aux-capture fix (n/a before 0.5.9 by the set's choice, not
+    because its file is missing), and with the Kimi hooks' 0.5.9 patch file kept beside their
+    0.5.5 n/a variant (so port can tell its file, kimi_k25.py, is absent)."""
     d = dest / SET
     shutil.copytree(SHIPPED, d)
     doc = yaml.safe_load((d / "patchset.yaml").read_text())
     doc["sglang"] = "==0.5.5"
-    doc["patches"] = [p for p in doc["patches"] if p["id"].startswith("sm120-")]
+    doc["patches"] = [p for p in doc["patches"] if p["id"] != AUX]
     for p in doc["patches"]:
-        p["variants"] = [{**v, "sglang": "==0.5.5"} for v in p["variants"]
-                         if SpecifierSet(v["sglang"]).contains(Version("0.5.5"))]  # fmt: skip
+        keep = [{**v, "sglang": "==0.5.5"} for v in p["variants"]
+                if SpecifierSet(v["sglang"]).contains(Version("0.5.5"))]  # fmt: skip
+        if p["id"] == KIMI:
+            keep += [v for v in p["variants"] if v.get("patch", "").startswith("patches/0.5.9/")]
+        p["variants"] = keep
     (d / "patchset.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, width=200))
     return d
 
 
 def test_backport_follows_upstream_s_rename_of_a_file(tmp_path, capsys):
-    """Input: the SM120 patches as they were at 0.5.5, ported --to 0.5.4.post2, where the
+    """Input: the set as it was at 0.5.5 (at_055), ported --to 0.5.4.post2, where the
     symmetric-memory communicator is still symm_mem.py (0.5.4.post3 renamed it
     torch_symm_mem.py). Outcome: exit 0 by itself; the two patches on it follow the rename
-    (their notes say so) and get 0.5.4.post2 files naming symm_mem.py; applying the ported
-    set there writes the very bytes the shipped set (its own hand-made variants) writes."""
-    set_dir = sm120_at_055(tmp_path / "sets")
+    (their notes say so) and get 0.5.4.post2 files naming symm_mem.py; the Kimi hooks stay n/a
+    (kimi_k25.py is not in 0.5.4.post2 either: their n/a variant reaches it); applying the
+    ported set there writes the very bytes the shipped set (its own hand-made variants)
+    writes, and both say the Kimi hooks are n/a."""
+    set_dir = at_055(tmp_path / "sets")
     fetch_between("0.5.4.post2", "0.5.5")
     w = tmp_path / "w"
     code = sgpatch("port", "--set", SET, "--patchsets", str(set_dir.parent), "--to",
@@ -510,6 +517,14 @@ def test_backport_follows_upstream_s_rename_of_a_file(tmp_path, capsys):
     symm = "srt/distributed/device_communicators/"
     followed = f"followed upstream's rename of {symm}torch_symm_mem.py to {symm}symm_mem.py"
     assert notes[WORLD] == notes[NOMC] == followed
+    assert notes[KIMI] == "n/a on 0.5.5, and none of its files is in 0.5.4.post2 either"
+    kimi = load_manifest(set_dir / "patchset.yaml").patch(KIMI)
+    assert (
+        select_variant(kimi, Version("0.5.4.post2")).na
+        == select_variant(
+            load_manifest(SHIPPED / "patchset.yaml").patch(KIMI), Version("0.5.4.post2")
+        ).na
+    )
     ported = applied_tree(tmp_path / "ported", set_dir, "0.5.4.post2")
     shipped = applied_tree(tmp_path / "shipped", SHIPPED, "0.5.4.post2")
     for rel in (f"{symm}symm_mem.py", f"{symm}all_reduce_utils.py", "srt/layers/communicator.py"):

@@ -76,6 +76,8 @@ def _edits(ctx: Context, text: str) -> tuple[str, dict[str, bytes], list[str]]:
             text = _upstream(ctx, spec, text, changes)
         elif o.outcome in ("carried", "fixed"):
             text = _carried(ctx, spec, o, text, files, changes)
+        elif o.outcome == "n/a":
+            text = _not_applicable(ctx, spec, text, changes)
     if not ctx.manifest.sglang.contains(ctx.to, prereleases=True):
         spec = edits.set_widened(ctx.manifest.sglang, ctx.to)
         changes.append(f"set sglang {str(ctx.manifest.sglang)!r} -> {spec!r}")
@@ -120,6 +122,24 @@ def _carried(ctx: Context, spec, o: Outcome, text: str, files: dict, changes: li
     files[rel] = data
     changes.append(f"{spec.id}: new variant '=={to}' -> {rel}")
     return manifest_text.insert_first_variant(text, path, spec.id, edits.exact(to), rel, str(to))
+
+
+def _not_applicable(ctx: Context, spec: PatchSpec, text: str, changes: list) -> str:
+    """n/a on the nearest release, and none of the patch's files is in V either: that n/a
+    variant serves V too (stretched to it, or a `==V` copy of it). Otherwise nothing: lint then
+    says the patch has no variant for V, which needs a person (the port's note says so)."""
+    na = src.not_applicable(spec, ctx.to, ctx.known)
+    if na is None or not na.here_too or select_variant(spec, ctx.to) is not None:
+        return text
+    old, path, to = na.variant.sglang, ctx.manifest.path, ctx.to
+    wide = edits.widened(old, to)
+    if wide is not None and not _claims_more(old, wide, to, ctx.known):
+        changes.append(f"{spec.id}: n/a on {na.release} serves {to}: {str(old)!r} -> {wide!r}")
+        idx = spec.variants.index(na.variant)
+        return manifest_text.set_variant_spec(text, path, spec.id, idx, wide)
+    changes.append(f"{spec.id}: n/a on {na.release} serves {to}: new variant '=={to}'")
+    return manifest_text.insert_first_na_variant(text, path, spec.id, edits.exact(to),
+                                                 na.variant.na or "n/a")  # fmt: skip
 
 
 def _claims_more(old, wide: str, to: Version, known) -> bool:

@@ -150,8 +150,19 @@ def _settled(ctx: Context, spec, without: Sequence[str]) -> Outcome | None:
     if spec.probe is not None and evaluate(spec.probe, ctx.ws.root).value:
         return Outcome(spec.id, "upstream", note=f"the probe matches on pristine sglang {ctx.to}")
     if src.source_of(spec, ctx.to, ctx.known) is None:
-        return Outcome(spec.id, "n/a", note="no variant with a patch file near this release")
+        return Outcome(spec.id, "n/a", note=_na_note(ctx, spec))
     return None
+
+
+def _na_note(ctx: Context, spec) -> str:
+    na = src.not_applicable(spec, ctx.to, ctx.known)
+    if na is None:
+        return "no variant with a patch file near this release"
+    if na.here_too:
+        return f"n/a on {na.release}, and none of its files is in {ctx.to} either"
+    why = f"{na.present[0]} is in {ctx.to}" if na.present else "the set has no patch file for it"
+    return (f"n/a on {na.release}, but {why}: the set needs a variant for {ctx.to} (--abort, "
+            "add one, port again)")  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------

@@ -73,6 +73,44 @@ def source_of(spec: PatchSpec, target: Version, known: Sequence[Version]) -> Sou
     return None
 
 
+@dataclass(frozen=True)
+class NotApplicable:
+    """A patch n/a at the release nearest to the target: that variant, its release, the files
+    the patch's patch files touch (in any release), and those of them the target has."""
+
+    variant: Variant
+    release: Version
+    touched: tuple[str, ...]
+    present: tuple[str, ...]
+
+    @property
+    def here_too(self) -> bool:
+        """n/a on the target for the same reason: the patch's files are all absent there (and
+        it has some: with no patch file anywhere there is nothing to tell it by)."""
+        return bool(self.touched) and not self.present
+
+
+def not_applicable(spec: PatchSpec, target: Version, known: Sequence[Version]):
+    """The n/a variant that serves the release nearest to `target` (None: the nearest covered
+    release has a patch file, or no release is covered), and which of the patch's files the
+    target has: none means it is n/a there for the same reason; some means it may be needed."""
+    from sgpatch import releases
+    from sgpatch.refresh import patch_files
+
+    for r in by_distance(target, known):
+        v = select_variant(spec, r)
+        if v is None:
+            continue
+        if v.patch is not None:
+            return None
+        names = releases.record(target)
+        touched = {f for w in spec.variants if w.patch is not None
+                   for f in patch_files(read_patch(w.patch))}  # fmt: skip
+        present = tuple(sorted(f for f in touched if f"sglang/{f}" in names))
+        return NotApplicable(v, r, tuple(sorted(touched)), present)
+    return None
+
+
 class BaseTree:
     """A release with the set's patches applied in order, read lazily: the base a patch file
     was made on is its release plus the patches before it."""

@@ -918,3 +918,23 @@ def test_a_patch_n_a_nearby_whose_file_is_here_needs_a_variant(cache, tmp_path):
     assert "srt/extra.py is in 1.8: the set needs a variant for 1.8" in note
     assert any("third" in ln for ln in doc["steps"][0]["fix"])
     assert snapshot(d) == before
+
+
+def test_a_backport_to_before_a_patch_s_file_existed_makes_it_n_a(cache, tmp_path):
+    """Input: 0.9 has no srt/other.py (it came in 1.0); the set made on 1.0 is ported --to 0.9.
+    Outcome: exit 0 by itself: `second` (srt/other.py only) is n/a, its note and its new
+    `==0.9` n/a variant say none of its files is in 0.9; `first` is carried. (Forward, a file
+    that is gone needs a hand: test_a_change_moved_to_another_file_by_hand.)"""
+    files = release_files(V10, "0.9")
+    del files["sglang/srt/other.py"]
+    make_wheel(cache / "wheels", "0.9", files)
+    d = make_set(tmp_path)
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "0.9",
+                       "--workspace", str(tmp_path / "w"))  # fmt: skip
+    assert code == 0, doc
+    second = by_id(doc)["second"]
+    why = "none of its files is in sglang 0.9 (srt/other.py): added later upstream"
+    assert second["outcome"] == "n/a" and second["note"] == why
+    assert by_id(doc)["first"]["outcome"] == "carried"
+    variant = load_manifest(d / "patchset.yaml").patch("second").variants[0]
+    assert str(variant.sglang) == "==0.9" and variant.patch is None and variant.na == why

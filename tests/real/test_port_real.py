@@ -534,6 +534,45 @@ def test_backport_follows_upstream_s_rename_of_a_file(tmp_path, capsys):
     )
 
 
+def test_backport_to_before_a_patch_s_files_existed(tmp_path, capsys):
+    """Input: the set as it was at 0.5.5 (at_055), ported --to 0.5.2: no symmetric-memory
+    all-reduce yet (neither all_reduce_utils.py nor any symm_mem file), and an older fusion
+    gate. Outcome: exit 3; the three symmetric-memory patches are n/a by themselves (notes: none
+    of their files is in 0.5.2), the Kimi hooks stay n/a, the fusion gate needs a hand. Fixed
+    with the shipped set's own 0.5.2 communicator.py, --continue writes the set (exit 0): an
+    n/a variant for each of the four, a 0.5.2 patch for the gate; applied to 0.5.2 it writes
+    the shipped set's very bytes, and it is n/a exactly where the shipped set is."""
+    set_dir = at_055(tmp_path / "sets")
+    fetch_between("0.5.2", "0.5.5")
+    w = tmp_path / "w"
+    code = sgpatch("port", "--set", SET, "--patchsets", str(set_dir.parent), "--to", "0.5.2",
+                   "--offline", "--workspace", str(w), "--json")  # fmt: skip
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 3, doc
+    out = {p["id"]: p for p in doc["steps"][-1]["patches"]}
+    for pid in (SIZES, WORLD, NOMC):
+        assert (
+            out[pid]["outcome"] == "n/a"
+            and "none of its files is in sglang 0.5.2" in (out[pid]["note"])
+        )
+    assert out[KIMI]["outcome"] == "n/a" and out[FUSION]["outcome"] == "conflict"
+    shipped = applied_tree(tmp_path / "shipped", SHIPPED, "0.5.2")
+    gate = "srt/layers/communicator.py"
+    fix_with(w, {gate: (shipped / gate).read_bytes()})
+    code, doc = continue_json(capsys, w)
+    assert code == 0, doc
+    ported = applied_tree(tmp_path / "ported", set_dir, "0.5.2")
+    assert (ported / gate).read_bytes() == (shipped / gate).read_bytes()
+    mine, theirs = (
+        load_manifest(set_dir / "patchset.yaml"),
+        load_manifest(SHIPPED / "patchset.yaml"),
+    )
+    for spec in mine.patches:
+        here = select_variant(spec, Version("0.5.2"))
+        there = select_variant(theirs.patch(spec.id), Version("0.5.2"))
+        assert (here.patch is None) == (there.patch is None), spec.id
+
+
 def _covering(spec, versions):
     """The first of `versions` (ascending) that the variant covers."""
     for r in versions:

@@ -125,13 +125,19 @@ def _carried(ctx: Context, spec, o: Outcome, text: str, files: dict, changes: li
 
 
 def _not_applicable(ctx: Context, spec: PatchSpec, text: str, changes: list) -> str:
-    """n/a on the nearest release, and none of the patch's files is in V either: that n/a
-    variant serves V too (stretched to it, or a `==V` copy of it). Otherwise nothing: lint then
-    says the patch has no variant for V, which needs a person (the port's note says so)."""
-    na = src.not_applicable(spec, ctx.to, ctx.known)
-    if na is None or not na.here_too or select_variant(spec, ctx.to) is not None:
+    """A backport to before the patch's files existed: a `==V` n/a variant saying so. n/a on
+    the nearest release, and none of the patch's files is in V either: that n/a variant serves
+    V too (stretched to it, or a `==V` copy of it). Otherwise nothing: lint then says the
+    patch has no variant for V, which needs a person (the port's note says so)."""
+    path, to = ctx.manifest.path, ctx.to
+    why = src.before_it_existed(spec, to, ctx.known)
+    if why is not None:
+        changes.append(f"{spec.id}: n/a on {to}: new variant '=={to}' ({why})")
+        return manifest_text.insert_first_na_variant(text, path, spec.id, edits.exact(to), why)
+    na = src.not_applicable(spec, to, ctx.known)
+    if na is None or not na.here_too or select_variant(spec, to) is not None:
         return text
-    old, path, to = na.variant.sglang, ctx.manifest.path, ctx.to
+    old = na.variant.sglang
     wide = edits.widened(old, to)
     if wide is not None and not _claims_more(old, wide, to, ctx.known):
         changes.append(f"{spec.id}: n/a on {na.release} serves {to}: {str(old)!r} -> {wide!r}")

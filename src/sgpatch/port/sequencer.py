@@ -151,6 +151,9 @@ def _settled(ctx: Context, spec, without: Sequence[str]) -> Outcome | None:
         return Outcome(spec.id, "upstream", note=f"the probe matches on pristine sglang {ctx.to}")
     if src.source_of(spec, ctx.to, ctx.known) is None:
         return Outcome(spec.id, "n/a", note=_na_note(ctx, spec))
+    why = src.before_it_existed(spec, ctx.to, ctx.known)
+    if why is not None:
+        return Outcome(spec.id, "n/a", note=why)
     return None
 
 

@@ -111,6 +111,26 @@ def not_applicable(spec: PatchSpec, target: Version, known: Sequence[Version]):
     return None
 
 
+def before_it_existed(spec: PatchSpec, target: Version, known: Sequence[Version]) -> str | None:
+    """A backport to a release older than the one the patch was made on, where none of the
+    files the patch changes exists, not even under a new name (upstream had not written them
+    yet): the n/a reason to record; None otherwise. (Forward, a file that is gone may have
+    moved: that needs a person, never a silent n/a.)"""
+    from sgpatch import releases
+    from sgpatch.refresh import patch_files
+
+    sorc = source_of(spec, target, known)
+    if sorc is None or sorc.variant.patch is None or not target < sorc.base:
+        return None
+    files = patch_files(read_patch(sorc.variant.patch))
+    names = releases.record(target)
+    if not files or any(f"sglang/{f}" in names for f in files):
+        return None
+    if any(renamed(sorc.base, target, f) for f in files):
+        return None
+    return f"none of its files is in sglang {target} ({', '.join(files)}): added later upstream"
+
+
 class BaseTree:
     """A release with the set's patches applied in order, read lazily: the base a patch file
     was made on is its release plus the patches before it."""

@@ -309,11 +309,15 @@ def _follow_renames(ctx: Context, sorc: src.Source, patch: Patch) -> tuple[Patch
         new = None
         if not (fp.is_new or fp.is_delete or fp.git_op) and f"sglang/{rel}" not in names:
             new = src.renamed(sorc.base, ctx.to, rel)
+        sides = (fp.source, fp.target)
         if new is None or new in {mapper(f.path) for f in patch.files}:
             files.append(fp)
             continue
+        if not all(p.endswith(rel) for p in sides):  # a name not spelled as its path: leave it
+            files.append(fp)
+            continue
         follows[new] = rel
-        moved = {p: p[: len(p) - len(rel)] + new for p in (fp.source, fp.target)}
+        moved = {p: p[: len(p) - len(rel)] + new for p in sides}
         files.append(replace(fp, source=moved[fp.source], target=moved[fp.target]))
     return (replace(patch, files=tuple(files)) if follows else patch), follows
 

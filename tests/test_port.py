@@ -836,30 +836,64 @@ def test_a_damaged_state_file_is_one_line_and_exit_4(cache, tmp_path, name, dama
     assert snapshot(w) == before and snapshot(d) == set_before
 
 
+BIG = "".join(f"def helper_number_{i}():\n    return {i}\n\n\n" for i in range(6))
+
+
 def test_a_file_upstream_renamed_is_followed(cache, tmp_path):
-    """Input: 1.7 renamed srt/other.py to srt/other_impl.py (same folder, same lines); `second`
-    patches srt/other.py. Outcome: exit 0 by itself: `second` is carried onto
-    srt/other_impl.py, its note says it followed the rename; its new 1.7 patch names only the
-    new file, and applying the set to 1.7 writes exactly W's file. A file moved into a bigger
-    one is not followed (test_a_change_moved_to_another_file_by_hand)."""
-    files = release_files(V10, "1.7")
-    files["sglang/srt/other_impl.py"] = files.pop("sglang/srt/other.py")
+    """Input: 1.7 renamed srt/big.py to srt/big_impl.py (same folder, same lines); `second`
+    patches srt/big.py. Outcome: exit 0 by itself: `second` is carried onto srt/big_impl.py,
+    its note says it followed the rename; its new 1.7 patch names only the new file, and
+    applying the set to 1.7 writes exactly W's file. (A file moved into a bigger one, or two
+    files merged into one, is not followed: the tests below.)"""
+    make_wheel(
+        cache / "wheels", "1.0", release_files(V10, "1.0", {"sglang/srt/big.py": BIG.encode()})
+    )
+    files = release_files(V10, "1.7", {"sglang/srt/big_impl.py": BIG.encode()})
     make_wheel(cache / "wheels", "1.7", files)
-    d = make_set(tmp_path)
+    d = make_set(tmp_path, second=diff(BIG, BIG.replace("return 2\n", "return 22\n"), "srt/big.py"))
     w = tmp_path / "w"
     code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.7",
                        "--workspace", str(w))  # fmt: skip
     assert code == 0, doc
     second = by_id(doc)["second"]
-    assert second["note"] == "followed upstream's rename of srt/other.py to srt/other_impl.py"
-    assert second["files_carried"] == ["srt/other_impl.py"] and not second["as_is"]
-    assert not (w / "sglang/srt/other.py").exists()
+    assert second["note"] == "followed upstream's rename of srt/big.py to srt/big_impl.py"
+    assert second["files_carried"] == ["srt/big_impl.py"] and not second["as_is"]
+    assert not (w / "sglang/srt/big.py").exists()
     variant = load_manifest(d / "patchset.yaml").patch("second").variants[0]
     assert str(variant.sglang) == "==1.7"
     text = variant.patch.read_text()
-    assert "srt/other_impl.py" in text and "srt/other.py" not in text
-    got = _applied(tmp_path, d, "1.7", files, ["srt/other_impl.py"])
-    assert got == {"srt/other_impl.py": (w / "sglang/srt/other_impl.py").read_bytes()}
+    assert "srt/big_impl.py" in text and "srt/big.py" not in text
+    got = _applied(tmp_path, d, "1.7", files, ["srt/big_impl.py"])
+    assert got == {"srt/big_impl.py": (w / "sglang/srt/big_impl.py").read_bytes()}
+
+
+A_FILE = "".join(f"def a_function_{i}():\n    return {i}\n\n\n" for i in range(5))
+B_FILE = "".join(f"def b_function_{i}():\n    return {i}\n\n\n" for i in range(5))
+
+
+@pytest.mark.parametrize("both", [False, True])
+def test_files_merged_into_one_are_not_followed(cache, tmp_path, both):
+    """Input: 1.9 merged srt/a.py and srt/b.py into srt/ab.py (each is half of it); `second`
+    patches a.py (and, with `both`, b.py too). Outcome: nothing is followed (a move into a
+    bigger file is for a person): exit 3, each patched file "no such file in this release",
+    never "no merge base", and the note claims no rename."""
+    extra = {"sglang/srt/a.py": A_FILE.encode(), "sglang/srt/b.py": B_FILE.encode()}
+    make_wheel(cache / "wheels", "1.0", release_files(V10, "1.0", extra))
+    ab = (A_FILE + B_FILE).encode()
+    make_wheel(cache / "wheels", "1.9", release_files(V10, "1.9", {"sglang/srt/ab.py": ab}))
+    second = diff(A_FILE, A_FILE.replace("return 1\n", "return 111\n"), "srt/a.py")
+    if both:
+        second += diff(B_FILE, B_FILE.replace("return 3\n", "return 333\n"), "srt/b.py")
+    d = make_set(tmp_path, second=second)
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.9",
+                       "--workspace", str(tmp_path / "w"))  # fmt: skip
+    assert code == 3
+    out = by_id(doc)["second"]
+    assert "rename" not in out["note"]
+    assert {p["file"] for p in out["problems"]} == (
+        {"srt/a.py", "srt/b.py"} if both else {"srt/a.py"}
+    )
+    assert all("no such file in this release" in p["why"] for p in out["problems"])
 
 
 THIRD = """\

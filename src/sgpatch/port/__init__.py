@@ -134,7 +134,7 @@ def _conclude(ctx, finish: bool) -> Report:
     if done.by_patch:
         from sgpatch.port.sequencer import reopen_for_lint
 
-        reopen_for_lint(ctx.ws, done.by_patch)
+        reopen_for_lint(ctx.ws, done.by_patch, [s.id for s in ctx.manifest.patches])
     rep = _report(ctx, "stopped" if done.lint else "finished")
     rep.written, rep.changes, rep.lint, rep.warnings = (
         done.written, done.changes, done.lint, done.warnings,

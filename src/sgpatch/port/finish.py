@@ -130,11 +130,12 @@ def _not_applicable(ctx: Context, spec: PatchSpec, text: str, changes: list) -> 
     V too (stretched to it, or a `==V` copy of it). Otherwise nothing: lint then says the
     patch has no variant for V, which needs a person (the port's note says so)."""
     path, to = ctx.manifest.path, ctx.to
-    why = src.before_it_existed(spec, to, ctx.known)
+    created = src.created_before(ctx.manifest, spec, to, ctx.known)
+    why = src.before_it_existed(spec, to, ctx.known, created)
     if why is not None:
         changes.append(f"{spec.id}: n/a on {to}: new variant '=={to}' ({why})")
         return manifest_text.insert_first_na_variant(text, path, spec.id, edits.exact(to), why)
-    na = src.not_applicable(spec, to, ctx.known)
+    na = src.not_applicable(spec, to, ctx.known, created)
     if na is None or not na.here_too or select_variant(spec, to) is not None:
         return text
     old = na.variant.sglang

@@ -149,16 +149,17 @@ def _settled(ctx: Context, spec, without: Sequence[str]) -> Outcome | None:
         return Outcome(spec.id, "skipped", note="left out with --without")
     if spec.probe is not None and evaluate(spec.probe, ctx.ws.root).value:
         return Outcome(spec.id, "upstream", note=f"the probe matches on pristine sglang {ctx.to}")
+    created = src.created_before(ctx.manifest, spec, ctx.to, ctx.known)
     if src.source_of(spec, ctx.to, ctx.known) is None:
-        return Outcome(spec.id, "n/a", note=_na_note(ctx, spec))
-    why = src.before_it_existed(spec, ctx.to, ctx.known)
+        return Outcome(spec.id, "n/a", note=_na_note(ctx, spec, created))
+    why = src.before_it_existed(spec, ctx.to, ctx.known, created)
     if why is not None:
         return Outcome(spec.id, "n/a", note=why)
     return None
 
 
-def _na_note(ctx: Context, spec) -> str:
-    na = src.not_applicable(spec, ctx.to, ctx.known)
+def _na_note(ctx: Context, spec, created: frozenset[str]) -> str:
+    na = src.not_applicable(spec, ctx.to, ctx.known, created)
     if na is None:
         return "no variant with a patch file near this release"
     if na.here_too:
@@ -210,6 +211,7 @@ class Queue:
         at = {pid: n for n, pid in enumerate(order)}
         self.todo.sort(key=lambda p: at.get(p, 0))
         self.done.sort(key=lambda o: at.get(o.id, 0))
+        self.stopped.sort(key=lambda o: at.get(o.id, 0))
 
 
 def stopped_of(ws: Workspace) -> list[Outcome]:
@@ -297,29 +299,36 @@ def _source(ctx: Context, spec) -> tuple[src.Source, Patch]:
 def _follow_renames(ctx: Context, sorc: src.Source, patch: Patch) -> tuple[Patch, dict]:
     """The patch with each file it changes that the release no longer has, but has under
     another name (src.renamed: upstream renamed it), pointed at the new name; and new -> old
-    name of each (the merge base is still read under the old one)."""
+    name of each (the merge base is still read under the old one). Two files that would go to
+    one new name (upstream merged them) are not followed: that is a move, for a person."""
     from sgpatch import releases
 
     mapper = package_mapper(patch.name)
-    names = releases.record(ctx.to)
-    follows: dict[str, str] = {}
-    files = []
+    names, ours = releases.record(ctx.to), {mapper(f.path) for f in patch.files}
+    found: dict[str, str] = {}
     for fp in patch.files:
         rel = mapper(fp.path)
-        new = None
-        if not (fp.is_new or fp.is_delete or fp.git_op) and f"sglang/{rel}" not in names:
-            new = src.renamed(sorc.base, ctx.to, rel)
-        sides = (fp.source, fp.target)
-        if new is None or new in {mapper(f.path) for f in patch.files}:
-            files.append(fp)
+        if fp.is_new or fp.is_delete or fp.git_op or f"sglang/{rel}" in names or rel in found:
             continue
-        if not all(p.endswith(rel) for p in sides):  # a name not spelled as its path: leave it
-            files.append(fp)
-            continue
-        follows[new] = rel
-        moved = {p: p[: len(p) - len(rel)] + new for p in sides}
-        files.append(replace(fp, source=moved[fp.source], target=moved[fp.target]))
-    return (replace(patch, files=tuple(files)) if follows else patch), follows
+        if not all(p.endswith(rel) for p in (fp.source, fp.target)):
+            continue  # a name not spelled as its path: never half-rewritten
+        new = src.renamed(sorc.base, ctx.to, rel)
+        if new is not None and new not in ours:
+            found[rel] = new
+    targets = list(found.values())
+    follows = {new: rel for rel, new in found.items() if targets.count(new) == 1}
+    if not follows:
+        return patch, {}
+    back = {rel: new for new, rel in follows.items()}
+    files = tuple(_renamed_fp(fp, mapper(fp.path), back[mapper(fp.path)])
+                  if mapper(fp.path) in back and not fp.is_new and not fp.is_delete
+                  and not fp.git_op else fp for fp in patch.files)  # fmt: skip
+    return replace(patch, files=files), follows
+
+
+def _renamed_fp(fp, rel: str, new: str):
+    moved = {p: p[: len(p) - len(rel)] + new for p in (fp.source, fp.target)}
+    return replace(fp, source=moved[fp.source], target=moved[fp.target])
 
 
 def file_units(patch: Patch) -> list[set[str]]:
@@ -437,7 +446,7 @@ def fix_list(ws: Workspace, stopped: list[Outcome]) -> list[str]:
     return out
 
 
-def reopen_for_lint(ws: Workspace, errors: dict[str, list[str]]) -> None:
+def reopen_for_lint(ws: Workspace, errors: dict[str, list[str]], order: Sequence[str]) -> None:
     """Patches lint finds wrong on the release go back to needs-a-hand: the files they wrote
     last (and files no patch owns) can be edited, and --continue takes their diff again and
     lints again."""
@@ -449,4 +458,5 @@ def reopen_for_lint(ws: Workspace, errors: dict[str, list[str]]) -> None:
                       for m in errors[o.id]]  # fmt: skip
         q.stopped.append(o)
     q.done = [o for o in q.done if o.id not in errors]
+    q.sort(order)  # the first stopped patch is the first in the set (hand edits join it)
     q.save(ws)

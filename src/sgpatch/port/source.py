@@ -15,7 +15,8 @@ from pathlib import PurePosixPath
 
 from packaging.version import Version
 
-from sgpatch.diffs import read_patch
+from sgpatch.diffs import Patch, read_patch
+from sgpatch.errors import SgpatchError
 from sgpatch.manifest import PatchSpec, SetManifest, Variant, select_variant
 from sgpatch.plan import package_mapper, plan_patch
 from sgpatch.port.carry import MemOverlay, Reader
@@ -90,45 +91,77 @@ class NotApplicable:
         return bool(self.touched) and not self.present
 
 
-def not_applicable(spec: PatchSpec, target: Version, known: Sequence[Version]):
+def not_applicable(
+    spec: PatchSpec, target: Version, known: Sequence[Version], created: frozenset[str]
+):
     """The n/a variant that serves the release nearest to `target` (None: the nearest covered
-    release has a patch file, or no release is covered), and which of the patch's files the
-    target has: none means it is n/a there for the same reason; some means it may be needed."""
-    from sgpatch import releases
-    from sgpatch.refresh import patch_files
-
+    release has a patch file, or no release is covered), and which of the files the patch's
+    patch files change (not create) the target has, or the set's earlier patches create
+    (`created`): none means it is n/a there for the same reason; some means it may be needed."""
     for r in by_distance(target, known):
         v = select_variant(spec, r)
         if v is None:
             continue
         if v.patch is not None:
             return None
-        names = releases.record(target)
         touched = {f for w in spec.variants if w.patch is not None
-                   for f in patch_files(read_patch(w.patch))}  # fmt: skip
-        present = tuple(sorted(f for f in touched if f"sglang/{f}" in names))
+                   for f in changed_files(read_patch(w.patch))}  # fmt: skip
+        have = _names(target) | created
+        present = tuple(sorted(f for f in touched if f in have))
         return NotApplicable(v, r, tuple(sorted(touched)), present)
     return None
 
 
-def before_it_existed(spec: PatchSpec, target: Version, known: Sequence[Version]) -> str | None:
+def before_it_existed(
+    spec: PatchSpec, target: Version, known: Sequence[Version], created: frozenset[str]
+) -> str | None:
     """A backport to a release older than the one the patch was made on, where none of the
-    files the patch changes exists, not even under a new name (upstream had not written them
-    yet): the n/a reason to record; None otherwise. (Forward, a file that is gone may have
-    moved: that needs a person, never a silent n/a.)"""
-    from sgpatch import releases
-    from sgpatch.refresh import patch_files
-
+    files the patch changes exists (in the release, or made by the set's earlier patches:
+    `created`), not even under a new name: upstream had not written them yet. The n/a reason
+    to record; None otherwise (a patch that only creates files is carried as it is). Forward,
+    a file that is gone may have moved: that needs a person, never a silent n/a."""
     sorc = source_of(spec, target, known)
     if sorc is None or sorc.variant.patch is None or not target < sorc.base:
         return None
-    files = patch_files(read_patch(sorc.variant.patch))
-    names = releases.record(target)
-    if not files or any(f"sglang/{f}" in names for f in files):
-        return None
-    if any(renamed(sorc.base, target, f) for f in files):
-        return None
+    files = changed_files(read_patch(sorc.variant.patch))
+    try:
+        have = _names(target) | created
+        if not files or any(f in have for f in files):
+            return None
+        if any(renamed(sorc.base, target, f) for f in files):
+            return None
+    except SgpatchError:
+        return None  # a release that cannot be read: not decided here (the carry says why)
     return f"none of its files is in sglang {target} ({', '.join(files)}): added later upstream"
+
+
+def changed_files(patch: Patch) -> list[str]:
+    """Package files the patch needs to find: what it modifies, deletes or renames or copies
+    from (not what it creates)."""
+    mapper = package_mapper(patch.name)
+    return sorted({mapper(fp.source) for fp in patch.files if not fp.is_new})
+
+
+def created_files(patch: Patch) -> set[str]:
+    """Package files the patch makes: created, or the new name of a rename or copy."""
+    mapper = package_mapper(patch.name)
+    return {mapper(fp.target) for fp in patch.files if fp.is_new or fp.git_op in ("rename", "copy")}
+
+
+def created_before(manifest: SetManifest, spec: PatchSpec, target, known) -> frozenset[str]:
+    """Files the set's patches before `spec` make, from the variants port carries them from."""
+    out: set[str] = set()
+    for earlier in manifest.patches[: manifest.patches.index(spec)]:
+        sorc = source_of(earlier, target, known)
+        if sorc is not None and sorc.variant.patch is not None:
+            out |= created_files(read_patch(sorc.variant.patch))
+    return frozenset(out)
+
+
+def _names(version: Version) -> set[str]:
+    from sgpatch import releases
+
+    return {_pkg(n) for n in releases.record(version)}
 
 
 class BaseTree:
@@ -171,7 +204,7 @@ class BaseTree:
 # ---------------------------------------------------------------------------------------------
 # files upstream renamed
 
-RENAME_SIMILARITY = 0.5  # of the old file's lines found in the new one: git's default (50%)
+RENAME_SIMILARITY = 0.5  # more than half of the lines in common: git's default (50%)
 _MARGIN = 0.1  # the best candidate must beat the next one by this much, or nothing is followed
 
 
@@ -183,8 +216,11 @@ def renamed(base: Version, to: Version, rel: str) -> str | None:
     clearly (a file moved into a bigger one, or two look alike), and port says so instead."""
     from sgpatch import releases
 
-    old_sizes = {_pkg(n): z for n, z in releases.sizes(base).items()}
-    new_sizes = {_pkg(n): z for n, z in releases.sizes(to).items()}
+    try:
+        old_sizes = {_pkg(n): z for n, z in releases.sizes(base).items()}
+        new_sizes = {_pkg(n): z for n, z in releases.sizes(to).items()}
+    except SgpatchError:
+        return None  # a release that cannot be read: nothing followed (the carry says why)
     if rel in new_sizes or rel not in old_sizes:
         return None
     size = max(old_sizes[rel], 1)
@@ -193,7 +229,7 @@ def renamed(base: Version, to: Version, rel: str) -> str | None:
     old = _line_counts(pristine(base)(rel))
     scored = sorted(((_similarity(old, _line_counts(pristine(to)(n))), n) for n in cands),
                     reverse=True)  # fmt: skip
-    if not scored or scored[0][0] < RENAME_SIMILARITY:
+    if not scored or scored[0][0] <= RENAME_SIMILARITY:
         return None
     if len(scored) > 1 and scored[1][0] > scored[0][0] - _MARGIN:
         return None
@@ -213,13 +249,20 @@ def _related(old: str, new: str) -> bool:
     return o.parent == n.parent or o.name == n.name or o.stem in n.stem or n.stem in o.stem
 
 
+_DISTINCT = 10  # a line this long (stripped) tells files apart; `return x`, `pass`, `)` do not
+_ENOUGH = 3  # distinctive lines a file needs before port will call another file its rename
+
+
 def _line_counts(data: bytes | None) -> Counter:
     text = (data or b"").decode("utf-8", "replace")
-    return Counter(ln.strip() for ln in text.splitlines() if ln.strip())
+    return Counter(s for ln in text.splitlines() if len(s := ln.strip()) >= _DISTINCT)
 
 
 def _similarity(old: Counter, new: Counter) -> float:
-    """How much of the old file's (non-blank) lines the new one holds, and of the new one's
-    the old (the smaller of the two: a file moved into a bigger one is not a rename)."""
+    """The share of the two files' distinctive lines they have in common, over the bigger of
+    the two (as git scores a rename): a file moved into one twice its size scores at most 0.5.
+    0 for a file too small to tell."""
+    if sum(old.values()) < _ENOUGH:
+        return 0.0
     common = sum((old & new).values())
     return common / max(sum(old.values()), sum(new.values()), 1)

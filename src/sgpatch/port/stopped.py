@@ -46,21 +46,44 @@ def reopen(top: Path) -> Context:
 
 
 def unresolved(ctx: Context) -> list[str]:
-    """Files stopped patches wrote last that still have markers or fail the Python checks."""
+    """Files --continue would take that still have markers, fail the Python checks, or are
+    binary: those stopped patches wrote last, and the hand edits that would join one."""
     ws, out = ctx.ws, []
     stopped = stopped_of(ws)
     writers = _last_writers(ctx, stopped)
     for o in stopped:
         for rel in sorted(f for f, w in writers.items() if w == o.id):
-            data = ws.read_pkg(rel)
-            marks = marker_lines(data)
-            before = snapshots.get(ws, "before", o.id, [rel])[rel]
-            why = python_problem(rel, data, before) if not marks else None
-            if marks:
-                out.append(f"{PKG}/{rel}: conflict markers at lines {', '.join(map(str, marks))}")
-            elif why:
-                out.append(f"{PKG}/{rel}: {why}")
+            out += _problems(rel, ws.read_pkg(rel), snapshots.get(ws, "before", o.id, [rel])[rel])
+    for rel in _edited(ctx, stopped, writers):
+        out += _problems(rel, ws.read_pkg(rel), _wrote(ctx, rel))
     return out
+
+
+def _problems(rel: str, data: bytes | None, before: bytes | None) -> list[str]:
+    if data is None:
+        return []
+    if b"\0" in data[:8192]:
+        return [f"{PKG}/{rel}: a binary file (a patch holds text only): remove it"]
+    marks = marker_lines(data)
+    if marks:
+        return [f"{PKG}/{rel}: conflict markers at lines {', '.join(map(str, marks))}"]
+    why = python_problem(rel, data, before)
+    return [f"{PKG}/{rel}: {why}"] if why else []
+
+
+def _edited(ctx: Context, stopped, writers: dict[str, str]) -> list[str]:
+    """Files edited by hand that no stopped patch wrote last: they join the first one."""
+    ids = {o.id for o in stopped}
+    return [r for r in changed_by_hand(ctx.ws) if writers.get(r) not in ids]
+
+
+def _wrote(ctx: Context, rel: str) -> bytes | None:
+    """What sgpatch last left in `rel`: the last writer's after, else the release's file."""
+    order = [s.id for s in ctx.manifest.patches]
+    writers = [w for w in order if rel in snapshots.carried(ctx.ws, w)]
+    if writers:
+        return snapshots.get(ctx.ws, "after", writers[-1], [rel])[rel]
+    return _pristine(ctx, rel)
 
 
 def take_fixed(ctx: Context) -> list[str]:
@@ -96,9 +119,7 @@ def _take_edits(ctx: Context, q: Queue, order: list[str]) -> list[str]:
     """Hand edits of files no stopped patch wrote last join the first stopped patch; each is
     worked out before anything is recorded, so a refusal leaves the state as it was."""
     ws = ctx.ws
-    writers = _last_writers(ctx, q.stopped)
-    stopped = {o.id for o in q.stopped}
-    edited = [r for r in changed_by_hand(ws) if writers.get(r) not in stopped]
+    edited = _edited(ctx, q.stopped, _last_writers(ctx, q.stopped))
     if edited and not q.stopped:  # after --no-finish: no patch to take it; never drop it
         raise SgpatchError(
             f"{PKG}/{edited[0]} was edited, but no patch is stopped to take the edit; undo it "
@@ -150,8 +171,7 @@ def _join(ctx: Context, pid: str, rel: str, order: list[str]):
     writers = [w for w in order if rel in snapshots.carried(ws, w)]
     later = [w for w in writers if order.index(w) > order.index(pid)]
     earlier = [w for w in writers if order.index(w) < order.index(pid)]
-    now = ws.read_pkg(rel)
-    wrote = _side(ws, "after", writers[-1], rel) if writers else _pristine(ctx, rel)
+    now, wrote = ws.read_pkg(rel), _wrote(ctx, rel)
     if pid in writers:
         at = _side(ws, "after", pid, rel)
     elif earlier:
@@ -194,8 +214,13 @@ def _pristine(ctx: Context, rel: str) -> bytes | None:
     return src.pristine(ctx.to)(rel)
 
 
+_JUNK = ("~", ".swp", ".swo", ".orig", ".rej", ".bak", ".pyc", ".sgpatch-tmp")
+
+
 def changed_by_hand(ws: Workspace) -> list[str]:
-    """Package-relative files in W that differ from what sgpatch wrote, or that it did not."""
+    """Package-relative files in W that differ from what sgpatch wrote, or that it did not
+    write (editor and tool leftovers excepted: hidden files, `~`/.swp/.orig/.rej/.bak backups,
+    `#autosave#`, bytecode, sgpatch's own temp files, when sgpatch did not write that name)."""
     import os
 
     tree, out = ws.tree(), []
@@ -203,7 +228,9 @@ def changed_by_hand(ws: Workspace) -> list[str]:
         for name in files:
             full = Path(dirpath, name)
             rel = full.relative_to(ws.top).as_posix()
-            if full.is_symlink() or "/__pycache__/" in f"/{rel}" or name.endswith(".pyc"):
+            if full.is_symlink() or "/__pycache__/" in f"/{rel}":
+                continue
+            if rel not in tree and (name.startswith((".", "#")) or name.endswith(_JUNK)):
                 continue
             if tree.get(rel) != digest(full.read_bytes()):
                 out.append(rel[len(PKG) + 1 :])

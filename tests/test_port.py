@@ -972,3 +972,52 @@ def test_a_backport_to_before_a_patch_s_file_existed_makes_it_n_a(cache, tmp_pat
     assert by_id(doc)["first"]["outcome"] == "carried"
     variant = load_manifest(d / "patchset.yaml").patch("second").variants[0]
     assert str(variant.sglang) == "==0.9" and variant.patch is None and variant.na == why
+
+
+class Killed(BaseException):
+    """A kill at a chosen write (BaseException: nothing catches it, as nothing survives -9)."""
+
+
+@pytest.mark.parametrize("at", ["carried", "todo", "joined"])
+def test_a_step_killed_mid_write_is_refused_at_continue(cache, tmp_path, monkeypatch, at):
+    """Input: a port killed while it writes: inside a carry (W's file written, `carried/ID` not
+    yet), between `done` and `todo` of one save, or while --continue records a joined edit.
+    Outcome: the next --continue exits 4 with one line saying a step was interrupted (its
+    state is never read as a hand edit or as a patch on two lists); --abort removes W."""
+    from sgpatch.port import snapshots
+    from sgpatch.port.workspace import Workspace
+
+    other_release(cache, "1.4")
+    d = two_file_set(tmp_path, first_other=False)
+    w = tmp_path / "w"
+    args = ("port", "--offline", "--set", "demo", "--patchsets", str(d.parent), "--to", "1.4",
+            "--workspace", str(w))  # fmt: skip
+    real_add, real_lines = snapshots.add_carried, Workspace.put_lines
+
+    def add_carried(ws, pid, rels):
+        if pid == "second":
+            raise Killed
+        return real_add(ws, pid, rels)
+
+    def put_lines(self, name, lines):
+        lines = list(lines)
+        if name == "todo" and lines == ["second"]:
+            raise Killed
+        return real_lines(self, name, lines)
+
+    if at == "joined":
+        assert run_cli(*args)[0] == 3
+        (w / "sglang/srt/mod.py").write_text(FIXED12)
+        (w / "sglang/srt/other.py").write_text(OTHER.replace("return 1\n", "return 7\n") + "\n")
+        monkeypatch.setattr(snapshots, "put", lambda *a: (_ for _ in ()).throw(Killed()))
+        args = ("port", "--continue", "--workspace", str(w))
+    elif at == "carried":
+        monkeypatch.setattr(snapshots, "add_carried", add_carried)
+    else:
+        monkeypatch.setattr(Workspace, "put_lines", put_lines)
+    with pytest.raises(Killed):
+        run_cli(*args)
+    monkeypatch.undo()
+    code, _out, err = run_cli("port", "--continue", "--workspace", str(w))
+    assert code == 4 and "was interrupted there" in err and "--abort" in err, err
+    assert run_cli("port", "--abort", "--workspace", str(w))[0] == 0 and not w.exists()

@@ -125,10 +125,13 @@ def abort(workspace: Path) -> list[str]:
 
 def _conclude(ctx, finish: bool) -> Report:
     from sgpatch.port.finish import finish as write_set
+    from sgpatch.port.workspace import running
 
     if ctx.ws.lines("needs-a-hand") or ctx.ws.lines("todo"):
+        running(ctx.ws, None)
         return _report(ctx, "stopped")
     if not finish:
+        running(ctx.ws, None)
         return _report(ctx, "planned")
     done = write_set(ctx)
     if done.by_patch:
@@ -141,6 +144,7 @@ def _conclude(ctx, finish: bool) -> Report:
     )  # fmt: skip
     if done.lint:  # the reopened patches' lines, and what lint says about no patch in particular
         rep.fix = ctx.ws.lines("fix") + [f"lint: {m}" for m in done.lint if m.startswith("- ")]
+    running(ctx.ws, None)
     return rep
 
 

@@ -13,13 +13,13 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from sgpatch.errors import ExitCode, SgpatchError, bad_input
+from sgpatch.errors import ExitCode, SgpatchError, bad_input, unsafe
 from sgpatch.manifest import load_manifest
 from sgpatch.port import snapshots
 from sgpatch.port import source as src
 from sgpatch.port.merge import marker_lines, merge_file, python_problem
 from sgpatch.port.sequencer import FORMAT, Context, Queue, stopped_of, write_patch
-from sgpatch.port.workspace import PKG, Workspace, digest, existing, remove
+from sgpatch.port.workspace import PKG, RUNNING, Workspace, digest, existing, remove, running
 
 
 def reopen(top: Path) -> Context:
@@ -36,6 +36,12 @@ def reopen(top: Path) -> Context:
     if not path.is_file() or digest(path.read_bytes()) != (ws.get("set-sha256") or "").strip():
         raise bad_input(
             f"{path}: the set changed since the port began; `sgpatch port --abort` and port again"
+        )
+    step = ws.get(RUNNING)
+    if step is not None:
+        raise unsafe(
+            f"--workspace {top}: a port step ({step.strip() or '?'}) was interrupted there, so its "
+            f"state may be half-written; `sgpatch port --abort --workspace {top}` and port again"
         )
     try:
         to = Version((ws.get("onto") or "").strip())
@@ -94,7 +100,9 @@ def take_fixed(ctx: Context) -> list[str]:
     ws = ctx.ws
     q = Queue.load(ws)
     order = [s.id for s in ctx.manifest.patches]
-    notes = _take_edits(ctx, q, order)
+    joins = _joins(ctx, q, order)  # may refuse: nothing is written before this
+    running(ws, "--continue")
+    notes = _take_edits(ctx, q, joins)
     for o in q.stopped:
         mine = sorted(f for f, w in _last_writers(ctx, q.stopped).items() if w == o.id)
         now = {f: ws.read_pkg(f) for f in mine}
@@ -115,10 +123,9 @@ def take_fixed(ctx: Context) -> list[str]:
     return notes
 
 
-def _take_edits(ctx: Context, q: Queue, order: list[str]) -> list[str]:
-    """Hand edits of files no stopped patch wrote last join the first stopped patch; each is
-    worked out before anything is recorded, so a refusal leaves the state as it was."""
-    ws = ctx.ws
+def _joins(ctx: Context, q: Queue, order: list[str]) -> dict:
+    """Each hand edit of a file no stopped patch wrote last, worked out as it would join the
+    first stopped patch (`_join`), before anything is recorded: a refusal changes nothing."""
     edited = _edited(ctx, q.stopped, _last_writers(ctx, q.stopped))
     if edited and not q.stopped:  # after --no-finish: no patch to take it; never drop it
         raise SgpatchError(
@@ -126,10 +133,16 @@ def _take_edits(ctx: Context, q: Queue, order: list[str]) -> list[str]:
             "(or --abort, and port again)",
             ExitCode.CONFLICT,
         )
-    if not edited:
+    return {rel: _join(ctx, q.stopped[0].id, rel, order) for rel in edited}
+
+
+def _take_edits(ctx: Context, q: Queue, joins: dict) -> list[str]:
+    """Record the joins: the edits become the first stopped patch's, later patches' files
+    keep their own change on top of them."""
+    ws = ctx.ws
+    if not joins:
         return []
     first = q.stopped[0].id
-    joins = {rel: _join(ctx, first, rel, order) for rel in edited}
     moved: set[str] = set()
     for rel, (puts, later) in joins.items():
         for side, pid, data in puts:
@@ -143,7 +156,7 @@ def _take_edits(ctx: Context, q: Queue, order: list[str]) -> list[str]:
             o.as_is = False
             if o in q.done:
                 write_patch(ctx, o.id)
-    return [f"{PKG}/{rel}: the edit there joins {first}" for rel in edited]
+    return [f"{PKG}/{rel}: the edit there joins {first}" for rel in joins]
 
 
 def _last_writers(ctx: Context, stopped) -> dict[str, str]:

@@ -3,6 +3,7 @@ state as small named files in `W/.sgpatch-port/` that a person can `cat` (as git
 in `.git/rebase-merge/`):
 
     marker        this is a workspace sgpatch made (nothing else is ever cleared or removed)
+    running       present while a step writes (a crash leaves it: --continue refuses)
     format        the state files' format (--continue refuses another)
     set           the patchset.yaml being ported; set-sha256: its digest when the port began
     onto          the target release
@@ -188,6 +189,14 @@ class Workspace:
         return self.is_ours() and self.get("finished") is None
 
 
+RUNNING = "running"  # present while a step writes: a crash leaves it, --continue refuses
+
+
+def running(ws: Workspace, step: str | None) -> None:
+    """Say that `step` is writing the workspace (None: it finished, the state is whole)."""
+    ws.put(RUNNING, None if step is None else f"{step}\n")
+
+
 def claim(top: Path) -> Workspace:
     """W for a new port: a new folder, an empty one, or a finished workspace sgpatch made
     (cleared first). A live workspace (a port in progress) or anything else is refused."""
@@ -209,6 +218,7 @@ def claim(top: Path) -> Workspace:
             )
         remove(ws)
     ws.top.mkdir(parents=True, exist_ok=True)
+    write(ws.top, f"{STATE}/{RUNNING}", b"port\n")  # before the marker: never live and whole
     write(ws.top, f"{STATE}/marker", MARKER.encode())
     return ws
 

@@ -817,12 +817,15 @@ def test_an_edit_after_no_finish_is_refused_not_dropped(cache, tmp_path):
         ("problems/first", lambda t: t.replace("\t2\t", "\ttwo\t")),
         ("onto", lambda t: "not a version\n"),
         ("done", lambda t: "\udcff"),
+        ("fixing/first", lambda t: "srt/mo\n"),
+        ("files/second", lambda t: "../../etc/passwd\n"),
+        ("before/first.absent", lambda t: "srt/elsewhere.py\n"),
     ],
 )
 def test_a_damaged_state_file_is_one_line_and_exit_4(cache, tmp_path, name, damage):
     """Input: a stopped workspace, one state file damaged by hand (a count that is not a
     number, an unknown outcome, a line cut short, a bad hunk number, a bad release, bytes that
-    are not UTF-8). Outcome: --continue exits 4 with one line naming the file and --abort;
+    are not UTF-8, a path list naming a file the patch does not have or a path out of W). Outcome: --continue exits 4 with one line naming the file and --abort;
     W is byte-for-byte as it was; the set too."""
     d, w, code, _ = start_conflict(tmp_path)
     assert code == 3
@@ -1021,3 +1024,18 @@ def test_a_step_killed_mid_write_is_refused_at_continue(cache, tmp_path, monkeyp
     code, _out, err = run_cli("port", "--continue", "--workspace", str(w))
     assert code == 4 and "was interrupted there" in err and "--abort" in err, err
     assert run_cli("port", "--abort", "--workspace", str(w))[0] == 0 and not w.exists()
+
+
+def test_abort_of_a_workspace_with_a_damaged_tree_list(cache, tmp_path):
+    """Input: a stopped workspace whose `tree` list has a line cut short and one naming a path
+    out of W. Outcome: --abort still removes W (exit 0): what a damaged line names is never
+    followed out of W, and nothing outside W is touched."""
+    _d, w, code, _ = start_conflict(tmp_path)
+    assert code == 3
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    tree = w / ".sgpatch-port/tree"
+    tree.write_text(tree.read_text() + "0123abcd\n" + "ab  ../outside.txt\n")
+    code, _out, err = run_cli("port", "--abort", "--workspace", str(w))
+    assert code == 0, err
+    assert not w.exists() and outside.read_text() == "keep"

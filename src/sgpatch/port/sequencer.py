@@ -190,7 +190,10 @@ class Queue:
         partial = {
             o.id: o for o in (Outcome.parse(ln, ws, "partial") for ln in ws.lines("partial"))
         }
-        return cls(ws.lines("todo"), done, stopped_of(ws), partial)
+        q = cls(ws.lines("todo"), done, stopped_of(ws), partial)
+        for pid in [*q.todo, *(o.id for o in [*q.done, *q.stopped])]:
+            snapshots.check(ws, pid)
+        return q
 
     def save(self, ws: Workspace, todo: list[str] | None = None) -> None:
         """Write the lists (`todo`: the todo list to write, when it is not self.todo)."""
@@ -271,8 +274,12 @@ def _step(ctx: Context, so_far: Outcome | None, pid: str, blocked: set, unfinish
     sorc, patch = _source(ctx, spec)
     patch, follows = _follow_renames(ctx, sorc, patch)
     units = file_units(patch)
-    if not ws.lines(f"files/{pid}"):
-        ws.put_lines(f"files/{pid}", sorted(set().union(*units)))
+    touched = set().union(*units)
+    recorded = snapshots.files(ws, pid)
+    if not recorded:
+        ws.put_lines(f"files/{pid}", sorted(touched))
+    elif not touched <= recorded:  # recorded: these, and edits joined by hand
+        raise ws.damaged(f"files/{pid}", f"not the files {pid} touches")
     out = so_far or Outcome(pid, "carried", _rel(sorc.variant.patch, ctx.manifest.base_dir),
                             str(sorc.release), str(sorc.base), True)  # fmt: skip
     if follows:  # the old file names a path the release lacks: never "serves it as it was"

@@ -56,6 +56,20 @@ def unfinished(ws: Workspace, pid: str) -> set[str]:
     return files(ws, pid) - carried(ws, pid)
 
 
+def check(ws: Workspace, pid: str) -> None:
+    """`pid`'s path lists as sgpatch wrote them: package paths, and every file it carried, is
+    fixing or has recorded as absent among its files. Else the workspace is damaged."""
+    mine = files(ws, pid)
+    for name in (f"files/{pid}", f"carried/{pid}", f"fixing/{pid}",
+                 f"before/{pid}.absent", f"after/{pid}.absent"):  # fmt: skip
+        for rel in ws.lines(name):
+            parts = rel.split("/")
+            if rel.startswith("/") or "" in parts or ".." in parts or "\t" in rel:
+                raise ws.damaged(name, f"line {rel[:60]!r}")
+            if not name.startswith("files/") and rel not in mine:
+                raise ws.damaged(name, f"{rel[:60]!r} is not one of {pid}'s files")
+
+
 def last_writers(ws: Workspace, order: Sequence[str], writing: Mapping[str, set[str]]) -> dict:
     """File -> the last patch (in manifest `order`) that wrote it: carried it, or has it to fix
     (`writing`: per stopped patch, its files to fix)."""
@@ -66,4 +80,4 @@ def last_writers(ws: Workspace, order: Sequence[str], writing: Mapping[str, set[
     return out
 
 
-__all__ = ["add_carried", "carried", "files", "get", "last_writers", "put", "unfinished"]
+__all__ = ["add_carried", "carried", "check", "files", "get", "last_writers", "put", "unfinished"]

@@ -237,9 +237,11 @@ def remove(ws: Workspace) -> list[str]:
     """Remove what sgpatch wrote (the tree files it lists, its state) and the folders that
     leaves empty; files someone else put there stay. Symlinks are unlinked, never followed."""
     left: list[str] = []
-    ours = set(ws.tree())
-    for path in ours:
-        write(ws.top, path, None)
+    for path in set(ws.tree()):
+        try:
+            write(ws.top, path, None)
+        except SgpatchError:
+            continue  # a damaged line (a path out of W, through a link): never followed
     _prune(ws.top / PKG)
     for dist in ws.top.glob(f"{PKG}-*.dist-info"):
         _prune(dist)

@@ -1039,3 +1039,21 @@ def test_abort_of_a_workspace_with_a_damaged_tree_list(cache, tmp_path):
     code, _out, err = run_cli("port", "--abort", "--workspace", str(w))
     assert code == 0, err
     assert not w.exists() and outside.read_text() == "keep"
+
+
+def test_offline_never_downloads_a_merge_base(cache, tmp_path):
+    """Input: `first`'s variant says `base: "0.8"`, a release not in the cache; ported
+    --offline to 1.2, where a hunk needs a merge. Outcome: exit 3; the problem says there is no
+    merge base because 0.8 is not in the cache (nothing downloaded: the test cache refuses
+    downloads loudly); `second` is carried; --abort removes W."""
+    d = make_set(tmp_path)
+    y = d / "patchset.yaml"
+    y.write_text(y.read_text().replace("0001-first.patch}", '0001-first.patch, base: "0.8"}'))
+    w = tmp_path / "w"
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.2",
+                       "--workspace", str(w))  # fmt: skip
+    assert code == 3, doc
+    (problem,) = by_id(doc)["first"]["problems"]
+    assert problem["why"].startswith("no merge base: sglang 0.8 is not in the release cache")
+    assert by_id(doc)["second"]["outcome"] == "carried"
+    assert run_cli("port", "--abort", "--workspace", str(w))[0] == 0

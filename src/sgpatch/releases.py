@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -274,10 +274,26 @@ def _batch_progress(total: int):
 # wheels: download and verification
 
 
+_OFFLINE: list[bool] = [False]  # inside `cache_only()`: nothing is downloaded
+
+
+@contextlib.contextmanager
+def cache_only(on: bool = True) -> Iterator[None]:
+    """Within: a release missing from the cache is an error, never a download (--offline)."""
+    was, _OFFLINE[0] = _OFFLINE[0], on or _OFFLINE[0]
+    try:
+        yield
+    finally:
+        _OFFLINE[0] = was
+
+
 def wheel_path(version: str | Version) -> Path:
     """The verified cached wheel for `version`, downloading it first if it is missing."""
     rel = _release(version)
     path = _cached_wheels().get(rel)
+    if path is None and _OFFLINE[0]:
+        raise SgpatchError(f"sglang {rel} is not in the release cache (--offline); "
+                           f"`sgpatch fetch {rel}` first")  # fmt: skip
     if path is None:
         path = _download(rel)
     _verify_cached(path)

@@ -92,27 +92,31 @@ def port(
     finish: bool = True,
 ) -> Report:
     """Carry the set to `to` in `workspace`; finish by itself when nothing needs a hand."""
+    from sgpatch import releases
     from sgpatch.port import sequencer
 
-    ctx = sequencer.start(manifest, to, workspace, offline=offline, without=without)
-    sequencer.run_todo(ctx)
-    return _conclude(ctx, finish)
+    with releases.cache_only(offline):
+        ctx = sequencer.start(manifest, to, workspace, offline=offline, without=without)
+        sequencer.run_todo(ctx)
+        return _conclude(ctx, finish)
 
 
 def resume(workspace: Path) -> Report:
     """--continue: take the fixes, carry what waited, finish (exit 3 while anything is left)."""
+    from sgpatch import releases
     from sgpatch.port import sequencer
     from sgpatch.port import stopped as resume_mod
 
     ctx = resume_mod.reopen(workspace)
-    left = resume_mod.unresolved(ctx)
-    if left:
-        rep = _report(ctx, "stopped")
-        rep.fix = left
-        return rep
-    notes = resume_mod.take_fixed(ctx)
-    sequencer.run_todo(ctx)
-    rep = _conclude(ctx, True)
+    with releases.cache_only(ctx.offline):
+        left = resume_mod.unresolved(ctx)
+        if left:
+            rep = _report(ctx, "stopped")
+            rep.fix = left
+            return rep
+        notes = resume_mod.take_fixed(ctx)
+        sequencer.run_todo(ctx)
+        rep = _conclude(ctx, True)
     rep.notes = notes + rep.notes
     return rep
 

@@ -89,8 +89,14 @@ def _exact(hunks: tuple[HunkResult, ...]) -> tuple[int, ...]:
     )
 
 
-def carry_patch(patch: Patch, pid: str, ws: Reader, base: Reader | None, labels: Labels):
-    """Carry every file of `patch` onto the workspace reader `ws` (nothing is written here)."""
+NO_BASE = "the variant does not apply to the release it was made on: no merge base"
+
+
+def carry_patch(
+    patch: Patch, pid: str, ws: Reader, base: Reader | None, labels: Labels, no_base: str = NO_BASE
+):
+    """Carry every file of `patch` onto the workspace reader `ws` (nothing is written here).
+    `base` None: a hunk that needs a merge is a problem, `no_base` says why."""
     mapper = package_mapper(patch.name)
     here = MemOverlay(ws)
     there = MemOverlay(base) if base is not None else None
@@ -102,7 +108,7 @@ def carry_patch(patch: Patch, pid: str, ws: Reader, base: Reader | None, labels:
         before = here.read(path)
         (fplan,) = plan_patch(here.fork(), one, mapper, fuzz=0)
         mine = here.read(fplan.source) if fplan.action == "rename" else before
-        done = _carry_file(fp, fplan, (before, mine), there, one, labels)
+        done = _carry_file(fp, fplan, (before, mine), there or no_base, one, labels)
         done = _checked(done)
         out.append(done)
         if done.source is not None:
@@ -115,16 +121,15 @@ def carry_patch(patch: Patch, pid: str, ws: Reader, base: Reader | None, labels:
 
 def _carry_file(fp, fplan: FilePlan, now, there, one: Patch, labels: Labels) -> CarriedFile:
     """`now`: W's file at the patch's path before it, and the file the change is made to (a
-    rename's source; else the same)."""
+    rename's source; else the same). `there`: the merge base, or why there is none."""
     before, mine = now
     exact = _exact(fplan.hunks)
     if fplan.ok and len(exact) == len(fplan.hunks):
         source = fplan.source if fplan.action == "rename" else None
         return CarriedFile(fplan.path, before, fplan.after, kept=exact, source=source)
     every = tuple(h.index for h in fp.hunks)
-    if there is None:
-        why = "the variant does not apply to the release it was made on: no merge base"
-        return CarriedFile(fplan.path, before, before, problem=why, hunks=every)
+    if isinstance(there, str):
+        return CarriedFile(fplan.path, before, before, problem=there, hunks=every)
     if fplan.action == "modify" and fplan.before is not None:
         got = _merge_hunks(fp, fplan, there, exact, labels)
         if got is not None:
@@ -172,8 +177,7 @@ def _merge_whole(fplan: FilePlan, now, there, one: Patch, labels) -> CarriedFile
     (on_base,) = plan_patch(trial, one, mapper, fuzz=0)
     every = tuple(h.index for h in one.files[0].hunks)
     if not on_base.ok:
-        why = "the variant does not apply to the release it was made on: no merge base"
-        return CarriedFile(fplan.path, before, before, problem=why, hunks=every)
+        return CarriedFile(fplan.path, before, before, problem=NO_BASE, hunks=every)
     base = there.read(on_base.source) or b""
     theirs = on_base.after or b""
     data, n = merge_file(base, mine or b"", theirs, (labels.ours, labels.base, labels.theirs))

@@ -24,7 +24,7 @@ from sgpatch.manifest import SetManifest
 from sgpatch.plan import package_mapper
 from sgpatch.port import snapshots
 from sgpatch.port import source as src
-from sgpatch.port.carry import CarriedPatch, Labels, carry_patch
+from sgpatch.port.carry import NO_BASE, CarriedPatch, Labels, carry_patch
 from sgpatch.port.merge import marker_lines
 from sgpatch.port.workspace import PKG, STATE, Workspace, claim, digest
 
@@ -79,6 +79,7 @@ class Context:
     ws: Workspace
     known: list[Version]
     bases: dict[Version, src.BaseTree] = field(default_factory=dict)
+    offline: bool = False  # releases only from the cache (merge bases too)
 
     def base(self, version: Version) -> src.BaseTree:
         if version not in self.bases:
@@ -102,7 +103,7 @@ def start(
     if offline and to not in known:
         raise bad_input(f"--offline: sglang {to} is not in the release cache; `sgpatch fetch {to}`")
     ws = claim(top)
-    ctx = Context(manifest, to, ws, known)
+    ctx = Context(manifest, to, ws, known, offline=offline)
     ws.put("format", f"{FORMAT}\n")
     ws.put("set", f"{manifest.path}\n")
     ws.put("set-sha256", digest(manifest.path.read_bytes()) + "\n")
@@ -360,11 +361,11 @@ def _carry_files(ctx: Context, out: Outcome, sorc: src.Source, patch, ready, fol
     mapper = package_mapper(patch.name)
     sub = replace(patch, files=tuple(fp for fp in patch.files if _paths(fp, mapper) <= ready))
     labels = Labels(f"sglang {ctx.to}", f"sglang {sorc.base}", f"{pid} (made on {sorc.base})")
-    base = _base_reader(ctx, sorc.base, ctx.manifest.patches.index(ctx.manifest.patch(pid)))
+    base, why = _base_reader(ctx, sorc.base, ctx.manifest.patches.index(ctx.manifest.patch(pid)))
     if base is not None and follows:
         base = functools.partial(_renamed_reader, base, follows)
     snapshots.put(ws, "before", pid, {r: ws.read_pkg(r) for r in sorted(ready)})
-    res = carry_patch(sub, pid, ws.read_pkg, base, labels)
+    res = carry_patch(sub, pid, ws.read_pkg, base, labels, why or NO_BASE)
     for f in res.files:
         if f.source is not None:
             ws.write_pkg(f.source, None)
@@ -395,11 +396,13 @@ def _rel(path: Path, base: Path) -> str:
     return Path(path).relative_to(base).as_posix()
 
 
-def _base_reader(ctx: Context, version: Version, index: int):
+def _base_reader(ctx: Context, version: Version, index: int) -> tuple[object, str]:
+    """(a reader of the merge base, "") or (None, why the base release cannot be read: then
+    a hunk that needs a merge is a problem that says so)."""
     try:
-        return ctx.base(version).before(index)
-    except SgpatchError:
-        return None  # the base release cannot be read: merges become conflicts, said so
+        return ctx.base(version).before(index), ""
+    except SgpatchError as e:
+        return None, f"no merge base: {e}"
 
 
 def write_patch(ctx: Context, pid: str) -> None:

@@ -48,7 +48,7 @@ def reopen(top: Path) -> Context:
     except InvalidVersion:
         raise ws.damaged("onto", "not a version") from None
     offline = (ws.get("offline") or "").strip() == "yes"
-    return Context(load_manifest(path), to, ws, src.known_releases(offline))
+    return Context(load_manifest(path), to, ws, src.known_releases(offline), offline=offline)
 
 
 def unresolved(ctx: Context) -> list[str]:

@@ -1057,3 +1057,19 @@ def test_offline_never_downloads_a_merge_base(cache, tmp_path):
     assert problem["why"].startswith("no merge base: sglang 0.8 is not in the release cache")
     assert by_id(doc)["second"]["outcome"] == "carried"
     assert run_cli("port", "--abort", "--workspace", str(w))[0] == 0
+
+
+@pytest.mark.parametrize("to", ["1.1", "1.2"])
+def test_a_patch_left_out_with_without_gets_an_n_a_variant(cache, tmp_path, to):
+    """Input: port --without first, to 1.1 (first would carry) and to 1.2 (first would stop).
+    Outcome: exit 0 by itself: `first` is skipped, the set gets a `==V` n/a variant for it
+    saying it was left out by port --without (first match: it wins on V), `second` is carried;
+    lint is clean, so the set applies on V."""
+    d = make_set(tmp_path)
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", to, "--without",
+                       "first", "--workspace", str(tmp_path / "w"))  # fmt: skip
+    assert code == 0, doc
+    assert by_id(doc)["first"]["outcome"] == "skipped"
+    variant = load_manifest(d / "patchset.yaml").patch("first").variants[0]
+    assert str(variant.sglang) == f"=={to}" and variant.patch is None
+    assert variant.na == f"left out when the set was ported to {to} (sgpatch port --without)"

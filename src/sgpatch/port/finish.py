@@ -78,6 +78,12 @@ def _edits(ctx: Context, text: str) -> tuple[str, dict[str, bytes], list[str]]:
             text = _carried(ctx, spec, o, text, files, changes)
         elif o.outcome == "n/a":
             text = _not_applicable(ctx, spec, text, changes)
+        elif o.outcome == "skipped":
+            why = f"left out when the set was ported to {ctx.to} (sgpatch port --without)"
+            changes.append(f"{spec.id}: left out: new n/a variant '=={ctx.to}'")
+            text = manifest_text.insert_first_na_variant(
+                text, ctx.manifest.path, spec.id, edits.exact(ctx.to), why
+            )
     if not ctx.manifest.sglang.contains(ctx.to, prereleases=True):
         spec = edits.set_widened(ctx.manifest.sglang, ctx.to)
         changes.append(f"set sglang {str(ctx.manifest.sglang)!r} -> {spec!r}")

@@ -701,7 +701,7 @@ def test_an_edit_under_a_later_patch_joins_the_stopped_one(cache, tmp_path):
     state = snapshot(w / ".sgpatch-port")
     other.write_text(carried.replace("return 42\n", "return 43\n"))
     code, _out, err = run_cli("port", "--continue", "--workspace", str(w))
-    assert code == 3 and "second (a later patch) carried its change there already" in err
+    assert code == 3 and "later patches (second) carried their changes there already" in err
     assert snapshot(w / ".sgpatch-port") == state
     other.write_text(carried.replace("return 1\n", "return 7\n"))
     code, doc = sgport("--continue", "--workspace", str(w))
@@ -825,7 +825,8 @@ def test_an_edit_after_no_finish_is_refused_not_dropped(cache, tmp_path):
 def test_a_damaged_state_file_is_one_line_and_exit_4(cache, tmp_path, name, damage):
     """Input: a stopped workspace, one state file damaged by hand (a count that is not a
     number, an unknown outcome, a line cut short, a bad hunk number, a bad release, bytes that
-    are not UTF-8, a path list naming a file the patch does not have or a path out of W). Outcome: --continue exits 4 with one line naming the file and --abort;
+    are not UTF-8, a path list naming a file the patch does not have or a path out of W).
+    Outcome: --continue exits 4 with one line naming the file and --abort;
     W is byte-for-byte as it was; the set too."""
     d, w, code, _ = start_conflict(tmp_path)
     assert code == 3
@@ -1073,3 +1074,22 @@ def test_a_patch_left_out_with_without_gets_an_n_a_variant(cache, tmp_path, to):
     variant = load_manifest(d / "patchset.yaml").patch("first").variants[0]
     assert str(variant.sglang) == f"=={to}" and variant.patch is None
     assert variant.na == f"left out when the set was ported to {to} (sgpatch port --without)"
+
+
+def test_a_patch_that_requires_a_stopped_one_says_so(cache, tmp_path):
+    """Input: `second` (other.py only) requires `first`, which stops on 1.2's mod.py.
+    Outcome: exit 3; `second` waits whole: JSON `waiting_for` is ["first"], nothing of it is
+    carried, and the report says it waits for `first` because it requires it (not "on
+    srt/other.py", a file nobody holds)."""
+    d = make_set(tmp_path)
+    y = d / "patchset.yaml"
+    y.write_text(
+        y.read_text().replace("  - id: second\n", "  - id: second\n    requires: [first]\n")
+    )
+    args = ("--set", "demo", "--patchsets", str(d.parent), "--to", "1.2")
+    code, doc = sgport(*args, "--workspace", str(tmp_path / "w"))
+    assert code == 3
+    second = by_id(doc)["second"]
+    assert second["waiting_for"] == ["first"] and second["files_carried"] == []
+    code, _out, err = run_cli("port", "--offline", *args, "--workspace", str(tmp_path / "w2"))
+    assert code == 3 and "  second: waiting for first (it requires it)" in err, err

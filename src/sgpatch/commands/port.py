@@ -147,6 +147,10 @@ def _waiting(o) -> str:
     a stopped patch), and how much of it is carried already."""
     names = o.waiting_files
     on = ", ".join(names) if len(names) <= 3 else f"{len(names)} files"
-    on = f"waiting on {on}" if names else "waiting (requires a stopped patch)"
+    on = (
+        f"waiting for {', '.join(o.waiting_for)} (it requires it)"
+        if o.waiting_for
+        else (f"waiting on {on}")
+    )
     done = len(o.carried_files)
     return f"{on} ({done} of {done + len(names)} files carried)" if done else on

@@ -79,6 +79,7 @@ def _outcome_json(o) -> dict:
         "problems": o.problems,
         "files_carried": o.carried_files,
         "files_waiting": o.waiting_files,
+        "waiting_for": o.waiting_for,
     }
 
 
@@ -162,10 +163,13 @@ def _report(ctx, state: str) -> Report:
         o.outcome = "waiting"
     order = {s.id: i for i, s in enumerate(ctx.manifest.patches)}
     outs = sorted(q.done + q.stopped + waiting, key=lambda o: order.get(o.id, 0))
+    unfinished = set(q.todo) | {o.id for o in q.stopped}
     for o in outs:
         fixing = set(ws.lines(f"fixing/{o.id}"))
         o.carried_files = sorted(snapshots.carried(ws, o.id))
         o.waiting_files = sorted(snapshots.unfinished(ws, o.id) - fixing)
+        if o.outcome == "waiting":
+            o.waiting_for = [r for r in ctx.manifest.patch(o.id).requires if r in unfinished]
     return Report(ctx.manifest.name, str(ctx.to), str(ws.top), state, outs, q.todo,
                   ws.lines("fix"))  # fmt: skip
 

@@ -50,6 +50,7 @@ class Outcome:
     problems: list[dict] = field(default_factory=list)
     carried_files: list[str] = field(default_factory=list)  # reported, not kept in the line
     waiting_files: list[str] = field(default_factory=list)
+    waiting_for: list[str] = field(default_factory=list)  # unfinished patches it `requires`
 
     def line(self) -> str:
         how = f"kept {self.kept}, merged {self.merged}" if self.outcome != "upstream" else "-"

@@ -191,11 +191,12 @@ def _join(ctx: Context, pid: str, rel: str, order: list[str]):
         at = _side(ws, "after", earlier[-1], rel)
     else:
         at = _side(ws, "before", later[0], rel) if later else wrote
-    puts = [(side, w, _moved(rel, wrote, now, _side(ws, side, w, rel), w))
+    who = ", ".join(later)  # the edit must go under all of them: name them all
+    puts = [(side, w, _moved(rel, wrote, now, _side(ws, side, w, rel), who))
             for w in later for side in ("before", "after")]  # fmt: skip
     if pid not in writers:
         puts.append(("before", pid, at))
-    puts.append(("after", pid, _moved(rel, wrote, now, at, later[0]) if later else now))
+    puts.append(("after", pid, _moved(rel, wrote, now, at, who) if later else now))
     return puts, later
 
 
@@ -211,14 +212,15 @@ def _moved(rel: str, wrote: bytes | None, now: bytes | None, old: bytes | None, 
         raise _overlap(rel, who, "a file made or removed by hand under another patch's change")
     data, n = merge_file(wrote, now, old, ("edited", "sgpatch wrote", who))
     if n:
-        raise _overlap(rel, who, "the edit overlaps that patch's change")
+        raise _overlap(rel, who, "the edit overlaps a change of theirs")
     return data
 
 
 def _overlap(rel: str, who: str, why: str) -> SgpatchError:
     return SgpatchError(
-        f"{PKG}/{rel} was edited, but {who} (a later patch) carried its change there already "
-        f"and the edit cannot be put under it ({why}); undo the edit, or --abort and port again",
+        f"{PKG}/{rel} was edited, but later patches ({who}) carried their changes there "
+        f"already and the edit cannot be put under them ({why}); undo the edit, or --abort and "
+        "port again",
         ExitCode.CONFLICT,
     )
 

@@ -110,6 +110,7 @@ def start(
     ws.put("set-sha256", digest(manifest.path.read_bytes()) + "\n")
     ws.put("onto", f"{to}\n")
     ws.put("offline", "yes\n" if offline else "no\n")
+    ws.put_lines("known", map(str, known))  # --continue decides on the same releases
     releases.copy_tree(to, ws.top)
     ws.save_tree(_tree_of(ws, to))
     done = [_settled(ctx, spec, without) for spec in manifest.patches]

@@ -48,7 +48,11 @@ def reopen(top: Path) -> Context:
     except InvalidVersion:
         raise ws.damaged("onto", "not a version") from None
     offline = (ws.get("offline") or "").strip() == "yes"
-    return Context(load_manifest(path), to, ws, src.known_releases(offline), offline=offline)
+    try:
+        known = sorted(Version(v) for v in ws.lines("known"))
+    except InvalidVersion:
+        raise ws.damaged("known", "not a list of versions") from None
+    return Context(load_manifest(path), to, ws, known, offline=offline)
 
 
 def unresolved(ctx: Context) -> list[str]:

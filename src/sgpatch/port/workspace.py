@@ -6,7 +6,8 @@ in `.git/rebase-merge/`):
     running       present while a step writes (a crash leaves it: --continue refuses)
     format        the state files' format (--continue refuses another)
     set           the patchset.yaml being ported; set-sha256: its digest when the port began
-    onto          the target release
+    onto          the target release; offline: whether releases come from the cache only
+    known         the releases port knew when it began (--continue decides on the same)
     todo          patches still to carry (or with files still waiting), in order
     partial       what the patches on todo with some files carried have so far
     done          carried patches: id, outcome, where from

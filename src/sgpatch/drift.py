@@ -20,11 +20,11 @@ import base64
 import csv
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.errors import SgpatchError
 from sgpatch.ledger import Ledger
+from sgpatch.records import dataclass
 from sgpatch.treefs import read_bytes
 
 

@@ -17,7 +17,7 @@ refused too: that is how GNU patch lands code after a `return` in an unrelated f
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 
 from sgpatch.diffs import Hunk, strip_eol
@@ -37,6 +37,7 @@ from sgpatch.match import (
     start,
     ws_key,
 )
+from sgpatch.records import dataclass
 from sgpatch.scope import in_scope, name_defined, outside
 
 __all__ = [

@@ -11,12 +11,13 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, field, replace
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.records import dataclass
 from sgpatch.statefs import read_state
 
 STATE_DIR = ".sgpatch"

@@ -11,13 +11,13 @@ import os
 import re
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
 from sgpatch.manifest import EnvRequirement
+from sgpatch.records import dataclass
 from sgpatch.target import metadata_version
 
 Verdict = Literal["ok", "unmet", "unknown"]

@@ -21,10 +21,11 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path, PurePosixPath
 
 from sgpatch.errors import bad_input, unsafe
+from sgpatch.records import dataclass
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,10 @@ its journal, lock and temp-file code stay off their start-up path.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.errors import ExitCode, SgpatchError, unsafe
+from sgpatch.records import dataclass
 
 JOURNAL = "journal.json"
 

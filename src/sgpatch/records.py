@@ -1,0 +1,194 @@
+"""`@dataclass` for sgpatch's records: the stdlib's dataclasses, without compiling six methods.
+
+CPython (3.10-3.13) writes every method of a dataclass as source text and compiles it with
+`exec` when the class is created; a frozen class gets six (__init__, __repr__, __eq__,
+__hash__, __setattr__, __delattr__), about 1 ms per class, and `status` imports ~35 of them:
+a quarter of the stack's own start-up, on every run. Here the stdlib still processes the
+fields (so `fields`, `replace`, `asdict`, `is_dataclass` and `__match_args__` are its own
+work), but __repr__, __eq__, __hash__ and the frozen guards are closures over the field names
+(no compile: same results, same exceptions), and __init__, which must be generated code to stay
+fast per instance, is compiled the first time the class is instantiated. Nothing is cached
+outside the class itself.
+
+Only the plain case takes this path: the class has a docstring, no base class, fields with
+plain defaults or `field(default=..., default_factory=...)`, and defines none of the methods
+itself (no __post_init__, ClassVar, InitVar, KW_ONLY, init=False or kw_only fields, slots).
+Anything else goes to `dataclasses.dataclass` unchanged. tests/test_records.py compares both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from _thread import get_ident
+from collections.abc import Callable
+from dataclasses import MISSING, FrozenInstanceError
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, TypeVar
+
+T = TypeVar("T", bound=type)
+_METHODS = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__")
+_SPECIAL = ("ClassVar", "InitVar", "KW_ONLY")  # annotations the stdlib treats specially
+_FACTORY = object()  # the default of an argument whose field has a default_factory
+
+
+if TYPE_CHECKING:  # type checkers see the stdlib's decorator: the classes are the same
+    from dataclasses import dataclass as dataclass
+else:
+
+    def dataclass(cls: T | None = None, /, *, frozen: bool = False) -> Any:
+        """`@dataclass` or `@dataclass(frozen=True)`, as the stdlib's (module docstring)."""
+
+        def wrap(c: T) -> T:
+            if not _plain(c):
+                return dataclasses.dataclass(c, frozen=frozen)
+            return _build(c, frozen)
+
+        return wrap if cls is None else wrap(cls)
+
+
+def _plain(cls: type) -> bool:
+    """True when the class is one this module builds exactly as the stdlib would."""
+    body = cls.__dict__
+    if cls.__bases__ != (object,) or not body.get("__doc__") or "__slots__" in body:
+        return False
+    if any(m in body for m in (*_METHODS, "__post_init__")):
+        return False
+    for name, note in body.get("__annotations__", {}).items():
+        text = note if isinstance(note, str) else getattr(note, "__name__", repr(note))
+        if any(s in text for s in _SPECIAL) or "dataclasses" in text:
+            return False
+        value = body.get(name)
+        if isinstance(value, dataclasses.Field) and (
+            not value.init or getattr(value, "kw_only", MISSING) not in (MISSING, False)
+        ):
+            return False
+    return True
+
+
+def _build(cls: T, frozen: bool) -> T:
+    """Let the stdlib process the fields (no methods), then add ours."""
+    dataclasses.dataclass(cls, init=False, repr=False, eq=False)
+    fields = dataclasses.fields(cls)
+    seen_default = False
+    for f in fields:
+        has_default = f.default is not MISSING or f.default_factory is not MISSING
+        if seen_default and not has_default:
+            raise TypeError(f"non-default argument {f.name!r} follows default argument")
+        seen_default = seen_default or has_default
+    names = frozenset(f.name for f in fields)
+    methods: dict[str, Callable[..., Any] | None] = {
+        "__init__": _lazy_init(cls, frozen),
+        "__repr__": _repr(tuple(f.name for f in fields if f.repr)),
+        "__eq__": _eq(_key(tuple(f.name for f in fields if f.compare))),
+    }
+    if frozen:
+        hashed = tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))
+        methods["__hash__"] = _hash(_key(hashed))
+        methods["__setattr__"], methods["__delattr__"] = _guards(cls, names)
+    else:
+        methods["__hash__"] = None  # eq without frozen: unhashable, as the stdlib makes it
+    for name, fn in methods.items():
+        if fn is not None:
+            fn.__qualname__ = f"{cls.__qualname__}.{name}"
+        setattr(cls, name, fn)
+    params = cls.__dataclass_params__  # type: ignore[attr-defined]
+    params.init = params.repr = params.eq = True
+    params.frozen = frozen  # what a dataclass subclass checks (frozen from frozen only)
+    return cls
+
+
+def _lazy_init(cls: type, frozen: bool) -> Callable[..., None]:
+    """An __init__ that compiles the real one on the first instantiation and replaces itself."""
+
+    def __init__(self: object, *args: Any, **kwargs: Any) -> None:
+        real = _compile_init(cls, frozen)
+        cls.__init__ = real  # type: ignore[misc]
+        real(self, *args, **kwargs)
+
+    return __init__
+
+
+def _compile_init(cls: type, frozen: bool) -> Callable[..., None]:
+    """The __init__ the stdlib would generate: one argument per field, defaults and
+    default_factory as it handles them, `object.__setattr__` when frozen."""
+    scope: dict[str, Any] = {"__dc_setattr": object.__setattr__, "__dc_factory": _FACTORY}
+    params, body = ["__dc_self"], []
+    for i, f in enumerate(dataclasses.fields(cls)):
+        value = f.name
+        if f.default is not MISSING:
+            scope[f"__dc_default_{i}"] = f.default
+            params.append(f"{f.name}=__dc_default_{i}")
+        elif f.default_factory is not MISSING:
+            scope[f"__dc_make_{i}"] = f.default_factory
+            params.append(f"{f.name}=__dc_factory")
+            value = f"__dc_make_{i}() if {f.name} is __dc_factory else {f.name}"
+        else:
+            params.append(f.name)
+        if frozen:
+            body.append(f"    __dc_setattr(__dc_self, {f.name!r}, {value})")
+        else:
+            body.append(f"    __dc_self.{f.name} = {value}")
+    source = f"def __init__({', '.join(params)}):\n" + ("\n".join(body) or "    pass") + "\n"
+    exec(source, scope)
+    init = scope["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    return init
+
+
+def _key(names: tuple[str, ...]) -> Callable[[object], tuple[Any, ...]]:
+    """The tuple of these attributes (what the stdlib's __eq__ and __hash__ compare)."""
+    if len(names) > 1:
+        return attrgetter(*names)
+    if len(names) == 1:
+        get = attrgetter(names[0])
+        return lambda obj: (get(obj),)
+    return lambda obj: ()
+
+
+def _repr(names: tuple[str, ...]) -> Callable[[object], str]:
+    running: set[tuple[int, int]] = set()  # as reprlib.recursive_repr: a cycle shows "..."
+
+    def __repr__(self: object) -> str:
+        key = (id(self), get_ident())
+        if key in running:
+            return "..."
+        running.add(key)
+        try:
+            shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in names)
+        finally:
+            running.discard(key)
+        return f"{self.__class__.__qualname__}({shown})"
+
+    return __repr__
+
+
+def _eq(key: Callable[[object], tuple[Any, ...]]) -> Callable[[object, object], Any]:
+    def __eq__(self: object, other: object) -> Any:
+        if other.__class__ is self.__class__:
+            return key(self) == key(other)
+        return NotImplemented
+
+    return __eq__
+
+
+def _hash(key: Callable[[object], tuple[Any, ...]]) -> Callable[[object], int]:
+    def __hash__(self: object) -> int:
+        return hash(key(self))
+
+    return __hash__
+
+
+def _guards(cls: type, names: frozenset[str]) -> tuple[Callable[..., None], Callable[..., None]]:
+    """__setattr__ and __delattr__ of a frozen dataclass, as the stdlib writes them."""
+
+    def __setattr__(self: object, name: str, value: object) -> None:
+        if type(self) is cls or name in names:
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+
+    def __delattr__(self: object, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+
+    return __setattr__, __delattr__

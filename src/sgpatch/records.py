@@ -7,8 +7,9 @@ a quarter of the stack's own start-up, on every run. Here the stdlib still proce
 fields (so `fields`, `replace`, `asdict`, `is_dataclass` and `__match_args__` are its own
 work), but __repr__, __eq__, __hash__ and the frozen guards are closures over the field names
 (no compile: same results, same exceptions), and __init__, which must be generated code to stay
-fast per instance, is compiled the first time the class is instantiated. Nothing is cached
-outside the class itself.
+fast per instance, is made the first time the class is instantiated, from a template compiled
+once per shape (frozen or not, how many fields, which have a default_factory) with the class's
+field names put into its code. Nothing outlives the process.
 
 Only the plain case takes this path: the class has a docstring, no base class, fields with
 plain defaults or `field(default=..., default_factory=...)`, and defines none of the methods
@@ -23,6 +24,7 @@ from _thread import get_ident
 from collections.abc import Callable
 from dataclasses import MISSING, FrozenInstanceError
 from operator import attrgetter
+from types import CodeType, FunctionType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 T = TypeVar("T", bound=type)
@@ -110,29 +112,53 @@ def _lazy_init(cls: type, frozen: bool) -> Callable[..., None]:
 
 def _compile_init(cls: type, frozen: bool) -> Callable[..., None]:
     """The __init__ the stdlib would generate: one argument per field, defaults and
-    default_factory as it handles them, `object.__setattr__` when frozen."""
+    default_factory as it handles them, `object.__setattr__` when frozen. Its code is a
+    template compiled once per shape (frozen, field count, which fields have a factory) with
+    the field names put in (`code.replace`), so most classes cost no compile at all."""
+    fields = dataclasses.fields(cls)
+    shape = (frozen, len(fields), tuple(i for i, f in enumerate(fields) if _has_factory(f)))
+    code = _TEMPLATES.get(shape) or _TEMPLATES.setdefault(shape, _template(*shape))
+    names = {f"__dc_name_{i}": f.name for i, f in enumerate(fields)}
+    code = code.replace(
+        co_varnames=tuple(names.get(v, v) for v in code.co_varnames),
+        co_names=tuple(names.get(v, v) for v in code.co_names),
+        co_consts=tuple(names.get(c, c) if isinstance(c, str) else c for c in code.co_consts),
+    )
     scope: dict[str, Any] = {"__dc_setattr": object.__setattr__, "__dc_factory": _FACTORY}
-    params, body = ["__dc_self"], []
-    for i, f in enumerate(dataclasses.fields(cls)):
-        value = f.name
-        if f.default is not MISSING:
-            scope[f"__dc_default_{i}"] = f.default
-            params.append(f"{f.name}=__dc_default_{i}")
-        elif f.default_factory is not MISSING:
-            scope[f"__dc_make_{i}"] = f.default_factory
-            params.append(f"{f.name}=__dc_factory")
-            value = f"__dc_make_{i}() if {f.name} is __dc_factory else {f.name}"
-        else:
-            params.append(f.name)
-        if frozen:
-            body.append(f"    __dc_setattr(__dc_self, {f.name!r}, {value})")
-        else:
-            body.append(f"    __dc_self.{f.name} = {value}")
-    source = f"def __init__({', '.join(params)}):\n" + ("\n".join(body) or "    pass") + "\n"
-    exec(source, scope)
-    init = scope["__init__"]
+    scope.update({f"__dc_make_{i}": f.default_factory for i, f in enumerate(fields)})
+    defaults = tuple(_FACTORY if _has_factory(f) else f.default for f in fields if _has_default(f))
+    init = FunctionType(code, scope, "__init__", defaults or None)
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     return init
+
+
+_TEMPLATES: dict[tuple[bool, int, tuple[int, ...]], CodeType] = {}
+
+
+def _template(frozen: bool, count: int, factories: tuple[int, ...]) -> CodeType:
+    """The code of an __init__ for `count` fields named __dc_name_<i> (arguments, and the
+    strings or attribute names it sets); fields in `factories` call __dc_make_<i>()."""
+    body = []
+    for i in range(count):
+        arg = f"__dc_name_{i}"
+        value = f"__dc_make_{i}() if {arg} is __dc_factory else {arg}" if i in factories else arg
+        if frozen:
+            body.append(f"    __dc_setattr(__dc_self, {arg!r}, {value})")
+        else:
+            body.append(f"    __dc_self.{arg} = {value}")
+    args = "".join(f", __dc_name_{i}" for i in range(count))
+    source = f"def __init__(__dc_self{args}):\n" + ("\n".join(body) or "    pass") + "\n"
+    scope: dict[str, Any] = {}
+    exec(source, scope)  # generated from the field count only, as dataclasses does
+    return scope["__init__"].__code__
+
+
+def _has_factory(f: dataclasses.Field) -> bool:
+    return f.default_factory is not MISSING
+
+
+def _has_default(f: dataclasses.Field) -> bool:
+    return f.default is not MISSING or f.default_factory is not MISSING
 
 
 def _key(names: tuple[str, ...]) -> Callable[[object], tuple[Any, ...]]:

@@ -752,6 +752,7 @@ def main(argv: list[str] | None = None) -> None:
     error is also one JSON document on stdout, so scripts always get something to parse.
     """
     args = sys.argv[1:] if argv is None else list(argv)
+    _collect_garbage_for(args)
     if COMPLETE_VAR in os.environ:  # Tab in a shell: typer's completion classes answer
         from typer.completion import completion_init
 
@@ -773,6 +774,23 @@ def main(argv: list[str] | None = None) -> None:
     except (interrupts.Interrupted, KeyboardInterrupt):
         _say(sys.stderr, interrupts.MESSAGE + "\n")
         sys.exit(interrupts.EXIT)
+
+
+# Commands that read a tree or a set once and end: the cyclic garbage collector stays off
+# for them (`__main__` turned it off; they make few cycles, freed at exit). The others loop
+# over releases or files for as long as it takes and get it back.
+_SHORT = frozenset({"status", "apply", "revert", "patch", "probe", "list", "show", "recover"})
+
+
+def _collect_garbage_for(args: list[str]) -> None:
+    """Turn the collector back on for a long command, with what start-up made frozen (never
+    scanned again: modules, classes, functions live as long as the process anyway)."""
+    import gc
+
+    if gc.isenabled() or (args and args[0] in _SHORT):
+        return
+    gc.freeze()
+    gc.enable()
 
 
 def _flush_product() -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
+from itertools import repeat
 
 from sgpatch.diffs import Hunk, strip_eol
 from sgpatch.explain import explain_conflict
@@ -549,7 +550,14 @@ def _splice(
         shifts.append((place.pos, added - removed))
         cur = i
     out.extend(lines[cur:])
-    for k in range(len(out) - 1):  # only the very last line may lack a line ending
-        if not out[k].endswith("\n"):
-            out[k] = out[k] + eol
+    if _unended(out):  # only the very last line may lack a line ending
+        for k in range(len(out) - 1):
+            if not out[k].endswith("\n"):
+                out[k] = out[k] + eol
     return out, shifts
+
+
+def _unended(out: list[str]) -> bool:
+    """Some line but the last lacks its line ending (the input's last line, now followed by
+    added ones): checked at C speed (map over str.endswith), not a Python loop per line."""
+    return not all(map(str.endswith, out[:-1], repeat("\n")))

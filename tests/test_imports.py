@@ -82,12 +82,13 @@ def test_status_imports_no_writer(tmp_path):
 
 def test_apply_imports_the_writer_but_not_git_port_or_rich(tmp_path):
     """Input: `apply --set` on a pending tree (it writes, journal and lock). Outcome: the
-    writer is imported; git mode, port, rich, filelock and socket (the lock is fcntl's) are not."""
+    writer is imported; git mode, port, rich, filelock and socket (the lock is fcntl's) are not,
+    nor tempfile and random (temp files are named from os.urandom, statefs.new_temp)."""
     pkg, _sets, args = make_env(tmp_path)
     mods = imported(tmp_path, "apply", *args)
     assert (pkg / ".sgpatch").is_dir()  # it applied
     assert "sgpatch.txn" in mods
-    bad = mods & (NEVER | {"filelock", "socket"})  # the lock: fcntl's flock, named by uname
+    bad = mods & (NEVER | {"filelock", "socket", "tempfile", "random"})  # flock, uname
     assert not bad, sorted(bad)
 
 
@@ -99,6 +100,8 @@ def test_patch_imports_no_manifest_or_yaml(tmp_path):
     mods = imported(tmp_path, "patch", "-p1", "x.patch")
     assert (tmp_path / "f.py").read_text() == "a = 1\nb = 3\n"
     bad = mods & (
-        NEVER | {"filelock", "yaml", "sgpatch.manifest", "sgpatch.probe", "sgpatch.ledger"}
+        NEVER
+        | {"filelock", "tempfile", "random"}
+        | {"yaml", "sgpatch.manifest", "sgpatch.probe", "sgpatch.ledger"}
     )
     assert not bad, sorted(bad)

@@ -22,7 +22,6 @@ from functools import lru_cache
 from itertools import repeat
 
 from sgpatch.diffs import Hunk, strip_eol
-from sgpatch.explain import explain_conflict
 from sgpatch.match import (
     FileResult,
     HunkResult,
@@ -39,7 +38,6 @@ from sgpatch.match import (
     ws_key,
 )
 from sgpatch.records import dataclass
-from sgpatch.scope import in_scope, name_defined, outside
 
 __all__ = [
     "FileResult",
@@ -156,6 +154,8 @@ def place_hunk(
         if veto is not None:
             return _Outcome(None, veto)
         return _Outcome(chosen, _result(hunk, chosen, level, cands, whitespace=loose_match))
+    from sgpatch.explain import explain_conflict  # only for a conflict: off the common path
+
     return _Outcome(None, explain_conflict(hunk, idx, expected, lo))
 
 
@@ -209,6 +209,8 @@ def _choose(
     """The one place among those found at one level (nearest first), or None."""
     if len(places) == 1:
         return places[0]
+    from sgpatch.scope import in_scope  # scopes decide only between several places
+
     scoped = [pl for pl in places if in_scope(hunk, idx, pl)]
     if len(scoped) == 1:
         return scoped[0]
@@ -244,6 +246,8 @@ def _clear_nearest(
     when it is clearly where the line numbers point (every other copy at least 10 times as far
     and 200 lines further) and the hunk header's scope contains it. Equally near copies, a
     nearest one outside the named scope, or no header at all, stay a refusal."""
+    from sgpatch.scope import in_scope
+
     if len({pl.new_side for pl in places}) != 1:
         return None
     near, *rest = places  # sorted by distance to the expected line
@@ -269,8 +273,11 @@ def _veto(
     """The checks a unique place beyond the expected line must still pass; each one is a way
     GNU patch goes wrong. Returns the refusal, or None when the place stands."""
     at = start(chosen) + 1
-    if level == "fuzz" and name_defined(hunk, lines) and not in_scope(hunk, idx, chosen):
-        return _ambiguous(hunk, level, (at,), outside(hunk, idx, chosen))
+    if level == "fuzz":
+        from sgpatch.scope import in_scope, name_defined, outside
+
+        if name_defined(hunk, lines) and not in_scope(hunk, idx, chosen):
+            return _ambiguous(hunk, level, (at,), outside(hunk, idx, chosen))
     rival = _near_miss(hunk, idx, expected, lo, chosen) if level == "fuzz" else None
     if rival is not None:
         why = f"fuzzy match at line {at} competes with a partial match at the expected line"

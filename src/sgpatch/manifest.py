@@ -392,31 +392,62 @@ def _walk_events(events, shown: str) -> None:
 
 
 def _fast_compose(text: str):
-    """Compose with libyaml when it is there (about 10x faster than the Python parser); its
-    plain scalars carry style '' where the Python parser says None, so normalise. None means
-    "use the Python parser" (no libyaml, or a syntax error to report precisely)."""
+    """Compose with libyaml when it is there (about 10x faster than the Python parser). Safe
+    before any limit is checked: libyaml refuses nesting beyond 1000 levels and composing
+    never expands an alias. None means "use the Python parser" (no libyaml, or it refused the
+    text: a syntax error to report precisely, or nesting it does not take)."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", None)
     if loader is None:
         return None
     try:
-        root = yaml.compose(text, Loader=loader)
+        return yaml.compose(text, Loader=loader)
     except yaml.YAMLError:
         return None
-    if root is None:
-        return None
-    stack = [root]
-    while stack:
-        node = stack.pop()
+
+
+def _within_limits(root) -> bool:
+    """The composed tree nests at most MAX_YAML_DEPTH deep and its aliases expand to at most
+    MAX_YAML_NODES nodes, counted as `_walk_events` counts them (an alias is a leaf for depth
+    and its anchor's expanded size for size): one visit per node, so a "billion laughs" costs
+    its own size. Also gives libyaml's plain scalars the style the Python parser gives them
+    (None, not ''). False: over a limit (the event walk says which, and where)."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+
+    def visit(node, depth: int) -> int:
+        if id(node) in sizes:  # an alias (or a cycle back to an open anchor: 1, as events)
+            return sizes[id(node)]
         if isinstance(node, yaml.ScalarNode):
             if node.style == "":
                 node.style = None
-        elif isinstance(node, yaml.MappingNode):
-            stack.extend(x for pair in node.value for x in pair)
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend(node.value)
-    return root
+            sizes[id(node)] = 1
+            return 1
+        if depth > MAX_YAML_DEPTH:
+            raise _OverLimit
+        sizes[id(node)] = 1
+        if isinstance(node, yaml.MappingNode):
+            children = [x for pair in node.value for x in pair]
+        else:
+            children = node.value
+        size = 1
+        for child in children:
+            size += visit(child, depth + 1)
+            if size > MAX_YAML_NODES:
+                raise _OverLimit
+        sizes[id(node)] = size
+        return size
+
+    try:
+        return root is None or visit(root, 1) <= MAX_YAML_NODES
+    except _OverLimit:
+        return False
+
+
+class _OverLimit(Exception):
+    """The composed YAML is over a limit (see _within_limits)."""
 
 
 def _compose_manifest(path: Path, shown: str) -> object:
@@ -430,8 +461,10 @@ def _compose_manifest(path: Path, shown: str) -> object:
         raise bad_input(f"{shown}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise bad_input(f"{shown}: cannot read: {e}") from None
-    _check_yaml_limits(text, shown)
     root = _fast_compose(text)
+    if root is None or not _within_limits(root):
+        _check_yaml_limits(text, shown)  # over a limit: the message, with its line
+        root = None  # (not over one as the events count: the Python parser composes it)
     try:
         if root is None:  # the C parser refused it: the Python one gives the precise message
             root = yaml.compose(text, Loader=yaml.SafeLoader)

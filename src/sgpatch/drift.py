@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import base64
 import csv
-import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 
 from sgpatch.errors import SgpatchError
-from sgpatch.ledger import Ledger
+from sgpatch.ledger import Ledger, sha256
 from sgpatch.records import dataclass
 from sgpatch.treefs import read_bytes
 
@@ -113,7 +112,7 @@ def check(
             data = read_bytes(root, path)
         except SgpatchError:
             continue  # refused (symlink out of the tree, FIFO...) or unreadable: not ours to judge
-        found = None if data is None else hashlib.sha256(data).hexdigest()
+        found = sha256(data)
         if found != expected:
             out.append(Drift(path, expected, found, "tree"))
     return out

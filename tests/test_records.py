@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import importlib
+import inspect
 import pickle
 import pkgutil
 from dataclasses import FrozenInstanceError, field
@@ -95,6 +96,24 @@ def test_frozen_hash_immutability_and_helpers():
     assert ours.__eq__.__qualname__ == f"{ours.__qualname__}.__eq__"
 
 
+@pytest.mark.parametrize("frozen", [True, False])
+def test_same_fields_params_and_class_attributes(frozen):
+    """The fields, params and class attributes the stdlib records, and (once compiled) the
+    same __init__ signature."""
+    ours, theirs = _twins(frozen)
+    keys = ("name", "type", "default", "default_factory", "init", "repr", "hash", "compare")
+    keys += ("metadata", "kw_only", "_field_type")
+    mine = [[getattr(f, k) for k in keys] for f in dataclasses.fields(ours)]
+    stdlib = [[getattr(f, k) for k in keys] for f in dataclasses.fields(theirs)]
+    assert mine == stdlib
+    assert repr(ours.__dataclass_params__) == repr(theirs.__dataclass_params__)
+    for name in ("name", "size", "tags", "extra", "note"):
+        assert getattr(ours, name, "absent") == getattr(theirs, name, "absent")
+    ours("a", 1)  # compiles __init__
+    mine_sig = str(inspect.signature(ours)).replace("__dc_self, ", "")
+    assert mine_sig == str(inspect.signature(theirs))
+
+
 def test_mutable_is_unhashable_and_assignable():
     ours, theirs = _twins(False)
     a = ours("a", 1)
@@ -144,6 +163,14 @@ def test_what_it_does_not_build_goes_to_the_stdlib():
     assert NoDoc().x == 0
     for cls in (WithPost, NoDoc):
         assert cls.__repr__.__module__ != records.__name__
+    with pytest.raises(ValueError, match="mutable default"):
+
+        @records.dataclass
+        class Mutable:
+            """A list default, refused as the stdlib refuses it."""
+
+            x: list = []  # noqa: RUF012
+
     with pytest.raises(TypeError, match="non-default argument 'y' follows default argument"):
 
         @records.dataclass

@@ -11,15 +11,20 @@ fast per instance, is made the first time the class is instantiated, from a temp
 once per shape (frozen or not, how many fields, which have a default_factory) with the class's
 field names put into its code. Nothing outlives the process.
 
-Only the plain case takes this path: the class has a docstring, no base class, fields with
-plain defaults or `field(default=..., default_factory=...)`, and defines none of the methods
-itself (no __post_init__, ClassVar, InitVar, KW_ONLY, init=False or kw_only fields, slots).
-Anything else goes to `dataclasses.dataclass` unchanged. tests/test_records.py compares both.
+The fields are recorded as `dataclasses._process_class` records them (the same Field objects,
+`__dataclass_fields__`, `__dataclass_params__`, `__match_args__`) without its per-field
+lookups for ClassVar, InitVar and KW_ONLY, which the plain case has none of. Only the plain
+case takes this path: the class has a docstring and annotations of its own, no base class,
+fields with hashable plain defaults or `field(default=..., default_factory=...)`, and defines
+none of the methods itself (no __post_init__, ClassVar, InitVar, KW_ONLY, init=False or kw_only
+fields, slots). Anything else goes to `dataclasses.dataclass` unchanged.
+tests/test_records.py compares the two on 3.10-3.13.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from _thread import get_ident
 from collections.abc import Callable
 from dataclasses import MISSING, FrozenInstanceError
@@ -30,7 +35,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 T = TypeVar("T", bound=type)
 _METHODS = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__")
 _SPECIAL = ("ClassVar", "InitVar", "KW_ONLY")  # annotations the stdlib treats specially
-_FACTORY = object()  # the default of an argument whose field has a default_factory
+
+
+class _Factory:
+    """The default of an argument whose field has a default_factory (shown as the stdlib's)."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_FACTORY = _Factory()
 
 
 if TYPE_CHECKING:  # type checkers see the stdlib's decorator: the classes are the same
@@ -53,24 +67,34 @@ def _plain(cls: type) -> bool:
     body = cls.__dict__
     if cls.__bases__ != (object,) or not body.get("__doc__") or "__slots__" in body:
         return False
+    if "__annotations__" not in body:  # no fields, or annotated lazily (3.14): the stdlib's
+        return False
     if any(m in body for m in (*_METHODS, "__post_init__")):
         return False
-    for name, note in body.get("__annotations__", {}).items():
+    for name, note in body["__annotations__"].items():
         text = note if isinstance(note, str) else getattr(note, "__name__", repr(note))
         if any(s in text for s in _SPECIAL) or "dataclasses" in text:
             return False
-        value = body.get(name)
-        if isinstance(value, dataclasses.Field) and (
-            not value.init or getattr(value, "kw_only", MISSING) not in (MISSING, False)
-        ):
-            return False
-    return True
+        value = body.get(name, MISSING)
+        if isinstance(value, dataclasses.Field):
+            if not value.init or getattr(value, "kw_only", MISSING) not in (MISSING, False):
+                return False
+            value = value.default
+        if value is not MISSING and (value.__class__.__hash__ is None or _descriptor(value)):
+            return False  # the stdlib refuses mutable defaults and calls __set_name__
+    return _FIELD is not None and not any(
+        isinstance(v, dataclasses.Field) and k not in body["__annotations__"]
+        for k, v in body.items()
+    )
+
+
+def _descriptor(value: object) -> bool:
+    return hasattr(type(value), "__set_name__") or hasattr(type(value), "__get__")
 
 
 def _build(cls: T, frozen: bool) -> T:
-    """Let the stdlib process the fields (no methods), then add ours."""
-    dataclasses.dataclass(cls, init=False, repr=False, eq=False)
-    fields = dataclasses.fields(cls)
+    """The fields as the stdlib records them, then our methods."""
+    fields = _set_fields(cls, frozen)
     seen_default = False
     for f in fields:
         has_default = f.default is not MISSING or f.default_factory is not MISSING
@@ -93,10 +117,51 @@ def _build(cls: T, frozen: bool) -> T:
         if fn is not None:
             fn.__qualname__ = f"{cls.__qualname__}.{name}"
         setattr(cls, name, fn)
-    params = cls.__dataclass_params__  # type: ignore[attr-defined]
+    return cls
+
+
+# The stdlib's marker of a real field (ClassVar and InitVar pseudo-fields have others): 3.7+.
+_FIELD = getattr(dataclasses, "_FIELD", None)
+
+
+def _set_fields(cls: type, frozen: bool) -> tuple[dataclasses.Field, ...]:
+    """What `dataclasses._process_class` records for a plain class (`_plain`): a Field per
+    annotation (the class attribute its default, a `field()` turned into its default or
+    removed), `__dataclass_fields__`, `__dataclass_params__` (frozen or not; init, repr and
+    eq) and `__match_args__`; without its per-field ClassVar/InitVar/KW_ONLY lookups."""
+    out = {}
+    own = cls.__dict__["__annotations__"]  # noqa: RUF063 - as dataclasses reads them (<3.14)
+    for name, note in own.items():
+        value = getattr(cls, name, MISSING)
+        f = value if isinstance(value, dataclasses.Field) else dataclasses.field(default=value)
+        f.name, f.type, f._field_type = name, note, _FIELD  # type: ignore[attr-defined]
+        if getattr(f, "kw_only", False) is MISSING:
+            f.kw_only = False  # type: ignore[attr-defined]
+        if isinstance(value, dataclasses.Field):
+            if f.default is MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, f.default)
+        out[name] = f
+    cls.__dataclass_fields__ = out  # type: ignore[attr-defined]
+    cls.__dataclass_params__ = _params(frozen)  # type: ignore[attr-defined]
+    cls.__match_args__ = tuple(out)  # type: ignore[attr-defined]
+    return tuple(out.values())
+
+
+@functools.cache
+def _params(frozen: bool) -> object:
+    """The stdlib's `__dataclass_params__` for (frozen, init, repr, eq), shared by the classes
+    made here: taken from an empty class it processed, as its fields part is version-specific."""
+
+    class Template:
+        pass
+
+    dataclasses.dataclass(Template, init=False, repr=False, eq=False)
+    params = Template.__dataclass_params__  # type: ignore[attr-defined]
     params.init = params.repr = params.eq = True
     params.frozen = frozen  # what a dataclass subclass checks (frozen from frozen only)
-    return cls
+    return params
 
 
 def _lazy_init(cls: type, frozen: bool) -> Callable[..., None]:
@@ -129,6 +194,7 @@ def _compile_init(cls: type, frozen: bool) -> Callable[..., None]:
     defaults = tuple(_FACTORY if _has_factory(f) else f.default for f in fields if _has_default(f))
     init = FunctionType(code, scope, "__init__", defaults or None)
     init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__annotations__ = {**{f.name: f.type for f in fields}, "return": None}
     return init
 
 

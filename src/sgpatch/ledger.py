@@ -29,7 +29,14 @@ SCHEMA = 2  # 2: release per patch, file modes/link targets, git commits, stored
 
 def sha256(data: bytes | None) -> str | None:
     """The hex SHA-256 of `data` (None for None)."""
-    return None if data is None else _hasher(len(data))(data).hexdigest()
+    return None if data is None else _digest(data)
+
+
+@functools.lru_cache(maxsize=64)
+def _digest(data: bytes) -> str:
+    """Keyed by the bytes themselves: apply hashes each file's bytes before and after for the
+    ledger and again for the store, and a repeated blob is looked up, not hashed again."""
+    return _hasher(len(data))(data).hexdigest()
 
 
 _BUILTIN_BUDGET = 1 << 20  # bytes hashed with the interpreter's own SHA-256 before hashlib's

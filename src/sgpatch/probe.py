@@ -19,8 +19,10 @@ Evidence kinds:
 from __future__ import annotations
 
 import ast
+import os
 import re
 import warnings
+from collections.abc import Iterable
 from dataclasses import field
 from pathlib import Path, PurePosixPath
 
@@ -136,11 +138,14 @@ class _Module:
     error: Evidence | None
 
 
-class _Context:
-    """Per-evaluate caches: file texts, parsed modules, compiled regexes."""
+class Reader:
+    """What probes read in one tree: file texts, parsed modules, compiled regexes, each once
+    (per `evaluate` call, or for all the probes a plan evaluates: the tree does not change
+    while it is planned)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
+        self._prefix = os.path.join(str(self.root), "")  # the root with one trailing separator
         self.texts: dict[Path, str | None] = {}
         self.modules: dict[Path, _Module] = {}
         self.regexes: dict[str, object] = {}
@@ -149,11 +154,13 @@ class _Context:
         return path.relative_to(self.root).as_posix()
 
     def inside(self, path: Path) -> bool:
+        """`path` resolves (symlinks followed) to the root or below it: string work on
+        realpath, as treefs does, not a resolved Path and relative_to per file."""
         try:
-            path.resolve().relative_to(self.root)
+            real = os.path.realpath(path)
         except (ValueError, OSError):
             return False
-        return True
+        return real == str(self.root) or real.startswith(self._prefix)
 
     def text(self, path: Path) -> str | None:
         if path not in self.texts:
@@ -236,12 +243,14 @@ def _parse(data: bytes, filename: str) -> ast.Module:
         return ast.parse(data, filename=filename)
 
 
-def evaluate(node: ProbeNode, root: Path) -> ProbeResult:
-    """Evaluate a probe tree against the package root `root` (files are parsed once per call)."""
-    return _eval(node, _Context(root))
+def evaluate(node: ProbeNode, root: Path, reader: Reader | None = None) -> ProbeResult:
+    """Evaluate a probe tree against the package root `root` (files are parsed once per call).
+    `reader`: a `Reader(root)` shared with the other probes of the same plan, so a file two
+    of them name is read (and parsed) once."""
+    return _eval(node, reader if reader is not None else Reader(root))
 
 
-def _eval(node: ProbeNode, ctx: _Context) -> ProbeResult:
+def _eval(node: ProbeNode, ctx: Reader) -> ProbeResult:
     if isinstance(node, RegexProbe):
         return _eval_regex(node, ctx)
     if isinstance(node, SymbolProbe):
@@ -259,10 +268,14 @@ def _eval(node: ProbeNode, ctx: _Context) -> ProbeResult:
     raise TypeError(f"not a probe node: {node!r}")  # a bug, not user input
 
 
-def _glob(pattern: str, ctx: _Context) -> list[Path]:
+def _glob(pattern: str, ctx: Reader) -> list[Path]:
     check_relative(pattern, "probe file")
+    if not any(c in pattern for c in "*?["):  # one file named: what Path.glob would yield
+        candidates: Iterable[Path] = [ctx.root / pattern]
+    else:
+        candidates = ctx.root.glob(pattern)
     found = []
-    for path in ctx.root.glob(pattern):
+    for path in candidates:
         if any(part in _SKIP_DIRS for part in path.relative_to(ctx.root).parts):
             continue
         if path.is_file() and ctx.inside(path):
@@ -270,7 +283,7 @@ def _glob(pattern: str, ctx: _Context) -> list[Path]:
     return sorted(found)
 
 
-def _eval_regex(node: RegexProbe, ctx: _Context) -> ProbeResult:
+def _eval_regex(node: RegexProbe, ctx: Reader) -> ProbeResult:
     files = _glob(node.file_glob, ctx)
     if not files:
         ev = Evidence("missing", node.file_glob, None, "", f"no file matches {node.file_glob}")
@@ -364,7 +377,7 @@ class _ClassRef:
 class _Resolver:
     """Follows names through a tree's imports with `ast`, the way Python would bind them."""
 
-    def __init__(self, ctx: _Context) -> None:
+    def __init__(self, ctx: Reader) -> None:
         self.ctx = ctx
 
     def module_file(self, dotted: str) -> Path | None:
@@ -513,7 +526,7 @@ def _class_header(ref: _ClassRef) -> str:
 
 
 def _find_method(
-    ref: _ClassRef, method: str, ctx: _Context, resolver: _Resolver, chain: list[str]
+    ref: _ClassRef, method: str, ctx: Reader, resolver: _Resolver, chain: list[str]
 ) -> tuple[bool, list[Evidence]]:
     """Depth-first, left-to-right search of the class and its bases (a fair MRO approximation)."""
     visited: set[tuple[Path, str]] = set()
@@ -560,7 +573,7 @@ def _find_method(
     return visit(ref, chain), evidence
 
 
-def _eval_symbol(node: SymbolProbe, ctx: _Context) -> ProbeResult:
+def _eval_symbol(node: SymbolProbe, ctx: Reader) -> ProbeResult:
     check_relative(node.file, "probe file")
     path = ctx.root / node.file
     if not path.is_file() or not ctx.inside(path):

@@ -147,6 +147,7 @@ class Reader:
         self.root = root.resolve()
         self._prefix = os.path.join(str(self.root), "")  # the root with one trailing separator
         self.texts: dict[Path, str | None] = {}
+        self.ascii: dict[Path, bytes] = {}  # the bytes of the files that are all ASCII
         self.modules: dict[Path, _Module] = {}
         self.regexes: dict[str, object] = {}
 
@@ -165,10 +166,23 @@ class Reader:
     def text(self, path: Path) -> str | None:
         if path not in self.texts:
             try:
-                self.texts[path] = path.read_bytes().decode("utf-8", errors="replace")
+                data = path.read_bytes()
             except OSError:
                 self.texts[path] = None
+                return None
+            self.texts[path] = data.decode("utf-8", errors="replace")
+            if data.isascii():
+                self.ascii[path] = data
         return self.texts[path]
+
+    def search(self, rx, path: Path, text: str):
+        """`rx.search` over the file. An ASCII file is handed to RE2 as its bytes, which are
+        its UTF-8 and whose offsets are its characters': the match is the same, without RE2
+        encoding the text and counting characters back to each offset."""
+        data = self.ascii.get(path)
+        if data is None or isinstance(rx, re.Pattern):  # Python's re: str only
+            return rx.search(text)
+        return rx.search(data)
 
     def module(self, path: Path) -> _Module:
         if path not in self.modules:
@@ -295,7 +309,7 @@ def _eval_regex(node: RegexProbe, ctx: Reader) -> ProbeResult:
         if text is None:
             unreadable.append(Evidence("error", ctx.rel(path), None, "", "cannot read"))
             continue
-        m = rx.search(text)
+        m = ctx.search(rx, path, text)
         if m is None:
             continue
         line_no = text.count("\n", 0, m.start()) + 1

@@ -67,9 +67,46 @@ def main() -> None:
         from sgpatch.cli import main as cli_main
 
         cli_main()
+        code: object = 0
+    except SystemExit as exc:
+        code = exc.code
     finally:  # finished: a Ctrl-C now just ends the process, with its output flushed so far
         if _signal.getsignal(_signal.SIGINT) == _stop_at_start_up:
             _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+    _end(code)
+
+
+def _end(code: object) -> None:
+    """Exit with `code`. After a short command (cli.SHORT_COMMANDS: everything it wrote is
+    closed, flushed and fsynced by then) with nothing registered to run at exit, skip the
+    interpreter's teardown: a last garbage collection over every object start-up made, then
+    freeing each, ~10% of a `status` run for nothing the process needs. Output is flushed
+    first; anything else (an unusual exit code, a flush that fails) ends as Python ends."""
+    import sys
+
+    from sgpatch.cli import SHORT_COMMANDS
+
+    short = sys.argv[1:2] and sys.argv[1] in SHORT_COMMANDS
+    if code is None:
+        code = 0
+    if short and isinstance(code, int) and _nothing_at_exit():
+        try:
+            for stream in (sys.stdout, sys.stderr):
+                if stream is not None:
+                    stream.flush()
+        except OSError:
+            sys.exit(code)
+        os._exit(code)
+    sys.exit(code)
+
+
+def _nothing_at_exit() -> bool:
+    """No atexit callback is registered (none is, on the short commands' path; should one be,
+    e.g. by logging, the interpreter runs it)."""
+    import atexit
+
+    count = getattr(atexit, "_ncallbacks", None)
+    return count is not None and count() == 0
 
 
 if __name__ == "__main__":

@@ -777,9 +777,12 @@ def main(argv: list[str] | None = None) -> None:
 
 
 # Commands that read a tree or a set once and end: the cyclic garbage collector stays off
-# for them (`__main__` turned it off; they make few cycles, freed at exit). The others loop
-# over releases or files for as long as it takes and get it back.
-_SHORT = frozenset({"status", "apply", "revert", "patch", "probe", "list", "show", "recover"})
+# for them (`__main__` turned it off; they make few cycles, freed at exit) and `__main__`
+# skips the interpreter's teardown after them. The others loop over releases or files for as
+# long as it takes and get the collector back.
+SHORT_COMMANDS = frozenset(
+    {"status", "apply", "revert", "patch", "probe", "list", "show", "recover"}
+)
 
 
 def _collect_garbage_for(args: list[str]) -> None:
@@ -787,7 +790,7 @@ def _collect_garbage_for(args: list[str]) -> None:
     scanned again: modules, classes, functions live as long as the process anyway)."""
     import gc
 
-    if gc.isenabled() or (args and args[0] in _SHORT):
+    if gc.isenabled() or (args and args[0] in SHORT_COMMANDS):
         return
     gc.freeze()
     gc.enable()

@@ -46,6 +46,11 @@ def _is_binary_line(line: str) -> bool:
     return text.startswith("Binary files ") and text.endswith(" differ")
 
 
+def _drive(path: str) -> bool:
+    """`path` starts with a drive letter and its colon (`C:`), as `^[A-Za-z]:` matches."""
+    return path[1:2] == ":" and path[:1].isascii() and path[:1].isalpha()
+
+
 def decode(data: bytes) -> str:
     """Bytes -> str that encodes back to the very same bytes (non-UTF-8 survives)."""
     return data.decode("utf-8", "surrogateescape")
@@ -218,7 +223,7 @@ def is_epoch(stamp: str | None) -> bool:
 
 def strip_path(path: str, strip: int, patch_name: str = "patch") -> str:
     """Apply `-p strip` to a patch path; refuse absolute paths and `..` (exit 4)."""
-    if path.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", path):
+    if path.startswith("/") or (_drive(path) and path[2:3] in ("\\", "/")):
         raise unsafe(f"{patch_name}: refusing absolute path {path!r}")
     if strip < 0:
         raise bad_input(f"{patch_name}: -p must be 0 or more (got {strip})")

@@ -247,7 +247,8 @@ class _Checker:
         """A path that must stay inside the set directory / package root (unsafe otherwise)."""
         text = self.text(node, field).strip()
         pure = PurePosixPath(text)
-        if pure.is_absolute() or text.startswith(("~", "\\")) or re.match(r"^[A-Za-z]:", text):
+        drive = text[1:2] == ":" and text[:1].isascii() and text[:1].isalpha()  # C:
+        if pure.is_absolute() or text.startswith(("~", "\\")) or drive:
             self.fail(node, field, f"{what} {text!r} must be a relative path", is_unsafe=True)
         if "\\" in text:
             self.fail(node, field, f"{what} {text!r} must use '/' separators", is_unsafe=True)

@@ -314,7 +314,7 @@ def find_dist_info(root: Path) -> Path | None:
     if root.name != "sglang":
         return None
     best: tuple[Version, Path] | None = None
-    for candidate in root.parent.glob("sglang-*.dist-info"):
+    for candidate in _dist_infos(root.parent):
         if not candidate.is_dir():
             continue
         try:
@@ -324,6 +324,20 @@ def find_dist_info(root: Path) -> Path | None:
         if best is None or version > best[0]:
             best = (version, candidate)
     return best[1] if best else None
+
+
+def _dist_infos(site: Path):
+    """What `site.glob("sglang-*.dist-info")` yields, in its order. On POSIX (case-sensitive
+    names) by name from one scandir, without translating the pattern to a regex."""
+    if os.name != "posix":
+        return site.glob("sglang-*.dist-info")
+    try:
+        with os.scandir(site) as entries:
+            names = [e.name for e in entries]
+    except OSError:
+        return []
+    wanted = (n for n in names if len(n) >= 17 and n.startswith("sglang-"))
+    return [site / n for n in wanted if n.endswith(".dist-info")]
 
 
 def metadata_version(info: Path) -> str | None:

@@ -155,7 +155,7 @@ def _params(frozen: bool) -> object:
     made here: taken from an empty class it processed, as its fields part is version-specific."""
 
     class Template:
-        pass
+        """Without a docstring the stdlib would make one from inspect.signature (~2 ms)."""
 
     dataclasses.dataclass(Template, init=False, repr=False, eq=False)
     params = Template.__dataclass_params__  # type: ignore[attr-defined]

@@ -74,12 +74,13 @@ def test_status_imports_no_writer(tmp_path):
     Outcome: it ran (its table was printed) without importing the writer (txn, its lock and
     temp files), json (no --json, no ledger), git mode, port, or rich off a terminal, nor
     the engine's scope and conflict-explanation code (every hunk has one place), nor hashlib
-    (OpenSSL: a few files are hashed with the interpreter's own SHA-256, ledger.sha256)."""
+    (OpenSSL: a few files are hashed with the interpreter's own SHA-256, ledger.sha256), nor
+    csv (RECORD rows without quotes are split on commas)."""
     pkg, _sets, args = make_env(tmp_path)
     add_dist_info(pkg)
     mods = imported(tmp_path, "status", *args)
     assert {"sgpatch.commands.status", "sgpatch.plan", "sgpatch.drift"} <= mods
-    bad = mods & (NEVER | WRITER | {"json", "sgpatch.scope", "sgpatch.explain", "hashlib"})
+    bad = mods & (NEVER | WRITER | {"json", "sgpatch.scope", "sgpatch.explain", "hashlib", "csv"})
     assert not bad, sorted(bad)
 
 

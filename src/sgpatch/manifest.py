@@ -114,7 +114,10 @@ class AsWritten(SpecifierSet):
 
     def __init__(self, text: str) -> None:
         super().__init__(text)
-        self._text = ",".join(str(Specifier(c.strip())) for c in text.split(",") if c.strip())
+        specs = getattr(self, "_specs", None)  # packaging 26 keeps them in order, as written
+        if not isinstance(specs, tuple):  # older ones a frozenset: parse each clause again
+            specs = tuple(Specifier(c.strip()) for c in text.split(",") if c.strip())
+        self._text = ",".join(str(s) for s in specs)
 
     def __str__(self) -> str:
         return self._text
@@ -659,7 +662,8 @@ def _load_probe(chk: _Checker, node: object, field: str) -> ProbeNode:
         pattern_node = keys[word][1]
         pattern = chk.text(pattern_node, f"{field}.{word}")
         try:
-            re.compile(pattern, REGEX_FLAGS)
+            if not _plainly_valid(pattern):  # else Python's re says whether it is valid
+                re.compile(pattern, REGEX_FLAGS)
             compile_regex(pattern)  # RE2 where installed: refuse what it cannot run, here
         except re.error as e:
             chk.fail(pattern_node, f"{field}.{word}", f"invalid regex {pattern!r}: {e}")
@@ -678,6 +682,45 @@ def _load_probe(chk: _Checker, node: object, field: str) -> ProbeNode:
         keys = chk.mapping(node, field, ("not",))
         return NotProbe(_load_probe(chk, keys["not"][1], f"{field}.not"))
     chk.fail(node, field, f"not a probe: expected {_PROBE_FORMS}")
+
+
+_CLASS_ESCAPES = frozenset("sSdDwW")  # \s \d \w and their negations: one character each
+_ZERO_WIDTH = frozenset("bB")
+_META = frozenset(".^$*+?{}[]()|\\")
+
+
+def _plainly_valid(pattern: str) -> bool:
+    """A pattern Python's `re` certainly compiles: literal characters, `.`, escaped ASCII
+    punctuation, \\s \\d \\w (and capitals), \\b \\B, `*` `+` `?` (one lazy `?` after
+    them) on a one-character atom, `^` first and `$` last. What the shipped probes are made
+    of; re.compile (~0.1 ms each) is left for anything else, to word its error."""
+    atom = False  # the last token can take a quantifier
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            nxt = pattern[i + 1 : i + 2]
+            if not nxt:
+                return False  # a trailing backslash
+            if nxt in _CLASS_ESCAPES or (nxt.isascii() and not nxt.isalnum() and nxt.isprintable()):
+                atom, i = True, i + 2
+                continue
+            if nxt in _ZERO_WIDTH:
+                atom, i = False, i + 2
+                continue
+            return False
+        if c in "*+?":
+            if not atom:
+                return False
+            i += 2 if pattern[i + 1 : i + 2] == "?" else 1
+            atom = False
+            continue
+        if (c == "^" and i != 0) or (c == "$" and i != n - 1):
+            return False
+        if c in _META and c not in ".^$":
+            return False
+        atom, i = c not in "^$", i + 1
+    return True
 
 
 def _load_symbol(chk: _Checker, node: object, field: str) -> SymbolProbe:

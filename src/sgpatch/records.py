@@ -3,13 +3,13 @@
 CPython (3.10-3.13) writes every method of a dataclass as source text and compiles it with
 `exec` when the class is created; a frozen class gets six (__init__, __repr__, __eq__,
 __hash__, __setattr__, __delattr__), about 1 ms per class, and `status` imports ~35 of them:
-a quarter of the stack's own start-up, on every run. Here the stdlib still processes the
-fields (so `fields`, `replace`, `asdict`, `is_dataclass` and `__match_args__` are its own
-work), but __repr__, __eq__, __hash__ and the frozen guards are closures over the field names
-(no compile: same results, same exceptions), and __init__, which must be generated code to stay
-fast per instance, is made the first time the class is instantiated, from a template compiled
-once per shape (frozen or not, how many fields, which have a default_factory) with the class's
-field names put into its code. Nothing outlives the process.
+a quarter of the stack's own start-up, on every run. Here __repr__, __eq__, __hash__ and the
+frozen guards are closures over the field names (no compile: same results, same exceptions).
+__init__ needs a real signature (keyword binding, defaults, the interpreter's own TypeErrors,
+inspect.signature); it is made the first time the class is instantiated, from a template
+compiled once per field count with the field names put into its code (`code.replace`) and a
+body that hands its arguments to a closure setting the fields in order. Nothing outlives the
+process.
 
 The fields are recorded as `dataclasses._process_class` records them (the same Field objects,
 `__dataclass_fields__`, `__dataclass_params__`, `__match_args__`) without its per-field
@@ -176,21 +176,16 @@ def _lazy_init(cls: type, frozen: bool) -> Callable[..., None]:
 
 
 def _compile_init(cls: type, frozen: bool) -> Callable[..., None]:
-    """The __init__ the stdlib would generate: one argument per field, defaults and
-    default_factory as it handles them, `object.__setattr__` when frozen. Its code is a
-    template compiled once per shape (frozen, field count, which fields have a factory) with
-    the field names put in (`code.replace`), so most classes cost no compile at all."""
+    """The __init__ the stdlib would generate: one argument per field (defaults, and
+    default_factory as it handles them), each set in field order with `object.__setattr__`
+    when frozen (an ordinary assignment otherwise). Its signature is a template compiled once
+    per field count, the field names put in with `code.replace`; its body hands the arguments
+    to `_filler`, so no class needs a compile of its own."""
     fields = dataclasses.fields(cls)
-    shape = (frozen, len(fields), tuple(i for i, f in enumerate(fields) if _has_factory(f)))
-    code = _TEMPLATES.get(shape) or _TEMPLATES.setdefault(shape, _template(*shape))
+    code = _TEMPLATES.get(len(fields)) or _TEMPLATES.setdefault(len(fields), _template(len(fields)))
     names = {f"__dc_name_{i}": f.name for i, f in enumerate(fields)}
-    code = code.replace(
-        co_varnames=tuple(names.get(v, v) for v in code.co_varnames),
-        co_names=tuple(names.get(v, v) for v in code.co_names),
-        co_consts=tuple(names.get(c, c) if isinstance(c, str) else c for c in code.co_consts),
-    )
-    scope: dict[str, Any] = {"__dc_setattr": object.__setattr__, "__dc_factory": _FACTORY}
-    scope.update({f"__dc_make_{i}": f.default_factory for i, f in enumerate(fields)})
+    code = code.replace(co_varnames=tuple(names.get(v, v) for v in code.co_varnames))
+    scope: dict[str, Any] = {"__dc_fill": _filler(fields, frozen)}
     defaults = tuple(_FACTORY if _has_factory(f) else f.default for f in fields if _has_default(f))
     init = FunctionType(code, scope, "__init__", defaults or None)
     init.__qualname__ = f"{cls.__qualname__}.__init__"
@@ -198,25 +193,34 @@ def _compile_init(cls: type, frozen: bool) -> Callable[..., None]:
     return init
 
 
-_TEMPLATES: dict[tuple[bool, int, tuple[int, ...]], CodeType] = {}
+_TEMPLATES: dict[int, CodeType] = {}
 
 
-def _template(frozen: bool, count: int, factories: tuple[int, ...]) -> CodeType:
-    """The code of an __init__ for `count` fields named __dc_name_<i> (arguments, and the
-    strings or attribute names it sets); fields in `factories` call __dc_make_<i>()."""
-    body = []
-    for i in range(count):
-        arg = f"__dc_name_{i}"
-        value = f"__dc_make_{i}() if {arg} is __dc_factory else {arg}" if i in factories else arg
-        if frozen:
-            body.append(f"    __dc_setattr(__dc_self, {arg!r}, {value})")
-        else:
-            body.append(f"    __dc_self.{arg} = {value}")
+def _template(count: int) -> CodeType:
+    """The code of an __init__ taking `count` arguments named __dc_name_<i>, which hands
+    them (its locals) to __dc_fill."""
     args = "".join(f", __dc_name_{i}" for i in range(count))
-    source = f"def __init__(__dc_self{args}):\n" + ("\n".join(body) or "    pass") + "\n"
+    source = f"def __init__(__dc_self{args}):\n    __dc_fill(__dc_self, locals())\n"
     scope: dict[str, Any] = {}
     exec(source, scope)  # generated from the field count only, as dataclasses does
     return scope["__init__"].__code__
+
+
+def _filler(fields: tuple[dataclasses.Field, ...], frozen: bool) -> Callable[..., None]:
+    """Sets the fields from an __init__'s arguments, in field order, calling a field's
+    default_factory where the argument was left out."""
+    names = tuple(f.name for f in fields)
+    makers = {f.name: f.default_factory for f in fields if _has_factory(f)}
+    put = object.__setattr__ if frozen else setattr
+
+    def fill(self: object, args: dict[str, Any]) -> None:
+        for name in names:
+            value = args[name]
+            if value is _FACTORY and name in makers:
+                value = makers[name]()
+            put(self, name, value)
+
+    return fill
 
 
 def _has_factory(f: dataclasses.Field) -> bool:

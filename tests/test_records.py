@@ -197,3 +197,29 @@ def test_every_sgpatch_record_takes_the_fast_path():
             if ours and dataclasses.is_dataclass(value) and not built_here:
                 slow.append(f"{info.name}.{name}")
     assert slow == ["sgpatch.importer.ReleaseOverlay"]
+
+
+@pytest.mark.parametrize("frozen", [True, False])
+def test_a_hot_class_gets_the_straight_init_and_keeps_behaving(frozen):
+    """Input: a class instantiated more than records._HOT times (its __init__ then becomes
+    straight-line code). Outcome: the same arguments, defaults, factory, errors and signature
+    as the stdlib's twin, before and after the switch."""
+    ours, theirs = _twins(frozen)
+    first = ours("a", 1)
+    generic = ours.__init__
+    for i in range(records._HOT + 5):
+        ours(str(i), i)
+    assert ours.__init__ is not generic
+    for args, kwargs in [(("a", 1), {}), (("a",), {"size": 2, "tags": ("x",)})]:
+        assert repr(ours(*args, **kwargs)) == repr(theirs(*args, **kwargs))
+    assert ours("a", 1) == first and ours("a", 1).extra is not first.extra
+    for bad_args, bad_kwargs in [((), {}), (("a", 1), {"nope": 1})]:
+        with pytest.raises(TypeError) as mine:
+            ours(*bad_args, **bad_kwargs)
+        with pytest.raises(TypeError) as stdlib:
+            theirs(*bad_args, **bad_kwargs)
+        assert str(mine.value).replace("__dc_self", "self") == str(stdlib.value)
+    assert str(inspect.signature(ours)) == str(inspect.signature(theirs))
+    if frozen:
+        with pytest.raises(FrozenInstanceError):
+            ours("a", 1).name = "b"

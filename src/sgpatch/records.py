@@ -8,8 +8,9 @@ frozen guards are closures over the field names (no compile: same results, same 
 __init__ needs a real signature (keyword binding, defaults, the interpreter's own TypeErrors,
 inspect.signature); it is made the first time the class is instantiated, from a template
 compiled once per field count with the field names put into its code (`code.replace`) and a
-body that hands its arguments to a closure setting the fields in order. Nothing outlives the
-process.
+body that hands its arguments to a closure setting the fields in order; a class instantiated
+a hundred times (the engine's, in matrix and port) then gets the stdlib's straight-line body,
+from a template per shape. Nothing outlives the process.
 
 The fields are recorded as `dataclasses._process_class` records them (the same Field objects,
 `__dataclass_fields__`, `__dataclass_params__`, `__match_args__`) without its per-field
@@ -178,14 +179,29 @@ def _lazy_init(cls: type, frozen: bool) -> Callable[..., None]:
 def _compile_init(cls: type, frozen: bool) -> Callable[..., None]:
     """The __init__ the stdlib would generate: one argument per field (defaults, and
     default_factory as it handles them), each set in field order with `object.__setattr__`
-    when frozen (an ordinary assignment otherwise). Its signature is a template compiled once
-    per field count, the field names put in with `code.replace`; its body hands the arguments
-    to `_filler`, so no class needs a compile of its own."""
+    when frozen (an ordinary assignment otherwise). First a generic one: its signature from a
+    template per field count, its body handing the arguments to a closure (no compile of its
+    own); a class instantiated `_HOT` times gets straight-line code, as the stdlib's, from a
+    template per shape (field count, frozen, which fields have a factory)."""
     fields = dataclasses.fields(cls)
-    code = _TEMPLATES.get(len(fields)) or _TEMPLATES.setdefault(len(fields), _template(len(fields)))
+    code = _template(len(fields))
+    return _init_from(cls, fields, code, {"__dc_fill": _filler(cls, fields, frozen)})
+
+
+_HOT = 100  # instantiations after which a class gets its own straight-line __init__
+
+
+def _init_from(
+    cls: type, fields: tuple[dataclasses.Field, ...], code: CodeType, scope: dict[str, Any]
+) -> Callable[..., None]:
+    """An __init__ of `code` (a template: its argument names, the strings and attribute
+    names it sets, __dc_name_<i>) for this class's fields."""
     names = {f"__dc_name_{i}": f.name for i, f in enumerate(fields)}
-    code = code.replace(co_varnames=tuple(names.get(v, v) for v in code.co_varnames))
-    scope: dict[str, Any] = {"__dc_fill": _filler(fields, frozen)}
+    code = code.replace(
+        co_varnames=tuple(names.get(v, v) for v in code.co_varnames),
+        co_names=tuple(names.get(v, v) for v in code.co_names),
+        co_consts=tuple(names.get(c, c) if isinstance(c, str) else c for c in code.co_consts),
+    )
     defaults = tuple(_FACTORY if _has_factory(f) else f.default for f in fields if _has_default(f))
     init = FunctionType(code, scope, "__init__", defaults or None)
     init.__qualname__ = f"{cls.__qualname__}.__init__"
@@ -193,27 +209,50 @@ def _compile_init(cls: type, frozen: bool) -> Callable[..., None]:
     return init
 
 
-_TEMPLATES: dict[int, CodeType] = {}
-
-
+@functools.cache
 def _template(count: int) -> CodeType:
     """The code of an __init__ taking `count` arguments named __dc_name_<i>, which hands
     them (its locals) to __dc_fill."""
     args = "".join(f", __dc_name_{i}" for i in range(count))
-    source = f"def __init__(__dc_self{args}):\n    __dc_fill(__dc_self, locals())\n"
+    return _compiled(f"def __init__(__dc_self{args}):\n    __dc_fill(__dc_self, locals())\n")
+
+
+@functools.cache
+def _straight_template(frozen: bool, count: int, factories: tuple[int, ...]) -> CodeType:
+    """The code of the stdlib's __init__ for `count` fields named __dc_name_<i>, one statement
+    per field; fields in `factories` call __dc_make_<i>() where their argument was left out."""
+    body = []
+    for i in range(count):
+        arg = f"__dc_name_{i}"
+        value = f"__dc_make_{i}() if {arg} is __dc_factory else {arg}" if i in factories else arg
+        if frozen:
+            body.append(f"    __dc_setattr(__dc_self, {arg!r}, {value})")
+        else:
+            body.append(f"    __dc_self.{arg} = {value}")
+    args = "".join(f", __dc_name_{i}" for i in range(count))
+    return _compiled(f"def __init__(__dc_self{args}):\n" + ("\n".join(body) or "    pass") + "\n")
+
+
+def _compiled(source: str) -> CodeType:
     scope: dict[str, Any] = {}
-    exec(source, scope)  # generated from the field count only, as dataclasses does
+    exec(source, scope)  # generated from field counts only, as dataclasses does
     return scope["__init__"].__code__
 
 
-def _filler(fields: tuple[dataclasses.Field, ...], frozen: bool) -> Callable[..., None]:
+def _filler(cls: type, fields: tuple[dataclasses.Field, ...], frozen: bool) -> Callable[..., None]:
     """Sets the fields from an __init__'s arguments, in field order, calling a field's
-    default_factory where the argument was left out."""
+    default_factory where the argument was left out; at the `_HOT`th instance, gives the
+    class its straight-line __init__ (the same assignments, without this loop)."""
     names = tuple(f.name for f in fields)
     makers = {f.name: f.default_factory for f in fields if _has_factory(f)}
     put = object.__setattr__ if frozen else setattr
+    calls = 0
 
     def fill(self: object, args: dict[str, Any]) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == _HOT:
+            cls.__init__ = _straight_init(cls, fields, frozen)  # type: ignore[misc]
         for name in names:
             value = args[name]
             if value is _FACTORY and name in makers:
@@ -221,6 +260,15 @@ def _filler(fields: tuple[dataclasses.Field, ...], frozen: bool) -> Callable[...
             put(self, name, value)
 
     return fill
+
+
+def _straight_init(
+    cls: type, fields: tuple[dataclasses.Field, ...], frozen: bool
+) -> Callable[..., None]:
+    factories = tuple(i for i, f in enumerate(fields) if _has_factory(f))
+    scope: dict[str, Any] = {"__dc_setattr": object.__setattr__, "__dc_factory": _FACTORY}
+    scope.update({f"__dc_make_{i}": f.default_factory for i, f in enumerate(fields)})
+    return _init_from(cls, fields, _straight_template(frozen, len(fields), factories), scope)
 
 
 def _has_factory(f: dataclasses.Field) -> bool:

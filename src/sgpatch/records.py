@@ -9,7 +9,7 @@ __init__ needs a real signature (keyword binding, defaults, the interpreter's ow
 inspect.signature); it is made the first time the class is instantiated, from a template
 compiled once per field count with the field names put into its code (`code.replace`) and a
 body that hands its arguments to a closure setting the fields in order; a class instantiated
-a hundred times (the engine's, in matrix and port) then gets the stdlib's straight-line body,
+256 times (the engine's, in matrix and port) then gets the stdlib's straight-line body,
 from a template per shape. Nothing outlives the process.
 
 The fields are recorded as `dataclasses._process_class` records them (the same Field objects,
@@ -188,7 +188,7 @@ def _compile_init(cls: type, frozen: bool) -> Callable[..., None]:
     return _init_from(cls, fields, code, {"__dc_fill": _filler(cls, fields, frozen)})
 
 
-_HOT = 100  # instantiations after which a class gets its own straight-line __init__
+_HOT = 256  # instantiations after which a class gets its own straight-line __init__
 
 
 def _init_from(

@@ -416,13 +416,17 @@ def _within_limits(root) -> bool:
     MAX_YAML_NODES nodes, counted as `_walk_events` counts them (an alias is a leaf for depth
     and its anchor's expanded size for size): one visit per node, so a "billion laughs" costs
     its own size. Also gives libyaml's plain scalars the style the Python parser gives them
-    (None, not ''). False: over a limit (the event walk says which, and where)."""
+    (None, not ''). False: over a limit (the event walk says which, and where). An alias
+    inside its own anchor (`&a [*a]`: data that contains itself) raises _Recursive."""
     import yaml
 
     sizes: dict[int, int] = {}
+    open_ids: set[int] = set()  # collections being visited: an alias to one is a cycle
 
     def visit(node, depth: int) -> int:
-        if id(node) in sizes:  # an alias (or a cycle back to an open anchor: 1, as events)
+        if id(node) in open_ids:
+            raise _Recursive(node)
+        if id(node) in sizes:  # an alias
             return sizes[id(node)]
         if isinstance(node, yaml.ScalarNode):
             if node.style == "":
@@ -431,7 +435,7 @@ def _within_limits(root) -> bool:
             return 1
         if depth > MAX_YAML_DEPTH:
             raise _OverLimit
-        sizes[id(node)] = 1
+        open_ids.add(id(node))
         if isinstance(node, yaml.MappingNode):
             children = [x for pair in node.value for x in pair]
         else:
@@ -441,6 +445,7 @@ def _within_limits(root) -> bool:
             size += visit(child, depth + 1)
             if size > MAX_YAML_NODES:
                 raise _OverLimit
+        open_ids.discard(id(node))
         sizes[id(node)] = size
         return size
 
@@ -452,6 +457,27 @@ def _within_limits(root) -> bool:
 
 class _OverLimit(Exception):
     """The composed YAML is over a limit (see _within_limits)."""
+
+
+class _Recursive(Exception):
+    """An alias refers to the collection it is inside (see _within_limits)."""
+
+    def __init__(self, node: object) -> None:
+        super().__init__()
+        self.node = node
+
+
+def _checked(root, shown: str) -> bool:
+    """_within_limits, with recursive data refused as bad input naming its anchor's line
+    (the checker would recurse into it for ever)."""
+    try:
+        return _within_limits(root)
+    except _Recursive as exc:
+        line = _line(exc.node)
+        where = f"{shown}:{line}" if line else shown
+        raise bad_input(
+            f"{where}: invalid YAML: an alias refers to the collection it is in (recursive data)"
+        ) from None
 
 
 def _compose_manifest(path: Path, shown: str) -> object:
@@ -466,12 +492,13 @@ def _compose_manifest(path: Path, shown: str) -> object:
     except (OSError, UnicodeDecodeError) as e:
         raise bad_input(f"{shown}: cannot read: {e}") from None
     root = _fast_compose(text)
-    if root is None or not _within_limits(root):
+    if root is None or not _checked(root, shown):
         _check_yaml_limits(text, shown)  # over a limit: the message, with its line
         root = None  # (not over one as the events count: the Python parser composes it)
     try:
         if root is None:  # the C parser refused it: the Python one gives the precise message
             root = yaml.compose(text, Loader=yaml.SafeLoader)
+            _checked(root, shown)  # within the limits (the events said so); recursive?
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = f":{mark.line + 1}" if mark is not None else ""

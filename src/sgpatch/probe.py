@@ -149,6 +149,7 @@ class Reader:
         self.texts: dict[Path, str | None] = {}
         self.ascii: dict[Path, bytes] = {}  # the bytes of the files that are all ASCII
         self.modules: dict[Path, _Module] = {}
+        self.walked: dict[Path, list[ast.stmt]] = {}
         self.regexes: dict[str, object] = {}
 
     def rel(self, path: Path) -> str:
@@ -174,6 +175,14 @@ class Reader:
             if data.isascii():
                 self.ascii[path] = data
         return self.texts[path]
+
+    def statements(self, path: Path) -> list[ast.stmt]:
+        """A parsed module's statements at module level, into if/try/with (`_walk_block`),
+        walked once: every symbol probe and every base lookup in the file asks for them."""
+        if path not in self.walked:
+            tree = self.module(path).tree
+            self.walked[path] = _walk_block(tree.body) if tree is not None else []
+        return self.walked[path]
 
     def search(self, rx, path: Path, text: str):
         """`rx.search` over the file. An ASCII file is handed to RE2 as its bytes, which are
@@ -439,7 +448,7 @@ class _Resolver:
         if mod.tree is None:
             return []
         found = []
-        for stmt in _walk_block(mod.tree.body):
+        for stmt in self.ctx.statements(path):
             if isinstance(stmt, ast.ClassDef) and stmt.name == name:
                 found.append(stmt)
             elif isinstance(stmt, ast.ImportFrom):
@@ -598,7 +607,7 @@ def _eval_symbol(node: SymbolProbe, ctx: Reader) -> ProbeResult:
         return ProbeResult(False, (mod.error,), node)
     assert mod.tree is not None
     classes = [
-        s for s in _walk_block(mod.tree.body) if isinstance(s, ast.ClassDef) and s.name == node.cls
+        s for s in ctx.statements(path) if isinstance(s, ast.ClassDef) and s.name == node.cls
     ]
     if not classes:
         ev = Evidence("missing", mod.rel, None, "", f"class {node.cls} not defined in {mod.rel}")

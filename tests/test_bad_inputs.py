@@ -573,6 +573,13 @@ BILLION_LAUGHS = (
 DEEP_YAML = (
     'schema: 1\nname: safety-set\nsummary: x\nsglang: ">=0.5"\nx: ' + "[" * 5000 + "]" * 5000
 )
+# data that contains itself: a probe whose `all` lists the probe (the checker would recurse
+# for ever; before it was refused, composing it hung the C-parser path)
+RECURSIVE_YAML = (
+    'schema: 1\nname: safety-set\nsummary: x\nsglang: ">=0.5"\npatches:\n'
+    "  - {id: a, summary: a, type: feature, upstream: {status: pending},\n"
+    '     probe: &p {all: [*p]}, variants: [{sglang: ">=0", na: x}]}\n'
+)
 
 
 def _on_path_only(text: str) -> Callable[[Ctx], None]:
@@ -668,6 +675,7 @@ CASES += [
     Case("diff-into-nested-state-folder", _state_diff("srt/.sgpatch/x"), 4, "state folder"),
     Case("yaml-billion-laughs", lambda c: c.manifest(BILLION_LAUGHS), 2, "aliases expand"),
     Case("yaml-too-deep", lambda c: c.manifest(DEEP_YAML), 2, "nested deeper than 64"),
+    Case("yaml-recursive", lambda c: c.manifest(RECURSIVE_YAML), 2, "recursive data"),
     Case(
         "yaml-billion-laughs-on-path-list",
         _on_path_only(BILLION_LAUGHS),

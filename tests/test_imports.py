@@ -22,6 +22,7 @@ from test_txn import make_env
 _RUN = """
 import os, sys
 sys.argv = ["sgpatch", *sys.argv[1:]]
+os._exit = sys.exit  # a short command skips teardown (os._exit): end it so that this is written
 try:
     from sgpatch.__main__ import main
     main()
@@ -71,23 +72,27 @@ def test_help_imports_no_library_beyond_typer(tmp_path):
 def test_status_imports_no_writer(tmp_path):
     """Input: `status --set` on a pending site-packages tree with a RECORD (drift is checked).
     Outcome: it ran (its table was printed) without importing the writer (txn, its lock and
-    temp files), json (no --json, no ledger), git mode, port, or rich off a terminal."""
+    temp files), json (no --json, no ledger), git mode, port, or rich off a terminal, nor
+    the engine's scope and conflict-explanation code (every hunk has one place), nor hashlib
+    (OpenSSL: a few files are hashed with the interpreter's own SHA-256, ledger.sha256), nor
+    csv (RECORD rows without quotes are split on commas)."""
     pkg, _sets, args = make_env(tmp_path)
     add_dist_info(pkg)
     mods = imported(tmp_path, "status", *args)
     assert {"sgpatch.commands.status", "sgpatch.plan", "sgpatch.drift"} <= mods
-    bad = mods & (NEVER | WRITER | {"json"})
+    bad = mods & (NEVER | WRITER | {"json", "sgpatch.scope", "sgpatch.explain", "hashlib", "csv"})
     assert not bad, sorted(bad)
 
 
 def test_apply_imports_the_writer_but_not_git_port_or_rich(tmp_path):
     """Input: `apply --set` on a pending tree (it writes, journal and lock). Outcome: the
-    writer is imported; git mode, port, rich, filelock and socket (the lock is fcntl's) are not."""
+    writer is imported; git mode, port, rich, filelock and socket (the lock is fcntl's) are not,
+    nor tempfile and random (temp files are named from os.urandom, statefs.new_temp)."""
     pkg, _sets, args = make_env(tmp_path)
     mods = imported(tmp_path, "apply", *args)
     assert (pkg / ".sgpatch").is_dir()  # it applied
     assert "sgpatch.txn" in mods
-    bad = mods & (NEVER | {"filelock", "socket"})  # the lock: fcntl's flock, named by uname
+    bad = mods & (NEVER | {"filelock", "socket", "tempfile", "random"})  # flock, uname
     assert not bad, sorted(bad)
 
 
@@ -99,6 +104,8 @@ def test_patch_imports_no_manifest_or_yaml(tmp_path):
     mods = imported(tmp_path, "patch", "-p1", "x.patch")
     assert (tmp_path / "f.py").read_text() == "a = 1\nb = 3\n"
     bad = mods & (
-        NEVER | {"filelock", "yaml", "sgpatch.manifest", "sgpatch.probe", "sgpatch.ledger"}
+        NEVER
+        | {"filelock", "tempfile", "random"}
+        | {"yaml", "sgpatch.manifest", "sgpatch.probe", "sgpatch.ledger"}
     )
     assert not bad, sorted(bad)

@@ -16,7 +16,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 
 # Lowest first. Packages' submodules are listed one by one; `sgpatch` is the package itself.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("errors", {"sgpatch", "errors", "interrupts"}),
+    ("errors", {"sgpatch", "errors", "interrupts", "records"}),
     (
         "base",
         set(

@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -195,18 +194,18 @@ def test_disk_full_on_the_nth_replace_rolls_back(tmp_path, monkeypatch, nth):
 
 
 def test_unwritable_folder_of_the_third_file_rolls_back(tmp_path, monkeypatch):
-    """Input: the folder of the third file refuses new files (EACCES from mkstemp; as root a
-    chmod would not stop us). Outcome: exit 2 naming c/f.py, a and b restored."""
+    """Input: the folder of the third file refuses new files (EACCES creating the temp file;
+    as root a chmod would not stop us). Outcome: exit 2 naming c/f.py, a and b restored."""
     changes = _three_files(tmp_path)
     before = snapshot(tmp_path)
-    real = tempfile.mkstemp
+    real = txn.new_temp
 
-    def mkstemp(*args, **kw):
-        if Path(kw["dir"]).name == "c":
-            raise PermissionError(errno.EACCES, "Permission denied", kw["dir"])
-        return real(*args, **kw)
+    def new_temp(path):
+        if path.parent.name == "c":
+            raise PermissionError(errno.EACCES, "Permission denied", str(path.parent))
+        return real(path)
 
-    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(txn, "new_temp", new_temp)
     with pytest.raises(SgpatchError) as exc:
         commit(tmp_path, tmp_path / ".sgpatch", changes)
     assert "c/f.py" in exc.value.message and "rolled back" in exc.value.message

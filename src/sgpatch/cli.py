@@ -1,9 +1,12 @@
 """The typer app: one small function per command; logic lives in sgpatch.commands.*.
 
 Imports of anything heavy happen inside the command functions so `sgpatch --help` stays fast.
-No `from __future__ import annotations` here: typer would have to compile every annotation
-string back (~220 compiles, ~13 ms per run).
+Annotations are strings (`from __future__ import annotations`): typer evaluates them for the
+commands it builds, which is one per run (`_app_for`) but for help; evaluated at import they
+were ~70 `Annotated[...]` and typer.Option objects for the twenty commands, on every run.
 """
+
+from __future__ import annotations
 
 import contextlib
 import copy
@@ -703,6 +706,7 @@ def help_cmd(
     ] = None,
 ) -> None:
     """Show the help of sgpatch or of one command (the same as the command with --help)."""
+    _resolve_annotations(app.registered_commands)
     group = typer.main.get_command(app)
     root = group.context_class(group, info_name="sgpatch", **group.context_settings)
     if command is None:
@@ -752,6 +756,7 @@ def main(argv: list[str] | None = None) -> None:
     error is also one JSON document on stdout, so scripts always get something to parse.
     """
     args = sys.argv[1:] if argv is None else list(argv)
+    _collect_garbage_for(args)
     if COMPLETE_VAR in os.environ:  # Tab in a shell: typer's completion classes answer
         from typer.completion import completion_init
 
@@ -773,6 +778,26 @@ def main(argv: list[str] | None = None) -> None:
     except (interrupts.Interrupted, KeyboardInterrupt):
         _say(sys.stderr, interrupts.MESSAGE + "\n")
         sys.exit(interrupts.EXIT)
+
+
+# Commands that read a tree or a set once and end: the cyclic garbage collector stays off
+# for them (`__main__` turned it off; they make few cycles, freed at exit) and `__main__`
+# skips the interpreter's teardown after them. The others loop over releases or files for as
+# long as it takes and get the collector back.
+SHORT_COMMANDS = frozenset(
+    {"status", "apply", "revert", "patch", "probe", "list", "show", "recover"}
+)
+
+
+def _collect_garbage_for(args: list[str]) -> None:
+    """Turn the collector back on for a long command, with what start-up made frozen (never
+    scanned again: modules, classes, functions live as long as the process anyway)."""
+    import gc
+
+    if gc.isenabled() or (args and args[0] in SHORT_COMMANDS):
+        return
+    gc.freeze()
+    gc.enable()
 
 
 def _flush_product() -> None:
@@ -809,8 +834,23 @@ def _app_for(args: list[str]) -> typer.Typer:
     registered command into a click command on each run (~20 ms for all of them), and one
     invocation needs one. `sgpatch`, `sgpatch --help` and unknown names get the whole app."""
     wanted = [c for c in app.registered_commands if args and c.name == args[0]]
+    _resolve_annotations(wanted or app.registered_commands)
     if not wanted:
         return app
     one = copy.copy(app)
     one.registered_commands = wanted
     return one
+
+
+def _resolve_annotations(commands: list) -> None:
+    """Evaluate the annotation strings of these commands (and the root callback) once, in
+    place, before typer reads them: it would evaluate each one twice (inspect.signature and
+    get_type_hints). Only the commands a run builds are evaluated."""
+    import inspect
+
+    funcs = [c.callback for c in commands]
+    if app.registered_callback is not None:
+        funcs.append(app.registered_callback.callback)
+    for func in funcs:
+        if func is not None and any(isinstance(v, str) for v in func.__annotations__.values()):
+            func.__annotations__ = inspect.get_annotations(func, eval_str=True)

@@ -12,26 +12,43 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
 from sgpatch.errors import bad_input, unsafe
+from sgpatch.records import dataclass
 
 DEV_NULL = "/dev/null"
-_FILE_START = re.compile(r"^(diff --git |--- )")
-_BINARY = re.compile(r"^(GIT binary patch|Binary files .* differ)\r?$")
-_GIT_INFO = re.compile(
-    r"^(new file mode|deleted file mode|old mode|new mode|copy from|copy to|rename from|rename to)"
-    r" (.+?)\r?$"
-)
 SYMLINK_MODE = 0o120000
+# Patterns compiled where they are first needed (re caches them), not on import: most runs
+# read git diffs, which never need the timestamp ones.
+_GIT_INFO_WORDS = (
+    "new file mode|deleted file mode|old mode|new mode|copy from|copy to|rename from|rename to"
+)
+_GIT_INFO = rf"^({_GIT_INFO_WORDS}) (.+?)\r?$"
+_GIT_INFO_KEYS = tuple(f"{k} " for k in _GIT_INFO_WORDS.split("|"))  # what can start a match
 # A traditional `diff -N` writes the missing side with the epoch as its timestamp, in the zone of
 # the machine that made it: `1970-01-01 00:00:00 +0000`, `1969-12-31 18:00:00 -0600`, ...
-_ISO_TIME = re.compile(
-    r"^(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.\d+)?\s*(?:([+-])(\d\d):?(\d\d))?"
-)
-_CTIME_EPOCH = re.compile(r"^\w{3} \w{3} +1 00:00:00(?:\.0+)? 1970")
+_ISO_TIME = r"^(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.\d+)?\s*(?:([+-])(\d\d):?(\d\d))?"
+_CTIME_EPOCH = r"^\w{3} \w{3} +1 00:00:00(?:\.0+)? 1970"
+
+
+def _is_binary_line(line: str) -> bool:
+    """`GIT binary patch` or `Binary files ... differ`, alone on its line (one CR allowed
+    before the LF): what `^(GIT binary patch|Binary files .* differ)\\r?$` matched."""
+    text = line[:-1] if line.endswith("\n") else line
+    text = text[:-1] if text.endswith("\r") else text
+    if text == "GIT binary patch":
+        return True
+    if len(text) < 20 or "\n" in text:  # prefix and suffix must not overlap; `.` is no LF
+        return False
+    return text.startswith("Binary files ") and text.endswith(" differ")
+
+
+def _drive(path: str) -> bool:
+    """`path` starts with a drive letter and its colon (`C:`), as `^[A-Za-z]:` matches."""
+    return path[1:2] == ":" and path[:1].isascii() and path[:1].isalpha()
 
 
 def decode(data: bytes) -> str:
@@ -187,9 +204,9 @@ def is_epoch(stamp: str | None) -> bool:
     if not stamp:
         return False
     stamp = stamp.strip()
-    if _CTIME_EPOCH.match(stamp):
+    if re.match(_CTIME_EPOCH, stamp):
         return True
-    m = _ISO_TIME.match(stamp)
+    m = re.match(_ISO_TIME, stamp)
     if not m:
         return False
     import calendar
@@ -206,7 +223,7 @@ def is_epoch(stamp: str | None) -> bool:
 
 def strip_path(path: str, strip: int, patch_name: str = "patch") -> str:
     """Apply `-p strip` to a patch path; refuse absolute paths and `..` (exit 4)."""
-    if path.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", path):
+    if path.startswith("/") or (_drive(path) and path[2:3] in ("\\", "/")):
         raise unsafe(f"{patch_name}: refusing absolute path {path!r}")
     if strip < 0:
         raise bad_input(f"{patch_name}: -p must be 0 or more (got {strip})")
@@ -246,7 +263,7 @@ def parse_patch(data: bytes | str, name: str = "patch") -> Patch:
     if not any(ln.strip() for ln in lines):
         raise bad_input(f"{name}: empty patch file")
     for no, line in enumerate(lines, 1):
-        if _BINARY.match(line):
+        if _is_binary_line(line):
             raise bad_input(f"{name}:{no}: binary patches are not supported ({strip_eol(line)})")
         if line.startswith("@@") and not _HUNK_HEADER.match(line):
             raise bad_input(f"{name}:{no}: malformed hunk header {strip_eol(line)[:60]!r}")
@@ -259,7 +276,9 @@ def parse_patch(data: bytes | str, name: str = "patch") -> Patch:
         raise bad_input(f"{name}:{counter.n}: malformed diff: {msg}") from None
     if len(patchset) == 0:
         raise bad_input(f"{name}: no diff found (expected '--- a/...' / '+++ b/...' and hunks)")
-    header_end = next((i for i, ln in enumerate(lines) if _FILE_START.match(ln)), 0)
+    header_end = next(
+        (i for i, ln in enumerate(lines) if ln.startswith(("diff --git ", "--- "))), 0
+    )
     files = tuple(_freeze_file(pf, lines, name) for pf in patchset)
     for f in files:
         if not f.hunks and not (f.is_new or f.is_delete or f.git_op or f.new_mode is not None):
@@ -399,9 +418,7 @@ def _freeze_file(pf, lines: Sequence[str], name: str) -> FilePatch:  # pf: unidi
     )
 
 
-_DAMAGED_STAMP = re.compile(
-    r"^(.+?) (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? ?(?:[+-]\d\d:?\d\d)?)$"
-)
+_DAMAGED_STAMP = r"^(.+?) (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? ?(?:[+-]\d\d:?\d\d)?)$"
 
 
 def _split_stamp(path: str, stamp: str | None) -> tuple[str, str | None]:
@@ -409,7 +426,7 @@ def _split_stamp(path: str, stamp: str | None) -> tuple[str, str | None]:
     copy and paste) keeps only the name; the timestamp still counts for `diff -N`."""
     if stamp or path == DEV_NULL:
         return path, stamp
-    m = _DAMAGED_STAMP.match(path)
+    m = re.match(_DAMAGED_STAMP, path)
     return (m.group(1), m.group(2)) if m else (path, stamp)
 
 
@@ -417,7 +434,8 @@ def _git_info(lines, name: str) -> dict[str, Any]:
     """The git extended header lines of one file: modes as ints, copy/rename names as text."""
     out: dict[str, Any] = {}
     for line in lines:
-        m = _GIT_INFO.match(str(line))
+        text = str(line)
+        m = re.match(_GIT_INFO, text) if text.startswith(_GIT_INFO_KEYS) else None
         if not m:
             continue
         key, value = m.group(1), m.group(2)

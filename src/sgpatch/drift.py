@@ -17,14 +17,12 @@ docs/safety.md for the measured cost). Nothing here writes.
 from __future__ import annotations
 
 import base64
-import csv
-import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.errors import SgpatchError
-from sgpatch.ledger import Ledger
+from sgpatch.ledger import Ledger, sha256
+from sgpatch.records import dataclass
 from sgpatch.treefs import read_bytes
 
 
@@ -55,17 +53,16 @@ def record_hashes(
     given: decoding all ~1,900 hashes costs more than the rest of a status); None if there is
     no usable RECORD (a checkout, or a broken install)."""
     try:
-        text = (dist_info / "RECORD").read_text(encoding="utf-8", errors="replace")
+        data = (dist_info / "RECORD").read_bytes()
     except OSError:
         return None
+    text = data.decode("utf-8", errors="replace")
     prefix = f"{package}/"
-    lines = text.splitlines()
-    names = None
-    if wanted is not None:  # csv only for the wanted rows (and quoted ones, whose name has a ,)
-        names = {prefix + p for p in wanted}
-        lines = [ln for ln in lines if ln[:1] == '"' or ln.split(",", 1)[0] in names]
+    names = None if wanted is None else {prefix + p for p in wanted}
+    # csv only for the rows that can name a wanted file
+    lines = text.splitlines() if names is None else _rows_starting(text, _row_starts(names))
     out: dict[str, str] = {}
-    for row in csv.reader(lines):
+    for row in _rows(lines):
         if len(row) < 2 or not row[0].startswith(prefix):
             continue
         if names is not None and row[0] not in names:
@@ -74,6 +71,50 @@ def record_hashes(
         if digest is not None:
             out[row[0][len(prefix) :]] = digest
     return out
+
+
+def _rows(lines: list[str]):
+    """The csv rows of these lines. Where no line has a quote, CR or NUL (every row SGLang's
+    RECORD has for a file a set patches) a row is its line split on commas, as csv reads it;
+    else csv reads them (imported then)."""
+    if all('"' not in ln and "\r" not in ln and "\x00" not in ln for ln in lines):
+        return [ln.split(",") for ln in lines]
+    import csv
+
+    return csv.reader(lines)
+
+
+def _row_starts(names: set[str]) -> tuple[str, ...]:
+    """How a RECORD row naming one of `names` begins: the name and its comma, or the name
+    quoted as csv quotes it (the only spelling: doubled quotes inside), for names with a
+    comma. No other row can name one of them."""
+    plain = tuple(n + "," for n in sorted(names))
+    return plain + tuple('"' + n.replace('"', '""') + '"' for n in sorted(names))
+
+
+_OTHER_BREAKS = ("\r", "\v", "\f", "\x1c", "\x1d", "\x1e")  # str.splitlines splits on these too
+
+
+def _rows_starting(text: str, starts: tuple[str, ...]) -> list[str]:
+    """The lines of `text` (as str.splitlines makes them) that begin with one of `starts`, in
+    order. For an ASCII text whose only line break is LF (what pip writes) each row is found
+    with str.find, without splitting the ~2,000 lines of SGLang's RECORD; else line by line."""
+    if not text.isascii() or any(b in text for b in _OTHER_BREAKS):
+        return [ln for ln in text.splitlines() if ln.startswith(starts)]
+    found: set[tuple[int, str]] = set()  # (offset, line): a line two starts match, once
+    for start in starts:
+        at = 0 if text.startswith(start) else _next_line_with(text, start, 0)
+        while at >= 0:
+            end = text.find("\n", at)
+            found.add((at, text[at:end] if end >= 0 else text[at:]))
+            at = _next_line_with(text, start, end) if end >= 0 else -1
+    return [line for _, line in sorted(found)]
+
+
+def _next_line_with(text: str, start: str, pos: int) -> int:
+    """Offset of the next line (after the LF at or after `pos`) that begins with `start`."""
+    at = text.find("\n" + start, pos)
+    return at + 1 if at >= 0 else -1
 
 
 def _origins(ledger: Ledger, path: str) -> list[str | None]:
@@ -113,7 +154,7 @@ def check(
             data = read_bytes(root, path)
         except SgpatchError:
             continue  # refused (symlink out of the tree, FIFO...) or unreadable: not ours to judge
-        found = None if data is None else hashlib.sha256(data).hexdigest()
+        found = sha256(data)
         if found != expected:
             out.append(Drift(path, expected, found, "tree"))
     return out

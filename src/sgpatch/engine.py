@@ -17,11 +17,11 @@ refused too: that is how GNU patch lands code after a `return` in an unrelated f
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
+from itertools import repeat
 
 from sgpatch.diffs import Hunk, strip_eol
-from sgpatch.explain import explain_conflict
 from sgpatch.match import (
     FileResult,
     HunkResult,
@@ -37,7 +37,7 @@ from sgpatch.match import (
     start,
     ws_key,
 )
-from sgpatch.scope import in_scope, name_defined, outside
+from sgpatch.records import dataclass
 
 __all__ = [
     "FileResult",
@@ -154,6 +154,8 @@ def place_hunk(
         if veto is not None:
             return _Outcome(None, veto)
         return _Outcome(chosen, _result(hunk, chosen, level, cands, whitespace=loose_match))
+    from sgpatch.explain import explain_conflict  # only for a conflict: off the common path
+
     return _Outcome(None, explain_conflict(hunk, idx, expected, lo))
 
 
@@ -207,6 +209,8 @@ def _choose(
     """The one place among those found at one level (nearest first), or None."""
     if len(places) == 1:
         return places[0]
+    from sgpatch.scope import in_scope  # scopes decide only between several places
+
     scoped = [pl for pl in places if in_scope(hunk, idx, pl)]
     if len(scoped) == 1:
         return scoped[0]
@@ -242,6 +246,8 @@ def _clear_nearest(
     when it is clearly where the line numbers point (every other copy at least 10 times as far
     and 200 lines further) and the hunk header's scope contains it. Equally near copies, a
     nearest one outside the named scope, or no header at all, stay a refusal."""
+    from sgpatch.scope import in_scope
+
     if len({pl.new_side for pl in places}) != 1:
         return None
     near, *rest = places  # sorted by distance to the expected line
@@ -267,8 +273,11 @@ def _veto(
     """The checks a unique place beyond the expected line must still pass; each one is a way
     GNU patch goes wrong. Returns the refusal, or None when the place stands."""
     at = start(chosen) + 1
-    if level == "fuzz" and name_defined(hunk, lines) and not in_scope(hunk, idx, chosen):
-        return _ambiguous(hunk, level, (at,), outside(hunk, idx, chosen))
+    if level == "fuzz":
+        from sgpatch.scope import in_scope, name_defined, outside
+
+        if name_defined(hunk, lines) and not in_scope(hunk, idx, chosen):
+            return _ambiguous(hunk, level, (at,), outside(hunk, idx, chosen))
     rival = _near_miss(hunk, idx, expected, lo, chosen) if level == "fuzz" else None
     if rival is not None:
         why = f"fuzzy match at line {at} competes with a partial match at the expected line"
@@ -548,7 +557,14 @@ def _splice(
         shifts.append((place.pos, added - removed))
         cur = i
     out.extend(lines[cur:])
-    for k in range(len(out) - 1):  # only the very last line may lack a line ending
-        if not out[k].endswith("\n"):
-            out[k] = out[k] + eol
+    if _unended(out):  # only the very last line may lack a line ending
+        for k in range(len(out) - 1):
+            if not out[k].endswith("\n"):
+                out[k] = out[k] + eol
     return out, shifts
+
+
+def _unended(out: list[str]) -> bool:
+    """Some line but the last lacks its line ending (the input's last line, now followed by
+    added ones): checked at C speed (map over str.endswith), not a Python loop per line."""
+    return not all(map(str.endswith, out[:-1], repeat("\n")))

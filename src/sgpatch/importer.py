@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from packaging.version import Version
@@ -24,6 +24,7 @@ from packaging.version import Version
 from sgpatch.errors import ExitCode, SgpatchError, bad_input
 from sgpatch.plan import FilePlan, Overlay
 from sgpatch.probe import ProbeNode, describe
+from sgpatch.records import dataclass
 from sgpatch.sources import Section, Source
 
 TYPE = "feature"
@@ -68,6 +69,8 @@ class Imported:
 
 @dataclass(frozen=True)
 class ImportResult:
+    """What `import` made: the set's patches, the input sections left out, the manifest."""
+
     name: str
     version: Version
     patches: tuple[Imported, ...]

@@ -8,15 +8,17 @@ restores the exact original bytes.
 
 from __future__ import annotations
 
-import hashlib
+import functools
+import importlib
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, field, replace
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.records import dataclass
 from sgpatch.statefs import read_state
 
 STATE_DIR = ".sgpatch"
@@ -26,7 +28,45 @@ SCHEMA = 2  # 2: release per patch, file modes/link targets, git commits, stored
 
 
 def sha256(data: bytes | None) -> str | None:
-    return None if data is None else hashlib.sha256(data).hexdigest()
+    """The hex SHA-256 of `data` (None for None)."""
+    return None if data is None else _digest(data)
+
+
+@functools.lru_cache(maxsize=64)
+def _digest(data: bytes) -> str:
+    """Keyed by the bytes themselves: apply hashes each file's bytes before and after for the
+    ledger and again for the store, and a repeated blob is looked up, not hashed again."""
+    return _hasher(len(data))(data).hexdigest()
+
+
+_BUILTIN_BUDGET = 1 << 20  # bytes hashed with the interpreter's own SHA-256 before hashlib's
+_hashed = 0
+
+
+def _hasher(size: int):
+    """SHA-256 from the interpreter's own module (what hashlib itself falls back to without
+    OpenSSL) while a run has hashed under a MiB; hashlib's (OpenSSL's) after that. Importing
+    hashlib loads libcrypto, ~3 ms of every run, and status or apply of a set hash a few
+    hundred KB: less than that at either speed. The digest is the same either way."""
+    global _hashed
+    _hashed += size
+    builtin = _builtin_sha256() if _hashed <= _BUILTIN_BUDGET else None
+    if builtin is not None:
+        return builtin
+    import hashlib
+
+    return hashlib.sha256
+
+
+@functools.cache
+def _builtin_sha256():
+    """`_sha2.sha256` (3.12+) or `_sha256.sha256` (3.10, 3.11); None where neither is built."""
+    for name in ("_sha2", "_sha256"):
+        try:
+            return importlib.import_module(name).sha256
+        except (ImportError, AttributeError):
+            continue
+    return None
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -12,6 +11,7 @@ from packaging.version import Version
 from sgpatch.diffs import read_patch
 from sgpatch.manifest import PatchSpec, SetManifest, select_variant
 from sgpatch.matrix import Cell, Row, failure_text
+from sgpatch.records import dataclass
 
 PROBE_AFTER_LEVEL: Literal["error", "warning"] = "error"
 

@@ -12,7 +12,6 @@ import os
 import re
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import NoReturn
 
@@ -31,6 +30,7 @@ from sgpatch.probe import (
     SymbolProbe,
     compile_regex,
 )
+from sgpatch.records import dataclass
 
 MANIFEST_NAME = "patchset.yaml"
 SCHEMA = 1
@@ -114,7 +114,10 @@ class AsWritten(SpecifierSet):
 
     def __init__(self, text: str) -> None:
         super().__init__(text)
-        self._text = ",".join(str(Specifier(c.strip())) for c in text.split(",") if c.strip())
+        specs = getattr(self, "_specs", None)  # packaging 26 keeps them in order, as written
+        if not isinstance(specs, tuple):  # older ones a frozenset: parse each clause again
+            specs = tuple(Specifier(c.strip()) for c in text.split(",") if c.strip())
+        self._text = ",".join(str(s) for s in specs)
 
     def __str__(self) -> str:
         return self._text
@@ -247,7 +250,8 @@ class _Checker:
         """A path that must stay inside the set directory / package root (unsafe otherwise)."""
         text = self.text(node, field).strip()
         pure = PurePosixPath(text)
-        if pure.is_absolute() or text.startswith(("~", "\\")) or re.match(r"^[A-Za-z]:", text):
+        drive = text[1:2] == ":" and text[:1].isascii() and text[:1].isalpha()  # C:
+        if pure.is_absolute() or text.startswith(("~", "\\")) or drive:
             self.fail(node, field, f"{what} {text!r} must be a relative path", is_unsafe=True)
         if "\\" in text:
             self.fail(node, field, f"{what} {text!r} must use '/' separators", is_unsafe=True)
@@ -392,31 +396,88 @@ def _walk_events(events, shown: str) -> None:
 
 
 def _fast_compose(text: str):
-    """Compose with libyaml when it is there (about 10x faster than the Python parser); its
-    plain scalars carry style '' where the Python parser says None, so normalise. None means
-    "use the Python parser" (no libyaml, or a syntax error to report precisely)."""
+    """Compose with libyaml when it is there (about 10x faster than the Python parser). Safe
+    before any limit is checked: libyaml refuses nesting beyond 1000 levels and composing
+    never expands an alias. None means "use the Python parser" (no libyaml, or it refused the
+    text: a syntax error to report precisely, or nesting it does not take)."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", None)
     if loader is None:
         return None
     try:
-        root = yaml.compose(text, Loader=loader)
+        return yaml.compose(text, Loader=loader)
     except yaml.YAMLError:
         return None
-    if root is None:
-        return None
-    stack = [root]
-    while stack:
-        node = stack.pop()
+
+
+def _within_limits(root) -> bool:
+    """The composed tree nests at most MAX_YAML_DEPTH deep and its aliases expand to at most
+    MAX_YAML_NODES nodes, counted as `_walk_events` counts them (an alias is a leaf for depth
+    and its anchor's expanded size for size): one visit per node, so a "billion laughs" costs
+    its own size. Also gives libyaml's plain scalars the style the Python parser gives them
+    (None, not ''). False: over a limit (the event walk says which, and where). An alias
+    inside its own anchor (`&a [*a]`: data that contains itself) raises _Recursive."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    open_ids: set[int] = set()  # collections being visited: an alias to one is a cycle
+
+    def visit(node, depth: int) -> int:
+        if id(node) in open_ids:
+            raise _Recursive(node)
+        if id(node) in sizes:  # an alias
+            return sizes[id(node)]
         if isinstance(node, yaml.ScalarNode):
             if node.style == "":
                 node.style = None
-        elif isinstance(node, yaml.MappingNode):
-            stack.extend(x for pair in node.value for x in pair)
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend(node.value)
-    return root
+            sizes[id(node)] = 1
+            return 1
+        if depth > MAX_YAML_DEPTH:
+            raise _OverLimit
+        open_ids.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            children = [x for pair in node.value for x in pair]
+        else:
+            children = node.value
+        size = 1
+        for child in children:
+            size += visit(child, depth + 1)
+            if size > MAX_YAML_NODES:
+                raise _OverLimit
+        open_ids.discard(id(node))
+        sizes[id(node)] = size
+        return size
+
+    try:
+        return root is None or visit(root, 1) <= MAX_YAML_NODES
+    except _OverLimit:
+        return False
+
+
+class _OverLimit(Exception):
+    """The composed YAML is over a limit (see _within_limits)."""
+
+
+class _Recursive(Exception):
+    """An alias refers to the collection it is inside (see _within_limits)."""
+
+    def __init__(self, node: object) -> None:
+        super().__init__()
+        self.node = node
+
+
+def _checked(root, shown: str) -> bool:
+    """_within_limits, with recursive data refused as bad input naming its anchor's line
+    (the checker would recurse into it for ever)."""
+    try:
+        return _within_limits(root)
+    except _Recursive as exc:
+        line = _line(exc.node)
+        where = f"{shown}:{line}" if line else shown
+        raise bad_input(
+            f"{where}: invalid YAML: an alias refers to the collection it is in (recursive data)"
+        ) from None
 
 
 def _compose_manifest(path: Path, shown: str) -> object:
@@ -430,11 +491,14 @@ def _compose_manifest(path: Path, shown: str) -> object:
         raise bad_input(f"{shown}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise bad_input(f"{shown}: cannot read: {e}") from None
-    _check_yaml_limits(text, shown)
     root = _fast_compose(text)
+    if root is None or not _checked(root, shown):
+        _check_yaml_limits(text, shown)  # over a limit: the message, with its line
+        root = None  # (not over one as the events count: the Python parser composes it)
     try:
         if root is None:  # the C parser refused it: the Python one gives the precise message
             root = yaml.compose(text, Loader=yaml.SafeLoader)
+            _checked(root, shown)  # within the limits (the events said so); recursive?
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = f":{mark.line + 1}" if mark is not None else ""
@@ -625,7 +689,8 @@ def _load_probe(chk: _Checker, node: object, field: str) -> ProbeNode:
         pattern_node = keys[word][1]
         pattern = chk.text(pattern_node, f"{field}.{word}")
         try:
-            re.compile(pattern, REGEX_FLAGS)
+            if not _plainly_valid(pattern):  # else Python's re says whether it is valid
+                re.compile(pattern, REGEX_FLAGS)
             compile_regex(pattern)  # RE2 where installed: refuse what it cannot run, here
         except re.error as e:
             chk.fail(pattern_node, f"{field}.{word}", f"invalid regex {pattern!r}: {e}")
@@ -644,6 +709,45 @@ def _load_probe(chk: _Checker, node: object, field: str) -> ProbeNode:
         keys = chk.mapping(node, field, ("not",))
         return NotProbe(_load_probe(chk, keys["not"][1], f"{field}.not"))
     chk.fail(node, field, f"not a probe: expected {_PROBE_FORMS}")
+
+
+_CLASS_ESCAPES = frozenset("sSdDwW")  # \s \d \w and their negations: one character each
+_ZERO_WIDTH = frozenset("bB")
+_META = frozenset(".^$*+?{}[]()|\\")
+
+
+def _plainly_valid(pattern: str) -> bool:
+    """A pattern Python's `re` certainly compiles: literal characters, `.`, escaped ASCII
+    punctuation, \\s \\d \\w (and capitals), \\b \\B, `*` `+` `?` (one lazy `?` after
+    them) on a one-character atom, `^` first and `$` last. What the shipped probes are made
+    of; re.compile (~0.1 ms each) is left for anything else, to word its error."""
+    atom = False  # the last token can take a quantifier
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            nxt = pattern[i + 1 : i + 2]
+            if not nxt:
+                return False  # a trailing backslash
+            if nxt in _CLASS_ESCAPES or (nxt.isascii() and not nxt.isalnum() and nxt.isprintable()):
+                atom, i = True, i + 2
+                continue
+            if nxt in _ZERO_WIDTH:
+                atom, i = False, i + 2
+                continue
+            return False
+        if c in "*+?":
+            if not atom:
+                return False
+            i += 2 if pattern[i + 1 : i + 2] == "?" else 1
+            atom = False
+            continue
+        if (c == "^" and i != 0) or (c == "$" and i != n - 1):
+            return False
+        if c in _META and c not in ".^$":
+            return False
+        atom, i = c not in "^$", i + 1
+    return True
 
 
 def _load_symbol(chk: _Checker, node: object, field: str) -> SymbolProbe:

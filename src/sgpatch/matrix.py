@@ -13,7 +13,6 @@ import re
 import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -23,6 +22,7 @@ from sgpatch.diffs import read_patch
 from sgpatch.errors import bad_input
 from sgpatch.manifest import SetManifest, load_manifest
 from sgpatch.probe import AllProbe, AnyProbe, NotProbe, RegexProbe, SymbolProbe
+from sgpatch.records import dataclass
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ a dry run exactly as in a real run). The set-level planner (states per patch) bu
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -25,6 +25,7 @@ from sgpatch.diffs import (
 )
 from sgpatch.engine import FileResult, HunkResult, apply_hunks
 from sgpatch.errors import ExitCode, SgpatchError, bad_input, unsafe
+from sgpatch.records import dataclass
 from sgpatch.statefs import is_state_path
 from sgpatch.treefs import FileChange, read_bytes
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:  # the set planner's inputs; `sgpatch patch` never loads them
 
     from sgpatch.ledger import Ledger, PatchRecord, SetRecord
     from sgpatch.manifest import PatchSpec, SetManifest
-    from sgpatch.probe import ProbeResult
+    from sgpatch.probe import ProbeResult, Reader
 
 Action = Literal["modify", "create", "delete", "rename", "copy"]
 PathMapper = Callable[[str], str]
@@ -495,15 +496,18 @@ def plan_set(
     for pid in (*with_ids, *without_ids):
         if pid not in ids:
             raise SgpatchError(f"unknown patch id {pid!r} in set {manifest.name}")
+    from sgpatch.probe import Reader
+
     record = ledger.sets.get(manifest.name)
     overlay = Overlay(root)
+    probes = Reader(root)  # one read (and parse) per tree file for all the set's probes
     fuzz = 0 if strict else manifest.fuzz
     plans: list[PatchPlan] = []
     by_id: dict[str, PatchPlan] = {}
     for spec in manifest.patches:
         selected = (not spec.optional or spec.id in with_ids) and spec.id not in without_ids
         plan = _plan_one(
-            spec, manifest, root, version, record, ledger, overlay, fuzz, selected, by_id
+            spec, manifest, probes, version, record, ledger, overlay, fuzz, selected, by_id
         )
         plans.append(plan)
         by_id[spec.id] = plan
@@ -520,7 +524,7 @@ def plan_set(
 def _plan_one(
     spec: PatchSpec,
     manifest: SetManifest,
-    root: Path,
+    probes: Reader,
     version: Version,
     record: SetRecord | None,
     ledger: Ledger,
@@ -542,7 +546,7 @@ def _plan_one(
     if record is not None and rec is not None:
         return _plan_recorded(base, record, rec, ledger, overlay)
     variant = select_variant(spec, version)
-    probe_result = evaluate(spec.probe, root) if spec.probe is not None else None
+    probe_result = evaluate(spec.probe, probes.root, probes) if spec.probe is not None else None
     if variant is not None and variant.na is not None:
         return PatchPlan(**base, state="n/a", how="n/a", note=variant.na, probe=probe_result)
     if variant is None:

@@ -8,16 +8,15 @@ be found is "unknown", not "unmet": sgpatch may run in a build stage without it.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
 from sgpatch.manifest import EnvRequirement
+from sgpatch.records import dataclass
 from sgpatch.target import metadata_version
 
 Verdict = Literal["ok", "unmet", "unknown"]
@@ -36,7 +35,12 @@ class Precondition:
 
 
 def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "_", name).lower()
+    """PEP 503's name normalisation (runs of -_. as one _, lower case), without a regex."""
+    for sep in "-.":
+        name = name.replace(sep, "_")
+    while "__" in name:
+        name = name.replace("__", "_")
+    return name.lower()
 
 
 def installed_version(package: str, paths: Iterable[str | Path]) -> str | None:

@@ -19,12 +19,15 @@ Evidence kinds:
 from __future__ import annotations
 
 import ast
+import os
 import re
 import warnings
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import field
 from pathlib import Path, PurePosixPath
 
 from sgpatch.errors import bad_input, unsafe
+from sgpatch.records import dataclass
 
 
 @dataclass(frozen=True)
@@ -135,32 +138,60 @@ class _Module:
     error: Evidence | None
 
 
-class _Context:
-    """Per-evaluate caches: file texts, parsed modules, compiled regexes."""
+class Reader:
+    """What probes read in one tree: file texts, parsed modules, compiled regexes, each once
+    (per `evaluate` call, or for all the probes a plan evaluates: the tree does not change
+    while it is planned)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
+        self._prefix = os.path.join(str(self.root), "")  # the root with one trailing separator
         self.texts: dict[Path, str | None] = {}
+        self.ascii: dict[Path, bytes] = {}  # the bytes of the files that are all ASCII
         self.modules: dict[Path, _Module] = {}
+        self.walked: dict[Path, list[ast.stmt]] = {}
         self.regexes: dict[str, object] = {}
 
     def rel(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
 
     def inside(self, path: Path) -> bool:
+        """`path` resolves (symlinks followed) to the root or below it: string work on
+        realpath, as treefs does, not a resolved Path and relative_to per file."""
         try:
-            path.resolve().relative_to(self.root)
+            real = os.path.realpath(path)
         except (ValueError, OSError):
             return False
-        return True
+        return real == str(self.root) or real.startswith(self._prefix)
 
     def text(self, path: Path) -> str | None:
         if path not in self.texts:
             try:
-                self.texts[path] = path.read_bytes().decode("utf-8", errors="replace")
+                data = path.read_bytes()
             except OSError:
                 self.texts[path] = None
+                return None
+            self.texts[path] = data.decode("utf-8", errors="replace")
+            if data.isascii():
+                self.ascii[path] = data
         return self.texts[path]
+
+    def statements(self, path: Path) -> list[ast.stmt]:
+        """A parsed module's statements at module level, into if/try/with (`_walk_block`),
+        walked once: every symbol probe and every base lookup in the file asks for them."""
+        if path not in self.walked:
+            tree = self.module(path).tree
+            self.walked[path] = _walk_block(tree.body) if tree is not None else []
+        return self.walked[path]
+
+    def search(self, rx, path: Path, text: str):
+        """`rx.search` over the file. An ASCII file is handed to RE2 as its bytes, which are
+        its UTF-8 and whose offsets are its characters': the match is the same, without RE2
+        encoding the text and counting characters back to each offset."""
+        data = self.ascii.get(path)
+        if data is None or isinstance(rx, re.Pattern):  # Python's re: str only
+            return rx.search(text)
+        return rx.search(data)
 
     def module(self, path: Path) -> _Module:
         if path not in self.modules:
@@ -235,12 +266,14 @@ def _parse(data: bytes, filename: str) -> ast.Module:
         return ast.parse(data, filename=filename)
 
 
-def evaluate(node: ProbeNode, root: Path) -> ProbeResult:
-    """Evaluate a probe tree against the package root `root` (files are parsed once per call)."""
-    return _eval(node, _Context(root))
+def evaluate(node: ProbeNode, root: Path, reader: Reader | None = None) -> ProbeResult:
+    """Evaluate a probe tree against the package root `root` (files are parsed once per call).
+    `reader`: a `Reader(root)` shared with the other probes of the same plan, so a file two
+    of them name is read (and parsed) once."""
+    return _eval(node, reader if reader is not None else Reader(root))
 
 
-def _eval(node: ProbeNode, ctx: _Context) -> ProbeResult:
+def _eval(node: ProbeNode, ctx: Reader) -> ProbeResult:
     if isinstance(node, RegexProbe):
         return _eval_regex(node, ctx)
     if isinstance(node, SymbolProbe):
@@ -258,10 +291,14 @@ def _eval(node: ProbeNode, ctx: _Context) -> ProbeResult:
     raise TypeError(f"not a probe node: {node!r}")  # a bug, not user input
 
 
-def _glob(pattern: str, ctx: _Context) -> list[Path]:
+def _glob(pattern: str, ctx: Reader) -> list[Path]:
     check_relative(pattern, "probe file")
+    if not any(c in pattern for c in "*?["):  # one file named: what Path.glob would yield
+        candidates: Iterable[Path] = [ctx.root / pattern]
+    else:
+        candidates = ctx.root.glob(pattern)
     found = []
-    for path in ctx.root.glob(pattern):
+    for path in candidates:
         if any(part in _SKIP_DIRS for part in path.relative_to(ctx.root).parts):
             continue
         if path.is_file() and ctx.inside(path):
@@ -269,7 +306,7 @@ def _glob(pattern: str, ctx: _Context) -> list[Path]:
     return sorted(found)
 
 
-def _eval_regex(node: RegexProbe, ctx: _Context) -> ProbeResult:
+def _eval_regex(node: RegexProbe, ctx: Reader) -> ProbeResult:
     files = _glob(node.file_glob, ctx)
     if not files:
         ev = Evidence("missing", node.file_glob, None, "", f"no file matches {node.file_glob}")
@@ -281,7 +318,7 @@ def _eval_regex(node: RegexProbe, ctx: _Context) -> ProbeResult:
         if text is None:
             unreadable.append(Evidence("error", ctx.rel(path), None, "", "cannot read"))
             continue
-        m = rx.search(text)
+        m = ctx.search(rx, path, text)
         if m is None:
             continue
         line_no = text.count("\n", 0, m.start()) + 1
@@ -363,7 +400,7 @@ class _ClassRef:
 class _Resolver:
     """Follows names through a tree's imports with `ast`, the way Python would bind them."""
 
-    def __init__(self, ctx: _Context) -> None:
+    def __init__(self, ctx: Reader) -> None:
         self.ctx = ctx
 
     def module_file(self, dotted: str) -> Path | None:
@@ -411,7 +448,7 @@ class _Resolver:
         if mod.tree is None:
             return []
         found = []
-        for stmt in _walk_block(mod.tree.body):
+        for stmt in self.ctx.statements(path):
             if isinstance(stmt, ast.ClassDef) and stmt.name == name:
                 found.append(stmt)
             elif isinstance(stmt, ast.ImportFrom):
@@ -512,7 +549,7 @@ def _class_header(ref: _ClassRef) -> str:
 
 
 def _find_method(
-    ref: _ClassRef, method: str, ctx: _Context, resolver: _Resolver, chain: list[str]
+    ref: _ClassRef, method: str, ctx: Reader, resolver: _Resolver, chain: list[str]
 ) -> tuple[bool, list[Evidence]]:
     """Depth-first, left-to-right search of the class and its bases (a fair MRO approximation)."""
     visited: set[tuple[Path, str]] = set()
@@ -559,7 +596,7 @@ def _find_method(
     return visit(ref, chain), evidence
 
 
-def _eval_symbol(node: SymbolProbe, ctx: _Context) -> ProbeResult:
+def _eval_symbol(node: SymbolProbe, ctx: Reader) -> ProbeResult:
     check_relative(node.file, "probe file")
     path = ctx.root / node.file
     if not path.is_file() or not ctx.inside(path):
@@ -570,7 +607,7 @@ def _eval_symbol(node: SymbolProbe, ctx: _Context) -> ProbeResult:
         return ProbeResult(False, (mod.error,), node)
     assert mod.tree is not None
     classes = [
-        s for s in _walk_block(mod.tree.body) if isinstance(s, ast.ClassDef) and s.name == node.cls
+        s for s in ctx.statements(path) if isinstance(s, ast.ClassDef) and s.name == node.cls
     ]
     if not classes:
         ev = Evidence("missing", mod.rel, None, "", f"class {node.cls} not defined in {mod.rel}")

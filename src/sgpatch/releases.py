@@ -32,7 +32,6 @@ import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
@@ -41,6 +40,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.records import dataclass
 
 __all__ = [
     "Download",

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from packaging.version import Version
@@ -23,6 +23,7 @@ from packaging.version import Version
 from sgpatch.errors import ExitCode, SgpatchError, bad_input
 from sgpatch.manifest import PatchSpec, SetManifest, Variant
 from sgpatch.probe import ProbeNode
+from sgpatch.records import dataclass
 
 BY = ("file", "hunk")
 
@@ -43,6 +44,8 @@ class Half:
 
 @dataclass(frozen=True)
 class SplitResult:
+    """What `split` made of one patch: the two halves, their probes and the manifest."""
+
     patch: str
     new_id: str
     halves: tuple[Half, ...]

@@ -14,6 +14,7 @@ A diff may never write into `.sgpatch/` (under any spelling: `./.sgpatch/x`, `.S
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from pathlib import Path
@@ -85,20 +86,36 @@ def check_state_entry(path: Path) -> bool:
     return True
 
 
+TMP_SUFFIX = ".sgpatch-tmp"
+_TMP_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def new_temp(path: Path) -> tuple[int, str]:
+    """A new file to become `path` by a rename: `.NAME.<12 hex>.sgpatch-tmp` in its folder,
+    the hex from os.urandom (unpredictable), created with O_EXCL|O_NOFOLLOW (never an existing
+    file or a planted link), mode 0600 until the caller sets one. What tempfile.mkstemp does,
+    without importing tempfile and random for it on every run that writes."""
+    for _ in range(100):
+        tmp = os.path.join(path.parent, f".{path.name}.{os.urandom(6).hex()}{TMP_SUFFIX}")
+        try:
+            return os.open(tmp, _TMP_FLAGS, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(path.parent))
+
+
 def write_state(path: Path, data: bytes, mode: int | None = 0o644) -> None:
     """Replace a file sgpatch owns (lock.owner, a patch file `refresh`/`port` rewrite): a temp
     file with an unpredictable name in the same folder (O_EXCL), then a rename, so a planted
     symlink or FIFO at the name (or at a guessable temp name) is replaced, never written
     through. `mode` None keeps the mode of the file replaced (0644 for a new one)."""
-    import tempfile
-
     if mode is None:
         try:
             st = os.lstat(path)
             mode = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else 0o644
         except OSError:
             mode = 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".sgpatch-tmp", dir=path.parent)
+    fd, tmp = new_temp(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

@@ -16,13 +16,13 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
 from sgpatch.errors import SgpatchError, bad_input
+from sgpatch.records import dataclass
 
 Layout = Literal["site-packages", "checkout", "package"]
 
@@ -158,14 +158,98 @@ def _literal_version(path: Path) -> str | None:
     if len(data) > _MAX_VERSION_FILE:
         return None
     found: str | None = None
+    simple = _simple_statements(data)
+    if simple is _BROKEN:
+        return None  # where tokenize stops (a bad dedent, an unclosed bracket)
     try:
-        for stmt in _top_level_statements(data):
+        for stmt in _top_level_statements(data) if simple is None else simple:
             names, value = _assignment(stmt)
             if "__version__" in names:  # a later non-literal assignment overrides a literal
                 found = _string_literal(value)
     except (tokenize.TokenError, SyntaxError, ValueError):
         return None
     return found
+
+
+_BROKEN: list = []  # _simple_statements: tokenize would raise here
+_SIMPLE_TOKEN = (  # compiled on first use (re caches it): only version files need it
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<number>[0-9]+)|(?P<string>'[^']*'|\"[^\"]*\")"
+    r"|(?P<op>\.\.\.|[()\[\]{},:=.|])"
+)
+_OUTSIDE = ("\\", "\t", "\r", "\f", "\v", ";", "'''", '"""')  # never in the simple part
+
+
+def _simple_statements(data: bytes) -> list | None:
+    """`_top_level_statements` for a module written in a small part of Python's lexical
+    grammar (what setuptools-scm writes into `_version.py`: names, decimal integers, plain
+    one-line strings, brackets, `, : = . | ...`, comments, indentation by spaces), found without
+    `tokenize`, whose pure-Python tokenizer (3.10, 3.11) compiles a ~10 KB regex first: ~2 ms
+    of every run. None for any text outside that part (tokenize decides), `_BROKEN` where
+    tokenize raises. tests/test_target.py compares the two token by token."""
+    if not data.isascii():
+        return None
+    text = data.decode("ascii")
+    if any(s in text for s in _OUTSIDE):
+        return None
+    indents, depth, nest, line, out = [0], 0, 0, [], []
+    for physical in text.split("\n"):
+        body = physical
+        if nest == 0:
+            body = physical.lstrip(" ")
+            if not body or body.startswith("#"):
+                continue  # a blank or comment line: no statement, no indentation
+            width = len(physical) - len(body)
+            if width > indents[-1]:
+                indents.append(width)
+            while width < indents[-1]:
+                indents.pop()
+            if width != indents[-1]:
+                return _BROKEN  # "unindent does not match any outer indentation level"
+            depth = len(indents) - 1
+        tokens = _simple_line(body)
+        if tokens is None:
+            return None
+        for tok in tokens:
+            nest += tok.string in ("(", "[", "{")
+            nest -= tok.string in (")", "]", "}")
+            if nest < 0:
+                return None
+        line += tokens
+        if nest == 0 and line:
+            if depth == 0:
+                out.append(line)
+            line = []
+    return _BROKEN if nest else out
+
+
+def _simple_line(body: str) -> list | None:
+    """The tokens of one physical line (None: something outside `_simple_statements`' part
+    of the grammar, e.g. an operator it does not know or a string with a prefix)."""
+    import tokenize
+
+    kinds = {"name": tokenize.NAME, "number": tokenize.NUMBER, "string": tokenize.STRING}
+    token = re.compile(_SIMPLE_TOKEN)
+    out, pos = [], 0
+    while pos < len(body):
+        if body[pos] == " ":
+            pos += 1
+            continue
+        if body[pos] == "#":
+            break
+        m = token.match(body, pos)
+        if m is None:
+            return None
+        kind, end = m.lastgroup or "op", m.end()
+        after = body[end : end + 1]
+        if kind in ("name", "number") and (after.isalnum() or after in ("_", "'", '"')):
+            return None  # a string prefix, 1_000, 0x1F, 5j, `1if`: tokenize decides
+        if kind == "number" and (after == "." or (m.group()[0] == "0" and len(m.group()) > 1)):
+            return None  # 1.5, 007
+        if kind == "op" and (after == "=" or (m.group() == "." and after.isdigit())):
+            return None  # == := .5
+        out.append(tokenize.TokenInfo(kinds.get(kind, tokenize.OP), m.group(), (0, 0), (0, 0), ""))
+        pos = end
+    return out
 
 
 def _top_level_statements(data: bytes):
@@ -230,7 +314,7 @@ def find_dist_info(root: Path) -> Path | None:
     if root.name != "sglang":
         return None
     best: tuple[Version, Path] | None = None
-    for candidate in root.parent.glob("sglang-*.dist-info"):
+    for candidate in _dist_infos(root.parent):
         if not candidate.is_dir():
             continue
         try:
@@ -240,6 +324,20 @@ def find_dist_info(root: Path) -> Path | None:
         if best is None or version > best[0]:
             best = (version, candidate)
     return best[1] if best else None
+
+
+def _dist_infos(site: Path):
+    """What `site.glob("sglang-*.dist-info")` yields, in its order. On POSIX (case-sensitive
+    names) by name from one scandir, without translating the pattern to a regex."""
+    if os.name != "posix":
+        return site.glob("sglang-*.dist-info")
+    try:
+        with os.scandir(site) as entries:
+            names = [e.name for e in entries]
+    except OSError:
+        return []
+    wanted = (n for n in names if len(n) >= 17 and n.startswith("sglang-"))
+    return [site / n for n in wanted if n.endswith(".dist-info")]
 
 
 def metadata_version(info: Path) -> str | None:
@@ -258,7 +356,7 @@ def metadata_version(info: Path) -> str | None:
     return None
 
 
-_DESCRIBE = re.compile(r"^v?(?P<tag>.+)-(?P<distance>\d+)-g(?P<sha>[0-9a-f]+)$")
+_DESCRIBE = r"^v?(?P<tag>.+)-(?P<distance>\d+)-g(?P<sha>[0-9a-f]+)$"  # compiled when used
 
 
 def describe_to_version(describe: str) -> Version:
@@ -271,7 +369,7 @@ def describe_to_version(describe: str) -> Version:
     would instead pick the 0.5.10 variants for code that is mostly 0.5.9. After a post-release tag
     `v0.5.8.post1-3-g...` the result is `0.5.8.post2.dev3+g...`.
     """
-    match = _DESCRIBE.match(describe.strip())
+    match = re.match(_DESCRIBE, describe.strip())
     if not match:
         raise InvalidVersion(describe)
     base = Version(match["tag"])

@@ -8,10 +8,11 @@ its journal, lock and temp-file code stay off their start-up path.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import stat
 from pathlib import Path
 
 from sgpatch.errors import ExitCode, SgpatchError, unsafe
+from sgpatch.records import dataclass
 
 JOURNAL = "journal.json"
 
@@ -49,9 +50,11 @@ def safe_path(root: Path, rel: str, link_ok: bool = False) -> Path:
     parts = Path(rel).parts
     if ".." in parts:
         raise unsafe(f"refusing path with '..': {rel!r}")
+    path = root / rel
+    if _plain_path(root, parts, rel):
+        return path
     try:
         root_real = os.path.realpath(root)
-        path = root / rel
         cur = root
         for part in parts:
             cur = cur / part
@@ -74,6 +77,29 @@ def safe_path(root: Path, rel: str, link_ok: bool = False) -> Path:
     if not _within(real, root_real):
         raise unsafe(f"refusing path {rel!r}: it resolves outside {root}")
     return path
+
+
+def _plain_path(root: Path, parts: tuple[str, ...], rel: str) -> bool:
+    """The common case of `safe_path`, with one lstat per component and no Path objects: no
+    component is a symlink, so `root/rel` resolves under the root's own real path, and the
+    file, if there, is a regular file or a folder. False sends every other case (a symlink on
+    the way, a component that cannot be looked at) to the full checks."""
+    cur = os.fspath(root)
+    mode = None
+    for part in parts:
+        cur = os.path.join(cur, part)
+        try:
+            mode = os.lstat(cur).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            mode = None  # not there (nor what follows), so no symlink either
+            continue
+        except OSError:
+            return False
+        if stat.S_ISLNK(mode):
+            return False
+    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise unsafe(f"refusing to touch {rel!r}: not a regular file")
+    return True
 
 
 def _within(real: str, root_real: str) -> bool:

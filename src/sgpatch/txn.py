@@ -34,13 +34,12 @@ from pathlib import Path
 
 from sgpatch import interrupts
 from sgpatch.errors import ExitCode, SgpatchError, unsafe
-from sgpatch.statefs import check_state_entry, read_state, write_state
+from sgpatch.statefs import TMP_SUFFIX, check_state_entry, new_temp, read_state, write_state
 from sgpatch.treefs import JOURNAL, FileChange, read_bytes, safe_path  # also sgpatch.txn's names
 
 JOURNAL_SCHEMA = 1
 LOCK = "lock"
 LOCK_OWNER = "lock.owner"
-TMP_SUFFIX = ".sgpatch-tmp"
 KILL_ENV = "SGPATCH_TEST_KILL_AT"
 SIGNAL_ENV = "SGPATCH_TEST_SIGNAL"
 LOCK_TIMEOUT_ENV = "SGPATCH_LOCK_TIMEOUT"
@@ -91,9 +90,7 @@ def _atomic_write(
         mode = stat.S_IMODE(path.stat().st_mode) if regular else 0o644
     path.parent.mkdir(parents=True, exist_ok=True)
     _step()
-    import tempfile  # here, not at the top: read-only commands never write
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
+    fd, tmp = new_temp(path)
 
     def fill() -> None:
         with os.fdopen(fd, "wb") as fh:

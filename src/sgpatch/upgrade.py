@@ -18,12 +18,12 @@ writes. docs/safety.md, "SGLang upgraded under an applied set".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.drift import record_hashes
 from sgpatch.errors import SgpatchError
 from sgpatch.ledger import Ledger, SetRecord, sha256
+from sgpatch.records import dataclass
 from sgpatch.treefs import read_bytes
 
 

@@ -20,7 +20,7 @@ from sgpatch.commands.common import (
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ledger import PatchRecord, state_dir
 from sgpatch.plan import SetPlan, plan_set
-from sgpatch.txn import commit, locked
+from sgpatch.txn import LockBusy, commit, lock_timeout, locked
 
 
 def run(
@@ -42,33 +42,13 @@ def run(
         from sgpatch import gitmode
 
         gitmode.require_repo(target)
-    root = target.root
-    options = {"with_ids": tuple(with_ids), "without_ids": tuple(without_ids), "strict": strict}
-    # A first plan without the lock (a run with nothing to write creates nothing), read
-    # consistently: a run writing meanwhile makes it read again, never judge a mix.
-    reconciled, plan = stable_read(
-        root,
-        lambda: _plan_unlocked(target, manifest, options),
+    job = _Job(
+        target,
+        manifest,
+        {"with_ids": tuple(with_ids), "without_ids": tuple(without_ids), "strict": strict},
+        git_commit,
     )
-    say_notes(reconciled)
-    ledger = reconciled.ledger
-    code = _verdict(plan)
-    pre = preconditions.for_plan(manifest, plan, site_packages(target))
-    unmet = [x for x in pre if x.verdict == "unmet"]
-    if strict and unmet and code == ExitCode.OK:
-        code = ExitCode.NOT_DONE
-        report.err(
-            "sgpatch: --strict: unmet precondition(s): "
-            + ", ".join(f"{x.package}{x.specifier} (found {x.found})" for x in unmet)
-        )
-    _refuse_stacking(ledger, plan)
-    written: list[str] = []
-    writes = plan.changes or reconciled.stale or (git_commit and _git_pending(ledger, plan))
-    if code == ExitCode.OK and writes and not dry_run:
-        # Only a run that writes takes the lock (and so creates .sgpatch/), and it plans
-        # again under the lock: what it writes is decided from state read while holding it.
-        with locked(state_dir(root)):
-            plan, code, written = _write(target, manifest, options, git_commit)
+    plan, code, pre, written = job.decide(*_read_unlocked(job)) if dry_run else _apply(job)
     after = plan.applied() if written else plan
     if as_json:
         report.emit_json(
@@ -82,23 +62,95 @@ def run(
     return int(code)
 
 
-def _plan_unlocked(target, manifest, options):
-    reconciled = load_ledger(target)
-    return reconciled, plan_set(manifest, target.root, target.version, reconciled.ledger, **options)
+class _Job:
+    """One apply: what it plans (target, set, options) and how it decides on a plan."""
+
+    def __init__(self, target, manifest, options: dict, git_commit: bool) -> None:
+        self.target, self.manifest, self.options = target, manifest, options
+        self.git_commit = git_commit
+
+    def plan(self):
+        """The ledger as it applies to the tree, and the set planned on it."""
+        reconciled = load_ledger(self.target)
+        plan = plan_set(
+            self.manifest, self.target.root, self.target.version, reconciled.ledger, **self.options
+        )
+        return reconciled, plan
+
+    def decide(self, reconciled, plan, say: bool = True):
+        """(plan, exit code, preconditions, written: none yet), the notes and the --strict
+        verdict said (`say`); refuses a set that would change files a set applied on top
+        patched."""
+        if say:
+            say_notes(reconciled)
+        code = _verdict(plan)
+        pre = preconditions.for_plan(self.manifest, plan, site_packages(self.target))
+        unmet = [x for x in pre if x.verdict == "unmet"]
+        if self.options["strict"] and unmet and code == ExitCode.OK:
+            code = ExitCode.NOT_DONE
+            if say:
+                report.err(
+                    "sgpatch: --strict: unmet precondition(s): "
+                    + ", ".join(f"{x.package}{x.specifier} (found {x.found})" for x in unmet)
+                )
+        _refuse_stacking(reconciled.ledger, plan)
+        return plan, code, pre, []
+
+    def writes(self, reconciled, plan, code: ExitCode) -> bool:
+        """Whether this plan has anything to write (files, a stale record, git commits)."""
+        ledger = reconciled.ledger
+        git = self.git_commit and _git_pending(ledger, plan)
+        return code == ExitCode.OK and bool(plan.changes or reconciled.stale or git)
 
 
-def _write(target, manifest, options, git_commit: bool):
-    """Under the lock: plan again from the ledger and files as they are now, then write the
-    patched files, the ledger and the store in one transaction (git mode: and the commits).
-    Returns (plan, exit code, files written)."""
+def _read_unlocked(job: _Job):
+    """A plan without the lock (`--dry-run`, or while another run holds it), read
+    consistently: a run writing meanwhile makes it read again, never judge a mix."""
+    return stable_read(job.target.root, job.plan)
+
+
+def _apply(job: _Job):
+    """Plan under the lock and write what the plan says, once: the lock is tried without
+    waiting first. Held by another run: plan without it (as status does) and, only if there
+    is something to write, wait for it and plan again under it. Not to be had at all (a
+    read-only tree, a planted symlink): fine when there is nothing to write, else its error.
+    A run that takes the lock and writes nothing leaves no `.sgpatch/` behind (`locked`)."""
+    folder = state_dir(job.target.root)
+    wait = lock_timeout()  # a bad $SGPATCH_LOCK_TIMEOUT is bad input before anything else
+    held = []
+    try:
+        with locked(folder, timeout=0):
+            held.append(True)
+            return _plan_and_write(job, *job.plan())
+    except SgpatchError as exc:
+        if held:
+            raise
+        reason = exc
+    reconciled, plan = _read_unlocked(job)
+    decided = job.decide(reconciled, plan)
+    if not job.writes(reconciled, plan, decided[1]):
+        return decided
+    if not isinstance(reason, LockBusy):
+        raise reason
+    with locked(folder, wait):  # what it writes is decided from what it reads under the lock
+        return _plan_and_write(job, *job.plan(), quiet=True)
+
+
+def _plan_and_write(job: _Job, reconciled, plan, quiet: bool = False):
+    """Under the lock: decide on the plan just read, then write what it says."""
+    decided = job.decide(reconciled, plan, say=not quiet)  # quiet: already said while waiting
+    plan, code, pre, _ = decided
+    if not job.writes(reconciled, plan, code):
+        return decided
+    written = _write(job.target, job.manifest, reconciled, plan, job.git_commit)
+    return plan, code, pre, written
+
+
+def _write(target, manifest, reconciled, plan, git_commit: bool) -> list[str]:
+    """Write the plan made under the lock: the patched files, the ledger and the store in one
+    transaction (git mode: and the commits). Returns the files written."""
     root = target.root
-    reconciled = load_ledger(target)
     ledger = reconciled.ledger
-    plan = plan_set(manifest, root, target.version, ledger, **options)
-    code = _verdict(plan)
-    _refuse_stacking(ledger, plan)
-    if code != ExitCode.OK:
-        return plan, code, []
     gplan = None
     if git_commit and plan.changes:
         from sgpatch import gitmode
@@ -110,7 +162,7 @@ def _write(target, manifest, options, git_commit: bool):
 
         gitmode.report_commits(gitmode.finish_apply(target, ledger.sets.get(plan.name)))
     if not plan.changes and not reconciled.stale:
-        return plan, code, []
+        return []
     new = ledger if not plan.changes else _recorded(root, ledger, plan, str(target.version), gplan)
     data = [x for c in plan.changes for x in (c.before, c.after)]
     changes = [*plan.changes, *ledger_changes(root, reconciled.stored, new, data)]
@@ -119,7 +171,7 @@ def _write(target, manifest, options, git_commit: bool):
         from sgpatch import gitmode
 
         gitmode.report_commits(gitmode.finish(target, gplan, undo=changes))
-    return plan, code, [c.path for c in plan.changes]
+    return [c.path for c in plan.changes]
 
 
 def _git_pending(ledger, plan: SetPlan) -> bool:

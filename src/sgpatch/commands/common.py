@@ -101,7 +101,8 @@ def ledger_changes(root: Path, old: Ledger, new: Ledger, data: list[bytes | None
     rel = ledger_mod.ledger_rel()
     out = [FileChange(rel, read_bytes(root, rel), ledger_mod.dump(new) if new.sets else None)]
     keep = referenced(new)
-    known = {sha256(b): b for b in data if b is not None and sha256(b) in keep}
+    digests = {sha256(b): b for b in data if b is not None}
+    known = {d: b for d, b in digests.items() if d in keep}
     for digest, content in sorted(known.items()):
         if not has_bytes(root, digest):
             out.append(FileChange(original_rel(digest), None, content, 0o444))

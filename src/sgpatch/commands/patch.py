@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch import report
 from sgpatch.diffs import Patch, parse_patch, read_patch
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.plan import FilePlan, Overlay, default_mapper, file_modes, patch_status, plan_patch
+from sgpatch.records import dataclass
 from sgpatch.txn import commit, locked, stop_if_rolled_back
 
 STATE_DIR = ".sgpatch"

@@ -223,3 +223,21 @@ def test_a_hot_class_gets_the_straight_init_and_keeps_behaving(frozen):
     if frozen:
         with pytest.raises(FrozenInstanceError):
             ours("a", 1).name = "b"
+
+
+def test_an_untested_interpreter_gets_the_stdlib_s_classes(monkeypatch):
+    """Input: records.TESTED false (an interpreter the comparison tests have not run on).
+    Outcome: the decorator hands every class to the stdlib: its own generated methods."""
+    monkeypatch.setattr(records, "TESTED", False)
+
+    @records.dataclass(frozen=True)
+    class Point:
+        """A point."""
+
+        x: int
+        y: int = 0
+
+    assert Point.__eq__.__code__.co_filename != records.__file__  # the stdlib's, not ours
+    assert Point(1) == Point(1, 0) and hash(Point(1)) == hash(Point(1, 0))
+    with pytest.raises(FrozenInstanceError):
+        Point(1).x = 2  # type: ignore[misc]

@@ -79,3 +79,13 @@ def test_unreadable_file_keeps_the_blocks_read_before_the_problem():
     blocks before it, and never raises."""
     broken = split_lines(lines("def a():", "    return 1", "", "x = (", "    1,"))
     assert [b.name for b in scope.blocks(broken)] == ["a"]
+
+
+def test_undecodable_bytes_do_not_hide_the_blocks():
+    """Input: a file whose bytes did not decode (surrogateescape: a lone surrogate in a
+    string). Outcome: its def/class blocks are found as for any file (Python 3.12's tokenizer
+    refuses lone surrogates; they are made U+FFFD first, which keeps every row)."""
+    from sgpatch.scope import blocks
+
+    lines = ["class K:\n", "    x = '\udcff'\n", "\n", "    def f(self):\n", "        pass\n"]
+    assert [(b.name, b.start, b.end) for b in blocks(lines)] == [("K", 0, 5), ("f", 3, 5)]

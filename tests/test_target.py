@@ -640,3 +640,17 @@ def test_simple_tokens_are_tokenizes_on_generated_text() -> None:
 )
 def test_simple_tokens_on_chosen_texts(text: str) -> None:
     assert _simple(text.encode()) == _tokenize_statements(text.encode())
+
+
+def test_a_version_file_with_a_huge_line_is_not_read(tmp_path):
+    """Input: _version.py with the version, then one 5,000-character line (Python 3.12's
+    tokenize takes gigabytes on a line like a 50,000-term sum); and the same file without it.
+    Outcome: the first has no literal version (None, at once), the second gives 0.5.9."""
+    from sgpatch.target import _literal_version
+
+    good = tmp_path / "good.py"
+    good.write_text("__version__ = version = '0.5.9'\n")
+    bad = tmp_path / "bad.py"
+    bad.write_text("__version__ = version = '0.5.9'\nx = " + " + ".join(["'0'"] * 1250) + "\n")
+    assert _literal_version(good) == "0.5.9"
+    assert _literal_version(bad) is None

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
 from _thread import get_ident
 from collections.abc import Callable
 from dataclasses import MISSING, FrozenInstanceError
@@ -34,6 +35,9 @@ from types import CodeType, FunctionType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 T = TypeVar("T", bound=type)
+# the interpreters tests/test_records.py compares this module's classes with the stdlib's on;
+# on any other, every class is the stdlib's (slower to create, the same class)
+TESTED = (3, 10) <= sys.version_info[:2] <= (3, 13)
 _METHODS = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__")
 _SPECIAL = ("ClassVar", "InitVar", "KW_ONLY")  # annotations the stdlib treats specially
 
@@ -56,7 +60,7 @@ else:
         """`@dataclass` or `@dataclass(frozen=True)`, as the stdlib's (module docstring)."""
 
         def wrap(c: T) -> T:
-            if not _plain(c):
+            if not TESTED or not _plain(c):
                 return dataclasses.dataclass(c, frozen=frozen)
             return _build(c, frozen)
 

@@ -42,7 +42,7 @@ def blocks(lines: Sequence[str]) -> tuple[Block, ...]:
     first = True  # next token starts a logical line
     level = 0
     try:
-        for tok in tokenize.generate_tokens(io.StringIO("".join(lines)).readline):
+        for tok in tokenize.generate_tokens(io.StringIO(_tokenizable("".join(lines))).readline):
             row = tok.start[0] - 1
             if tok.type == tokenize.INDENT:
                 level += 1
@@ -78,13 +78,21 @@ def blocks(lines: Sequence[str]) -> tuple[Block, ...]:
                     pending = ("?", tok.string, pending[2], pending[3])
                 elif pending[1] in ("def", "class"):
                     pending = (tok.string, pending[1], pending[2], pending[3])
-    except (tokenize.TokenError, IndentationError, SyntaxError):
+    except (tokenize.TokenError, IndentationError, SyntaxError, UnicodeError):
         pass
     n = len(lines)
     out += [
         Block(name, kind, start, line, n, depth - 1) for name, kind, start, line, depth in stack
     ]
     return tuple(sorted((b for b in out if b.name != "?"), key=lambda b: (b.start, b.depth)))
+
+
+def _tokenizable(text: str) -> str:
+    """`text` with the lone surrogates of undecodable bytes made U+FFFD: Python 3.12's tokenizer
+    encodes its input as UTF-8 and refuses them. Only rows are read, and rows stay the same."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def enclosing(found: Sequence[Block], pos: int) -> list[Block]:

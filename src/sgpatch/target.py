@@ -138,7 +138,8 @@ def _parse_version(text: str, where: str) -> Version:
         raise bad_input(f"{where}: {text.strip()!r} is not a PEP 440 version") from None
 
 
-_MAX_VERSION_FILE = 1 << 20  # a version module is a few lines; refuse to read a huge one
+_MAX_VERSION_FILE = 1 << 16  # a version module is a few lines; refuse to read a huge one
+_MAX_VERSION_LINE = 4096  # nor one with a huge line: Python 3.12's tokenize takes gigabytes there
 
 
 def _literal_version(path: Path) -> str | None:
@@ -155,7 +156,9 @@ def _literal_version(path: Path) -> str | None:
         data = path.read_bytes()
     except OSError:
         return None
-    if len(data) > _MAX_VERSION_FILE:
+    if len(data) > _MAX_VERSION_FILE or any(
+        len(ln) > _MAX_VERSION_LINE for ln in data.split(b"\n")
+    ):
         return None
     found: str | None = None
     simple = _simple_statements(data)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from sgpatch.diffs import DEV_NULL, Patch, read_patch
+from sgpatch.diffs import DEV_NULL, Patch
 from sgpatch.errors import SgpatchError, bad_input
 from sgpatch.manifest import SetManifest
 from sgpatch.plan import package_mapper
@@ -303,7 +303,7 @@ def _step(ctx: Context, so_far: Outcome | None, pid: str, blocked: set, unfinish
 def _source(ctx: Context, spec) -> tuple[src.Source, Patch]:
     sorc = src.source_of(spec, ctx.to, ctx.known)
     assert sorc is not None and sorc.variant.patch is not None
-    return sorc, read_patch(sorc.variant.patch, _rel(sorc.variant.patch, ctx.manifest.base_dir))
+    return sorc, src.patch_file(sorc.variant.patch, _rel(sorc.variant.patch, ctx.manifest.base_dir))
 
 
 def _follow_renames(ctx: Context, sorc: src.Source, patch: Patch) -> tuple[Patch, dict]:

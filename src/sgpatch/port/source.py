@@ -8,10 +8,11 @@ default that nearest release.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from packaging.version import Version
 
@@ -20,6 +21,21 @@ from sgpatch.errors import SgpatchError
 from sgpatch.manifest import PatchSpec, SetManifest, Variant, select_variant
 from sgpatch.plan import package_mapper, plan_patch
 from sgpatch.port.carry import MemOverlay, Reader
+
+
+def patch_file(path: Path, name: str | None = None) -> Patch:
+    """The parsed patch file, read once per file as it is on disk: keyed by its size and
+    modification time, as sgpatch.releases keys the wheels it reads (a port reads each variant
+    for every patch after it, and again to write the new files)."""
+    st = Path(path).stat() if Path(path).exists() else None
+    if st is None:
+        return read_patch(path, name)  # its own one-line error
+    return _parsed(Path(path), name, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(path: Path, name: str | None, _size: int, _mtime: int) -> Patch:
+    return read_patch(path, name)
 
 
 def known_releases(offline: bool) -> list[Version]:
@@ -105,7 +121,7 @@ def not_applicable(
         if v.patch is not None:
             return None
         touched = {f for w in spec.variants if w.patch is not None
-                   for f in changed_files(read_patch(w.patch))}  # fmt: skip
+                   for f in changed_files(patch_file(w.patch))}  # fmt: skip
         have = _names(target) | created
         present = tuple(sorted(f for f in touched if f in have))
         return NotApplicable(v, r, tuple(sorted(touched)), present)
@@ -123,7 +139,7 @@ def before_it_existed(
     sorc = source_of(spec, target, known)
     if sorc is None or sorc.variant.patch is None or not target < sorc.base:
         return None
-    files = changed_files(read_patch(sorc.variant.patch))
+    files = changed_files(patch_file(sorc.variant.patch))
     try:
         have = _names(target) | created
         if not files or any(f in have for f in files):
@@ -154,7 +170,7 @@ def created_before(manifest: SetManifest, spec: PatchSpec, target, known) -> fro
     for earlier in manifest.patches[: manifest.patches.index(spec)]:
         sorc = source_of(earlier, target, known)
         if sorc is not None and sorc.variant.patch is not None:
-            out |= created_files(read_patch(sorc.variant.patch))
+            out |= created_files(patch_file(sorc.variant.patch))
     return frozenset(out)
 
 
@@ -194,7 +210,7 @@ class BaseTree:
         v = select_variant(spec, self.version)
         if v is None or v.patch is None:
             return
-        patch = read_patch(v.patch)
+        patch = patch_file(v.patch)
         trial = self._overlay.fork()
         plans = plan_patch(trial, patch, package_mapper(patch.name), fuzz=self.manifest.fuzz)
         if all(p.ok for p in plans):  # else: upstream or broken on this release; left out

@@ -58,10 +58,14 @@ def _dir(top: Path, parts: list[str], create: bool) -> Iterator[int]:
     fd = os.open(top, _DIR)
     try:
         for part in parts:
-            if create:
-                with suppress(FileExistsError):
+            try:
+                nxt = os.open(part, _DIR, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with suppress(FileExistsError):  # made meanwhile: fine, opened next
                     os.mkdir(part, 0o755, dir_fd=fd)
-            nxt = os.open(part, _DIR, dir_fd=fd)
+                nxt = os.open(part, _DIR, dir_fd=fd)
             os.close(fd)
             fd = nxt
         yield fd

@@ -457,6 +457,39 @@ def test_every_file_a_plain_merge_resolves_is_carried_before_any_fix(a, b, tmp_p
     assert checked >= 20
 
 
+def test_port_follows_the_renames_a_real_stack_meets(tmp_path, capsys):
+    """Input: slime's 0.5.9 stack ported to 0.5.10.post1, where upstream moved
+    srt/metrics/collector.py and srt/managers/scheduler_metrics_mixin.py into
+    srt/observability/ (renamed, their code kept). Outcome: the note says both renames were
+    followed; the change lands in the new files (which compile and differ from the release's),
+    nothing is written at the old names; slime's own hand port edits the new mixin file too."""
+    sets = tmp_path / "sets"
+    stack_set("slime", "0.5.9", sets)
+    fetch_between("0.5.9", "0.5.10.post1")
+    w = tmp_path / "w"
+    sgpatch("port", "--set", "slime", "--patchsets", str(sets), "--to", "0.5.10.post1",
+            "--offline", "--workspace", str(w), "--json", "--no-finish")  # fmt: skip
+    step = json.loads(capsys.readouterr().out)["steps"][-1]
+    (patch,) = [p for p in step["patches"] if "followed" in p["note"]]
+    obs = "srt/observability/"
+    moves = {
+        "srt/metrics/collector.py": f"{obs}metrics_collector.py",
+        "srt/managers/scheduler_metrics_mixin.py": f"{obs}scheduler_metrics_mixin.py",
+    }
+    held = {pr["file"]: pr["why"] for pr in patch["problems"]}
+    for old, new in moves.items():
+        assert f"followed upstream's rename of {old} to {new}" in patch["note"]
+        assert not (w / "sglang" / old).exists()
+        data = (w / "sglang" / new).read_bytes()
+        assert data != releases.read_member("0.5.10.post1", new)
+        if new in held:  # a hunk that needs a hand there: markers, as in any other file
+            assert merge.marker_lines(data), held[new]
+        else:
+            compile(data, new, "exec")
+    theirs = {t for f in stack_series("slime", "0.5.10.post1") for t in touched(f)}
+    assert moves["srt/managers/scheduler_metrics_mixin.py"] in theirs
+
+
 def test_backport_a_real_stack(tmp_path, capsys):
     """Input: AReaL's 0.5.2 stack ported --to 0.5.1.post3 (backwards). Outcome: exit 0 or 3 as
     for a forward port; after a deterministic fix (AReaL's own 0.5.1.post3 files), the set

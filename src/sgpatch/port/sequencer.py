@@ -311,29 +311,35 @@ def _follow_renames(ctx: Context, sorc: src.Source, patch: Patch) -> tuple[Patch
     another name (src.renamed: upstream renamed it), pointed at the new name; and new -> old
     name of each (the merge base is still read under the old one). Two files that would go to
     one new name (upstream merged them) are not followed: that is a move, for a person."""
-    from sgpatch import releases
-
     mapper = package_mapper(patch.name)
-    names, ours = releases.record(ctx.to), {mapper(f.path) for f in patch.files}
+    names, ours = src.release_names(ctx.to), {mapper(f.path) for f in patch.files}
     found: dict[str, str] = {}
     for fp in patch.files:
         rel = mapper(fp.path)
-        if fp.is_new or fp.is_delete or fp.git_op or f"sglang/{rel}" in names or rel in found:
-            continue
-        if not all(p.endswith(rel) for p in (fp.source, fp.target)):
-            continue  # a name not spelled as its path: never half-rewritten
-        new = src.renamed(sorc.base, ctx.to, rel)
-        if new is not None and new not in ours:
-            found[rel] = new
+        if rel not in found and _followable(fp, rel, names):
+            new = src.renamed(sorc.base, ctx.to, rel)
+            if new is not None and new not in ours:
+                found[rel] = new
     targets = list(found.values())
     follows = {new: rel for rel, new in found.items() if targets.count(new) == 1}
     if not follows:
         return patch, {}
     back = {rel: new for new, rel in follows.items()}
-    files = tuple(_renamed_fp(fp, mapper(fp.path), back[mapper(fp.path)])
-                  if mapper(fp.path) in back and not fp.is_new and not fp.is_delete
-                  and not fp.git_op else fp for fp in patch.files)  # fmt: skip
+    files = tuple(
+        _renamed_fp(fp, rel, back[rel])
+        if (rel := mapper(fp.path)) in back and _followable(fp, rel, names)
+        else fp
+        for fp in patch.files
+    )
     return replace(patch, files=files), follows
+
+
+def _followable(fp, rel: str, names: set[str]) -> bool:
+    """A change to an existing file that the release lacks, its path spelled as it maps (a
+    path is rewritten only where it can be rewritten whole)."""
+    if fp.is_new or fp.is_delete or fp.git_op or rel in names:
+        return False
+    return all(p.endswith(rel) for p in (fp.source, fp.target))
 
 
 def _renamed_fp(fp, rel: str, new: str):
@@ -347,7 +353,7 @@ def file_units(patch: Patch) -> list[set[str]]:
     mapper = package_mapper(patch.name)
     units: list[set[str]] = []
     for fp in patch.files:
-        paths = {mapper(p) for p in (fp.source, fp.target) if p != DEV_NULL}
+        paths = _paths(fp, mapper)
         for u in [u for u in units if u & paths]:
             units.remove(u)
             paths |= u

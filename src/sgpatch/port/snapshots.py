@@ -37,6 +37,11 @@ def get(ws: Workspace, side: str, pid: str, rels: Iterable[str]) -> dict[str, by
     return {r: None if r in absent else ws.get_bytes(f"{side}/{pid}/{r}") for r in rels}
 
 
+def one(ws: Workspace, side: str, pid: str, rel: str) -> bytes | None:
+    """Patch `pid`'s recorded `side` of one file."""
+    return get(ws, side, pid, [rel])[rel]
+
+
 def carried(ws: Workspace, pid: str) -> set[str]:
     """The files of `pid` carried (or fixed) so far."""
     return set(ws.lines(f"carried/{pid}"))
@@ -70,6 +75,11 @@ def check(ws: Workspace, pid: str) -> None:
                 raise ws.damaged(name, f"{rel[:60]!r} is not one of {pid}'s files")
 
 
+def writers_of(ws: Workspace, order: Sequence[str], rel: str) -> list[str]:
+    """The patches that carried `rel`, in manifest `order` (the order they wrote it in)."""
+    return [pid for pid in order if rel in carried(ws, pid)]
+
+
 def last_writers(ws: Workspace, order: Sequence[str], writing: Mapping[str, set[str]]) -> dict:
     """File -> the last patch (in manifest `order`) that wrote it: carried it, or has it to fix
     (`writing`: per stopped patch, its files to fix)."""
@@ -80,4 +90,7 @@ def last_writers(ws: Workspace, order: Sequence[str], writing: Mapping[str, set[
     return out
 
 
-__all__ = ["add_carried", "carried", "check", "files", "get", "last_writers", "put", "unfinished"]
+__all__ = [
+    "add_carried", "carried", "check", "files", "get", "last_writers", "one", "put", "unfinished",
+    "writers_of",
+]  # fmt: skip

@@ -27,8 +27,9 @@ def patch_file(path: Path, name: str | None = None) -> Patch:
     """The parsed patch file, read once per file as it is on disk: keyed by its size and
     modification time, as sgpatch.releases keys the wheels it reads (a port reads each variant
     for every patch after it, and again to write the new files)."""
-    st = Path(path).stat() if Path(path).exists() else None
-    if st is None:
+    try:
+        st = Path(path).stat()
+    except OSError:
         return read_patch(path, name)  # its own one-line error
     return _parsed(Path(path), name, st.st_size, st.st_mtime_ns)
 
@@ -122,7 +123,7 @@ def not_applicable(
             return None
         touched = {f for w in spec.variants if w.patch is not None
                    for f in changed_files(patch_file(w.patch))}  # fmt: skip
-        have = _names(target) | created
+        have = release_names(target) | created
         present = tuple(sorted(f for f in touched if f in have))
         return NotApplicable(v, r, tuple(sorted(touched)), present)
     return None
@@ -141,7 +142,7 @@ def before_it_existed(
         return None
     files = changed_files(patch_file(sorc.variant.patch))
     try:
-        have = _names(target) | created
+        have = release_names(target) | created
         if not files or any(f in have for f in files):
             return None
         if any(renamed(sorc.base, target, f) for f in files):
@@ -174,7 +175,8 @@ def created_before(manifest: SetManifest, spec: PatchSpec, target, known) -> fro
     return frozenset(out)
 
 
-def _names(version: Version) -> set[str]:
+def release_names(version: Version) -> set[str]:
+    """Package-relative paths of every file the release ships."""
     from sgpatch import releases
 
     return {_pkg(n) for n in releases.record(version)}
@@ -227,9 +229,10 @@ _MARGIN = 0.1  # the best candidate must beat the next one by this much, or noth
 def renamed(base: Version, to: Version, rel: str) -> str | None:
     """The name release `to` gives to `rel`, a file of release `base` that `to` no longer has,
     as git's rename detection finds it: a file `to` added (absent in `base`), with the same
-    extension, near in size, in the same folder or with a related name, that holds at least
-    half of `rel`'s lines, clearly more than any other candidate. None: not renamed, or not
-    clearly (a file moved into a bigger one, or two look alike), and port says so instead."""
+    extension, within half to twice the size, in the same folder or with a related name, with
+    more than half of the two files' distinctive lines in common (`_similarity`), clearly more
+    than any other candidate. None: not renamed, or not clearly (a file moved into one twice
+    its size, two look-alikes, a file too small to tell), and port says so instead."""
     from sgpatch import releases
 
     try:

@@ -20,6 +20,7 @@ from sgpatch.port import source as src
 from sgpatch.port.merge import marker_lines, merge_file, python_problem
 from sgpatch.port.sequencer import FORMAT, Context, Queue, stopped_of, write_patch
 from sgpatch.port.workspace import PKG, RUNNING, Workspace, digest, existing, remove, running
+from sgpatch.statefs import TMP_SUFFIX
 
 
 def reopen(top: Path) -> Context:
@@ -87,13 +88,13 @@ def _edited(ctx: Context, stopped, writers: dict[str, str]) -> list[str]:
     return [r for r in changed_by_hand(ctx.ws) if writers.get(r) not in ids]
 
 
-def _wrote(ctx: Context, rel: str) -> bytes | None:
-    """What sgpatch last left in `rel`: the last writer's after, else the release's file."""
-    order = [s.id for s in ctx.manifest.patches]
-    writers = [w for w in order if rel in snapshots.carried(ctx.ws, w)]
+def _wrote(ctx: Context, rel: str, writers: list[str] | None = None) -> bytes | None:
+    """What sgpatch last left in `rel`: its last writer's after, else the release's file."""
+    if writers is None:
+        writers = snapshots.writers_of(ctx.ws, [s.id for s in ctx.manifest.patches], rel)
     if writers:
-        return snapshots.get(ctx.ws, "after", writers[-1], [rel])[rel]
-    return _pristine(ctx, rel)
+        return snapshots.one(ctx.ws, "after", writers[-1], rel)
+    return src.pristine(ctx.to)(rel)
 
 
 def take_fixed(ctx: Context) -> list[str]:
@@ -107,9 +108,9 @@ def take_fixed(ctx: Context) -> list[str]:
     joins = _joins(ctx, q, order)  # may refuse: nothing is written before this
     running(ws, "--continue")
     notes = _take_edits(ctx, q, joins)
+    writers = _last_writers(ctx, q.stopped)  # the same after each patch below: fixing -> carried
     for o in q.stopped:
-        mine = sorted(f for f, w in _last_writers(ctx, q.stopped).items() if w == o.id)
-        now = {f: ws.read_pkg(f) for f in mine}
+        now = {f: ws.read_pkg(f) for f in sorted(f for f, w in writers.items() if w == o.id)}
         snapshots.put(ws, "after", o.id, now)
         _remember(ws, now)
         snapshots.add_carried(ws, o.id, ws.lines(f"fixing/{o.id}"))
@@ -185,27 +186,23 @@ def _join(ctx: Context, pid: str, rel: str, order: list[str]):
     on top of the edit (a three-way merge of what it held before and after). Returns what to
     record, (side, patch, bytes), and those later patches; nothing is written here."""
     ws = ctx.ws
-    writers = [w for w in order if rel in snapshots.carried(ws, w)]
+    writers = snapshots.writers_of(ws, order, rel)
     later = [w for w in writers if order.index(w) > order.index(pid)]
     earlier = [w for w in writers if order.index(w) < order.index(pid)]
-    now, wrote = ws.read_pkg(rel), _wrote(ctx, rel)
+    now, wrote = ws.read_pkg(rel), _wrote(ctx, rel, writers)
     if pid in writers:
-        at = _side(ws, "after", pid, rel)
+        at = snapshots.one(ws, "after", pid, rel)
     elif earlier:
-        at = _side(ws, "after", earlier[-1], rel)
+        at = snapshots.one(ws, "after", earlier[-1], rel)
     else:
-        at = _side(ws, "before", later[0], rel) if later else wrote
+        at = snapshots.one(ws, "before", later[0], rel) if later else wrote
     who = ", ".join(later)  # the edit must go under all of them: name them all
-    puts = [(side, w, _moved(rel, wrote, now, _side(ws, side, w, rel), who))
+    puts = [(side, w, _moved(rel, wrote, now, snapshots.one(ws, side, w, rel), who))
             for w in later for side in ("before", "after")]  # fmt: skip
     if pid not in writers:
         puts.append(("before", pid, at))
     puts.append(("after", pid, _moved(rel, wrote, now, at, who) if later else now))
     return puts, later
-
-
-def _side(ws: Workspace, side: str, pid: str, rel: str) -> bytes | None:
-    return snapshots.get(ws, side, pid, [rel])[rel]
 
 
 def _moved(rel: str, wrote: bytes | None, now: bytes | None, old: bytes | None, who: str):
@@ -229,11 +226,7 @@ def _overlap(rel: str, who: str, why: str) -> SgpatchError:
     )
 
 
-def _pristine(ctx: Context, rel: str) -> bytes | None:
-    return src.pristine(ctx.to)(rel)
-
-
-_JUNK = ("~", ".swp", ".swo", ".orig", ".rej", ".bak", ".pyc", ".sgpatch-tmp")
+_JUNK = ("~", ".swp", ".swo", ".orig", ".rej", ".bak", ".pyc", TMP_SUFFIX)
 
 
 def changed_by_hand(ws: Workspace) -> list[str]:

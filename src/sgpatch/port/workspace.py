@@ -38,6 +38,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
 
 from sgpatch.errors import ExitCode, SgpatchError, bad_input, unsafe
+from sgpatch.statefs import TMP_SUFFIX
 
 STATE = ".sgpatch-port"
 MARKER = "sgpatch port workspace\n"
@@ -102,7 +103,7 @@ def write(top: Path, rel: str, data: bytes | None) -> None:
             os.unlink(name, dir_fd=d)  # absent, or its folder is: nothing to remove
         return
     with _dir(top, dirs, create=True) as d:
-        tmp = f".{name}.{secrets.token_hex(6)}.sgpatch-tmp"
+        tmp = f".{name}.{secrets.token_hex(6)}{TMP_SUFFIX}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=d)
         try:
             with os.fdopen(fd, "wb") as f:

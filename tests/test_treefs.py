@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sgpatch.treefs import _within
+from sgpatch.treefs import within
 
 
 @pytest.mark.parametrize(
@@ -21,4 +21,4 @@ from sgpatch.treefs import _within
 def test_within_is_a_path_prefix_not_a_string_prefix(real, root, inside):
     """Input: two realpaths. Outcome: inside only when `real` is the root or below it by
     whole components (`/t/sglang-evil` is not under `/t/sglang`)."""
-    assert _within(real, root) is inside
+    assert within(real, root) is inside

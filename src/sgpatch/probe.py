@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 
 from sgpatch.errors import bad_input, unsafe
 from sgpatch.records import dataclass
+from sgpatch.treefs import within
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,6 @@ class Reader:
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
-        self._prefix = os.path.join(str(self.root), "")  # the root with one trailing separator
         self.texts: dict[Path, str | None] = {}
         self.ascii: dict[Path, bytes] = {}  # the bytes of the files that are all ASCII
         self.modules: dict[Path, _Module] = {}
@@ -156,13 +156,13 @@ class Reader:
         return path.relative_to(self.root).as_posix()
 
     def inside(self, path: Path) -> bool:
-        """`path` resolves (symlinks followed) to the root or below it: string work on
-        realpath, as treefs does, not a resolved Path and relative_to per file."""
+        """`path` resolves (symlinks followed) to the root or below it (treefs.within: string
+        work on realpath, not a resolved Path and relative_to per file)."""
         try:
             real = os.path.realpath(path)
         except (ValueError, OSError):
             return False
-        return real == str(self.root) or real.startswith(self._prefix)
+        return within(real, str(self.root))
 
     def text(self, path: Path) -> str | None:
         if path not in self.texts:

@@ -64,7 +64,7 @@ def safe_path(root: Path, rel: str, link_ok: bool = False) -> Path:
                     break
                 if cur == path:
                     raise unsafe(f"refusing to write through symlink {rel!r} -> {target}")
-                if not _within(target, root_real):
+                if not within(target, root_real):
                     raise unsafe(f"refusing path {rel!r}: symlink {cur} leaves the tree")
         if link_ok and path.is_symlink():
             real = os.path.join(os.path.realpath(path.parent), path.name)  # the link itself
@@ -74,7 +74,7 @@ def safe_path(root: Path, rel: str, link_ok: bool = False) -> Path:
             real = os.path.realpath(path)
     except OSError as exc:
         raise unsafe(f"refusing path {rel!r}: {exc.strerror or exc}") from None
-    if not _within(real, root_real):
+    if not within(real, root_real):
         raise unsafe(f"refusing path {rel!r}: it resolves outside {root}")
     return path
 
@@ -102,7 +102,7 @@ def _plain_path(root: Path, parts: tuple[str, ...], rel: str) -> bool:
     return True
 
 
-def _within(real: str, root_real: str) -> bool:
+def within(real: str, root_real: str) -> bool:
     """`real` is `root_real` or under it (both from os.path.realpath: absolute, normalised).
     A string prefix test; `Path.parents` would build a Path per level on every read."""
     return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)

@@ -2,7 +2,7 @@
 """Placement accuracy of patch tools on real SGLang diffs with known drift ("make bench").
 
 Cases come from real changes between consecutive SGLang releases (read from the cached wheels via
-`sgpatch.releases`). For each changed file we take a few hunks (difflib grouping, 3 lines of
+`sgpatch.releases.cache`). For each changed file we take a few hunks (difflib grouping, 3 lines of
 context), and make drifted copies of the OLD file whose correct outcome is known exactly: the
 expected bytes, or "must refuse". Every tool runs on its own fresh copy, and each run is scored:
 
@@ -39,8 +39,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from sgpatch import releases  # noqa: E402
 from sgpatch.errors import SgpatchError  # noqa: E402
+from sgpatch.releases import cache as releases  # noqa: E402
 
 BEGIN, END = "<!-- accuracy:begin -->", "<!-- accuracy:end -->"
 DEFAULT_PAIRS = (

@@ -72,8 +72,8 @@ def make_set(project: str, version: str, dest: Path) -> Path:
 
 
 def touched(patch: Path) -> list[str]:
-    from sgpatch.diffs import read_patch
-    from sgpatch.refresh import patch_files
+    from sgpatch.diff.unified import read_patch
+    from sgpatch.ops.refresh import patch_files
 
     return patch_files(read_patch(patch))
 
@@ -163,7 +163,7 @@ def apply3(project: str, a: str, b: str, tmp: Path) -> tuple[int, int]:
 
 def port_step(project: str, a: str, b: str, tmp: Path) -> dict:
     from sgpatch import port
-    from sgpatch.manifest import load_manifest
+    from sgpatch.patchset.manifest import load_manifest
 
     d = make_set(project, a, tmp / "sets")
     m = load_manifest(d / "patchset.yaml")
@@ -199,8 +199,8 @@ def _cpu() -> float:
 
 
 def _mapper(patch: Path):
-    from sgpatch.diffs import read_patch
-    from sgpatch.plan import package_mapper
+    from sgpatch.diff.unified import read_patch
+    from sgpatch.ops.plan import package_mapper
 
     return package_mapper(read_patch(patch).name)
 
@@ -210,7 +210,7 @@ def _paths(fp, mapper) -> set[str]:
 
 
 def _files(patch: Path):
-    from sgpatch.diffs import read_patch
+    from sgpatch.diff.unified import read_patch
 
     return read_patch(patch).files
 

@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from sgpatch import releases  # noqa: E402
+from sgpatch.releases import cache as releases  # noqa: E402
 
 SET = "kimi-eagle3-sm120"
 FLOOR = "import typer, yaml, unidiff, packaging.specifiers, packaging.version"
@@ -264,8 +264,8 @@ def _best(fn: Callable[[], object], budget: float = 0.3) -> float:
 def engine_scale(version: str, base: int) -> list[dict[str, object]]:
     """apply_hunks on the largest real files, with base x 1, 10, 100 synthesised hunks, on the
     file as released and on it repeated 10 times (every copy made distinct)."""
-    from sgpatch.diffs import parse_patch, split_lines
-    from sgpatch.engine import apply_hunks
+    from sgpatch.diff.unified import parse_patch, split_lines
+    from sgpatch.placement.engine import apply_hunks
 
     rows = []
     for f in ENGINE_FILES:

@@ -39,7 +39,7 @@ tree() {
     "$PY" - "$1" "$2" <<'EOF'
 import sys
 from pathlib import Path
-from sgpatch.releases import copy_tree
+from sgpatch.releases.cache import copy_tree
 print(copy_tree(sys.argv[1], Path(sys.argv[2]), "site-packages"))
 EOF
 }
@@ -62,8 +62,8 @@ print(text, sys.argv[1], " ".join(p["id"] for p in ps if p["state"] == "upstream
 next_release() {
     "$PY" -c '
 import sys
-from sgpatch.manifest import load_set
-from sgpatch.matrix import select_versions
+from sgpatch.patchset.manifest import load_set
+from sgpatch.ops.matrix import select_versions
 later = select_versions(load_set(sys.argv[2]), ">" + sys.argv[1])
 print(later[0] if later else "")' "$VERSION" "$SET"
 }
@@ -97,7 +97,7 @@ IFS='|' read -r AFTER AFTER_RC _ <<<"$(states "$T")"
 section "status after: $AFTER; done (status --check exits $AFTER_RC)"
 run 0 sgpatch status --check --sglang-dir "$T"
 
-PRISTINE="$("$PY" -c "import sys; from sgpatch.releases import pristine_tree; print(pristine_tree(sys.argv[1]))" "$VERSION")"
+PRISTINE="$("$PY" -c "import sys; from sgpatch.releases.cache import pristine_tree; print(pristine_tree(sys.argv[1]))" "$VERSION")"
 CHANGED="$( (cd "$PRISTINE" && diff -rq -x .sgpatch . "$T" | awk '{print substr($2, 3)}') || true)"
 FIRST="$(head -n 1 <<<"$CHANGED")"
 section "what changed: $(grep -c . <<<"$CHANGED" || true) file(s)${FIRST:+; the diff of $FIRST against the pristine release}"

@@ -7,7 +7,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from sgpatch import releases
+from sgpatch.releases import cache as releases
 
 # Downloads during the real-release tests (marked `real`; the first `make test` fetches every
 # release they need) are shown as they happen, one line each past pytest's output capture, and

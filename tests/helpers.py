@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import base64
 import difflib
+import hashlib
+import os
+import zipfile
 from collections.abc import Sequence
+from pathlib import Path
 
-from sgpatch.diffs import Patch, parse_patch, split_lines
-from sgpatch.engine import FileResult, apply_hunks
+import pytest
+
+from sgpatch.diff.unified import Patch, parse_patch, split_lines
+from sgpatch.errors import SgpatchError
+from sgpatch.placement.engine import FileResult, apply_hunks
+from sgpatch.releases import cache as releases
 
 
 def make_diff(old: str, new: str, path: str = "f.py", n: int = 3) -> str:
@@ -48,7 +57,7 @@ def numbered(prefix: str, count: int) -> Sequence[str]:
 
 def sgpatch(*args: str) -> int:
     """Run the CLI in-process (fast: no interpreter start-up) and return its exit code."""
-    from sgpatch.cli import main
+    from sgpatch.cli.app import main
 
     try:
         main(list(args))
@@ -85,3 +94,289 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = sgpatch(*argv)
     return code, out.getvalue(), err.getvalue()
+
+
+# --- shared fixtures formerly in tests/state/test_txn.py
+
+SET = "safety-set"
+
+
+A = lines(*numbered("alpha", 12))
+
+
+B = lines(*numbered("beta", 12))
+
+
+C = lines(*numbered("gamma", 12))
+
+
+D = lines("def new():", "    return 4")
+
+
+FILES = {"srt/a.py": A, "srt/layers/b.py": B, "srt/models/c.py": C}
+
+
+def manifest(extra: str = "") -> str:
+    def patch(pid: str, n: int) -> str:
+        return f"""  - id: {pid}
+    summary: {pid}
+    type: feature
+    upstream: {{status: pending}}
+    variants:
+      - {{sglang: ">=0.5.0", patch: patches/000{n}-{pid}.patch}}
+"""
+
+    return (
+        f'schema: 1\nname: {SET}\nsummary: safety demo\nsglang: ">=0.5.0,<0.6"\npatches:\n'
+        + patch("pa", 1)
+        + patch("pb", 2)
+        + patch("pc", 3)
+        + patch("pd", 4)
+        + extra
+    )
+
+
+def write_set(sets: Path, text: str | None = None) -> Path:
+    d = sets / SET
+    (d / "patches").mkdir(parents=True, exist_ok=True)
+    (d / "patchset.yaml").write_text(text if text is not None else manifest())
+    p = d / "patches"
+    (p / "0001-pa.patch").write_text(
+        "Patch a.\n\n" + make_diff(A, A.replace("alpha5\n", "ALPHA5\n"), "python/sglang/srt/a.py")
+    )
+    (p / "0002-pb.patch").write_text(
+        make_diff(B, B.replace("beta6\n", "BETA6\n"), "python/sglang/srt/layers/b.py")
+    )
+    (p / "0003-pc.patch").write_text(
+        make_diff(C, C.replace("gamma7\n", "GAMMA7\n"), "python/sglang/srt/models/c.py")
+    )
+    (p / "0004-pd.patch").write_text(
+        "--- /dev/null\n+++ b/python/sglang/srt/extra/d.py\n@@ -0,0 +1,2 @@\n"
+        "+def new():\n+    return 4\n"
+    )
+    return d
+
+
+def make_env(tmp_path: Path, version: str = "0.5.9") -> tuple[Path, Path, tuple[str, ...]]:
+    """(package root, sets folder, common CLI args) for a fresh synthetic tree and set."""
+    site = tmp_path / "site"
+    pkg = site / "sglang"
+    for rel, text in FILES.items():
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_text(text)
+    (pkg / "_version.py").write_text(f"__version__ = version = '{version}'\n")
+    sets = tmp_path / "sets"
+    write_set(sets)
+    args = ("--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", SET)
+    return pkg, sets, args
+
+
+def tree_snapshot(root: Path) -> dict[str, object]:
+    """Files (bytes, mode) and folders under root, sgpatch's state folder left out."""
+    out: dict[str, object] = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if rel.parts[0] == ".sgpatch":
+            continue
+        if p.is_symlink():
+            out[rel.as_posix()] = ("link", os.readlink(p))
+        elif p.is_dir():
+            out[rel.as_posix()] = "dir"
+        elif p.is_file():
+            out[rel.as_posix()] = (p.read_bytes(), p.stat().st_mode & 0o7777)
+        else:
+            out[rel.as_posix()] = "special"
+    return out
+
+
+def one_line_error(err: str) -> str:
+    assert "Traceback" not in err, err
+    assert err.startswith("sgpatch: error:"), err
+    assert err.count("\n") == 1, err
+    return err
+
+
+def patched(pkg: Path) -> bool:
+    return (pkg / "srt/extra/d.py").exists() and "GAMMA7" in (pkg / "srt/models/c.py").read_text()
+
+
+# --- shared fixtures formerly in tests/state/test_drift.py
+
+
+def _record_hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def add_dist_info(pkg: Path, version: str = "0.5.9") -> Path:
+    """A dist-info beside the package whose RECORD matches the tree as it is now."""
+    di = pkg.parent / f"sglang-{version}.dist-info"
+    di.mkdir()
+    (di / "METADATA").write_text(f"Metadata-Version: 2.1\nName: sglang\nVersion: {version}\n")
+    rows = []
+    for p in sorted(pkg.rglob("*")):
+        if p.is_file() and ".sgpatch" not in p.parts:
+            data = p.read_bytes()
+            rows.append(f"sglang/{p.relative_to(pkg).as_posix()},{_record_hash(data)},{len(data)}")
+    rows += [f"{di.name}/METADATA,,", f"{di.name}/RECORD,,"]
+    (di / "RECORD").write_text("\n".join(rows) + "\n")
+    return di
+
+
+# --- shared fixtures formerly in tests/releases/test_cache.py
+
+WHEEL_FILES = {
+    "sglang/__init__.py": b"from sglang.version import __version__\n",
+    "sglang/_version.py": b"__version__ = version = '9.9.9'\n",
+    "sglang/srt/models/kimi_k25.py": b"class Kimi:\n    pass\n",
+    "sglang/srt/data/table.json": b"{}\n",
+    "sglang/bin/run.sh": b"#!/bin/sh\necho hi\n",
+}
+
+
+def _digest(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def make_wheel(
+    where: Path,
+    version: str = "9.9.9",
+    files: dict[str, bytes] | None = None,
+    *,
+    record_overrides: dict[str, str] | None = None,
+    unlisted: dict[str, bytes] | None = None,
+    tag: str = "py3-none-any",
+) -> Path:
+    """Write a minimal sglang wheel whose RECORD matches `files` (unless told otherwise)."""
+    files = dict(WHEEL_FILES if files is None else files)
+    dist = f"sglang-{version}.dist-info"
+    files[f"{dist}/METADATA"] = (
+        f"Metadata-Version: 2.1\nName: sglang\nVersion: {version}\n".encode()
+    )
+    rows = {name: _digest(data) for name, data in files.items()}
+    rows.update(record_overrides or {})
+    record = "".join(f"{n},{h},{len(files.get(n, b''))}\n" for n, h in rows.items())
+    record += f"{dist}/RECORD,,\n"
+    where.mkdir(parents=True, exist_ok=True)
+    path = where / f"sglang-{version}-{tag}.whl"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in {**files, **(unlisted or {})}.items():
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (0o755 if name.endswith(".sh") else 0o644) << 16
+            zf.writestr(info, data)
+        zf.writestr(f"{dist}/RECORD", record)
+    return path
+
+
+def _move(wheel: Path, dest: Path) -> Path:
+    """What a successful `pip download -d dest` leaves behind."""
+    os.replace(wheel, dest / wheel.name)
+    return dest / wheel.name
+
+
+def offline_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """$SGPATCH_CACHE pointed at an empty tmp_path/cache; any download fails loudly (shared
+    with tests/test_port.py, which fills it with wheels)."""
+    c = tmp_path / "cache"
+    monkeypatch.setenv("SGPATCH_CACHE", str(c))
+
+    def no_network(version: str, dest: Path) -> Path:
+        raise SgpatchError(f"test tried to download sglang=={version}")
+
+    monkeypatch.setattr(releases, "_pip_download", no_network)
+    return c
+
+
+# --- shared fixtures formerly in tests/port/test_port.py
+
+FILLER = "".join(f"# filler {i}\n" for i in range(12))
+
+
+def port_module(top: str = "", x: str = "    x = 1\n", y: str = "    y = 2\n") -> str:
+    """srt/mod.py of a synthetic release: a class and a module-level function far apart."""
+    return (
+        f"import os\n{top}\n\nclass A:\n    def f(self):\n        return 1\n\n"
+        f"    def g(self):\n        return 2\n\n{FILLER}\ndef helper():\n{x}    z = 0\n{y}"
+        "    return x + y + z\n"
+    )
+
+
+V10 = port_module()
+
+
+V11 = port_module(top="import sys\nimport re\n", x="    x = 10\n")  # offset + context drift
+
+
+V12 = port_module(top="import sys\n", y="    y = 3\n")  # the line the patch changes changed
+
+
+V13 = V12  # nothing new
+
+
+def release_files(text: str, version: str, extra: dict[str, bytes] | None = None):
+    return {
+        "sglang/__init__.py": b"",
+        "sglang/_version.py": f"__version__ = version = '{version}'\n".encode(),
+        "sglang/srt/__init__.py": b"",
+        "sglang/srt/mod.py": text.encode(),
+        "sglang/srt/other.py": b"def other():\n    return 0\n",
+        **(extra or {}),
+    }
+
+
+PATCHED10 = V10.replace("        return 1\n", "        return 100\n").replace(
+    "    y = 2\n", "    y = 20\n"
+)
+
+
+def port_diff(old: str, new: str, path: str = "srt/mod.py") -> str:
+    from helpers import make_diff
+
+    return make_diff(old, new, f"python/sglang/{path}")
+
+
+PORT_MANIFEST = """\
+# a set made on 1.0 (this comment must survive every edit)
+schema: 1
+name: demo
+summary: demo set
+sglang: ">=1.0,<1.1"
+patches:
+  - id: first
+    summary: first
+    type: bugfix
+    upstream: {{status: pending}}
+    variants:
+      - {{sglang: ">=1.0,<1.1", patch: patches/1.0/0001-first.patch}}
+  - id: second
+    summary: second
+    type: bugfix
+    upstream: {{status: pending}}{probe}
+    variants:
+      - {{sglang: ">=1.0,<1.1", patch: patches/1.0/0002-second.patch}}
+"""
+
+
+def make_set(root: Path, second: str | None = None, probe: str = "") -> Path:
+    """Set `demo` with patch `first` (two hunks in srt/mod.py) and `second` (srt/other.py)."""
+    d = root / "sets" / "demo"
+    (d / "patches" / "1.0").mkdir(parents=True)
+    (d / "patches/1.0/0001-first.patch").write_text(
+        "Subject: first\n\n" + port_diff(V10, PATCHED10)
+    )
+    other = "def other():\n    return 0\n"
+    second = second or port_diff(other, other.replace("0\n", "42\n"), "srt/other.py")
+    (d / "patches/1.0/0002-second.patch").write_text("Subject: second\n\n" + second)
+    (d / "patchset.yaml").write_text(PORT_MANIFEST.format(probe=probe))
+    return d
+
+
+def apply_to(tmp: Path, sets: Path, version: str, text: str) -> bytes:
+    """Apply the (ported) set to a fresh tree of `version`; return srt/mod.py."""
+    pkg = tmp / f"tree-{version}" / "sglang"
+    (pkg / "srt").mkdir(parents=True)
+    for name, data in release_files(text, version).items():
+        (pkg.parent / name).write_bytes(data)
+    code, _o, err = run_cli("apply", "--set", "demo", "--patchsets", str(sets), "--sglang-dir",
+                            str(pkg))  # fmt: skip
+    assert code == 0, err
+    return (pkg / "srt/mod.py").read_bytes()

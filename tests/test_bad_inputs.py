@@ -3,7 +3,7 @@ one-line error it must produce. Every row also checks that no traceback was prin
 tree, the set folder and the ledger are byte-identical afterwards (rows that must *work* --
 CRLF and non-UTF-8 targets -- check the exact patched bytes instead).
 
-Rows run in-process through `sgpatch.cli.main`; a few run as real `python -m sgpatch`
+Rows run in-process through `sgpatch.cli.app.main`; a few run as real `python -m sgpatch`
 subprocesses too (bottom of the file).
 """
 
@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from helpers import make_diff
-from sgpatch import ledger as ledger_mod
-from sgpatch import txn
-from sgpatch.txn import FileChange, write_journal
-from test_txn import SET, A, B, cli, make_env, manifest, snapshot
+from helpers import SET, A, B, make_diff, make_env, manifest
+from helpers import run_cli as cli
+from helpers import tree_snapshot as snapshot
+from sgpatch.state import ledger as ledger_mod
+from sgpatch.state import txn
+from sgpatch.state.txn import FileChange, write_journal
 
 
 @dataclass

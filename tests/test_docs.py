@@ -31,7 +31,7 @@ def test_cli_reference_is_current():
 _FENCE = re.compile(r"^```.*?^```", re.M | re.S)
 _INDENTED = re.compile(r"(?:^(?: {4}|\t).*\n?)+", re.M)
 _SPAN = re.compile(r"`([^`\n]+)`")
-# `sgpatch apply`, `python -m sgpatch probe`; not `sgpatch.cli`, `src/sgpatch/`, `sgpatch==0.1`
+# `sgpatch apply`, `python -m sgpatch probe`; not `sgpatch.cli.app`, `src/sgpatch/`, `sgpatch==0.1`
 _CALL = re.compile(r"(?<![\w/.-])sgpatch[ \t]+([A-Za-z][\w-]*)")
 _END = re.compile(r"[;|&)#>]|\$\(")
 
@@ -90,4 +90,4 @@ def test_the_checker_sees_mentions():
     assert ("README.md", "apply") in found
     assert any(command == "patch" for _, command in found)
     assert list(_calls("sgpatch bogus --x")) == [("bogus", ["--x"])]
-    assert list(_calls("pip install sgpatch==0.1.0 && see src/sgpatch/cli.py")) == []
+    assert list(_calls("pip install sgpatch==0.1.0 && see src/sgpatch/cli/app.py")) == []

@@ -13,9 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import make_diff
-from test_drift import add_dist_info
-from test_txn import make_env
+from helpers import add_dist_info, make_diff, make_env
 
 # The console script's whole run; the modules it imported go to $MODULES_OUT (written with
 # what is already loaded, so the check itself adds nothing).
@@ -36,14 +34,14 @@ finally:
 NEVER = {
     "git",
     "rich",
-    "sgpatch.gitmode",
+    "sgpatch.git.mode",
     "sgpatch.port",
-    "sgpatch.matrix",
-    "sgpatch.lint",
-    "sgpatch.refresh",
-    "sgpatch.releases",
+    "sgpatch.ops.matrix",
+    "sgpatch.ops.lint",
+    "sgpatch.ops.refresh",
+    "sgpatch.releases.cache",
 }
-WRITER = {"sgpatch.txn", "filelock", "tempfile", "socket"}
+WRITER = {"sgpatch.state.txn", "filelock", "tempfile", "socket"}
 
 
 def imported(tmp_path: Path, *argv: str) -> set[str]:
@@ -64,7 +62,13 @@ def test_help_imports_no_library_beyond_typer(tmp_path):
     no sgpatch module beyond the CLI itself (help is typer's alone)."""
     mods = imported(tmp_path, "--help")
     assert "typer" in mods
-    unwanted = {"yaml", "unidiff", "packaging", "sgpatch.manifest", "sgpatch.engine"}
+    unwanted = {
+        "yaml",
+        "unidiff",
+        "packaging",
+        "sgpatch.patchset.manifest",
+        "sgpatch.placement.engine",
+    }
     bad = mods & (NEVER | WRITER | unwanted)
     assert not bad, sorted(bad)
 
@@ -79,8 +83,12 @@ def test_status_imports_no_writer(tmp_path):
     pkg, _sets, args = make_env(tmp_path)
     add_dist_info(pkg)
     mods = imported(tmp_path, "status", *args)
-    assert {"sgpatch.commands.status", "sgpatch.plan", "sgpatch.drift"} <= mods
-    bad = mods & (NEVER | WRITER | {"json", "sgpatch.scope", "sgpatch.explain", "hashlib", "csv"})
+    assert {"sgpatch.cli.status", "sgpatch.ops.plan", "sgpatch.state.drift"} <= mods
+    bad = mods & (
+        NEVER
+        | WRITER
+        | {"json", "sgpatch.placement.scope", "sgpatch.placement.explain", "hashlib", "csv"}
+    )
     assert not bad, sorted(bad)
 
 
@@ -91,7 +99,7 @@ def test_apply_imports_the_writer_but_not_git_port_or_rich(tmp_path):
     pkg, _sets, args = make_env(tmp_path)
     mods = imported(tmp_path, "apply", *args)
     assert (pkg / ".sgpatch").is_dir()  # it applied
-    assert "sgpatch.txn" in mods
+    assert "sgpatch.state.txn" in mods
     bad = mods & (NEVER | {"filelock", "socket", "tempfile", "random"})  # flock, uname
     assert not bad, sorted(bad)
 
@@ -106,6 +114,6 @@ def test_patch_imports_no_manifest_or_yaml(tmp_path):
     bad = mods & (
         NEVER
         | {"filelock", "tempfile", "random"}
-        | {"yaml", "sgpatch.manifest", "sgpatch.probe", "sgpatch.ledger"}
+        | {"yaml", "sgpatch.patchset.manifest", "sgpatch.patchset.probe", "sgpatch.state.ledger"}
     )
     assert not bad, sorted(bad)

@@ -20,7 +20,7 @@ import pytest
 
 import sgpatch
 from sgpatch import records
-from sgpatch.probe import Evidence
+from sgpatch.patchset.probe import Evidence
 
 
 def _twins(frozen: bool):
@@ -186,7 +186,7 @@ def test_every_sgpatch_record_takes_the_fast_path():
     except a subclass (importer.ReleaseOverlay) and a class without a docstring."""
     slow = []
     for info in pkgutil.walk_packages(sgpatch.__path__, "sgpatch."):
-        if info.name.startswith(("sgpatch.port", "sgpatch.commands.port")) or info.name.endswith(
+        if info.name.startswith(("sgpatch.port", "sgpatch.cli.port")) or info.name.endswith(
             "__main__"
         ):
             continue
@@ -196,7 +196,7 @@ def test_every_sgpatch_record_takes_the_fast_path():
             built_here = getattr(value.__repr__, "__module__", None) == records.__name__
             if ours and dataclasses.is_dataclass(value) and not built_here:
                 slow.append(f"{info.name}.{name}")
-    assert slow == ["sgpatch.importer.ReleaseOverlay"]
+    assert slow == ["sgpatch.ops.importer.ReleaseOverlay"]
 
 
 @pytest.mark.parametrize("frozen", [True, False])

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import lines, make_diff, numbered
-from sgpatch import txn
+from helpers import SET, lines, make_diff, make_env, manifest, numbered, one_line_error
+from helpers import run_cli as cli
+from helpers import tree_snapshot as snapshot
 from sgpatch.errors import ExitCode, SgpatchError
-from test_txn import SET, cli, make_env, manifest, one_line_error, snapshot
+from sgpatch.state import txn
 
 F = lines(*numbered("line", 10))
 F2 = F.replace("line4\n", "LINE4\n")
@@ -298,7 +299,7 @@ def test_patch_command_does_not_recover_under_a_running_writer(tmp_path, monkeyp
 def test_a_ledger_behind_a_symlinked_state_folder_is_not_read(tmp_path):
     """Input: .sgpatch is a symlink to a folder outside holding a ledger.json that claims the
     set is applied. Outcome: status refuses in one line (exit 4) instead of trusting it."""
-    from test_txn import make_env
+    from helpers import make_env
 
     pkg, _, args = make_env(tmp_path / "env")
     outside = tmp_path / "outside"

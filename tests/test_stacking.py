@@ -14,7 +14,7 @@ import pytest
 
 from helpers import lines, make_diff, numbered
 from helpers import run_cli as cli
-from sgpatch import ledger as ledger_mod
+from sgpatch.state import ledger as ledger_mod
 
 LOW, TOP = "zeta-base", "alpha-user"
 COMM = lines(*numbered("comm", 30))

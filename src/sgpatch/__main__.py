@@ -14,7 +14,7 @@ of a traceback or an exit code that reads like "pending" (1).
 
 import gc
 
-gc.disable()  # start-up makes no garbage cycles; sgpatch.cli turns the collector back on
+gc.disable()  # start-up makes no garbage cycles; sgpatch.cli.app turns the collector back on
 
 import _signal  # noqa: E402
 import os  # noqa: E402
@@ -64,7 +64,7 @@ def main() -> None:
     if hasattr(_signal, "SIGPIPE"):
         _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
     try:
-        from sgpatch.cli import main as cli_main
+        from sgpatch.cli.app import main as cli_main
 
         cli_main()
         code: object = 0
@@ -84,7 +84,7 @@ def _end(code: object) -> None:
     first; anything else (an unusual exit code, a flush that fails) ends as Python ends."""
     import sys
 
-    from sgpatch.cli import SHORT_COMMANDS
+    from sgpatch.cli.app import SHORT_COMMANDS
 
     short = sys.argv[1:2] and sys.argv[1] in SHORT_COMMANDS
     if code is None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sgpatch import releases
+from sgpatch.releases import cache as releases
 
 ReleaseTree = Callable[..., Path]
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 import sgpatch
-from sgpatch import releases
-from sgpatch.manifest import bundled_dir
+from sgpatch.patchset.manifest import bundled_dir
+from sgpatch.releases import cache as releases
 
 SET = "kimi-eagle3-sm120"
 SGPATCH = str(Path(sys.executable).with_name("sgpatch"))

@@ -14,15 +14,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sgpatch import releases
+from sgpatch.releases import cache as releases
 
 REPO = Path(__file__).resolve().parents[2]
 
-# Collection with every way sgpatch.releases could reach the cache or the index made to fail:
+# Collection with every way sgpatch.releases.cache could reach the cache or the index made to fail:
 # a collection that needs either exits non-zero instead of quietly collecting something else.
 _NO_CACHE_NO_INDEX = """
 import sys
-from sgpatch import releases
+from sgpatch.releases import cache as releases
 
 def refuse(*args, **kwargs):
     raise RuntimeError("collection read the release cache or the package index")
@@ -79,7 +79,7 @@ def test_collection_is_the_same_from_a_two_release_cache_and_the_usual_one(tmp_p
 
 
 def test_collection_reads_neither_the_cache_nor_the_index(tmp_path):
-    """Input: the same collection from an empty cache, with sgpatch.releases' cache listing,
+    """Input: the same collection from an empty cache, with sgpatch.releases.cache' cache listing,
     download and index listing replaced by functions that raise. Outcome: it succeeds with the
     node ids of the usual collection: nothing is read or fetched before a test runs."""
     assert _collect(tmp_path / "empty", guard=True) == _collect(None)

@@ -7,7 +7,7 @@ the command after that works.
 The runs are forked children of the test process (modules already imported, so a run costs a few
 ms instead of the ~0.4 s interpreter start-up); a SIGKILL of a forked child is a real crash: no
 `finally`, no atexit, no flush. A few runs go through a genuine `python -m sgpatch` subprocess to
-prove the test-only hook (`SGPATCH_TEST_KILL_AT`, see sgpatch.txn) works from the real CLI.
+prove the test-only hook (`SGPATCH_TEST_KILL_AT`, see sgpatch.state.txn) works from the real CLI.
 The tree holds only the files the set touches or probes, plus the version and dist-info, so a
 fresh copy is a few ms.
 """
@@ -29,8 +29,9 @@ from pathlib import Path
 import pytest
 
 from helpers import run_cli
-from sgpatch import releases, txn
-from sgpatch.manifest import find_sets
+from sgpatch.patchset.manifest import find_sets
+from sgpatch.releases import cache as releases
+from sgpatch.state import txn
 
 VERSION = "0.5.9"
 SET = "kimi-eagle3-sm120"

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sgpatch import ledger as ledger_mod
+from sgpatch.state import ledger as ledger_mod
 
 REPO = Path(__file__).resolve().parents[2]
 SET = "kimi-eagle3-sm120"
@@ -76,8 +76,8 @@ def test_demo_titles_follow_what_status_reports_on_another_release(tmp_path, rel
     of 0.5.14; the comparison release is the first later one the set supports, never an older
     one."""
     from helpers import sgpatch
-    from sgpatch.manifest import load_set
-    from sgpatch.matrix import select_versions
+    from sgpatch.ops.matrix import select_versions
+    from sgpatch.patchset.manifest import load_set
 
     out = _run_demo(
         _demo_env(tmp_path / "demo", {"SGLANG_VERSION": "0.5.14"}, drop=("UPSTREAM_VERSION",))

@@ -59,7 +59,7 @@ from pathlib import Path
 
 import pytest
 
-from sgpatch import releases
+from sgpatch.releases import cache as releases
 
 from .intent import CHECKS, COMM
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from sgpatch import releases
+from sgpatch.releases import cache as releases
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]

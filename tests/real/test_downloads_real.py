@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sgpatch import releases
+from sgpatch.releases import cache as releases
 
 SGPATCH = str(Path(sys.executable).with_name("sgpatch"))
 SET = "kimi-eagle3-sm120"

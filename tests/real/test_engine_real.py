@@ -10,9 +10,9 @@ import re
 import pytest
 
 from helpers import make_diff
-from sgpatch import scope
-from sgpatch.diffs import parse_patch, split_lines
-from sgpatch.engine import apply_hunks
+from sgpatch.diff.unified import parse_patch, split_lines
+from sgpatch.placement import scope
+from sgpatch.placement.engine import apply_hunks
 
 FILES = {
     "srt/managers/scheduler.py": "Scheduler",
@@ -23,7 +23,7 @@ FILES = {
 
 @pytest.fixture(scope="module")
 def texts(tmp_path_factory) -> dict[str, str]:
-    from sgpatch import releases
+    from sgpatch.releases import cache as releases
 
     dest = tmp_path_factory.mktemp("engine-real")
     root = releases.copy_tree(

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from helpers import sgpatch
-from sgpatch.manifest import load_manifest
-from sgpatch.probe import evaluate
+from sgpatch.patchset.manifest import load_manifest
+from sgpatch.patchset.probe import evaluate
 
 STACKS = Path(__file__).resolve().parents[1] / "data" / "stacks"
 

@@ -2,7 +2,7 @@
 
 Every tree is extracted straight from the cached release wheel with a `members` filter: only the
 files the set's patches touch or its probes read, `version.py`/`_version.py` and the dist-info, so
-a tree costs milliseconds. The CLI runs in-process (`sgpatch.cli.main`); `--json` documents are
+a tree costs milliseconds. The CLI runs in-process (`sgpatch.cli.app.main`); `--json` documents are
 read from captured stdout, human messages from captured stderr.
 
 Layouts: "site-packages" (`<tmp>/sglang` + `<tmp>/sglang-V.dist-info`) and "checkout"
@@ -25,11 +25,11 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
-from sgpatch import releases
-from sgpatch.cli import main
+from sgpatch.cli.app import main
 from sgpatch.errors import SgpatchError
-from sgpatch.manifest import load_set
-from sgpatch.target import detect_version
+from sgpatch.patchset.manifest import load_set
+from sgpatch.releases import cache as releases
+from sgpatch.tree.target import detect_version
 
 from .intent import CHECKS, COMM, EXPECTED, KIMI, KIMI_CLASS, KIMI_HOOKS, READS, RELEASES
 
@@ -403,8 +403,8 @@ def test_engine_reverse_near_miss_is_not_already_applied() -> None:
     but that is not evidence the patch was already reversed: taking it reports
     'already-applied', changes nothing, and `revert --force` then drops the set from the ledger
     with the patch still in the file (see test_edit_inside_a_hunk)."""
-    from sgpatch.diffs import decode, parse_patch, split_lines
-    from sgpatch.engine import apply_hunks
+    from sgpatch.diff.unified import decode, parse_patch, split_lines
+    from sgpatch.placement.engine import apply_hunks
 
     variant = SET_DIR / "patches" / "0.5.5" / "0002-sm120-symm-mem-sizes.patch"
     hunks = parse_patch(variant.read_bytes(), variant.name).files[0].hunks
@@ -423,10 +423,10 @@ def test_engine_round_trip_of_every_variant(version: str) -> None:
     of that variant, pristine from the wheel. Expected: the hunks apply; applied a second time
     every hunk is `already-applied` (what makes a hand-applied tree `present` and `sgpatch
     patch` idempotent); reversed, they give back the release's exact text."""
-    from sgpatch.diffs import decode, parse_patch, split_lines
-    from sgpatch.engine import apply_hunks
-    from sgpatch.manifest import select_variant
-    from sgpatch.plan import package_mapper
+    from sgpatch.diff.unified import decode, parse_patch, split_lines
+    from sgpatch.ops.plan import package_mapper
+    from sgpatch.patchset.manifest import select_variant
+    from sgpatch.placement.engine import apply_hunks
 
     checked = 0
     for spec in MANIFEST.patches:
@@ -486,7 +486,7 @@ def test_partly_hand_applied(release_tree, record_sha, cli, version: str) -> Non
     applied by hand (GNU patch, no ledger). Expected: `apply` exits 0 with the sizes patch
     `present` and every other pending patch `applied`, not touching all_reduce_utils.py;
     `revert` restores the release except the hand-applied file, which keeps the user's change."""
-    from sgpatch.manifest import select_variant
+    from sgpatch.patchset.manifest import select_variant
 
     root, top, target = make(release_tree, version, "checkout")
     (spec,) = [p for p in MANIFEST.patches if p.id == SIZES]

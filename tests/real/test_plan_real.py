@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sgpatch import releases
-from sgpatch.plan import REPO_ONLY
+from sgpatch.ops.plan import REPO_ONLY
+from sgpatch.releases import cache as releases
 
 from .test_kimi_eagle3_sm120 import RELEASES
 

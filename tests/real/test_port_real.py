@@ -21,14 +21,15 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from helpers import sgpatch
-from sgpatch import ledger as ledger_mod
-from sgpatch import lint, matrix, releases
-from sgpatch.diffs import decode, encode, read_patch, split_lines
-from sgpatch.engine import apply_hunks
-from sgpatch.manifest import bundled_dir, load_manifest, select_variant
-from sgpatch.plan import package_mapper
+from sgpatch.diff.unified import decode, encode, read_patch, split_lines
+from sgpatch.ops import lint, matrix
+from sgpatch.ops.plan import package_mapper
+from sgpatch.ops.refresh import FileDiff, canonical_diff, render
+from sgpatch.patchset.manifest import bundled_dir, load_manifest, select_variant
+from sgpatch.placement.engine import apply_hunks
 from sgpatch.port import merge
-from sgpatch.refresh import FileDiff, canonical_diff, render
+from sgpatch.releases import cache as releases
+from sgpatch.state import ledger as ledger_mod
 
 from .test_kimi_eagle3_sm120 import RELEASES
 

@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 from helpers import sgpatch
-from sgpatch.diffs import read_patch
-from sgpatch.manifest import load_manifest
+from sgpatch.diff.unified import read_patch
+from sgpatch.patchset.manifest import load_manifest
 
 STACKS = Path(__file__).resolve().parents[1] / "data" / "stacks"
 

@@ -22,7 +22,7 @@ def _user_set(sets: Path, pristine: str, tmp_path: Path) -> str:
     """The user's stack as users keep one: a diff made on the pristine 0.5.9 deepseek_v2.py
     (a comment added in DeepseekV2DecoderLayer.forward, below the shipped set's capture
     block), turned into a set with `sgpatch import`. Returns the patch id."""
-    from sgpatch.manifest import load_manifest
+    from sgpatch.patchset.manifest import load_manifest
 
     assert pristine.count(ANCHOR) == 1
     mine = pristine.replace(ANCHOR, "        # my-stack: trace the MLP input\n" + ANCHOR)

@@ -14,8 +14,8 @@ import shutil
 from pathlib import Path
 
 from helpers import run_cli
-from sgpatch import releases
-from sgpatch.manifest import find_sets
+from sgpatch.patchset.manifest import find_sets
+from sgpatch.releases import cache as releases
 
 SET = "kimi-eagle3-sm120"
 WITH = ("--with", "sm120-symm-mem-two-shot-no-multicast")

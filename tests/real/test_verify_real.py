@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from helpers import sgpatch
-from sgpatch.manifest import load_set
+from sgpatch.patchset.manifest import load_set
 
 SET = "kimi-eagle3-sm120"
 RELEASES = ">=0.5.13.post1,<=0.5.14"  # 0.5.13.post1 and 0.5.14: a .post and three upstream

@@ -21,8 +21,8 @@ from pathlib import Path
 from packaging.version import Version
 
 from sgpatch.errors import ExitCode, bad_input
-from sgpatch.manifest import SetManifest
-from sgpatch.manifest_text import insert_first_variant, set_set_spec, set_variant_spec
+from sgpatch.patchset.manifest import SetManifest
+from sgpatch.patchset.manifest_text import insert_first_variant, set_set_spec, set_variant_spec
 from sgpatch.port.edits import capped, set_widened
 from sgpatch.port.merge import merge_file
 
@@ -93,8 +93,8 @@ def port(
     finish: bool = True,
 ) -> Report:
     """Carry the set to `to` in `workspace`; finish by itself when nothing needs a hand."""
-    from sgpatch import releases
     from sgpatch.port import sequencer
+    from sgpatch.releases import cache as releases
 
     with releases.cache_only(offline):
         ctx = sequencer.start(manifest, to, workspace, offline=offline, without=without)
@@ -104,9 +104,9 @@ def port(
 
 def resume(workspace: Path) -> Report:
     """--continue: take the fixes, carry what waited, finish (exit 3 while anything is left)."""
-    from sgpatch import releases
     from sgpatch.port import sequencer
     from sgpatch.port import stopped as resume_mod
+    from sgpatch.releases import cache as releases
 
     ctx = resume_mod.reopen(workspace)
     with releases.cache_only(ctx.offline):
@@ -184,7 +184,7 @@ def walk(
 ) -> list[Report]:
     """--step: port to every release between the set's nearest release and `to`, in order;
     stop at the first that needs a hand (its workspace stays; the steps before are written)."""
-    from sgpatch.manifest import load_manifest
+    from sgpatch.patchset.manifest import load_manifest
     from sgpatch.port.source import known_releases
 
     known = known_releases(offline)

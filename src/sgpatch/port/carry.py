@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from sgpatch.diffs import FilePatch, Patch, decode, encode, split_lines
-from sgpatch.engine import HunkResult, apply_hunks
-from sgpatch.plan import FilePlan, Overlay, package_mapper, plan_patch
+from sgpatch.diff.unified import FilePatch, Patch, decode, encode, split_lines
+from sgpatch.ops.plan import FilePlan, Overlay, package_mapper, plan_patch
+from sgpatch.placement.engine import HunkResult, apply_hunks
 from sgpatch.port.merge import marker_lines, merge_file, python_problem
 
 Reader = Callable[[str], "bytes | None"]

@@ -1,5 +1,5 @@
 """The specifier arithmetic port needs (bounded ranges: a variant serves the releases it was
-checked on). The text edits that write the results live in sgpatch.manifest_text.
+checked on). The text edits that write the results live in sgpatch.patchset.manifest_text.
 """
 
 from __future__ import annotations

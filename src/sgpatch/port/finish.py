@@ -21,9 +21,9 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from sgpatch import manifest_text
 from sgpatch.errors import ExitCode, SgpatchError
-from sgpatch.manifest import PatchSpec, load_manifest, select_variant
+from sgpatch.patchset import manifest_text
+from sgpatch.patchset.manifest import PatchSpec, load_manifest, select_variant
 from sgpatch.port import edits
 from sgpatch.port import source as src
 from sgpatch.port.sequencer import Context, Outcome
@@ -181,7 +181,7 @@ def _free(base: Path, rel: str, data: bytes) -> str:
 
 def _lint(ctx: Context, text: str, files: dict[str, bytes]):
     """Lint the edited set on the target release, in a scratch copy."""
-    from sgpatch import lint, matrix
+    from sgpatch.ops import lint, matrix
 
     with tempfile.TemporaryDirectory(prefix="sgpatch-port-lint-") as tmp:
         d = Path(tmp) / ctx.manifest.base_dir.name

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 from collections import Counter
 
-from sgpatch.diffs import decode
+from sgpatch.diff.unified import decode
 from sgpatch.errors import SgpatchError
 
 MARKERS = ("<<<<<<< ", "||||||| ", "=======", ">>>>>>> ")

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from sgpatch.diffs import DEV_NULL, Patch
+from sgpatch.diff.unified import DEV_NULL, Patch
 from sgpatch.errors import SgpatchError, bad_input
-from sgpatch.manifest import SetManifest
-from sgpatch.plan import package_mapper
+from sgpatch.ops.plan import package_mapper
+from sgpatch.patchset.manifest import SetManifest
 from sgpatch.port import snapshots
 from sgpatch.port import source as src
 from sgpatch.port.carry import NO_BASE, CarriedPatch, Labels, carry_patch
@@ -96,7 +96,7 @@ def start(
     manifest: SetManifest, to: Version, top: Path, *, offline: bool, without: Sequence[str] = ()
 ) -> Context:
     """Lay out W for `to`, record the state, settle probes and skips; nothing carried yet."""
-    from sgpatch import releases
+    from sgpatch.releases import cache as releases
 
     for pid in without:
         manifest.patch(pid)  # unknown ids are bad input
@@ -127,7 +127,7 @@ def _tree_of(ws: Workspace, to: Version) -> dict[str, str]:
     import base64
     import os
 
-    from sgpatch import releases
+    from sgpatch.releases import cache as releases
 
     record = {}
     for name, h in releases.record(to).items():
@@ -146,7 +146,7 @@ def _tree_of(ws: Workspace, to: Version) -> dict[str, str]:
 
 def _settled(ctx: Context, spec, without: Sequence[str]) -> Outcome | None:
     """A patch decided before any carrying (skipped, upstream, n/a), else None (to carry)."""
-    from sgpatch.probe import evaluate
+    from sgpatch.patchset.probe import evaluate
 
     if spec.id in without:
         return Outcome(spec.id, "skipped", note="left out with --without")
@@ -427,7 +427,7 @@ def write_patch(ctx: Context, pid: str) -> None:
 def render_patch(ctx: Context, header: str, sorc, befores: dict, afters: dict) -> bytes:
     """The new patch file: the old header + one line saying where it came from, canonical diff
     of each file from what the workspace held before the patch to what it holds after."""
-    from sgpatch import refresh as rf
+    from sgpatch.ops import refresh as rf
 
     diff = rf.canonical_diff(rf.FileDiff(p, befores.get(p), afters[p]) for p in sorted(afters))
     variant = _rel(sorc.variant.patch, ctx.manifest.base_dir)

@@ -1,6 +1,6 @@
 """Where port takes its releases from, and which variant (and base release) it carries.
 
-Releases are read straight from the cached wheels (sgpatch.releases): a merge base is a few
+Releases are read straight from the cached wheels (sgpatch.releases.cache): a merge base is a few
 files, never an extracted tree. Each patch is carried from the variant that covers the release
 nearest to the target (the target itself first), and merged against the variant's `base:`, by
 default that nearest release.
@@ -16,16 +16,16 @@ from pathlib import Path, PurePosixPath
 
 from packaging.version import Version
 
-from sgpatch.diffs import Patch, read_patch
+from sgpatch.diff.unified import Patch, read_patch
 from sgpatch.errors import SgpatchError
-from sgpatch.manifest import PatchSpec, SetManifest, Variant, select_variant
-from sgpatch.plan import package_mapper, plan_patch
+from sgpatch.ops.plan import package_mapper, plan_patch
+from sgpatch.patchset.manifest import PatchSpec, SetManifest, Variant, select_variant
 from sgpatch.port.carry import MemOverlay, Reader
 
 
 def patch_file(path: Path, name: str | None = None) -> Patch:
     """The parsed patch file, read once per file as it is on disk: keyed by its size and
-    modification time, as sgpatch.releases keys the wheels it reads (a port reads each variant
+    modification time, as sgpatch.releases.cache keys the wheels it reads (a port reads each variant
     for every patch after it, and again to write the new files)."""
     try:
         st = Path(path).stat()
@@ -42,7 +42,7 @@ def _parsed(path: Path, name: str | None, _size: int, _mtime: int) -> Patch:
 def known_releases(offline: bool) -> list[Version]:
     """Final releases port may walk or take a base from: the index (or, offline or when it
     cannot be reached, the release cache), ascending."""
-    from sgpatch import releases
+    from sgpatch.releases import cache as releases
 
     found = releases.cached_versions() if offline else releases.index_versions(">=0")
     return sorted(v for v in found if not v.is_prerelease)
@@ -50,7 +50,7 @@ def known_releases(offline: bool) -> list[Version]:
 
 def pristine(version: Version) -> Reader:
     """A reader of one release's files (package-relative; None when the release lacks one)."""
-    from sgpatch import releases
+    from sgpatch.releases import cache as releases
 
     names = releases.record(version)
 
@@ -177,7 +177,7 @@ def created_before(manifest: SetManifest, spec: PatchSpec, target, known) -> fro
 
 def release_names(version: Version) -> set[str]:
     """Package-relative paths of every file the release ships."""
-    from sgpatch import releases
+    from sgpatch.releases import cache as releases
 
     return {_pkg(n) for n in releases.record(version)}
 
@@ -233,7 +233,7 @@ def renamed(base: Version, to: Version, rel: str) -> str | None:
     more than half of the two files' distinctive lines in common (`_similarity`), clearly more
     than any other candidate. None: not renamed, or not clearly (a file moved into one twice
     its size, two look-alikes, a file too small to tell), and port says so instead."""
-    from sgpatch import releases
+    from sgpatch.releases import cache as releases
 
     try:
         old_sizes = {_pkg(n): z for n, z in releases.sizes(base).items()}

@@ -14,13 +14,13 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from sgpatch.errors import ExitCode, SgpatchError, bad_input, unsafe
-from sgpatch.manifest import load_manifest
+from sgpatch.patchset.manifest import load_manifest
 from sgpatch.port import snapshots
 from sgpatch.port import source as src
 from sgpatch.port.merge import marker_lines, merge_file, python_problem
 from sgpatch.port.sequencer import FORMAT, Context, Queue, stopped_of, write_patch
 from sgpatch.port.workspace import PKG, RUNNING, Workspace, digest, existing, remove, running
-from sgpatch.statefs import TMP_SUFFIX
+from sgpatch.state.folder import TMP_SUFFIX
 
 
 def reopen(top: Path) -> Context:

@@ -38,7 +38,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
 
 from sgpatch.errors import ExitCode, SgpatchError, bad_input, unsafe
-from sgpatch.statefs import TMP_SUFFIX
+from sgpatch.state.folder import TMP_SUFFIX
 
 STATE = ".sgpatch-port"
 MARKER = "sgpatch port workspace\n"

@@ -1,0 +1,856 @@
+"""The typer app: one small function per command; logic lives in sgpatch.cli.*.
+
+Imports of anything heavy happen inside the command functions so `sgpatch --help` stays fast.
+Annotations are strings (`from __future__ import annotations`): typer evaluates them for the
+commands it builds, which is one per run (`_app_for`) but for help; evaluated at import they
+were ~70 `Annotated[...]` and typer.Option objects for the twenty commands, on every run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sgpatch import interrupts
+from sgpatch.errors import SgpatchError
+
+app = typer.Typer(
+    name="sgpatch",
+    help="Versioned, probe-aware, fuzz-safe patch sets for vendored SGLang trees.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from sgpatch import __version__
+
+        sys.stdout.write(f"sgpatch {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", "-V", callback=_version, is_eager=True, help="Show version."),
+    ] = False,
+) -> None:
+    """sgpatch: apply, check and revert versioned patch sets on SGLang trees.
+
+    Exit codes: 0 done, 1 not done (pending/modified), 2 bad input, 3 conflict, 4 refused for
+    safety. Every command takes --json: one JSON document on stdout. A command's product
+    (listings, tables, diffs) goes to stdout; messages and the one-line verdict to stderr.
+    `sgpatch help CMD` shows a command's options; `sgpatch completion bash|zsh|fish` prints a
+    shell completion script.
+    """
+
+
+@app.command("patch", short_help="Apply unified diffs like GNU patch, never in the wrong place.")
+def patch_cmd(
+    patchfiles: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="[PATCHFILE]...", help="Unified diff file(s) to apply; none or '-': stdin."
+        ),
+    ] = None,
+    strip: Annotated[
+        int, typer.Option("-p", "--strip", help="Strip N leading path components.")
+    ] = 1,
+    directory: Annotated[Path, typer.Option("-d", "--directory", help="Apply inside DIR.")] = Path(
+        "."
+    ),
+    inputs: Annotated[
+        list[Path] | None,
+        typer.Option("-i", "--input", help="Read the patch from FILE (repeatable; '-': stdin)."),
+    ] = None,
+    fuzz: Annotated[
+        int, typer.Option("--fuzz", "-F", help="Max outer context lines to drop (0-2).")
+    ] = 0,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Plan and report; write nothing.")
+    ] = False,
+    reverse: Annotated[bool, typer.Option("-R", "--reverse", help="Un-apply the patch.")] = False,
+    forward: Annotated[
+        bool,
+        typer.Option(
+            "-N", "--forward", help="Skip what is already applied (always so: never reversed)."
+        ),
+    ] = False,
+    remove_empty: Annotated[
+        bool, typer.Option("-E", "--remove-empty-files", help="Delete files left empty.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Apply unified diffs like GNU patch, but never in the wrong place and all-or-nothing.
+
+    Every file of every patch is planned in memory first; nothing is written if any hunk is
+    refused. Exit 0 applied (or nothing to do), 2 bad input, 3 conflict, 4 ambiguous/unsafe.
+    """
+    from sgpatch.cli import patch
+
+    del forward  # sgpatch never reverses a patch it finds applied: -N is how it always works
+    sources = [*(patchfiles or []), *(inputs or [])] or [Path("-")]
+    options = patch.Options(strip, directory, fuzz, dry_run, reverse, as_json, remove_empty)
+    raise typer.Exit(patch.run(sources, options))
+
+
+SglangDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--sglang-dir",
+        help="SGLang package root, site-packages, repository root or its python/ folder "
+        "(default: $SGLANG_DIR, else the tree the current directory is in, else the installed "
+        "sglang).",
+    ),
+]
+SglangVersion = Annotated[
+    str | None,
+    typer.Option("--sglang-version", help="Use this SGLang version instead of detecting it."),
+]
+PatchsetsOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--patchsets", help="Extra folder of patch sets (before $SGPATCH_PATH)."),
+]
+SetOpt = Annotated[str, typer.Option("--set", "-s", help="Patch set name (see `sgpatch list`).")]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Hunk and probe detail.")]
+WithOpt = Annotated[
+    list[str] | None, typer.Option("--with", help="Also apply this optional patch (repeatable).")
+]
+WithoutOpt = Annotated[
+    list[str] | None, typer.Option("--without", help="Leave this patch out (repeatable).")
+]
+
+
+@app.command("apply", short_help="Apply a patch set to an SGLang tree, all or nothing.")
+def apply_cmd(
+    set_name: SetOpt,
+    sglang_dir: SglangDir = None,
+    sglang_version: SglangVersion = None,
+    patchsets: PatchsetsOpt = None,
+    with_ids: WithOpt = None,
+    without_ids: WithoutOpt = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Plan and report; write nothing.")
+    ] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict", help="Refuse any fuzz, and fail (exit 1) on an unmet precondition."
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+    verbose: VerboseOpt = False,
+    git_commit: Annotated[
+        bool,
+        typer.Option(
+            "--commit",
+            help="Git checkout: record each newly applied patch as its own commit.",
+        ),
+    ] = False,
+) -> None:
+    """Apply a patch set: probes first, then every patch planned in memory; all or nothing.
+
+    Exit 0 done (applied, present or upstream), 1 a patched file was edited, 2 bad input or no
+    variant for this release, 3 conflict, 4 refused for safety. Running it twice is a no-op.
+
+    A set may patch files an earlier applied set patched: it goes on top, planned on the bytes
+    that set left, and is reverted first (docs/safety.md, "Stacked sets").
+    """
+    from sgpatch.cli import apply
+
+    raise typer.Exit(
+        apply.run(
+            set_name,
+            sglang_dir,
+            sglang_version,
+            patchsets or [],
+            with_ids or [],
+            without_ids or [],
+            dry_run,
+            strict,
+            as_json,
+            verbose,
+            git_commit,
+        )
+    )
+
+
+@app.command("status", short_help="Show each patch's state on an SGLang tree.")
+def status_cmd(
+    set_name: Annotated[
+        str | None, typer.Option("--set", "-s", help="Only this set (default: all relevant).")
+    ] = None,
+    sglang_dir: SglangDir = None,
+    sglang_version: SglangVersion = None,
+    patchsets: PatchsetsOpt = None,
+    with_ids: Annotated[
+        list[str] | None,
+        typer.Option("--with", help="Count this optional patch as wanted (repeatable)."),
+    ] = None,
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="Exit 1 if a patch is pending or edited (3/4 on conflict)."),
+    ] = False,
+    as_json: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Show the SGLang version and layout found and each patch's state; writes nothing.
+
+    Without --set: every set in the ledger, else every known set that supports the version.
+    """
+    from sgpatch.cli import status
+
+    raise typer.Exit(
+        status.run(
+            set_name,
+            sglang_dir,
+            sglang_version,
+            patchsets or [],
+            with_ids or [],
+            check,
+            as_json,
+            verbose,
+        )
+    )
+
+
+@app.command("revert", short_help="Restore the original bytes of every file a set touched.")
+def revert_cmd(
+    set_name: SetOpt,
+    sglang_dir: SglangDir = None,
+    sglang_version: SglangVersion = None,
+    patchsets: PatchsetsOpt = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Keep edits made since and take the set's changes out."),
+    ] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would change.")] = False,
+    as_json: JsonOpt = False,
+    git_commit: Annotated[
+        bool,
+        typer.Option("--commit", help="Git checkout: record the revert as one commit."),
+    ] = False,
+) -> None:
+    """Restore the exact original bytes of every file the set touched.
+
+    A file edited since sgpatch patched it is refused (exit 1) unless --force, which keeps the
+    edit and takes only the set's changes out.
+
+    Stacked sets come off in reverse order: reverting a set while a set applied on top of it
+    still patches one of its files is refused (exit 4, with or without --force), naming the set
+    to revert first.
+    """
+    from sgpatch.cli import revert
+
+    raise typer.Exit(
+        revert.run(
+            set_name,
+            sglang_dir,
+            sglang_version,
+            patchsets or [],
+            force,
+            dry_run,
+            as_json,
+            git_commit,
+        )
+    )
+
+
+@app.command("list", short_help="List the known patch sets and the releases they support.")
+def list_cmd(patchsets: PatchsetsOpt = None, as_json: JsonOpt = False) -> None:
+    """The patch sets sgpatch knows, with the SGLang releases each supports."""
+    from sgpatch.cli import catalog
+
+    raise typer.Exit(catalog.list_sets(patchsets or [], as_json))
+
+
+@app.command("show", short_help="Show one patch set: patches, variants, probes.")
+def show_cmd(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Patch set name.")],
+    patchsets: PatchsetsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """One set: its patches, variants per release, probes, upstream status, preconditions."""
+    from sgpatch.cli import catalog
+
+    raise typer.Exit(catalog.show_set(name, patchsets or [], as_json))
+
+
+@app.command("probe", short_help="Say which patches upstream already contains.")
+def probe_cmd(
+    set_name: SetOpt,
+    sglang_dir: SglangDir = None,
+    sglang_version: SglangVersion = None,
+    patchsets: PatchsetsOpt = None,
+    as_json: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Run only the probes: which patches does upstream already contain? -v shows evidence."""
+    from sgpatch.cli import probe
+
+    raise typer.Exit(
+        probe.run(set_name, sglang_dir, sglang_version, patchsets or [], as_json, verbose)
+    )
+
+
+@app.command("recover", short_help="Roll back an interrupted sgpatch run.")
+def recover_cmd(
+    sglang_dir: SglangDir = None,
+    sglang_version: SglangVersion = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Roll back an interrupted sgpatch run explicitly (every command also does it first).
+
+    Exit 0 whether or not there was anything to roll back; the output says which.
+    """
+    from sgpatch.cli import recover
+
+    raise typer.Exit(recover.run(sglang_dir, sglang_version, as_json))
+
+
+@app.command("fetch", short_help="Download pristine SGLang releases into the cache.")
+def fetch_cmd(
+    versions: Annotated[
+        list[str], typer.Argument(metavar="VERSION...", help="SGLang release(s), e.g. 0.5.10.")
+    ],
+    dest: Annotated[
+        Path | None, typer.Option("--dest", help="Also extract a pristine tree here.")
+    ] = None,
+    layout: Annotated[
+        str | None,
+        typer.Option(
+            "--layout", help="site-packages (default) or checkout (python/sglang); not with --git."
+        ),
+    ] = None,
+    git_url: Annotated[
+        str | None,
+        typer.Option(
+            "--git",
+            help="Check out this SGLang git repository at the given ref "
+            "(tag, branch or commit) into --dest instead of using the index.",
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Download pristine SGLang releases into the cache ($SGPATCH_CACHE or ~/.cache/sgpatch).
+
+    Wheels come from the package index via pip and are checked against their RECORD hashes.
+    With --git URL, each argument is a git ref checked out into --dest (for releases not on the
+    index, or main).
+    """
+    from sgpatch.cli import maint
+
+    raise typer.Exit(maint.fetch(versions, dest, layout, as_json, git_url))
+
+
+FormatOpt = Annotated[str, typer.Option("--format", help="table, markdown or json.")]
+ReleasesOpt = Annotated[
+    str | None,
+    typer.Option("--releases", help="PEP 440 specifier narrowing the releases (default: all)."),
+]
+OfflineOpt = Annotated[
+    bool, typer.Option("--offline", help="Only releases already in the cache; no index query.")
+]
+
+
+@app.command("matrix", short_help="Plan a set against every release it claims.")
+def matrix_cmd(
+    set_name: SetOpt,
+    patchsets: PatchsetsOpt = None,
+    releases: ReleasesOpt = None,
+    fmt: FormatOpt = "table",
+    fail_on: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fail-on",
+            help="Exit 3 if a cell is (repeatable): conflict, error, fuzz, offset, whitespace, "
+            "partial, pending, present, upstream, n/a.",
+        ),
+    ] = None,
+    offline: OfflineOpt = False,
+    workers: Annotated[int | None, typer.Option("--workers", help="Parallel workers.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Plan each patch of a set against each release the set claims.
+
+    A cell is clean / offset / fuzz / upstream / n/a / conflict, planned on pristine trees from
+    the release cache, in parallel. --json is --format json.
+    """
+    from sgpatch.cli import maint
+
+    fmt = _json_format(fmt, as_json, "table")
+    raise typer.Exit(
+        maint.matrix(set_name, patchsets or [], releases, fmt, fail_on or [], offline, workers)
+    )
+
+
+def _json_format(fmt: str, as_json: bool, default: str) -> str:
+    """--json is --format json; with another --format it is a contradiction, not a guess."""
+    if as_json and fmt not in (default, "json"):
+        from sgpatch.errors import bad_input
+
+        raise bad_input(f"--json and --format {fmt} contradict each other; give one")
+    return "json" if as_json else fmt
+
+
+@app.command("lint", short_help="Check patch sets the way CI does.")
+def lint_cmd(
+    set_names: Annotated[
+        list[str] | None, typer.Option("--set", "-s", help="Set(s) to check (default: all).")
+    ] = None,
+    patchsets: PatchsetsOpt = None,
+    releases: ReleasesOpt = None,
+    fmt: Annotated[str, typer.Option("--format", help="text, github or json.")] = "text",
+    offline: OfflineOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check patch sets the way CI does.
+
+    Every variant applies with fuzz 0 and no ambiguity on every release it covers; probes agree
+    with the manifest's upstream status; headers present. Exit 3 on any error finding; 2 when
+    the set cannot be read. --json is --format json.
+    """
+    from sgpatch.cli import maint
+
+    fmt = _json_format(fmt, as_json, "text")
+    raise typer.Exit(maint.lint(set_names or [], patchsets or [], releases, fmt, offline))
+
+
+@app.command("verify", short_help="Check a patch set on real releases, end to end.")
+def verify_cmd(
+    set_name: SetOpt,
+    patchsets: PatchsetsOpt = None,
+    releases: ReleasesOpt = None,
+    offline: OfflineOpt = False,
+    keep: Annotated[
+        bool, typer.Option("--keep", help="Keep the patched trees (the path is printed).")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check a patch set on real releases, end to end.
+
+    Per release, on a fresh copy of the pristine release, optional patches chosen too:
+    `apply --strict` exits 0, every
+    Python file it wrote compiles, `apply` again is a no-op, `status --check` exits 0, and
+    `revert` leaves every file exactly as the wheel's RECORD says. Exit 0 every release
+    verified; otherwise the worst release's code: apply's own (2 no variant, 3 conflict, 4
+    ambiguous), 3 for a failed compile, reapply, status or revert; 2 no release matches.
+    """
+    from sgpatch.cli import verify
+
+    raise typer.Exit(verify.run(set_name, patchsets or [], releases, offline, keep, as_json))
+
+
+@app.command("port", short_help="Carry a patch set to another SGLang release (a rebase).")
+def port_cmd(
+    set_name: Annotated[
+        str | None, typer.Option("--set", "-s", help="Patch set name (see `sgpatch list`).")
+    ] = None,
+    to: Annotated[
+        str | None, typer.Option("--to", help="The release to carry the set to, e.g. 0.5.24.")
+    ] = None,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            "-w",
+            help="Where to build the release tree and keep the port's state (a new folder).",
+        ),
+    ] = None,
+    patchsets: PatchsetsOpt = None,
+    step: Annotated[
+        bool,
+        typer.Option("--step", help="Port through every release between the set's and --to."),
+    ] = False,
+    cont: Annotated[
+        bool, typer.Option("--continue", help="Take the fixed workspace and write the set.")
+    ] = False,
+    abort: Annotated[
+        bool, typer.Option("--abort", help="Remove the workspace; the set stays as it was.")
+    ] = False,
+    no_finish: Annotated[
+        bool,
+        typer.Option("--no-finish", help="Stop before writing the set, even with nothing to fix."),
+    ] = False,
+    without_ids: WithoutOpt = None,
+    offline: OfflineOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Carry a patch set to another SGLang release, like a rebase.
+
+    Every hunk that places exactly is kept, only the others are merged three-way, into a
+    workspace holding the release's tree; fix what needs a hand there, then --continue (or
+    --abort). Exit 0 carried and the set written, 3 conflicts left in the workspace (the set
+    unchanged), 2 bad input, 4 a port already in progress in the workspace.
+    """
+    from sgpatch.cli import port
+
+    raise typer.Exit(
+        port.run(
+            port.Args(
+                set_name,
+                to,
+                workspace,
+                patchsets or [],
+                step,
+                cont,
+                abort,
+                no_finish,
+                without_ids or [],
+                offline,
+                as_json,
+            )
+        )
+    )
+
+
+@app.command("refresh", short_help="Regenerate a patch from an edited tree.")
+def refresh_cmd(
+    set_name: SetOpt,
+    patch_id: Annotated[
+        str | None, typer.Option("--patch", help="The patch id to regenerate (required).")
+    ] = None,
+    sglang_dir: SglangDir = None,
+    sglang_version: SglangVersion = None,
+    patchsets: PatchsetsOpt = None,
+    files: Annotated[
+        list[str] | None,
+        typer.Option("--file", help="Also include this package-relative file (repeatable)."),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the new patch; write nothing.")
+    ] = False,
+    as_json: JsonOpt = False,
+    old_p: Annotated[str | None, typer.Option("-p", hidden=True)] = None,
+) -> None:
+    """Regenerate a patch from an edited tree.
+
+    The variant for the tree's release is rewritten from the tree against the pristine release
+    (like quilt refresh), in canonical form; its header is kept.
+    """
+    from sgpatch.cli import refresh
+
+    patch_id = _deprecated_alias(patch_id, old_p, "refresh -p", "--patch")
+    raise typer.Exit(
+        refresh.run(
+            set_name,
+            patch_id,
+            sglang_dir,
+            sglang_version,
+            patchsets or [],
+            files or [],
+            dry_run,
+            as_json,
+        )
+    )
+
+
+@app.command("diff", short_help="Print a tree's diff against its pristine release.")
+def diff_cmd(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[FILE]...", help="Package-relative files (default: all changed)."),
+    ] = None,
+    sglang_dir: SglangDir = None,
+    against: Annotated[
+        str | None,
+        typer.Option("--against", help="Release to diff against (default: the tree's version)."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the canonical diff of a tree against its pristine release (from the cache).
+
+    Paths are `a/python/sglang/...`, the form patch files use, so the output is a patch file.
+    """
+    from sgpatch.cli import refresh
+
+    raise typer.Exit(refresh.diff(paths or [], sglang_dir, against, as_json))
+
+
+@app.command("export", short_help="Git mode: write sgpatch commits back to patch files.")
+def export_cmd(
+    set_name: SetOpt,
+    to: Annotated[Path, typer.Option("--to", help="Folder to write the patch files into.")],
+    sglang_dir: SglangDir = None,
+    sglang_version: SglangVersion = None,
+    patchsets: PatchsetsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Git mode: write sgpatch's commits back to patch files.
+
+    The commits `apply --commit` made (found by their trailer) become canonical patch files.
+    """
+    from sgpatch.cli import gitcmds
+
+    raise typer.Exit(
+        gitcmds.export(set_name, to, sglang_dir, sglang_version, patchsets or [], as_json)
+    )
+
+
+def _deprecated_alias(value: str | None, old: str | None, old_name: str, new: str) -> str:
+    """An option whose spelling changed: the old one still works for one release, with a
+    warning; neither is a usage error (exit 2)."""
+    from sgpatch.errors import bad_input
+
+    if old is not None:
+        sys.stderr.write(
+            f"sgpatch: warning: {old_name} is deprecated (short flags now mean one thing in "
+            f"every command: -p is --strip); use {new}\n"
+        )
+        if value is not None and value != old:
+            raise bad_input(f"{old_name} {old!r} and {new} {value!r} disagree")
+        value = value or old
+    if value is None:
+        raise bad_input(f"missing option {new}")
+    return value
+
+
+@app.command("import", short_help="Make a patch set from patch files, commits or an edited tree.")
+def import_cmd(
+    patches: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="[PATCH]...",
+            help="Unified diffs, git format-patch files or mboxes, applied in this order.",
+        ),
+    ] = None,
+    name: Annotated[str, typer.Option("--name", help="Name of the new set (its folder).")] = ...,
+    sglang_version: Annotated[
+        str | None,
+        typer.Option("--sglang-version", help="The release the patches were made for."),
+    ] = None,
+    dest: Annotated[
+        Path, typer.Option("--dest", help="Folder to write the set into (DEST/NAME).")
+    ] = ...,
+    git_range: Annotated[
+        str | None, typer.Option("--git", help="A commit range of --repo, e.g. v0.5.9..mine.")
+    ] = None,
+    repo: Annotated[
+        Path | None, typer.Option("--repo", help="The SGLang checkout --git reads.")
+    ] = None,
+    tree: Annotated[
+        Path | None,
+        typer.Option("--tree", help="An edited SGLang tree, imported against its release."),
+    ] = None,
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option("--exclude", help="Leave out files matching this glob (repeatable)."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Make a patch set from patches you have: one patch per input file, per mbox commit, per
+    --git commit, or one for a --tree; applied in order to the pristine release, written in
+    canonical form with a checked probe and a variant bounded to that release, then linted."""
+    from sgpatch.cli import importcmd
+
+    raise typer.Exit(
+        importcmd.run(
+            name,
+            sglang_version,
+            dest,
+            patches or [],
+            git_range,
+            repo,
+            tree,
+            exclude or [],
+            as_json,
+        )
+    )
+
+
+@app.command("split", short_help="Split one patch of a set into two, by file or by hunk.")
+def split_cmd(
+    set_name: SetOpt,
+    patch_id: Annotated[str, typer.Option("--patch", help="The patch id to split.")],
+    by: Annotated[str, typer.Option("--by", help="file or hunk.")],
+    take: Annotated[
+        list[str],
+        typer.Option(
+            "--take", help="What goes into the new patch: a file, or FILE:N by hunk (repeatable)."
+        ),
+    ],
+    new_id: Annotated[str, typer.Option("--into", help="Id of the new patch.")],
+    summary: Annotated[
+        str | None, typer.Option("--summary", help="Summary of the new patch.")
+    ] = None,
+    patchsets: PatchsetsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Split one patch into two (for when part of it lands upstream): the taken files or hunks
+    move into a new patch listed right after it, each half with its own checked probe; the
+    manifest is edited in place and linted on each variant's release before anything is written."""
+    from sgpatch.cli import splitcmd
+
+    raise typer.Exit(
+        splitcmd.run(set_name, patchsets or [], patch_id, by, take, new_id, summary, as_json)
+    )
+
+
+@app.command("help", short_help="Show the help of sgpatch or of one command.")
+def help_cmd(
+    command: Annotated[
+        str | None, typer.Argument(metavar="[COMMAND]", help="The command to explain.")
+    ] = None,
+) -> None:
+    """Show the help of sgpatch or of one command (the same as the command with --help)."""
+    _resolve_annotations(app.registered_commands)
+    group = typer.main.get_command(app)
+    root = group.context_class(group, info_name="sgpatch", **group.context_settings)
+    if command is None:
+        sys.stdout.write(group.get_help(root) + "\n")
+        return
+    sub = group.get_command(root, command)
+    if sub is None:
+        from sgpatch.errors import bad_input
+
+        raise bad_input(f"no such command {command!r}; see `sgpatch --help`")
+    ctx = sub.context_class(sub, info_name=command, parent=root)
+    sys.stdout.write(sub.get_help(ctx) + "\n")
+
+
+SHELLS = ("bash", "zsh", "fish")
+
+
+@app.command("completion", short_help="Print a shell completion script.")
+def completion_cmd(
+    shell: Annotated[str, typer.Argument(metavar="SHELL", help="bash, zsh or fish.")],
+) -> None:
+    """Print a shell completion script for bash, zsh or fish.
+
+    bash: `sgpatch completion bash > ~/.local/share/bash-completion/completions/sgpatch`;
+    zsh: into a file named `_sgpatch` on $fpath; fish: into
+    `~/.config/fish/completions/sgpatch.fish`. Or `eval "$(sgpatch completion bash)"` in a shell's
+    start-up file. Completion costs nothing on ordinary runs: the script calls sgpatch only when
+    Tab is pressed.
+    """
+    from sgpatch.errors import bad_input
+
+    if shell not in SHELLS:
+        raise bad_input(f"shell {shell!r}: expected one of {', '.join(SHELLS)}")
+    from typer._completion_shared import get_completion_script
+
+    script = get_completion_script(prog_name="sgpatch", complete_var=COMPLETE_VAR, shell=shell)
+    sys.stdout.write(script.rstrip("\n") + "\n")
+
+
+COMPLETE_VAR = "_SGPATCH_COMPLETE"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: turn SgpatchError into one line on stderr and its exit code.
+
+    Click's standalone mode handles usage errors (exit 2, with usage) and --help; with --json an
+    error is also one JSON document on stdout, so scripts always get something to parse.
+    """
+    args = sys.argv[1:] if argv is None else list(argv)
+    _collect_garbage_for(args)
+    if COMPLETE_VAR in os.environ:  # Tab in a shell: typer's completion classes answer
+        from typer.completion import completion_init
+
+        completion_init()
+    try:
+        with interrupts.raising():
+            try:
+                _app_for(args)(args=args, standalone_mode=True, prog_name="sgpatch")
+            finally:
+                _flush_product()
+    except SgpatchError as exc:
+        _say(sys.stderr, f"sgpatch: error: {exc.message}\n")
+        if _wants_json(args):
+            import json
+
+            doc = {"schema": 1, "error": exc.message, "exit_code": int(exc.code)}
+            _say(sys.stdout, json.dumps(doc) + "\n")
+        sys.exit(int(exc.code))
+    except (interrupts.Interrupted, KeyboardInterrupt):
+        _say(sys.stderr, interrupts.MESSAGE + "\n")
+        sys.exit(interrupts.EXIT)
+
+
+# Commands that read a tree or a set once and end: the cyclic garbage collector stays off
+# for them (`__main__` turned it off; they make few cycles, freed at exit) and `__main__`
+# skips the interpreter's teardown after them. The others loop over releases or files for as
+# long as it takes and get the collector back.
+SHORT_COMMANDS = frozenset(
+    {"status", "apply", "revert", "patch", "probe", "list", "show", "recover"}
+)
+
+
+def _collect_garbage_for(args: list[str]) -> None:
+    """Turn the collector back on for a long command, with what start-up made frozen (never
+    scanned again: modules, classes, functions live as long as the process anyway)."""
+    import gc
+
+    if gc.isenabled() or (args and args[0] in SHORT_COMMANDS):
+        return
+    gc.freeze()
+    gc.enable()
+
+
+def _flush_product() -> None:
+    """A product on stdout that cannot be written (a full disk) is an error line and exit 2,
+    not Python's 'Exception ignored' at exit; a reader that went away ends us by SIGPIPE."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except OSError as exc:
+        with contextlib.suppress(OSError):  # nothing more can go out through this stdout
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        raise SgpatchError(f"cannot write to stdout: {exc.strerror or exc}") from None
+
+
+def _wants_json(args: list[str]) -> bool:
+    """--json, or matrix/lint's --format json: the error then also goes to stdout as JSON."""
+    opts = args[: args.index("--")] if "--" in args else args  # after `--`: file names
+    pairs = zip(opts, [*opts[1:], ""], strict=True)
+    return "--json" in opts or "--format=json" in opts or ("--format", "json") in pairs
+
+
+def _say(stream, text: str) -> None:
+    """Last words on a stream that may be closed or broken: never a second traceback."""
+    try:
+        if stream is not None:
+            stream.write(text)
+            stream.flush()
+    except OSError:
+        pass
+
+
+def _app_for(args: list[str]) -> typer.Typer:
+    """The app with only the command argv names, when it names one: typer turns every
+    registered command into a click command on each run (~20 ms for all of them), and one
+    invocation needs one. `sgpatch`, `sgpatch --help` and unknown names get the whole app."""
+    wanted = [c for c in app.registered_commands if args and c.name == args[0]]
+    _resolve_annotations(wanted or app.registered_commands)
+    if not wanted:
+        return app
+    one = copy.copy(app)
+    one.registered_commands = wanted
+    return one
+
+
+def _resolve_annotations(commands: list) -> None:
+    """Evaluate the annotation strings of these commands (and the root callback) once, in
+    place, before typer reads them: it would evaluate each one twice (inspect.signature and
+    get_type_hints). Only the commands a run builds are evaluated."""
+    import inspect
+
+    funcs = [c.callback for c in commands]
+    if app.registered_callback is not None:
+        funcs.append(app.registered_callback.callback)
+    for func in funcs:
+        if func is not None and any(isinstance(v, str) for v in func.__annotations__.values()):
+            func.__annotations__ = inspect.get_annotations(func, eval_str=True)

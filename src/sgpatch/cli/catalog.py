@@ -1,0 +1,106 @@
+"""`sgpatch list` and `sgpatch show`: the patch sets sgpatch knows, and one set in detail."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sgpatch.ops import report
+from sgpatch.patchset.manifest import PatchSpec, SetManifest, find_sets, load_manifest, load_set
+from sgpatch.patchset.probe import describe
+
+
+def list_sets(patchsets: Sequence[Path], as_json: bool) -> int:
+    sets = [
+        load_manifest(path / "patchset.yaml")
+        for _, path in sorted(find_sets(tuple(patchsets)).items())
+    ]
+    if as_json:
+        report.emit_json(
+            {
+                "command": "list",
+                "exit_code": 0,
+                "sets": [
+                    {
+                        "name": m.name,
+                        "summary": m.summary,
+                        "sglang": str(m.sglang),
+                        "patches": len(m.patches),
+                        "path": str(m.base_dir),
+                    }
+                    for m in sets
+                ],
+            }
+        )
+        return 0
+    report.table(
+        ("set", "sglang", "patches", "summary"),
+        [(m.name, str(m.sglang), str(len(m.patches)), m.summary) for m in sets],
+    )
+    return 0
+
+
+def show_set(name: str, patchsets: Sequence[Path], as_json: bool) -> int:
+    m = load_set(name, tuple(patchsets))
+    patches = [_patch_json(m, p) for p in m.patches]
+    if as_json:
+        report.emit_json(
+            {
+                "command": "show",
+                "exit_code": 0,
+                "name": m.name,
+                "summary": m.summary,
+                "sglang": str(m.sglang),
+                "fuzz": m.fuzz,
+                "patches": patches,
+            }
+        )
+        return 0
+    report.out(f"{m.name}: {m.summary}")
+    report.out(f"supports sglang {m.sglang}; fuzz {m.fuzz}; {m.base_dir}")
+    for p in patches:
+        opt = " (optional)" if p["optional"] else ""
+        up = p["upstream"]
+        since = f" since {up['since']}" if up["since"] else ""
+        ref = f" {up['ref']}" if up["ref"] else ""
+        report.out(f"\n{p['id']}{opt} ({p['type']}): {p['summary']}")
+        report.out(f"  upstream: {up['status']}{ref}{since}")
+        if p["requires"]:
+            report.out(f"  requires: {', '.join(p['requires'])}")
+        if p["probe"]:
+            report.out(f"  probe: {p['probe']}")
+        for v in p["variants"]:
+            report.out(f"  sglang {v['sglang']}: {v['patch'] or 'n/a — ' + (v['na'] or '')}")
+        for e in p["environment"]:
+            report.out(f"  needs {e['package']}{e['specifier']}: {e['why']}")
+    return 0
+
+
+def _patch_json(m: SetManifest, p: PatchSpec) -> dict[str, Any]:
+    """One patch as `show --json` writes it (and as the text view reads it)."""
+    return {
+        "id": p.id,
+        "summary": p.summary,
+        "type": p.type,
+        "optional": p.optional,
+        "requires": list(p.requires),
+        "upstream": {
+            "status": p.upstream.status,
+            "ref": p.upstream.ref,
+            "since": str(p.upstream.since) if p.upstream.since else None,
+        },
+        "probe": describe(p.probe) if p.probe is not None else None,
+        "variants": [
+            {
+                "sglang": str(v.sglang),
+                "patch": v.patch.relative_to(m.base_dir).as_posix() if v.patch else None,
+                "na": v.na,
+            }
+            for v in p.variants
+        ],
+        "environment": [
+            {"package": e.package, "specifier": str(e.specifier), "why": e.why}
+            for e in p.environment
+        ],
+    }

@@ -1,0 +1,45 @@
+"""Git-mode commands: `sgpatch export` (sgpatch's commits back to patch files)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from sgpatch.ops import report
+
+
+def export(
+    set_name: str,
+    to: Path,
+    sglang_dir: Path | None,
+    sglang_version: str | None,
+    patchsets: Sequence[Path],
+    as_json: bool,
+) -> int:
+    from sgpatch.cli.common import locate_tree
+    from sgpatch.errors import SgpatchError
+    from sgpatch.git import mode as gitmode
+    from sgpatch.patchset.manifest import load_set
+    from sgpatch.tree.target import find_target
+
+    target = find_target(sglang_dir, sglang_version, root=locate_tree(sglang_dir))
+    try:
+        manifest = load_set(set_name, tuple(patchsets))
+    except SgpatchError:
+        manifest = None  # exporting from a tree whose set is not installed here still works
+    out = gitmode.export(target, set_name, to, manifest)
+    if as_json:
+        report.emit_json(
+            {
+                "command": "export",
+                "schema": 1,
+                "exit_code": 0,
+                "set": set_name,
+                "patches": [{"id": e.patch_id, "commit": e.sha, "file": str(e.path)} for e in out],
+            }
+        )
+    else:
+        for e in out:
+            report.err(f"{e.patch_id}: {e.sha[:12]} -> {e.path}")
+        report.err(f"sgpatch export: {set_name}: {len(out)} patch file(s) written to {to}")
+    return 0

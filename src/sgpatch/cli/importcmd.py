@@ -1,0 +1,126 @@
+"""`sgpatch import`: a patch set from patch files, commits or an edited tree (logic in
+sgpatch.ops.importer and sgpatch.ops.sources)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from sgpatch.errors import bad_input
+from sgpatch.ops import report
+
+
+def run(
+    name: str,
+    sglang_version: str | None,
+    dest: Path,
+    patches: Sequence[Path],
+    git_range: str | None,
+    repo: Path | None,
+    tree: Path | None,
+    exclude: Sequence[str],
+    as_json: bool,
+) -> int:
+    from sgpatch.ops import importer, sources
+
+    given = [bool(patches), git_range is not None, tree is not None]
+    if sum(given) != 1:
+        raise bad_input("give exactly one of: PATCH files, --git RANGE (with --repo), --tree DIR")
+    if (git_range is None) != (repo is None):
+        raise bad_input("--git RANGE and --repo CHECKOUT go together")
+    tree_changes = None
+    if tree is not None:
+        version, src, before, after = _tree(tree, sglang_version, name)
+        srcs = [src]
+        tree_changes = (before, after)
+    else:
+        version = _version(sglang_version)
+        if git_range is not None:
+            assert repo is not None
+            srcs = sources.from_git(repo, git_range, exclude)
+        else:
+            srcs = sources.read_files(patches, exclude)
+    _known_release(version)
+    result = importer.import_sources(name, version, srcs, tree_changes)
+    final, findings = importer.write_set(result, dest)
+    _report(result, final, findings, as_json)
+    return 0
+
+
+def _version(text: str | None):
+    from packaging.version import InvalidVersion, Version
+
+    if text is None:
+        raise bad_input("--sglang-version V is needed: the release the patches were made for")
+    try:
+        return Version(text)
+    except InvalidVersion:
+        raise bad_input(f"--sglang-version {text!r}: not a PEP 440 version") from None
+
+
+def _known_release(version) -> None:
+    """The pristine release must be on the index (or cached): its wheel is the base."""
+    from sgpatch.releases import cache as releases
+
+    releases.wheel_path(version)
+
+
+def _tree(tree: Path, sglang_version: str | None, name: str):
+    from sgpatch.ops import importer
+    from sgpatch.tree.target import find_target
+
+    target = find_target(tree, sglang_version)
+    version = target.version
+    src, before, after = importer.tree_source(target.root, version, name)
+    return version, src, before, after
+
+
+def _report(result, final: Path, findings, as_json: bool) -> None:
+    from sgpatch.ops.importer import probe_text
+
+    if as_json:
+        report.emit_json(
+            {
+                "command": "import",
+                "schema": 1,
+                "exit_code": 0,
+                "set": result.name,
+                "dest": str(final),
+                "sglang_version": str(result.version),
+                "patches": [
+                    {
+                        "id": p.id,
+                        "file": p.file,
+                        "input": p.source.label,
+                        "files": list(p.files),
+                        "hunks": p.hunks,
+                        "requires": list(p.requires),
+                        "probe": probe_text(p) if p.probe is not None else None,
+                        "probe_missing": p.probe_why or None,
+                    }
+                    for p in result.patches
+                ],
+                "left_out": [
+                    {"input": label, "path": s.shown, "why": s.why} for label, s in result.left_out
+                ],
+                "warnings": [f.message for f in findings],
+            }
+        )
+        return
+    for label, sec in result.left_out:
+        report.err(f"warning: {label}: left out {sec.shown} ({sec.why})")
+    for p in result.patches:
+        probe = f"probe: {_count(p.probe)} line(s)" if p.probe else f"no probe: {p.probe_why}"
+        report.err(f"  {p.file}: {len(p.files)} file(s), {p.hunks} hunk(s); {probe}")
+    for f in findings:
+        report.err(f"warning: {f.patch or result.name}: {f.message}")
+    report.err(
+        f"sgpatch import: {result.name}: {len(result.patches)} patch(es) for sglang "
+        f"{result.version} -> {final}"
+    )
+
+
+def _count(node) -> int:
+    from sgpatch.ops.suggest import files_of
+
+    return len(files_of(node))

@@ -1,0 +1,221 @@
+"""Maintainer commands: `fetch` (release cache), `matrix` (set x releases), `lint` (CI checks)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from sgpatch.errors import ExitCode, SgpatchError, bad_input
+from sgpatch.ops import report
+
+
+def fetch(
+    versions: Sequence[str],
+    dest: Path | None,
+    layout: str | None,
+    as_json: bool,
+    git_url: str | None = None,
+) -> int:
+    """Get pristine releases into the cache (checked against RECORD); optionally a tree."""
+    from sgpatch.releases import cache as releases
+
+    if git_url is not None:
+        if layout is not None:
+            raise bad_input(
+                "--layout is for trees made from wheels; a --git checkout is always a checkout"
+            )
+        return _fetch_git(git_url, versions, dest, as_json)
+    layout = layout or "site-packages"
+    releases.fetch(versions)  # the missing ones as one batch: a line each, and a final line
+    out = []
+    for v in versions:
+        wheel = releases.wheel_path(v)
+        where = (dest / v if len(versions) > 1 else dest) if dest else None
+        if where is not None and where.exists() and (not where.is_dir() or any(where.iterdir())):
+            raise SgpatchError(f"--dest {where} is not an empty folder; give a new or empty one")
+        try:
+            root = releases.copy_tree(v, where, layout) if where is not None else None
+        except OSError as exc:  # e.g. a file on the way to --dest
+            raise SgpatchError(f"--dest {where}: {exc.strerror or exc}") from None
+        out.append({"version": v, "wheel": str(wheel), "root": str(root) if root else None})
+        if not as_json:
+            report.err(f"sglang {v}: {wheel}" + (f" -> {root}" if root else ""))
+    if as_json:
+        report.emit_json({"command": "fetch", "exit_code": 0, "releases": out})
+    return 0
+
+
+def _fetch_git(url: str, refs: Sequence[str], dest: Path | None, as_json: bool) -> int:
+    from sgpatch.releases import cache as releases
+    from sgpatch.tree.target import find_target
+
+    if dest is None:
+        raise SgpatchError("--git needs --dest (where to put the checkout)")
+    out = []
+    for ref in refs:
+        where = dest / ref if len(refs) > 1 else dest
+        root = releases.git_tree(url, ref, where)
+        version = find_target(root).version
+        out.append({"ref": ref, "root": str(root), "version": str(version)})
+        if not as_json:
+            report.err(f"{url} at {ref}: sglang {version} -> {root}")
+    if as_json:
+        report.emit_json({"command": "fetch", "exit_code": 0, "checkouts": out})
+    return 0
+
+
+MATRIX_FORMATS = ("table", "markdown", "json")
+LINT_FORMATS = ("text", "github", "json")
+# a cell's state, or how it applied (any fuzz level is "fuzz"); "error": a release not planned
+FAIL_ON = (
+    "conflict",
+    "error",
+    "fuzz",
+    "offset",
+    "whitespace",
+    "partial",
+    "pending",
+    "present",
+    "upstream",
+    "n/a",
+)
+
+
+def _one_of(option: str, value: str, allowed: Sequence[str]) -> None:
+    """A typo in a CI gate must not pass silently: refuse values the command does not know."""
+    if value not in allowed:
+        raise bad_input(f"{option} {value!r}: expected one of {', '.join(allowed)}")
+
+
+def matrix(
+    set_name: str,
+    patchsets: Sequence[Path],
+    releases_spec: str | None,
+    fmt: str,
+    fail_on: Sequence[str],
+    offline: bool,
+    workers: int | None,
+) -> int:
+    from sgpatch.ops import matrix as mx
+    from sgpatch.patchset.manifest import load_set
+
+    _one_of("--format", fmt, MATRIX_FORMATS)
+    for kind in fail_on:
+        _one_of("--fail-on", kind, FAIL_ON)
+    manifest = load_set(set_name, tuple(patchsets))
+    versions = mx.select_versions(manifest, releases_spec, offline)
+    if not versions:
+        raise SgpatchError(f"no release matches {releases_spec or manifest.sglang}")
+    rows = mx.compute(manifest, versions, workers)
+    failing = set(fail_on)
+    code = ExitCode.OK
+    for row in rows:
+        if row.error and "error" in failing:
+            code = ExitCode.CONFLICT
+        for cell in row.cells.values():
+            kinds = {cell.state, "fuzz" if cell.how.startswith("fuzz") else cell.how}
+            if kinds & failing:
+                code = ExitCode.CONFLICT
+    if fmt == "json":
+        report.emit_json(
+            {
+                "command": "matrix",
+                "exit_code": int(code),
+                "set": manifest.name,
+                "patches": [p.id for p in manifest.patches],
+                "releases": [
+                    {
+                        "release": r.release,
+                        "error": r.error,
+                        "cells": {k: asdict(c) for k, c in r.cells.items()},
+                    }
+                    for r in rows
+                ],
+            }
+        )
+    elif fmt == "markdown":
+        import sys
+
+        sys.stdout.write(mx.markdown(manifest, rows))
+    else:
+        _matrix_table(manifest, rows)
+    if fmt != "json":
+        errors = sum(1 for r in rows if r.error)
+        tail = f", {errors} not planned" if errors else ""
+        gate = f"; a --fail-on state found (exit {int(code)})" if code else ""
+        report.err(f"sgpatch: {manifest.name}: {len(rows)} release(s){tail}{gate}")
+    return int(code)
+
+
+def _matrix_table(manifest, rows) -> None:
+    """Release x patch, with numbered columns and the ids listed above the table: five ids side
+    by side do not fit 80 columns, and an id folded across lines cannot be copied."""
+    from sgpatch.ops import matrix as mx
+
+    ids = [p.id for p in manifest.patches]
+    report.out(f"{manifest.name} x sglang releases")
+    for n, i in enumerate(ids, 1):
+        report.out(f"  P{n}  {i}")
+    report.table(
+        ("release", *(f"P{n}" for n in range(1, len(ids) + 1))),
+        [
+            (
+                r.release,
+                *(
+                    "error" if r.error else mx.cell_text(r.cells[i]) if i in r.cells else ""
+                    for i in ids
+                ),
+            )
+            for r in rows
+        ],
+    )
+    for r in rows:
+        if r.error:
+            report.err(f"{r.release}: {r.error}")
+    for line in mx.failure_lines(manifest, rows):  # every refused hunk, with its reason
+        report.out(line)
+
+
+def lint(
+    set_names: Sequence[str],
+    patchsets: Sequence[Path],
+    releases_spec: str | None,
+    fmt: str,
+    offline: bool,
+) -> int:
+    from sgpatch.ops import lint as lint_mod
+    from sgpatch.ops import matrix as mx
+    from sgpatch.patchset.manifest import find_sets, load_set
+
+    _one_of("--format", fmt, LINT_FORMATS)
+    names = list(set_names) or sorted(find_sets(tuple(patchsets)))
+    findings_all = []
+    for name in names:
+        manifest = load_set(name, tuple(patchsets))
+        versions = mx.select_versions(manifest, releases_spec, offline)
+        rows = mx.compute(manifest, versions)
+        findings = lint_mod.check(manifest, rows, every_release=releases_spec is None)
+        findings_all += findings
+        if fmt == "json":
+            continue
+        for line in lint_mod.render(findings, fmt, name):
+            report.out(line)
+        errors = sum(1 for f in findings if f.level == "error")
+        warnings = len(findings) - errors
+        report.err(
+            f"sgpatch lint: {name}: {len(versions)} release(s), {errors} error(s), "
+            f"{warnings} warning(s)"
+        )
+    code = ExitCode.CONFLICT if any(f.level == "error" for f in findings_all) else ExitCode.OK
+    if fmt == "json":
+        report.emit_json(
+            {
+                "command": "lint",
+                "exit_code": int(code),
+                "findings": [
+                    {**asdict(f), "file": str(f.file) if f.file else None} for f in findings_all
+                ],
+            }
+        )
+    return int(code)

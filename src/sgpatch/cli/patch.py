@@ -1,0 +1,122 @@
+"""`sgpatch patch`: a GNU-patch-like front end on the engine, all-or-nothing."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from sgpatch.diff.unified import Patch, parse_patch, read_patch
+from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.ops import report
+from sgpatch.ops.plan import FilePlan, Overlay, default_mapper, file_modes, patch_status, plan_patch
+from sgpatch.records import dataclass
+from sgpatch.state.txn import commit, locked, stop_if_rolled_back
+
+STATE_DIR = ".sgpatch"
+STDIN = "-"
+MISSING = "file does not exist"
+
+
+@dataclass(frozen=True)
+class Options:
+    """The GNU-patch-like flags `sgpatch patch` takes."""
+
+    strip: int = 1
+    directory: Path = Path(".")
+    fuzz: int = 0
+    dry_run: bool = False
+    reverse: bool = False
+    as_json: bool = False
+    remove_empty: bool = False  # -E: delete files the patch leaves empty
+
+
+def _read(source: Path) -> Patch:
+    """A patch from a file, or from stdin for '-' (read once, as GNU patch does)."""
+    if str(source) == STDIN:
+        return parse_patch(sys.stdin.buffer.read(), "<stdin>")
+    return read_patch(source)
+
+
+def run(sources: list[Path], opts: Options) -> int:
+    """Plan every file of every patch in memory; write only if every hunk found its place."""
+    if not 0 <= opts.fuzz <= 2:
+        raise SgpatchError(f"--fuzz must be 0, 1 or 2 (got {opts.fuzz})")
+    if sum(1 for s in sources if str(s) == STDIN) > 1:
+        raise SgpatchError("stdin ('-') can be read only once")
+    root = opts.directory.resolve()
+    if not root.is_dir():
+        raise SgpatchError(f"-d {opts.directory}: not a directory")
+    state = root / STATE_DIR
+    stop_if_rolled_back(root, state)
+    patches = [_read(p) for p in sources]
+    overlay = Overlay(root)
+    results = []
+    code = ExitCode.OK
+    for patch in patches:
+        mapper = default_mapper(opts.strip, patch.name)
+        files = plan_patch(
+            overlay,
+            patch,
+            mapper,
+            fuzz=opts.fuzz,
+            reverse=opts.reverse,
+            remove_empty=opts.remove_empty,
+        )
+        results.append((patch, files))
+        code = max(code, patch_status(files))
+    modes = file_modes([f for _, files in results for f in files])
+    written = code == ExitCode.OK and not opts.dry_run and bool(overlay.changes(modes))
+    if written:
+        with locked(state):  # and leaves no .sgpatch/ behind, unless a set's ledger is in it
+            commit(root, state, overlay.changes(modes))
+    _report(results, opts, code)
+    return int(code)
+
+
+def _strip_hint(files: list[FilePlan], strip: int) -> str | None:
+    """When no file of the patch exists, the -p level is the usual mistake: say so."""
+    if not files or any(f.note != MISSING for f in files):
+        return None
+    other = "-p0" if strip else "-p1"
+    return (
+        f"sgpatch: no file to patch for any hunk (looked for {files[0].path} with -p{strip}); "
+        f"wrong -p level? try {other}, or -d DIR"
+    )
+
+
+def _report(results: list[tuple[Patch, tuple[FilePlan, ...]]], opts: Options, code: int) -> None:
+    if opts.as_json:
+        report.emit_json(
+            {
+                "command": "patch",
+                "ok": code == ExitCode.OK,
+                "exit_code": int(code),
+                "dry_run": opts.dry_run,
+                "reverse": opts.reverse,
+                "written": code == ExitCode.OK and not opts.dry_run,
+                "patches": [
+                    {"patch": p.name, "files": [report.file_json(f) for f in files]}
+                    for p, files in results
+                ],
+            }
+        )
+        return
+    for _, files in results:
+        for f in files:
+            for line in report.file_lines(f, opts.dry_run, opts.reverse):
+                report.err(line)
+    every = [f for _, files in results for f in files]
+    hint = _strip_hint(every, opts.strip)
+    if hint:
+        report.err(hint)
+    report.err(_verdict(code, opts.dry_run, opts.reverse, every))
+
+
+def _verdict(code: int, dry_run: bool, reverse: bool, files: list[FilePlan]) -> str:
+    """The last line on stderr, as `apply`'s: what happened, in one greppable line."""
+    if code != ExitCode.OK:
+        return "sgpatch: nothing was written (a hunk was refused)"
+    verb = "reversed" if reverse else "patched"
+    if dry_run:
+        return f"sgpatch: dry run: {len(files)} file(s) would be {verb}; nothing was written"
+    return f"sgpatch: {len(files)} file(s) {verb}"

@@ -1,0 +1,156 @@
+"""`sgpatch port`: carry a set to another release like a rebase (logic in sgpatch.port)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sgpatch.ops import report
+
+
+@dataclass(frozen=True)
+class Args:
+    set_name: str | None
+    to: str | None
+    workspace: Path | None
+    patchsets: Sequence[Path]
+    step: bool
+    cont: bool
+    abort: bool
+    no_finish: bool
+    without: Sequence[str]
+    offline: bool
+    as_json: bool
+
+
+def run(a: Args) -> int:
+    from sgpatch import port
+
+    _check(a)
+    if a.abort:
+        return _aborted(a, port.abort(a.workspace))
+    if a.cont:
+        return _emit(a, [port.resume(a.workspace)])
+    manifest, version, workspace = _inputs(a)
+    if a.step:
+        reps = port.walk(manifest, version, workspace, offline=a.offline, without=a.without)
+        return _emit(a, reps)
+    rep = port.port(
+        manifest, version, workspace, offline=a.offline, without=a.without, finish=not a.no_finish
+    )
+    return _emit(a, [rep])
+
+
+def _check(a: Args) -> None:
+    from sgpatch.errors import bad_input
+
+    if a.cont and a.abort:
+        raise bad_input("--continue and --abort: choose one")
+    if (a.cont or a.abort) and a.workspace is None:
+        raise bad_input(f"--{'continue' if a.cont else 'abort'} needs --workspace W")
+    if (a.cont or a.abort) and (a.set_name or a.to or a.step):
+        raise bad_input("--continue/--abort take only --workspace (the port's state is there)")
+    if not (a.cont or a.abort) and (a.set_name is None or a.to is None):
+        raise bad_input("sgpatch port needs --set NAME and --to VERSION (or --continue/--abort)")
+
+
+def _inputs(a: Args):
+    import tempfile
+
+    from packaging.version import InvalidVersion, Version
+
+    from sgpatch.errors import bad_input
+    from sgpatch.patchset.manifest import load_set
+
+    try:
+        version = Version(a.to or "")
+    except InvalidVersion:
+        raise bad_input(f"--to {a.to!r}: not a PEP 440 version") from None
+    if version.local or version.is_prerelease:
+        raise bad_input(f"--to {a.to}: port carries a set to a final release (no rc, dev, +local)")
+    manifest = load_set(a.set_name or "", tuple(a.patchsets))
+    workspace = a.workspace
+    if workspace is None:
+        workspace = Path(tempfile.mkdtemp(prefix=f"sgpatch-port-{manifest.name}-{version}-"))
+    return manifest, version, workspace
+
+
+def _aborted(a: Args, left: list[str]) -> int:
+    if a.as_json:
+        report.emit_json(
+            {"command": "port", "schema": 3, "exit_code": 0, "state": "aborted",
+             "workspace": str(a.workspace), "left": left}
+        )  # fmt: skip
+    else:
+        kept = f" (kept what others put there: {', '.join(left)})" if left else ""
+        report.err(f"sgpatch port --abort: removed {a.workspace}{kept}; the set is unchanged")
+    return 0
+
+
+def _emit(a: Args, reps) -> int:
+    code = int(reps[-1].exit_code)
+    if a.as_json:
+        report.emit_json(
+            {"command": "port", "schema": 3, "exit_code": code,
+             "steps": [r.json() for r in reps]}
+        )  # fmt: skip
+        return code
+    for rep in reps:
+        _human(rep)
+    return code
+
+
+def _human(rep) -> None:
+    report.err(f"sgpatch port: {rep.set} -> {rep.to} (workspace {rep.workspace})")
+    for o in rep.patches:
+        report.err("  " + line(o))
+    for n in rep.notes:
+        report.err(f"  note: {n}")
+    for c in rep.changes:
+        report.err(f"  set: {c}")
+    for w in rep.warnings:
+        report.err(f"  lint warning: {w}")
+    if rep.state == "stopped":
+        report.err("  to fix:")
+        for f in rep.fix:
+            report.err(f"    {f}")
+        report.err(
+            f"sgpatch port: stopped: fix the files above in {rep.workspace}, then "
+            f"`sgpatch port --continue --workspace {rep.workspace}` (or --abort); the set is "
+            "unchanged"
+        )
+    elif rep.state == "planned":
+        report.err(f"sgpatch port: carried; `sgpatch port --continue --workspace {rep.workspace}`")
+    else:
+        what = ", ".join(rep.written) if rep.written else "nothing to change"
+        report.err(f"sgpatch port: {rep.set} -> {rep.to}: {what} (workspace kept)")
+
+
+def line(o) -> str:
+    src = f" [from {o.variant}, base {o.base}]" if o.variant != "-" else ""
+    note = f" ({o.note})" if o.note else ""
+    if o.outcome in ("carried", "fixed"):
+        how = "as it was" if o.as_is else f"{o.kept} hunk(s) kept, {o.merged} merged"
+        return f"{o.id}: {o.outcome}, {how}{note}{src}"
+    if o.outcome == "conflict":
+        names = [p["file"] for p in o.problems]
+        files = ", ".join(names) if len(names) <= 3 else f"{len(names)} files"
+        return f"{o.id}: needs a hand ({files}){src}"
+    if o.outcome == "waiting":
+        return f"{o.id}: {_waiting(o)}{src}"
+    return f"{o.id}: {o.outcome}{note}"
+
+
+def _waiting(o) -> str:
+    """What a waiting patch waits on: the files an earlier patch still holds (or it requires
+    a stopped patch), and how much of it is carried already."""
+    names = o.waiting_files
+    on = ", ".join(names) if len(names) <= 3 else f"{len(names)} files"
+    on = (
+        f"waiting for {', '.join(o.waiting_for)} (it requires it)"
+        if o.waiting_for
+        else (f"waiting on {on}")
+    )
+    done = len(o.carried_files)
+    return f"{on} ({done} of {done + len(names)} files carried)" if done else on

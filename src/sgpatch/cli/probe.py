@@ -1,0 +1,64 @@
+"""`sgpatch probe`: run only the probes and say what upstream already contains, with evidence."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from sgpatch.cli.common import open_target
+from sgpatch.ops import report
+from sgpatch.patchset.manifest import load_set
+from sgpatch.patchset.probe import describe, evaluate
+
+
+def run(
+    set_name: str,
+    sglang_dir: Path | None,
+    sglang_version: str | None,
+    patchsets: Sequence[Path],
+    as_json: bool,
+    verbose: bool,
+) -> int:
+    target = open_target(sglang_dir, sglang_version, reader=True)
+    manifest = load_set(set_name, tuple(patchsets))
+    rows = []
+    for p in manifest.patches:
+        result = evaluate(p.probe, target.root) if p.probe is not None else None
+        rows.append((p, result))
+    if as_json:
+        report.emit_json(
+            {
+                "command": "probe",
+                "exit_code": 0,
+                "target": report.target_json(target),
+                "set": manifest.name,
+                "probes": [
+                    {
+                        "id": p.id,
+                        "probe": describe(p.probe) if p.probe else None,
+                        "upstream": r.value if r else None,
+                        **({"evidence": report.probe_json(r)["evidence"]} if r else {}),
+                    }
+                    for p, r in rows
+                ],
+            }
+        )
+        return 0
+    report.out(f"sglang {target.version} at {target.root}")
+    for p, r in rows:
+        verdict = "no probe" if r is None else ("upstream has it" if r.value else "not upstream")
+        report.out(f"{p.id}: {verdict}")
+        if verbose and r is not None:
+            report.out(f"  probe: {describe(p.probe)}")
+            for e in r.evidence:
+                where = f"{e.file}:{e.line}" if e.line else e.file
+                text = f" {e.text!r}" if e.text else ""
+                report.out(f"    {e.kind} {where}{text} {e.note}".rstrip())
+    upstream = sum(1 for _, r in rows if r is not None and r.value)
+    without = sum(1 for _, r in rows if r is None)
+    tail = f", {without} without a probe" if without else ""
+    report.err(
+        f"sgpatch: {manifest.name}: {upstream} of {len(rows)} upstream on sglang "
+        f"{target.version}{tail}"
+    )
+    return 0

@@ -1,0 +1,39 @@
+"""`sgpatch recover`: roll back an interrupted run on purpose, and say what was restored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sgpatch.cli.common import locate_tree
+from sgpatch.errors import SgpatchError
+from sgpatch.ops import report
+from sgpatch.state.ledger import state_dir
+from sgpatch.state.txn import roll_back_interrupted
+from sgpatch.tree.target import find_target
+
+
+def run(sglang_dir: Path | None, sglang_version: str | None, as_json: bool) -> int:
+    root = locate_tree(sglang_dir)  # no version needed to roll back, and it may be unreadable
+    restored = roll_back_interrupted(root, state_dir(root), tidy=True)
+    if as_json:
+        try:
+            where = report.target_json(find_target(sglang_dir, sglang_version, root=root))
+        except SgpatchError:  # e.g. a version that cannot be read: the root is what matters
+            where = {"root": str(root)}
+        report.emit_json(
+            {
+                "command": "recover",
+                "exit_code": 0,
+                "target": where,
+                "interrupted": restored is not None,
+                "restored": restored or [],
+            }
+        )
+    elif restored is None:
+        report.err(f"sgpatch: no interrupted run in {root}; nothing to do")
+    else:
+        report.err(
+            f"sgpatch: rolled back an interrupted run in {root}: "
+            f"{len(restored)} file(s) restored" + (f" ({', '.join(restored)})" if restored else "")
+        )
+    return 0

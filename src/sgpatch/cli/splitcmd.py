@@ -1,0 +1,58 @@
+"""`sgpatch split`: one patch of a set becomes two, by file or by hunk (logic in ops.split)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from sgpatch.ops import report
+
+
+def run(
+    set_name: str,
+    patchsets: Sequence[Path],
+    patch_id: str,
+    by: str,
+    take: Sequence[str],
+    new_id: str,
+    summary: str | None,
+    as_json: bool,
+) -> int:
+    from sgpatch.ops import split
+    from sgpatch.patchset.manifest import load_set
+    from sgpatch.patchset.probe import describe
+
+    manifest = load_set(set_name, tuple(patchsets))
+    result = split.split_patch(manifest, patch_id, by, take, new_id, summary)
+    findings = split.write(manifest, result)
+    rel = [h.new_file.relative_to(manifest.base_dir).as_posix() for h in result.halves]
+    if as_json:
+        report.emit_json(
+            {
+                "command": "split",
+                "schema": 1,
+                "exit_code": 0,
+                "set": manifest.name,
+                "patch": patch_id,
+                "into": new_id,
+                "new_files": rel,
+                "releases": [str(h.base) for h in result.halves],
+                "probes": {
+                    patch_id: describe(result.probes[0]) if result.probes[0] else None,
+                    new_id: describe(result.probes[1]) if result.probes[1] else None,
+                },
+                "notes": list(result.notes),
+                "warnings": [f.message for f in findings],
+            }
+        )
+        return 0
+    for note in result.notes:
+        report.err(f"note: {note}")
+    for f in findings:
+        report.err(f"warning: {f.patch or manifest.name}: {f.message}")
+    checked = ", ".join(str(h.base) for h in result.halves)
+    report.err(
+        f"sgpatch split: {manifest.name}: {patch_id} -> {patch_id} + {new_id} "
+        f"({', '.join(rel)}); checked on sglang {checked}"
+    )
+    return 0

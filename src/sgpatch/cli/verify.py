@@ -1,0 +1,72 @@
+"""`sgpatch verify`: a set's per-release check (apply, compile, reapply no-op, exact revert)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from sgpatch.errors import SgpatchError
+from sgpatch.ops import report
+from sgpatch.ops import verify as vf
+
+
+def run(
+    set_name: str,
+    patchsets: Sequence[Path],
+    releases_spec: str | None,
+    offline: bool,
+    keep: bool,
+    as_json: bool,
+) -> int:
+    from sgpatch.ops import matrix as mx
+    from sgpatch.patchset.manifest import load_set
+
+    manifest = load_set(set_name, tuple(patchsets))
+    versions = mx.select_versions(manifest, releases_spec, offline)
+    if not versions:
+        raise SgpatchError(f"no release matches {releases_spec or manifest.sglang}")
+    work = Path(tempfile.mkdtemp(prefix="sgpatch-verify-"))
+    checks = []
+    try:
+        for v in versions:
+            check = vf.check_release(manifest, patchsets, str(v), work)
+            checks.append(check)
+            if not keep:
+                shutil.rmtree(work / str(v), ignore_errors=True)
+            if not as_json:
+                _progress(check)
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+    code = max(c.exit_code for c in checks)
+    if as_json:
+        report.emit_json(
+            {
+                "command": "verify",
+                "exit_code": code,
+                "set": manifest.name,
+                "releases": [vf.to_json(c) for c in checks],
+                "kept": str(work) if keep else None,
+            }
+        )
+        return code
+    report.table(("release", "patches", *vf.STEPS), [vf.row(c) for c in checks])
+    for c in checks:
+        for s in c.steps:
+            if not s.ok:
+                report.out(f"{c.release} {s.name}: {s.detail}")
+    if keep:
+        report.err(f"trees kept in {work}")
+    bad = sum(1 for c in checks if c.exit_code)
+    verdict = f"{bad} of {len(checks)} release(s) failed" if bad else "verified"
+    report.err(f"sgpatch: {manifest.name}: {len(checks)} release(s); {verdict}")
+    return code
+
+
+def _progress(check) -> None:
+    """A line per release as it finishes: a long run shows it is moving, in a log too."""
+    failed = next((s for s in check.steps if not s.ok), None)
+    how = f"{failed.name} failed" if failed else "ok"
+    report.err(f"verify {check.release}: {how}")

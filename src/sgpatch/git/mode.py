@@ -1,0 +1,669 @@
+"""Git mode: when the target is a checkout inside a git work tree (docs/porting.md, "Git mode").
+
+- `apply --commit` records each newly applied patch as its own commit (message from the patch
+  header, then `Applied by sgpatch (<set>/<id>)`), built with plumbing on a temporary index so
+  the user's own staged changes are never swept into sgpatch's commits;
+- `export` writes the commits sgpatch made (found by that trailer) back to canonical patch files;
+- `uncommitted` lists files a patch touches that hold uncommitted changes sgpatch did not make
+  (for `status`).
+
+GitPython is imported lazily: site-packages installs have no git at all.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.records import dataclass
+
+TRAILER = "Applied by sgpatch ({set}/{id})"
+VARIANT_TRAILER = "Sgpatch-Variant: {variant}"
+_TRAILER_RE = re.compile(r"^Applied by sgpatch \((?P<set>[^/()\s]+)/(?P<id>[^()\s]+)\)$", re.M)
+_VARIANT_RE = re.compile(r"^Sgpatch-Variant: (?P<variant>\S+)$", re.M)
+_SUBJECT_RE = re.compile(r"^Subject:\s*(?:\[PATCH[^\]]*\]\s*)?(?P<s>.*)$")
+_FALLBACK_IDENT = {
+    "GIT_AUTHOR_NAME": "sgpatch",
+    "GIT_AUTHOR_EMAIL": "sgpatch@localhost",
+    "GIT_COMMITTER_NAME": "sgpatch",
+    "GIT_COMMITTER_EMAIL": "sgpatch@localhost",
+}
+
+
+def repo_for(target):
+    """The GitPython Repo of a checkout target, or None (not a checkout / not a work tree)."""
+    if target.layout != "checkout" or target.repo_root is None:
+        return None
+    top = Path(target.repo_root).resolve()
+    if not any((p / ".git").exists() for p in (top, *top.parents)):
+        return None  # not in a work tree: do not pay for importing GitPython
+    try:
+        import git
+    except ImportError:
+        return None
+    try:
+        repo = git.Repo(target.repo_root, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError):
+        return None
+    if repo.bare or repo.working_tree_dir is None:
+        return None
+    return repo
+
+
+def _prefix(repo, target) -> str:
+    rel = os.path.relpath(target.root, repo.working_tree_dir).replace(os.sep, "/")
+    return "" if rel == "." else rel + "/"
+
+
+def require_repo(target):
+    repo = repo_for(target)
+    if repo is None:
+        raise SgpatchError(
+            f"git mode (apply --commit, export) needs a checkout inside a git work tree; "
+            f"{target.root} is a "
+            f"{target.layout} tree" + ("" if target.layout != "checkout" else " outside git")
+        )
+    try:
+        _ = repo.head.commit
+    except ValueError:
+        raise SgpatchError(
+            f"{repo.working_tree_dir}: the repository has no commit yet; commit the pristine "
+            "tree first"
+        ) from None
+    return repo
+
+
+# ---------------------------------------------------------------------------------------------
+# messages
+
+
+def header_message(header: str) -> tuple[str, str]:
+    """(subject, body) of a patch header: the `Subject:` line (or first line) and the rest."""
+    lines = [ln.rstrip() for ln in header.splitlines()]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    if not lines:
+        return "", ""
+    m = _SUBJECT_RE.match(lines[0])
+    subject = m.group("s").strip() if m else lines[0].strip()
+    body = "\n".join(lines[1:]).strip("\n")
+    return subject, body
+
+
+def commit_message(header: str, set_name: str, patch_id: str, variant: str) -> str:
+    subject, body = header_message(header)
+    subject = subject or f"{set_name}: {patch_id}"
+    trailer = (
+        TRAILER.format(set=set_name, id=patch_id) + "\n" + VARIANT_TRAILER.format(variant=variant)
+    )
+    return f"{subject}\n\n{body}\n\n{trailer}\n" if body else f"{subject}\n\n{trailer}\n"
+
+
+def message_header(message: str) -> str:
+    """The patch header `export` writes for a commit message (trailers dropped)."""
+    text = _TRAILER_RE.sub("", _VARIANT_RE.sub("", message)).rstrip()
+    subject, _, body = text.partition("\n")
+    body = body.strip("\n")
+    head = f"Subject: [PATCH] {subject.strip()}\n\n"
+    return head + (f"{body}\n\n" if body else "")
+
+
+# ---------------------------------------------------------------------------------------------
+# apply --commit
+
+
+def check_clean(target, paths: Sequence[str]) -> None:
+    """Refuse (exit 4) when a file the set will touch has uncommitted changes: the commits
+    would otherwise carry the user's edits under sgpatch's name."""
+    repo = require_repo(target)
+    dirty = _dirty(repo, target, paths)
+    if dirty:
+        raise SgpatchError(
+            "apply --commit: uncommitted changes in files the set touches (commit or stash "
+            "them first): " + ", ".join(dirty),
+            ExitCode.UNSAFE,
+        )
+
+
+def _dirty(repo, target, paths: Sequence[str]) -> list[str]:
+    prefix = _prefix(repo, target)
+    if not paths:
+        return []
+    out = repo.git.status(
+        "--porcelain=v1", "-z", "--untracked-files=no", "--", *[prefix + p for p in paths]
+    )
+    dirty = []
+    for entry in out.split("\0"):
+        if len(entry) > 3:
+            path = entry[3:]
+            dirty.append(path[len(prefix) :] if path.startswith(prefix) else path)
+    return sorted(set(dirty))
+
+
+@dataclass(frozen=True)
+class Made:
+    """A commit git mode made for one patch (or for a whole revert)."""
+
+    patch_id: str
+    sha: str
+    subject: str
+
+
+@dataclass(frozen=True)
+class GitPlan:
+    """Commits built (objects only: HEAD, index and work tree untouched) and waiting for the
+    files to be written; `finish` then moves HEAD from `head` to `tip`."""
+
+    head: str
+    tip: str
+    made: tuple[Made, ...]
+    touched: tuple[str, ...]  # repository-relative paths to re-sync in the user's index
+    reflog: str
+
+    @property
+    def commits(self):
+        from sgpatch.state.ledger import GitCommit
+
+        return tuple(GitCommit(m.patch_id, m.sha) for m in self.made)
+
+
+def _check_index_lock(repo) -> None:
+    """A present `.git/index.lock` means another git runs (or one crashed): refuse before
+    anything is written, in one line, instead of failing half-way."""
+    lock = Path(repo.git_dir) / "index.lock"
+    if lock.exists():
+        raise SgpatchError(
+            f"git: {lock} exists (another git process is running, or one crashed: remove "
+            "it); nothing was written",
+            ExitCode.UNSAFE,
+        )
+
+
+def _store_blob(repo, data: bytes) -> str:
+    from gitdb.base import IStream
+
+    stored = repo.odb.store(IStream(b"blob", len(data), io.BytesIO(data)))
+    return stored.hexsha.decode() if isinstance(stored.hexsha, bytes) else stored.hexsha
+
+
+def _stage(repo, g, env: dict, path: str, data: bytes | None, new_mode: int | None) -> None:
+    """Put `data` at `path` in the temporary index (None: remove it)."""
+    if data is None:
+        g.update_index("--force-remove", "--", path, env=env)
+        return
+    mode = _mode(g, path, env, new_mode)
+    g.update_index("--add", "--cacheinfo", f"{mode},{_store_blob(repo, data)},{path}", env=env)
+
+
+def apply_plan(target, manifest, plan) -> GitPlan:
+    """One commit per newly applied patch of `plan`, in order, built before anything is
+    written. Each commit holds the patch's own file states (FilePlan before/after, so two
+    patches on one file give two commits); the user's index is untouched until `finish`."""
+    repo = require_repo(target)
+    _check_index_lock(repo)
+    prefix = _prefix(repo, target)
+    applied = [p for p in plan.patches if p.selected and p.state == "pending" and p.files]
+    env = {} if _has_ident(repo) else dict(_FALLBACK_IDENT)
+    head = parent = repo.head.commit.hexsha
+    made: list[Made] = []
+    touched: set[str] = set()
+    with tempfile.TemporaryDirectory(prefix="sgpatch-git-") as tmp:
+        env["GIT_INDEX_FILE"] = str(Path(tmp) / "index")
+        g = repo.git
+        g.read_tree(head, env=env)
+        for p in applied:
+            for f in p.files:
+                if f.source != f.path:
+                    _stage(repo, g, env, prefix + f.source, None, None)
+                    touched.add(prefix + f.source)
+                touched.add(prefix + f.path)
+                _stage(repo, g, env, prefix + f.path, f.after, f.mode)
+            tree = g.write_tree(env=env)
+            header = _header_of(manifest, p.variant)
+            message = commit_message(header, manifest.name, p.id, p.variant or "")
+            parent = _commit_tree(repo, tree, parent, message, env)
+            made.append(Made(p.id, parent, message.split("\n", 1)[0]))
+    return GitPlan(
+        head, parent, tuple(made), tuple(sorted(touched)), f"sgpatch apply {manifest.name}"
+    )
+
+
+def finish(target, gplan: GitPlan, undo: Sequence = ()) -> list[Made]:
+    """Move HEAD to the commits (compare-and-swap from the HEAD they were built on), then
+    re-sync the user's index for the paths they touch. If HEAD cannot move, the files just
+    written (`undo`: the txn changes) are put back, so the tree is as it was: all or nothing.
+    If only the index cannot be re-synced (a git started meanwhile), one line says so and the
+    same command run again finishes the job."""
+    import git
+
+    repo = require_repo(target)
+    if gplan.tip == gplan.head:
+        return []
+    try:
+        repo.git.update_ref("-m", gplan.reflog, "HEAD", gplan.tip, gplan.head)
+    except git.GitCommandError as e:
+        _undo(target, undo)
+        raise SgpatchError(
+            f"git: cannot move HEAD to sgpatch's commits ({_git_reason(e)}); the tree was put "
+            "back as it was, nothing was changed",
+            ExitCode.UNSAFE,
+        ) from None
+    _resync_index(repo, gplan.touched)
+    return list(gplan.made)
+
+
+def _resync_index(repo, paths: Sequence[str]) -> None:
+    import git
+
+    if not paths:
+        return
+    try:
+        repo.git.reset("-q", "HEAD", "--", *paths)
+    except git.GitCommandError as e:
+        raise SgpatchError(
+            f"git: HEAD holds sgpatch's commits, but the index could not be updated "
+            f"({_git_reason(e)}); run the same command again to finish",
+            ExitCode.UNSAFE,
+        ) from None
+
+
+def _git_reason(e) -> str:
+    text = (getattr(e, "stderr", "") or str(e)).strip()
+    lines = [ln.strip().removeprefix("stderr: ").strip("'") for ln in text.splitlines()]
+    fatal = next((ln for ln in lines if "fatal:" in ln or "error:" in ln), None)
+    return (fatal or (lines[0] if lines else "git failed")).strip()[:200]
+
+
+def _undo(target, changes: Sequence) -> None:
+    """Write back what a transaction wrote (HEAD could not follow): every change reversed."""
+    from sgpatch.state.ledger import state_dir
+    from sgpatch.state.txn import FileChange, commit
+
+    back = [FileChange(c.path, c.after, c.before) for c in changes]
+    commit(target.root, state_dir(target.root), back)
+
+
+def finish_apply(target, record) -> list[Made]:
+    """`apply --commit` again on a set already applied: if the commits recorded for it were
+    made but HEAD never moved to them (a run stopped between writing the files and moving
+    HEAD), move it now; if HEAD is on them but the index was not re-synced, re-sync it."""
+    if record is None or not record.commits:
+        return []
+    repo = require_repo(target)
+    tip = record.commits[-1].sha
+    try:
+        first = repo.commit(record.commits[0].sha)
+        base = first.parents[0].hexsha if first.parents else None
+    except (ValueError, KeyError, Exception):  # objects gone (gc after a reset): nothing to do
+        return []
+    head = repo.head.commit.hexsha
+    if head == tip:  # moved; the index may have been left behind (a git held index.lock)
+        paths = _commit_paths(repo, [c.sha for c in record.commits])
+        if paths and repo.git.diff("--cached", "--name-only", "HEAD", "--", *paths).strip():
+            _check_index_lock(repo)
+            _resync_index(repo, paths)
+        return []
+    if head != base:
+        from sgpatch.ops import report
+
+        report.err(
+            f"warning: the commits sgpatch made for {record.name} "
+            f"({record.commits[0].sha[:12]}..{tip[:12]}) are not on HEAD; HEAD moved since"
+        )
+        return []
+    _check_index_lock(repo)
+    paths = _commit_paths(repo, [c.sha for c in record.commits])
+    made = [Made(c.id, c.sha, repo.commit(c.sha).summary) for c in record.commits]
+    plan = GitPlan(head, tip, tuple(made), tuple(paths), f"sgpatch apply {record.name}")
+    return finish(target, plan)
+
+
+def _commit_paths(repo, shas: Sequence[str]) -> list[str]:
+    paths: set[str] = set()
+    for sha in shas:
+        c = repo.commit(sha)
+        if c.parents:
+            for d in c.parents[0].diff(c):
+                paths.update(p for p in (d.a_path, d.b_path) if p)
+    return sorted(paths)
+
+
+REVERT_TRAILER = "Reverted by sgpatch ({set}/{id})"
+_REVERT_RE = re.compile(r"^Reverted by sgpatch \((?P<set>[^/()\s]+)/(?P<id>[^()\s]+)\)$", re.M)
+
+
+def revert_plan(target, set_name: str, record, changes: Sequence) -> GitPlan:
+    """One commit recording the whole revert of a set (every restored file, one message
+    listing the patches and the commits reverted), built before anything is written. Refused
+    when a file to revert holds uncommitted changes sgpatch did not make: the commit would
+    carry them under sgpatch's name."""
+    from sgpatch.state.ledger import STATE_DIR, sha256
+
+    repo = require_repo(target)
+    _check_index_lock(repo)
+    prefix = _prefix(repo, target)
+    files = [c for c in changes if not c.path.startswith(STATE_DIR + "/")]
+    foreign = [
+        p
+        for p in _dirty(repo, target, [c.path for c in files])
+        if p not in record.files or sha256(_read(target, p)) != record.files[p].after
+    ]
+    if foreign:
+        raise SgpatchError(
+            "revert --commit: uncommitted changes sgpatch did not make in files the revert "
+            "writes (commit or stash them first): " + ", ".join(sorted(foreign)),
+            ExitCode.UNSAFE,
+        )
+    ids = [p.id for p in reversed(record.patches)]
+    return _revert_commit(repo, prefix, set_name, ids, list(record.commits), files)
+
+
+def _read(target, rel: str) -> bytes | None:
+    try:
+        return (target.root / rel).read_bytes()
+    except OSError:
+        return None
+
+
+def _revert_commit(repo, prefix: str, set_name: str, ids, commits, files) -> GitPlan:
+    """The revert commit on top of HEAD: HEAD's tree with `files` (txn changes) written."""
+    env = {} if _has_ident(repo) else dict(_FALLBACK_IDENT)
+    head = repo.head.commit.hexsha
+    with tempfile.TemporaryDirectory(prefix="sgpatch-git-") as tmp:
+        env["GIT_INDEX_FILE"] = str(Path(tmp) / "index")
+        g = repo.git
+        g.read_tree(head, env=env)
+        for c in files:
+            _stage(repo, g, env, prefix + c.path, c.after, c.mode)
+        tree = g.write_tree(env=env)
+        if tree == repo.head.commit.tree.hexsha:  # HEAD already has these bytes
+            return GitPlan(head, head, (), (), "")
+        message = _revert_message(set_name, ids, commits)
+        sha = _commit_tree(repo, tree, head, message, env)
+    touched = tuple(sorted(prefix + c.path for c in files))
+    made = (Made(set_name, sha, message.split("\n", 1)[0]),)
+    return GitPlan(head, sha, made, touched, f"sgpatch revert {set_name}")
+
+
+def _revert_message(set_name: str, ids: Sequence[str], commits) -> str:
+    body = ["sgpatch revert --commit: the set's files restored to their original bytes."]
+    if commits:
+        body.append("")
+        body += [f"This reverts commit {c.sha} ({c.id})." for c in reversed(commits)]
+    trailers = "\n".join(REVERT_TRAILER.format(set=set_name, id=i) for i in ids)
+    head = f"Revert patch set {set_name} (sgpatch)"
+    return f"{head}\n\n" + "\n".join(body) + (f"\n\n{trailers}\n" if trailers else "\n")
+
+
+def finish_revert(target, set_name: str) -> list[Made]:
+    """`revert --commit` again once the set is no longer in the ledger: if HEAD's newest
+    sgpatch commits for the set are applies (no revert commit after them) and the work tree
+    holds the bytes from before them (a plain `revert`, or a run stopped before HEAD moved),
+    commit that reversal now. Otherwise nothing."""
+    from sgpatch.state.ledger import GitCommit
+    from sgpatch.state.txn import FileChange
+
+    repo = require_repo(target)
+    applied = _unreverted(repo, set_name)
+    if not applied:
+        return []
+    prefix = _prefix(repo, target)
+    base = repo.commit(applied[-1][0]).parents
+    if not base:
+        return []
+    files = []
+    for path in _commit_paths(repo, [sha for sha, _ in applied]):
+        if not path.startswith(prefix):
+            continue
+        rel = path[len(prefix) :]
+        if _read(target, rel) != _tree_bytes(base[0], path):
+            return []  # not sgpatch's reversal: leave it to the user
+        files.append(FileChange(rel, None, _read(target, rel)))
+    _check_index_lock(repo)
+    commits = [GitCommit(pid, sha) for sha, pid in reversed(applied)]
+    ids = [pid for _, pid in applied]
+    return finish(target, _revert_commit(repo, prefix, set_name, ids, commits, files))
+
+
+def _unreverted(repo, set_name: str) -> list[tuple[str, str]]:
+    """(sha, patch id) of the set's apply commits on HEAD after its last revert commit,
+    newest first."""
+    out = []
+    for c in repo.iter_commits("HEAD", max_count=5000):
+        msg = c.message
+        if any(m.group("set") == set_name for m in _REVERT_RE.finditer(msg)):
+            break
+        for m in _TRAILER_RE.finditer(msg):
+            if m.group("set") == set_name:
+                out.append((c.hexsha, m.group("id")))
+                break
+    return out
+
+
+def _tree_bytes(commit, path: str) -> bytes | None:
+    try:
+        return commit.tree[path].data_stream.read()
+    except KeyError:
+        return None
+
+
+def _has_ident(repo) -> bool:
+    try:
+        repo.git.var("GIT_COMMITTER_IDENT")
+        repo.git.var("GIT_AUTHOR_IDENT")
+    except Exception:
+        return False
+    return True
+
+
+def _mode(g, path: str, env: dict, new_mode: int | None) -> str:
+    out = g.ls_files("-s", "--", path, env=env).strip()
+    if out:
+        return out.split()[0]
+    if new_mode is not None and new_mode & 0o111:
+        return "100755"
+    return "100644"
+
+
+def _commit_tree(repo, tree: str, parent: str, message: str, env: dict) -> str:
+    import subprocess
+
+    full = {**os.environ, **{k: v for k, v in env.items() if k != "GIT_INDEX_FILE"}}
+    proc = subprocess.run(
+        ["git", "commit-tree", tree, "-p", parent, "-F", "-"],
+        input=message.encode("utf-8"),
+        capture_output=True,
+        cwd=repo.working_tree_dir,
+        env=full,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise SgpatchError(f"git commit-tree failed: {proc.stderr.decode(errors='replace')}")
+    return proc.stdout.decode().strip()
+
+
+def _header_of(manifest, variant: str | None) -> str:
+    from sgpatch.diff.unified import read_patch
+
+    if not variant:
+        return ""
+    return read_patch(manifest.base_dir / variant).header
+
+
+# ---------------------------------------------------------------------------------------------
+# export
+
+
+@dataclass(frozen=True)
+class Exported:
+    """A patch file `export` wrote back from its commit."""
+
+    patch_id: str
+    sha: str
+    path: Path
+
+
+def sgpatch_commits(repo, set_name: str) -> list[tuple[str, str, str]]:
+    """(sha, patch id, message) of the commits sgpatch made for `set_name`, newest first."""
+    out = []
+    for c in repo.iter_commits("HEAD"):
+        msg = c.message
+        for m in _TRAILER_RE.finditer(msg):
+            if m.group("set") == set_name:
+                out.append((c.hexsha, m.group("id"), msg))
+                break
+    return out
+
+
+def export(target, set_name: str, dest: Path, manifest=None) -> list[Exported]:
+    """Write the newest sgpatch commit of each patch of the set to `dest` in canonical form."""
+    from sgpatch.ops import refresh as rf
+
+    repo = require_repo(target)
+    prefix = _prefix(repo, target)
+    seen: dict[str, tuple[str, str]] = {}
+    for sha, pid, msg in sgpatch_commits(repo, set_name):
+        seen.setdefault(pid, (sha, msg))
+    if not seen:
+        raise SgpatchError(
+            f"no commit made by sgpatch for set {set_name} in {repo.working_tree_dir} "
+            f"(looked for '{TRAILER.format(set=set_name, id='<id>')}')"
+        )
+    order = [p.id for p in manifest.patches] if manifest is not None else []
+    dest.mkdir(parents=True, exist_ok=True)
+    out = []
+    for n, pid in enumerate(sorted(seen, key=lambda i: (order.index(i) if i in order else 99, i))):
+        sha, msg = seen[pid]
+        commit = repo.commit(sha)
+        parent = commit.parents[0] if commit.parents else None
+        files = []
+        for d in parent.diff(commit) if parent is not None else []:
+            paths = {p for p in (d.a_path, d.b_path) if p}
+            for path in sorted(paths):
+                if not path.startswith(prefix):
+                    continue
+                rel = path[len(prefix) :]
+                files.append(rf.FileDiff(rel, _blob(parent, path), _blob(commit, path)))
+        header = message_header(msg)
+        m = _VARIANT_RE.search(msg)
+        name = Path(m.group("variant")).name if m else f"{n + 1:04d}-{pid}.patch"
+        target_path = dest / name
+        target_path.write_bytes(rf.render(header, rf.canonical_diff(files)))
+        out.append(Exported(pid, sha, target_path))
+    return out
+
+
+def _blob(commit, path: str) -> bytes | None:
+    try:
+        return commit.tree[path].data_stream.read()
+    except KeyError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# status
+
+
+def uncommitted(target, manifest, ledger=None) -> list[str]:
+    """Package-relative files a patch of the set touches (on this release, or as recorded in
+    the ledger) that hold uncommitted changes sgpatch did not make. [] outside git mode."""
+    repo = repo_for(target)
+    if repo is None:
+        return []
+    from sgpatch.diff.unified import read_patch
+    from sgpatch.ops.refresh import patch_files
+    from sgpatch.patchset.manifest import select_variant
+    from sgpatch.state import ledger as ledger_mod
+    from sgpatch.state.ledger import sha256
+
+    try:
+        _ = repo.head.commit
+    except ValueError:
+        return []
+    ledger = ledger if ledger is not None else ledger_mod.load(target.root)
+    paths: set[str] = set()
+    for spec in manifest.patches:
+        v = select_variant(spec, target.version)
+        if v is not None and v.patch is not None:
+            paths.update(patch_files(read_patch(v.patch)))
+    record = ledger.sets.get(manifest.name)
+    if record is not None:
+        paths.update(record.files)
+    dirty = _dirty(repo, target, sorted(paths))
+    out = []
+    reverted = set(_reverted_uncommitted(repo, target, manifest.name, dirty))
+    for rel in dirty:
+        if rel in reverted:
+            continue  # sgpatch's own revert, not committed yet: status_warning says so
+        rec = record.files.get(rel) if record is not None else None
+        if rec is not None:
+            try:
+                now = (target.root / rel).read_bytes()
+            except OSError:
+                now = None
+            if sha256(now) == rec.after:
+                continue  # what sgpatch wrote (apply without --commit): status shows it
+        out.append(rel)
+    return out
+
+
+def _reverted_uncommitted(repo, target, set_name: str, dirty: Sequence[str]) -> list[str]:
+    """Dirty files holding the bytes from before the set's sgpatch commits on HEAD (that no
+    revert commit undid): a plain `revert` after `apply --commit`, not someone's edit."""
+    if not dirty:
+        return []
+    applied = _unreverted(repo, set_name)
+    if not applied:
+        return []
+    parents = repo.commit(applied[-1][0]).parents
+    if not parents:
+        return []
+    prefix = _prefix(repo, target)
+    return [rel for rel in dirty if _read(target, rel) == _tree_bytes(parents[0], prefix + rel)]
+
+
+def warning_line(files: Sequence[str]) -> str:
+    return (
+        "warning: uncommitted changes (not made by sgpatch) in files a patch touches: "
+        + ", ".join(files)
+    )
+
+
+def status_warning(target, manifest, ledger=None, quiet: bool = False) -> list[str]:
+    """For `status`: print the warning line to stderr (unless quiet) and return the files;
+    and a note when sgpatch's own revert of the set's commits is not committed yet."""
+    from sgpatch.state.ledger import Ledger
+
+    files = uncommitted(target, manifest, ledger)
+    if quiet:
+        return files
+    from sgpatch.ops import report
+
+    if files:
+        report.err(warning_line(files))
+    repo = repo_for(target)
+    if repo is not None:
+        record = (ledger or Ledger()).sets.get(manifest.name)
+        paths = sorted(_commit_paths(repo, [sha for sha, _ in _unreverted(repo, manifest.name)]))
+        prefix = _prefix(repo, target)
+        rels = [p[len(prefix) :] for p in paths if p.startswith(prefix)]
+        mine = _reverted_uncommitted(repo, target, manifest.name, _dirty(repo, target, rels))
+        if mine and record is None:
+            report.err(
+                f"note: sgpatch reverted {manifest.name} but the revert is not committed "
+                f"({', '.join(mine)}); `sgpatch revert --set {manifest.name} --commit` commits it"
+            )
+    return files
+
+
+def report_commits(made: Sequence[Made]) -> None:
+    """One stderr line per commit `apply --commit` made."""
+    from sgpatch.ops import report
+
+    for m in made:
+        report.err(f"committed {m.sha[:12]} {m.patch_id}: {m.subject}")

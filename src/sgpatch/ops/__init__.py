@@ -1,0 +1,1 @@
+"""Whole operations over plans: plan, lint, matrix, verify, refresh, import, split."""

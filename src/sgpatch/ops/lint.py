@@ -1,0 +1,209 @@
+"""Checks a patch set must pass before it ships: run over the release matrix, pure logic."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from packaging.version import Version
+
+from sgpatch.diff.unified import read_patch
+from sgpatch.ops.matrix import Cell, Row, failure_text
+from sgpatch.patchset.manifest import PatchSpec, SetManifest, select_variant
+from sgpatch.records import dataclass
+
+PROBE_AFTER_LEVEL: Literal["error", "warning"] = "error"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One lint problem, with where to annotate it in CI."""
+
+    level: Literal["error", "warning"]
+    patch: str | None
+    release: str | None
+    message: str
+    file: Path | None = None  # for annotations
+    line: int | None = None
+
+
+def check(manifest: SetManifest, rows: Sequence[Row], every_release: bool = False) -> list[Finding]:
+    """Every variant applies at fuzz 0 without ambiguity on each release it covers; probes say
+    'upstream' exactly where the manifest says upstream has the change; headers are there.
+    With `every_release` (rows cover the set's whole range), also: no variant is dead, i.e.
+    shadowed by earlier ones on every release it names."""
+    out: list[Finding] = []
+    if every_release and rows:
+        out += _dead_variants(manifest, [Version(r.release) for r in rows])
+    out += _header_findings(manifest)
+    for row in rows:
+        if row.error:
+            out.append(Finding("error", None, row.release, row.error, manifest.path))
+            continue
+        for spec in manifest.patches:
+            cell = row.cells.get(spec.id)
+            if cell is not None:
+                out += _cell_findings(manifest, spec, row.release, cell)
+    out += [f for spec in manifest.patches for f in _since_findings(manifest, spec, rows)]
+    return out
+
+
+def _header_findings(manifest: SetManifest) -> list[Finding]:
+    """A patch file without a header hides what, why and where from: warn on each."""
+    return [
+        Finding(
+            "warning",
+            spec.id,
+            None,
+            f"{v.patch.name}: no header (say what, why, origin, upstream)",
+            v.patch,
+            1,
+        )
+        for spec in manifest.patches
+        for v in spec.variants
+        if v.patch is not None and not read_patch(v.patch).header.strip()
+    ]
+
+
+def _cell_findings(
+    manifest: SetManifest, spec: PatchSpec, release: str, cell: Cell
+) -> list[Finding]:
+    """What one matrix cell (one patch on one release) says is wrong, in a fixed order:
+    its state, then its probe on the patched tree, then the manifest's `merged since`."""
+    version = Version(release)
+    where = (manifest.path, spec.line)
+    out = _state_findings(spec, release, version, cell, where)
+    if cell.state == "pending" and cell.probe_after is False:
+        out.append(
+            Finding(
+                PROBE_AFTER_LEVEL,
+                spec.id,
+                release,
+                "the probe is false on the tree with the set applied: it does not "
+                "recognise the patch's own change, so it cannot tell when upstream has "
+                "it; make it match what the patch adds",
+                *where,
+            )
+        )
+    since = spec.upstream.since
+    if (
+        spec.upstream.status == "merged"
+        and since is not None
+        and version >= since
+        and cell.state not in ("upstream", "n/a")
+    ):
+        out.append(
+            Finding(
+                "error",
+                spec.id,
+                release,
+                f"manifest says merged since {since}, but the probe does not "
+                f"find it (state {cell.state})",
+                *where,
+            )
+        )
+    return out
+
+
+def _state_findings(
+    spec: PatchSpec, release: str, version: Version, cell: Cell, where: tuple[Path, int]
+) -> list[Finding]:
+    """The cell's state read as a finding: a conflict, fuzz, an unprobed merge, or a probe
+    that disagrees with the manifest about upstream."""
+    if cell.state == "conflict":
+        reasons = [failure_text(f) for f in cell.failures] or [cell.note]
+        return [Finding("error", spec.id, release, f"does not apply: {r}", *where) for r in reasons]
+    if cell.state == "pending" and cell.how not in ("clean", "offset"):
+        text = f"applies only with {cell.how}; make a variant that applies with fuzz 0"
+        return [Finding("error", spec.id, release, text, *where)]
+    if cell.state == "present":
+        text = (
+            "the release already holds the post-image; upstream merged it "
+            "verbatim? narrow the variant and add a probe"
+        )
+        return [Finding("warning", spec.id, release, text, *where)]
+    variant = select_variant(spec, version)
+    if cell.state != "upstream" or variant is None or variant.patch is None:
+        return []
+    up = spec.upstream
+    if up.status == "merged" and up.since is not None and version >= up.since:
+        text = (
+            "a variant covers this release but the probe says upstream "
+            "has it; narrow the variant's specifier"
+        )
+        return [Finding("warning", spec.id, release, text, *where)]
+    # the patch silently never applies here: a probe that matches too much
+    said = f"merged since {up.since}" if up.status == "merged" else up.status
+    text = (
+        f"the probe says upstream has it, but the manifest says {said}, so "
+        "the patch is never applied here: fix the probe, or record when "
+        "upstream merged it (upstream: {status: merged, since: ...})"
+    )
+    return [Finding("error", spec.id, release, text, *where)]
+
+
+def _turns_true(spec: PatchSpec, rows: Sequence[Row]) -> Version | None:
+    """The first release (of the planned rows, in version order) where the probe is true on
+    the pristine tree."""
+    planned = sorted((Version(r.release), r.cells.get(spec.id)) for r in rows if not r.error)
+    return next((v for v, cell in planned if cell is not None and cell.probe), None)
+
+
+def _since_findings(manifest: SetManifest, spec: PatchSpec, rows: Sequence[Row]) -> list[Finding]:
+    """One finding per patch when the first release where the probe turns true disagrees with
+    the manifest: before `since`, or on a patch the manifest still calls pending/submitted."""
+    if spec.probe is None:
+        return []
+    first = _turns_true(spec, rows)
+    up = spec.upstream
+    if first is None or (up.since is not None and first >= up.since):
+        return []
+    where = (manifest.path, spec.line)
+    if up.status == "merged":
+        message = (
+            f"the probe finds it on the pristine {first} already, but the manifest says merged "
+            f'since {up.since}: set since: "{first}", or the probe matches too much'
+        )
+    else:
+        message = (
+            f"the probe finds it on the pristine {first} and later, but the manifest says "
+            f'{up.status}: record upstream: {{status: merged, since: "{first}"}}, or the probe '
+            "matches too much"
+        )
+    return [Finding("warning", spec.id, str(first), message, *where)]
+
+
+def _dead_variants(manifest: SetManifest, versions: Sequence[Version]) -> list[Finding]:
+    """Variants with a patch file that no release selects: the first matching variant wins, so
+    an earlier, wider one hides it (often a range typo), or no release is in its range."""
+    out = []
+    for spec in manifest.patches:
+        chosen = {id(select_variant(spec, v)) for v in versions}
+        for v in spec.variants:
+            if v.patch is not None and id(v) not in chosen:
+                out.append(
+                    Finding(
+                        "warning",
+                        spec.id,
+                        None,
+                        f"variant {v.sglang} ({v.patch.name}) is never chosen: an earlier "
+                        "variant covers every release it names, or none is in the set's range",
+                        manifest.path,
+                        v.line or spec.line,
+                    )
+                )
+    return out
+
+
+def render(findings: Sequence[Finding], fmt: str, name: str) -> list[str]:
+    lines = []
+    for f in findings:
+        what = f"{name}/{f.patch}" if f.patch else name
+        rel = f" on sglang {f.release}" if f.release else ""
+        if fmt == "github":
+            loc = f"file={f.file},line={f.line or 1}," if f.file else ""
+            lines.append(f"::{f.level} {loc}title=sgpatch lint {what}::{what}{rel}: {f.message}")
+        else:
+            lines.append(f"{f.level}: {what}{rel}: {f.message}")
+    return lines

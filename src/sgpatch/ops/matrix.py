@@ -1,0 +1,267 @@
+"""Every patch of a set against every release: the table maintainers and CI read.
+
+Each release is planned on a *minimal* pristine tree extracted from the cached wheel: the files
+the set's variants touch, the files its probes read (plus their sibling modules, so a symbol
+probe can follow base classes), and the version files. That keeps one release to milliseconds
+and lets the releases run in parallel over the cores.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path, PurePosixPath
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+
+from sgpatch.diff.unified import read_patch
+from sgpatch.errors import bad_input
+from sgpatch.patchset.manifest import SetManifest, load_manifest
+from sgpatch.patchset.probe import AllProbe, AnyProbe, NotProbe, RegexProbe, SymbolProbe
+from sgpatch.records import dataclass
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One refused hunk (or a file-level problem: hunk None) of a patch on a release."""
+
+    file: str
+    hunk: int | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One patch on one release."""
+
+    state: str
+    how: str
+    note: str = ""
+    variant: str | None = None
+    probe: bool | None = None
+    failures: tuple[Failure, ...] = ()  # every refused hunk, in file and hunk order
+    probe_after: bool | None = None  # the probe on the tree with the set applied (pending only)
+
+
+def failures_of(files) -> tuple[Failure, ...]:
+    """Every refused hunk of a patch's file plans, and file-level problems, with the reason."""
+    out = []
+    for f in files:
+        if f.note and not f.ok:
+            out.append(Failure(f.path, None, f.note))
+        for h in f.hunks:
+            if not h.ok:
+                out.append(Failure(f.path, h.index, h.reason or h.status))
+    return tuple(out)
+
+
+def failure_text(f: Failure) -> str:
+    return f"{f.file} hunk #{f.hunk}: {f.reason}" if f.hunk else f"{f.file}: {f.reason}"
+
+
+def failure_lines(manifest: SetManifest, rows: Sequence[Row]) -> list[str]:
+    """`release patch: file hunk #n: reason`, one line per refused hunk of every release."""
+    return [
+        f"{row.release} {pid}: {failure_text(f)}"
+        for row in rows
+        for pid in (p.id for p in manifest.patches)
+        if pid in row.cells
+        for f in row.cells[pid].failures
+    ]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One release's line of the matrix: a cell per patch, or why it could not be planned."""
+
+    release: str
+    cells: dict[str, Cell]
+    error: str | None = None  # the release could not be planned at all (e.g. no variant)
+
+
+def _probe_files(node) -> list[str]:
+    if node is None:
+        return []
+    if isinstance(node, RegexProbe):
+        return [node.file_glob]
+    if isinstance(node, SymbolProbe):
+        return [node.file, str(PurePosixPath(node.file).parent / "*.py")]
+    if isinstance(node, (AllProbe, AnyProbe)):
+        return [f for n in node.nodes for f in _probe_files(n)]
+    if isinstance(node, NotProbe):
+        return _probe_files(node.node)
+    return []
+
+
+def needed_files(manifest: SetManifest) -> list[str]:
+    """Package-relative paths or globs a minimal tree must hold to plan this set."""
+    from sgpatch.ops.plan import package_mapper
+
+    out = {"_version.py", "version.py", "__init__.py"}
+    for spec in manifest.patches:
+        out.update(_probe_files(spec.probe))
+        for v in spec.variants:
+            if v.patch is None:
+                continue
+            patch = read_patch(v.patch)
+            mapper = package_mapper(patch.name)
+            for fp in patch.files:
+                for p in (fp.source, fp.target):
+                    if p != "/dev/null":
+                        out.add(mapper(p))
+    return sorted(out)
+
+
+def _member_filter(patterns: Sequence[str]):
+    # one alternation, one match per wheel member (thousands of them, ~50 patterns for a stack)
+    either = re.compile("|".join(f"(?:{_glob_re(p)})" for p in patterns) or "(?!)")
+
+    def keep(name: str) -> bool:
+        if ".dist-info/" in name:
+            return name.endswith(("/METADATA", "/RECORD"))
+        rel = name.split("/", 1)[1] if name.startswith("sglang/") else name
+        return either.fullmatch(rel) is not None
+
+    return keep
+
+
+def _glob_re(pattern: str) -> str:
+    out = ""
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out += "(?:.*/)?"
+            i += 3
+            continue
+        out += {"*": "[^/]*", "?": "[^/]"}.get(c, re.escape(c))
+        i += 1
+    return out
+
+
+def plan_release(set_dir: str, release: str, members: Sequence[str]) -> Row:
+    """Plan the set on a fresh minimal pristine tree of one release (runs in a worker)."""
+    from sgpatch.errors import SgpatchError
+    from sgpatch.ops.plan import plan_set
+    from sgpatch.releases import cache as releases
+    from sgpatch.state.ledger import Ledger
+    from sgpatch.tree.target import find_target
+
+    manifest = load_manifest(Path(set_dir) / "patchset.yaml")
+    with tempfile.TemporaryDirectory(prefix=f"sgpatch-matrix-{release}-") as tmp:
+        try:
+            root = releases.extract(release, Path(tmp), "site-packages", _member_filter(members))
+            target = find_target(root)
+            plan = plan_set(manifest, root, target.version, Ledger(), with_ids=_optional(manifest))
+        except SgpatchError as exc:
+            return Row(release, {}, error=exc.message)
+        after = _probes_after(manifest, plan, root)
+    cells = {
+        p.id: Cell(
+            state=p.state,
+            how=p.how,
+            note=p.note,
+            variant=p.variant,
+            probe=p.probe.value if p.probe is not None else None,
+            failures=failures_of(p.files) if p.state == "conflict" else (),
+            probe_after=after.get(p.id),
+        )
+        for p in plan.patches
+    }
+    return Row(release, cells)
+
+
+def _probes_after(manifest: SetManifest, plan, root: Path) -> dict[str, bool]:
+    """Write what the plan would apply into the (scratch) minimal tree and evaluate the probe
+    of every patch that would be applied: a probe must find its own patch's post-image."""
+    from sgpatch.patchset.probe import evaluate
+
+    if not any(c.path for c in plan.changes):
+        return {}
+    for change in plan.changes:
+        path = root / change.path
+        if change.after is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(change.after)
+    specs = {spec.id: spec for spec in manifest.patches}
+    return {
+        p.id: evaluate(specs[p.id].probe, root).value
+        for p in plan.patches
+        if p.state == "pending" and specs[p.id].probe is not None
+    }
+
+
+def _optional(manifest: SetManifest) -> tuple[str, ...]:
+    return tuple(p.id for p in manifest.patches if p.optional)
+
+
+def compute(
+    manifest: SetManifest,
+    versions: Sequence[Version],
+    workers: int | None = None,
+) -> list[Row]:
+    """The matrix over `versions`, in parallel (processes: planning is CPU-bound Python).
+    Missing wheels are fetched first, here, as one reported batch (not by the workers at once);
+    one that cannot be fetched becomes its release's error row."""
+    from sgpatch.releases import cache
+
+    cache.fetch(versions, keep_going=True)
+    members = needed_files(manifest)
+    set_dir = str(manifest.base_dir)
+    releases = [str(v) for v in versions]
+    workers = workers or min(len(releases), os.cpu_count() or 1)
+    if workers <= 1 or len(releases) <= 1:
+        return [plan_release(set_dir, r, members) for r in releases]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(
+            pool.map(plan_release, [set_dir] * len(releases), releases, [members] * len(releases))
+        )
+
+
+def select_versions(
+    manifest: SetManifest, spec: str | None, offline: bool = False
+) -> list[Version]:
+    """Releases on the index (or in the cache when offline) that the set and `spec` cover."""
+    from sgpatch.releases import cache as releases
+
+    try:
+        wanted = SpecifierSet(spec) if spec else SpecifierSet()
+    except InvalidSpecifier:
+        raise bad_input(f"--releases {spec!r}: not a PEP 440 specifier (e.g. '>=0.5.10')") from None
+    found = releases.cached_versions() if offline else releases.index_versions(">=0")
+    return [
+        v
+        for v in found
+        if manifest.sglang.contains(v, prereleases=True) and wanted.contains(v, prereleases=True)
+    ]
+
+
+def cell_text(cell: Cell) -> str:
+    if cell.state in ("pending", "present"):
+        return cell.how if cell.state == "pending" else "present"
+    return cell.state
+
+
+def markdown(manifest: SetManifest, rows: Sequence[Row]) -> str:
+    ids = [p.id for p in manifest.patches]
+    head = "| release | " + " | ".join(f"`{i}`" for i in ids) + " |"
+    sep = "|---|" + "---|" * len(ids)
+    body = []
+    for row in rows:
+        if row.error:
+            body.append(f"| {row.release} | " + " | ".join(["error"] * len(ids)) + " |")
+            continue
+        body.append(
+            f"| {row.release} | "
+            + " | ".join(cell_text(row.cells[i]) if i in row.cells else "" for i in ids)
+            + " |"
+        )
+    fails = [f"- {line}" for line in failure_lines(manifest, rows)]
+    tail = ["", "Refused hunks:", "", *fails] if fails else []
+    return "\n".join([head, sep, *body, *tail]) + "\n"

@@ -1,0 +1,346 @@
+"""Human and JSON renderings of results.
+
+Streams, as git and pip use them: a command's product (a listing, `show`, a status, probe or
+matrix table, lint findings, a diff) goes to stdout so it can be piped; messages, warnings,
+progress and the one-line verdict go to stderr. JSON goes to stdout.
+
+Human output must read well in a terminal and in `docker build` logs alike. On a terminal, tables
+are rich's (boxes, colour; NO_COLOR and TERM=dumb honoured). Anywhere else (a build log, a pipe,
+CI) they are plain aligned columns, one line per row, with no colour, no animation and no padding
+to a guessed width, and rich is not imported at all: that is ~45 ms of every `status`/`apply`.
+FORCE_COLOR asks for the terminal form in a log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict
+from typing import Any
+
+from sgpatch.errors import SgpatchError
+from sgpatch.ops.plan import FilePlan
+from sgpatch.placement.engine import HunkResult
+
+SCHEMA = 1
+
+
+def emit_json(doc: dict[str, Any]) -> None:
+    """Print one JSON document on stdout (the only thing --json prints there). A script asked
+    for it, so failing to deliver it (a full disk) is an error, not a traceback; a closed
+    stdout (`>&-`) asked for nothing."""
+    if sys.stdout is None:
+        return
+    import json  # only --json needs it
+
+    try:
+        sys.stdout.write(json.dumps({"schema": SCHEMA, **doc}, indent=2, default=str) + "\n")
+        sys.stdout.flush()
+    except OSError as exc:
+        raise SgpatchError(
+            f"cannot write the JSON document to stdout: {exc.strerror or exc} (the command "
+            "itself ran: `sgpatch status` shows the tree)"
+        ) from None
+
+
+def err(text: str = "") -> None:
+    """A line for people on stderr; if nobody can read it (closed, full), the run goes on (the
+    console script ends by SIGPIPE on a closed pipe, before this sees it). The product written
+    to stdout so far goes out first, so a log that holds both streams keeps their order (the
+    verdict after the table), though stdout is block-buffered there."""
+    with contextlib.suppress(OSError, AttributeError):  # a full stdout is reported at exit
+        sys.stdout.flush()
+    with contextlib.suppress(OSError, AttributeError):  # AttributeError: stderr is None
+        sys.stderr.write(text + "\n")
+
+
+def out(text: str = "") -> None:
+    """A line of the command's product on stdout. A closed stdout (`>&-`) asked for nothing; a
+    full disk is an error (a reader that went away ends the process by SIGPIPE)."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.write(text + "\n")
+    except OSError as exc:
+        raise SgpatchError(f"cannot write to stdout: {exc.strerror or exc}") from None
+
+
+def stream(to_stdout: bool) -> Callable[[str], None]:
+    """`out` for a product, `err` for a message: one switch for code shared by both."""
+    return out if to_stdout else err
+
+
+def on_terminal(to_stdout: bool = False) -> bool:
+    """Rich tables only where someone is looking (or FORCE_COLOR says so)."""
+    s = sys.stdout if to_stdout else sys.stderr
+    return bool(s is not None and s.isatty()) or bool(os.environ.get("FORCE_COLOR"))
+
+
+def console(to_stdout: bool = False):  # rich is imported only when a terminal will show it
+    """Rich console on stderr (or stdout); 160 columns when not a terminal so forced output
+    does not wrap."""
+    from rich.console import Console
+
+    s = sys.stdout if to_stdout else sys.stderr
+    width = None if s.isatty() or os.environ.get("COLUMNS") else 160
+    return Console(stderr=not to_stdout, highlight=False, soft_wrap=False, width=width)
+
+
+def plain_table(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """Aligned columns, two spaces apart, one line per row, no trailing blanks."""
+    cells = [[" ".join(str(c).split("\n")) for c in row] for row in [columns, *rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+
+
+def table(
+    columns: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    style: Callable[[str, str], str] | None = None,
+    *,
+    to_stdout: bool = True,
+) -> None:
+    """A table on stdout (a product; stderr when it reports progress): rich on a terminal,
+    `plain_table` elsewhere. `style(column, text)` colours a cell on a terminal only; the text
+    is the same either way. The first column holds ids (patch, set, release): never wrapped or
+    cut, so it can be copied; the other columns fold when the terminal is narrow."""
+    if not on_terminal(to_stdout):
+        stream(to_stdout)("\n".join(plain_table(columns, rows)))
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table()
+    for i, col in enumerate(columns):
+        if i == 0:
+            t.add_column(col, no_wrap=True, overflow="ignore", min_width=_widest(col, rows))
+        else:
+            t.add_column(col, overflow="fold")
+    for row in rows:
+        t.add_row(
+            *(
+                Text(c, style=style(col, c) if style else "")
+                for col, c in zip(columns, row, strict=True)
+            )
+        )
+    console(to_stdout).print(t)
+
+
+def _widest(column: str, rows: Sequence[Sequence[str]]) -> int:
+    return max([len(column), *(len(r[0]) for r in rows)])
+
+
+def hunk_json(h: HunkResult) -> dict[str, Any]:
+    d = asdict(h)
+    d["candidates"] = list(h.candidates)
+    return d
+
+
+def file_json(f: FilePlan) -> dict[str, Any]:
+    return {
+        "path": f.path,
+        "source": f.source,
+        "action": f.action,
+        "status": f.status,
+        "note": f.note,
+        "hunks": [hunk_json(h) for h in f.hunks],
+    }
+
+
+def hunk_line(h: HunkResult, reverse: bool = False, dry_run: bool = False) -> str:
+    """One GNU-patch-like line per hunk, e.g. 'Hunk #2 applied at 120 (offset 12, fuzz 1).'
+    A dry run says what would happen: 'Hunk #2 would apply at 120.'"""
+    extras = []
+    if h.offset:
+        extras.append(f"offset {h.offset}")
+    if h.fuzz:
+        extras.append(f"fuzz {h.fuzz}")
+    if h.whitespace:
+        extras.append("whitespace ignored")
+    tail = f" ({', '.join(extras)})" if extras else ""
+    if h.status == "applied":
+        verb = "reversed" if reverse else "applied"
+        if dry_run:
+            verb = "would reverse" if reverse else "would apply"
+        return f"Hunk #{h.index} {verb} at {h.line}{tail}."
+    if h.status == "already-applied":
+        what = "not applied (nothing to reverse)" if reverse else "already applied"
+        return f"Hunk #{h.index} {what} at {h.line}{tail}."
+    if h.status == "ambiguous":
+        return f"Hunk #{h.index} REFUSED (ambiguous): {h.reason}"
+    return f"Hunk #{h.index} FAILED: {h.reason}"
+
+
+def file_lines(f: FilePlan, dry_run: bool, reverse: bool = False) -> Iterable[str]:
+    if dry_run:
+        how = {
+            "create": " (new)",
+            "delete": " (deleted)",
+            "rename": f" (renamed from {f.source})",
+            "copy": f" (copied from {f.source})",
+        }
+        yield f"checking file {f.path}{how.get(f.action, '')}"
+    else:
+        verb = {"create": "creating", "delete": "deleting", "rename": "renaming", "copy": "copying"}
+        src = f" (from {f.source})" if f.action in ("rename", "copy") else ""
+        yield f"{verb.get(f.action, 'patching')} file {f.path}{src}"
+    if f.note:
+        yield f"  {f.note}"
+    elif f.status == "already-applied" and not f.hunks:
+        yield "  already done"
+    for h in f.hunks:
+        yield "  " + hunk_line(h, reverse, dry_run)
+
+
+# ---------------------------------------------------------------------------- patch sets
+
+STATE_STYLE = {
+    "applied": "green",
+    "present": "green",
+    "upstream": "cyan",
+    "n/a": "dim",
+    "pending": "yellow",
+    "modified": "red",
+    "conflict": "bold red",
+}
+
+
+def target_json(target) -> dict[str, Any]:
+    return {
+        "root": str(target.root),
+        "layout": target.layout,
+        "version": str(target.version),
+        "version_source": target.version_source,
+    }
+
+
+def patch_json(p) -> dict[str, Any]:  # p: plan.PatchPlan
+    doc: dict[str, Any] = {
+        "id": p.id,
+        "state": p.state,
+        "how": p.how,
+        "note": p.note,
+        "optional": p.optional,
+        "selected": p.selected,
+        "variant": p.variant,
+        "files": [file_json(f) for f in p.files],
+    }
+    if p.probe is not None:
+        doc["probe"] = probe_json(p.probe)
+    return doc
+
+
+def probe_json(result) -> dict[str, Any]:
+    return {
+        "value": result.value,
+        "evidence": [asdict(e) for e in result.evidence],
+    }
+
+
+def set_json(command, target, plan, pre, code, *, dry_run=False, written=(), before=None):
+    doc: dict[str, Any] = {
+        "command": command,
+        "exit_code": int(code),
+        "target": target_json(target),
+        "set": plan.name,
+        "done": plan.done,
+        "patches": [patch_json(p) for p in plan.patches],
+        "preconditions": [asdict(x) for x in pre],
+    }
+    if command == "apply":
+        doc["dry_run"] = dry_run
+        doc["written"] = list(written)
+        if before is not None:
+            doc["planned"] = [patch_json(p) for p in before.patches]
+    return doc
+
+
+def _short(text: str, width: int = 200) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def show_set(target, plan, pre, verbose: bool, *, to_stdout: bool = False) -> None:
+    """A table per set: patch, state, how it applied, note. Readable without colour. `status`
+    prints it on stdout (its product); `apply` on stderr (a report of what it did)."""
+    say = stream(to_stdout)
+    say(
+        f"sglang {target.version} ({target.layout}, version from {target.version_source}) "
+        f"at {target.root}"
+    )
+    detected = target.detected_version
+    if detected is not None and detected != target.version:
+        err(
+            f"warning: the tree says sglang {detected} ({target.detected_source}); using "
+            f"{target.version} as given"
+        )
+    say(f"patch set {plan.name}")
+    rows = [
+        (p.id + (" (optional)" if p.optional else ""), p.state, p.how, _short(p.note))
+        for p in plan.patches
+    ]
+    table(("patch", "state", "how", "note"), rows, _state_style, to_stdout=to_stdout)
+    for x in pre:
+        mark = {"ok": "ok", "unmet": "UNMET", "unknown": "unknown"}[x.verdict]
+        found = x.found or "not found"
+        # one line each, so a build log can be grepped for "precondition .*: UNMET"
+        say(f"precondition {x.package}{x.specifier}: {mark} ({found} in {x.where}); {x.why}")
+    if verbose:
+        for p in plan.patches:
+            show_patch_detail(p, say)
+
+
+def _state_style(column: str, text: str) -> str:
+    return STATE_STYLE.get(text, "") if column == "state" else ""
+
+
+def show_patch_detail(p, say: Callable[[str], None] = err) -> None:
+    say(f"{p.id}: {p.state} ({p.how})" + (f" — variant {p.variant}" if p.variant else ""))
+    for f in p.files:
+        for line in file_lines(f, dry_run=True):
+            say("  " + line)
+    if p.probe is not None:
+        say(f"  probe: {'true' if p.probe.value else 'false'}")
+        for e in p.probe.evidence:
+            where = f"{e.file}:{e.line}" if e.line else e.file
+            text = f" {e.text!r}" if e.text else ""
+            say(f"    {e.kind} {where}{text} {e.note}".rstrip())
+
+
+def state_counts(plan) -> str:
+    """'5 pending, 1 upstream; 1 optional not chosen': the chosen patches counted by state."""
+    counts: dict[str, int] = {}
+    for p in plan.patches:
+        if p.selected:
+            counts[p.state] = counts.get(p.state, 0) + 1
+    optional = sum(1 for p in plan.patches if not p.selected and p.optional)
+    left_out = sum(1 for p in plan.patches if not p.selected and not p.optional)
+    parts = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no patches"
+    if optional:
+        parts += f"; {optional} optional not chosen"
+    if left_out:
+        parts += f"; {left_out} left out (--without)"
+    return parts
+
+
+def status_verdict(plan, code) -> None:
+    """The last line of `status` for a set, on stderr: counts and done / not done / conflict."""
+    if any(p.selected and p.state == "conflict" for p in plan.patches):
+        word = "conflict"
+    else:
+        word = "done" if code == 0 else "not done"
+    err(f"sgpatch: {plan.name}: {state_counts(plan)}; {word}")
+
+
+def apply_summary(plan, code, written, dry_run: bool) -> None:
+    """One line a build log can grep: what happened to the set, counted by final state."""
+    parts = state_counts(plan)
+    if code != 0:
+        err(f"sgpatch: {plan.name}: not applied ({parts}); nothing was written")
+    elif dry_run:
+        err(f"sgpatch: {plan.name}: dry run ({parts}); nothing was written")
+    elif written:
+        err(f"sgpatch: {plan.name}: applied; {len(written)} file(s) written ({parts})")
+    else:
+        err(f"sgpatch: {plan.name}: nothing to do ({parts})")

@@ -1,0 +1,385 @@
+"""Read what people already have into patches to import: diffs, format-patch mails, mboxes,
+commit ranges of an SGLang checkout.
+
+A `Source` is one patch-to-be: its diff text split into per-file `Section`s, each with the
+package-relative path it patches (or why it is left out), plus provenance from the mail headers.
+A plain diff gives one source per file given; an mbox one per commit, in order.
+
+Paths are mapped as `plan.package_mapper` does (upstream `a/python/sglang/...`, site-packages
+`sglang/...`, package-relative), with two differences that only make sense for whole inputs:
+a diff written in repository form (any path under `python/sglang/`) leaves out every other path
+(the repository's own `test/`, `sgl-kernel/`, docs, CI) instead of reading it as package-relative,
+and a `diff -ruN` between two unrelated folders (`./srt/x.py` vs `../my-sglang/python/sglang/srt/
+x.py`) takes the side that names the package.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import itertools
+import re
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+
+from sgpatch.diff.unified import DEV_NULL, decode, split_lines, strip_eol
+from sgpatch.errors import bad_input, unsafe
+from sgpatch.records import dataclass
+
+_MBOX_FROM = re.compile(r"^From \S+ +(Mon|Tue|Wed|Thu|Fri|Sat|Sun) ")
+_GIT_DIFF = re.compile(r"^diff --git (\S+) (\S+)\s*$")
+_BINARY_FILES = re.compile(r"^Binary files (\S+) and (\S+) differ")
+_SUBJECT_TAG = re.compile(r"^\s*(\[[^\]]*\]\s*)+")
+_HUNK_COUNTS = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_MAIL_HEADER = re.compile(r"^[A-Za-z][A-Za-z0-9-]*:")
+REPO_FORM = "python/sglang/"
+SITE_FORM = "sglang/"
+UNSAFE = "unsafe path"
+
+
+@dataclass(frozen=True)
+class Section:
+    """One file's block of a diff: its raw lines and where it goes."""
+
+    lines: tuple[str, ...]
+    shown: str  # the path as the input writes it (for messages)
+    rel: str | None  # package-relative path; None when left out
+    source_rel: str | None  # package-relative path read (differs for a rename); None if new
+    why: str = ""  # why it is left out
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input patch: its file sections and provenance (empty strings when unknown)."""
+
+    label: str  # "x.patch", "series.mbox [2/3]", "abc1234"
+    stem: str  # for the id when there is no subject
+    sections: tuple[Section, ...]
+    subject: str = ""
+    author: str = ""
+    date: str = ""
+    body: str = ""
+    commit: str = ""
+
+    @property
+    def kept(self) -> tuple[Section, ...]:
+        return tuple(s for s in self.sections if s.rel is not None)
+
+    @property
+    def left_out(self) -> tuple[Section, ...]:
+        return tuple(s for s in self.sections if s.rel is None)
+
+
+# ---------------------------------------------------------------------------------------------
+# inputs
+
+
+def read_files(paths: Sequence[Path], exclude: Sequence[str] = ()) -> list[Source]:
+    """Every PATCH argument, in order: an mbox gives one source per message, else one per file."""
+    out: list[Source] = []
+    for path in paths:
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            raise bad_input(f"{path}: cannot read: {exc.strerror or exc}") from None
+        out += from_text(decode(data), str(path), Path(path).stem, exclude)
+    return out
+
+
+def from_text(text: str, label: str, stem: str, exclude: Sequence[str] = ()) -> list[Source]:
+    """Sources in one input's text: several for an mbox, one for a diff or a single mail."""
+    messages = split_mbox(text)
+    if len(messages) <= 1:
+        return [_source(text, label, stem, exclude)]
+    many = len(messages)
+    return [
+        _source(m, f"{label} [{i}/{many}]", f"{stem}-{i}", exclude)
+        for i, m in enumerate(messages, 1)
+    ]
+
+
+def split_mbox(text: str) -> list[str]:
+    """An mbox's messages (`From <sha> Mon Sep 17 ...` separators); [text] when it has none."""
+    lines = split_lines(text)
+    starts = [
+        i
+        for i, ln in enumerate(lines)
+        if _MBOX_FROM.match(ln) and (i == 0 or not strip_eol(lines[i - 1]))
+    ]
+    if not starts:
+        return [text]
+    bounds = [*starts, len(lines)]
+    return ["".join(lines[a:b]) for a, b in itertools.pairwise(bounds)]
+
+
+def _source(text: str, label: str, stem: str, exclude: Sequence[str]) -> Source:
+    lines = split_lines(text)
+    first = next((i for i, ln in enumerate(lines) if _starts_file(lines, i)), None)
+    if first is None:
+        raise bad_input(f"{label}: no diff found (expected 'diff --git' or '--- a/...' lines)")
+    mail = _mail(lines[:first])
+    sections = [_map(raw, label) for raw in _sections(_strip_signature(lines[first:]))]
+    form = _form(sections)
+    mapped = tuple(_place(raw, shown, paths, form, exclude) for raw, shown, paths in sections)
+    return Source(label=label, stem=stem, sections=mapped, **mail)
+
+
+def _strip_signature(lines: list[str]) -> list[str]:
+    """format-patch ends a mail with `-- ` and git's version: not part of the last hunk."""
+    for i in range(len(lines) - 1, max(len(lines) - 4, -1), -1):
+        if strip_eol(lines[i]) == "-- ":
+            return lines[:i]
+    return lines
+
+
+def _starts_file(lines: Sequence[str], i: int) -> bool:
+    """A diff starts here: `diff --git`, another `diff ...` line with its `---` close below (a
+    commit message may say "diff of ..."), or a `---`/`+++` pair."""
+    line = lines[i]
+    if line.startswith("diff --git ") or _BINARY_FILES.match(line):
+        return True
+    if line.startswith("diff "):
+        return any(ln.startswith("--- ") for ln in lines[i + 1 : i + 4])
+    return line.startswith("--- ") and _next_is_plus(lines, i)
+
+
+def _sections(lines: list[str]) -> list[list[str]]:
+    """Split a diff into per-file blocks: a new block starts at a `diff ...` line, or at a
+    `---`/`+++` pair outside a hunk (hunks are measured by their @@ counts, so a removed line
+    that reads `-- x` stays in its hunk) unless the block's `diff` line has not had its pair."""
+    out: list[list[str]] = []
+    old = new = 0  # lines left in the current hunk
+    for i, line in enumerate(lines):
+        if old > 0 or new > 0:
+            kind = line[:1]
+            if kind == "-":
+                old -= 1
+            elif kind == "+":
+                new -= 1
+            elif kind != "\\":
+                old, new = old - 1, new - 1
+            out[-1].append(line)
+            continue
+        pair = line.startswith("--- ") and _next_is_plus(lines, i)
+        binary = _BINARY_FILES.match(line) and (not out or _has_minus_header(out[-1]))
+        if line.startswith("diff ") or not out or binary or (pair and _has_minus_header(out[-1])):
+            out.append([])
+        m = _HUNK_COUNTS.match(line)
+        if m:
+            old = int(m.group(1) if m.group(1) is not None else 1)
+            new = int(m.group(2) if m.group(2) is not None else 1)
+        out[-1].append(line)
+    return out
+
+
+def _has_minus_header(block: list[str]) -> bool:
+    return any(ln.startswith("--- ") for ln in block) or any(ln.startswith("@@") for ln in block)
+
+
+def _next_is_plus(lines: Sequence[str], i: int) -> bool:
+    return i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
+
+
+# ---------------------------------------------------------------------------------------------
+# paths
+
+
+def _header_path(raw: list[str], prefix: str) -> str | None:
+    for ln in raw:
+        if ln.startswith("@@"):
+            break
+        if ln.startswith(prefix):
+            path = strip_eol(ln[len(prefix) :]).split("\t")[0].strip()
+            return None if path == DEV_NULL else path
+    return None
+
+
+def _map(raw: list[str], label: str) -> tuple[list[str], str, tuple[str | None, str | None]]:
+    """(raw lines, path to show, (old path, new path)) with a/ b/ kept for now."""
+    old, new = _header_path(raw, "--- "), _header_path(raw, "+++ ")
+    b = next((_BINARY_FILES.match(strip_eol(ln)) for ln in raw if _BINARY_FILES.match(ln)), None)
+    if b and old is None and new is None:  # `diff -r` says "Binary files X and Y differ"
+        old, new = (None if p == DEV_NULL else p for p in (b.group(1), b.group(2)))
+    m = _GIT_DIFF.match(strip_eol(raw[0]))
+    if m and old is None and new is None:  # git header only: mode change, rename, binary
+        old, new = m.group(1), m.group(2)
+        if any(ln.startswith("new file mode") for ln in raw):
+            old = None
+        if any(ln.startswith("deleted file mode") for ln in raw):
+            new = None
+    if old is None and new is None:
+        raise bad_input(f"{label}: a file block without paths: {strip_eol(raw[0])[:80]!r}")
+    return raw, new or old or "", (old, new)
+
+
+def _clean(path: str, git: bool) -> str:
+    """Drop `a/`/`b/` (git form) and `./`; a path with `..` keeps them (checked later)."""
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if git and parts and parts[0] in ("a", "b") and len(parts) > 1:
+        parts = parts[1:]
+    return "/".join(parts)
+
+
+def _after(path: str, marker: str) -> str | None:
+    """What follows `marker` (a folder prefix) in `path`, at its start or after a `/`."""
+    if path.startswith(marker):
+        return path[len(marker) :]
+    idx = path.find("/" + marker)
+    return path[idx + len(marker) + 1 :] if idx >= 0 else None
+
+
+def _form(sections: Sequence[tuple[list[str], str, tuple[str | None, str | None]]]) -> str:
+    """How the input writes paths: `repo` (python/sglang/...), `site` (sglang/...) or `package`."""
+    paths = [
+        _clean(p, True) for _, _, pair in sections for p in pair if p is not None and p != DEV_NULL
+    ]
+    if any(_after(p, REPO_FORM) is not None for p in paths):
+        return "repo"
+    if any(p.startswith(SITE_FORM) for p in paths):
+        return "site"
+    return "package"
+
+
+def package_path(path: str, form: str, git: bool = True) -> tuple[str | None, str]:
+    """(package-relative path, "") or (None, why it is left out), for an input of `form`."""
+    from sgpatch.ops.plan import REPO_ONLY
+
+    clean = _clean(path, git)
+    parts, lead = clean.split("/"), 0
+    while not git and lead < len(parts) and parts[lead] == "..":
+        lead += 1  # a plain diff's leading ../ (a folder beside this one) is fine
+    if ".." in parts[lead:]:
+        return None, UNSAFE
+    rel = _after(clean, REPO_FORM)
+    if rel is None and form != "repo" and clean.startswith(SITE_FORM):
+        rel = clean[len(SITE_FORM) :]
+    if rel is None and form == "package" and ".." not in clean.split("/"):
+        top = clean.split("/", 1)[0]
+        rel = None if top in REPO_ONLY or (top == "python" and "/" in clean) else clean
+    if rel is None or not rel:
+        return None, "outside the SGLang package (python/sglang/)"
+    if ".." in rel.split("/") or rel.startswith("/"):
+        return None, UNSAFE
+    return rel, ""
+
+
+def _place(
+    raw: list[str],
+    shown: str,
+    pair: tuple[str | None, str | None],
+    form: str,
+    exclude: Sequence[str],
+) -> Section:
+    old, new = pair
+    sides = [p for p in (old, new) if p is not None]
+    # git's a/ b/ prefixes; a plain `diff -u a/x b/x` has them too (GNU patch -p1 drops them)
+    git = raw[0].startswith("diff --git ") or all(p.startswith(("a/", "b/")) for p in sides)
+    mapped = {p: package_path(p, form, git) for p in (old, new) if p is not None}
+    if not raw[0].startswith("diff --git ") and old is not None and new is not None:
+        # a plain diff has no renames: both names mean one file; take the one naming the package
+        rel_old, rel_new = mapped[old][0], mapped[new][0]
+        rel = rel_new if _names_package(new) or rel_old is None else rel_old
+        mapped = {old: (rel, mapped[old][1]), new: (rel, mapped[new][1])}
+    target = new if new is not None else old
+    assert target is not None
+    if any(why == UNSAFE for _rel, why in mapped.values()):
+        raise unsafe(f"{_clean(shown, git)}: a path that climbs out of the SGLang package; "
+                     "nothing imported")  # fmt: skip
+    rel, why = mapped[target]
+    source_rel = mapped[old][0] if old is not None else None
+    if rel is not None and old is not None and source_rel is None:
+        rel, why = None, mapped[old][1]
+    if rel is not None and _excluded(rel, _clean(target, git), exclude):
+        rel, why = None, "excluded with --exclude"
+    return Section(tuple(raw), _clean(shown, git), rel, source_rel if rel else None, why)
+
+
+def _names_package(path: str) -> bool:
+    clean = _clean(path, False)
+    return _after(clean, REPO_FORM) is not None or clean.startswith(SITE_FORM)
+
+
+def _excluded(rel: str, shown: str, patterns: Sequence[str]) -> bool:
+    names = (rel, shown, REPO_FORM + rel)
+    return any(fnmatch.fnmatchcase(n, g) for g in patterns for n in names)
+
+
+# ---------------------------------------------------------------------------------------------
+# mail headers
+
+
+def _mail(lines: Sequence[str]) -> dict[str, str]:
+    """subject, author, date and body from a format-patch mail's head (all "" for a bare diff)."""
+    import email
+    import email.policy
+
+    text = "".join(lines)
+    if _MBOX_FROM.match(text):
+        text = text.split("\n", 1)[1] if "\n" in text else ""
+    if not _MAIL_HEADER.match(text):
+        return {"body": _body(text)}
+    msg = email.message_from_string(text, policy=email.policy.default)
+    subject = " ".join(str(msg.get("Subject", "")).split())
+    payload = msg.get_payload()
+    body = payload if isinstance(payload, str) else ""
+    commit = ""
+    if lines and _MBOX_FROM.match(lines[0]):
+        commit = lines[0].split()[1]
+    return {
+        "subject": _SUBJECT_TAG.sub("", subject).strip(),
+        "author": " ".join(str(msg.get("From", "")).split()),
+        "date": next((strip_eol(ln)[6:].strip() for ln in lines if ln.startswith("Date: ")), ""),
+        "body": _body(body),
+        "commit": commit if re.fullmatch(r"[0-9a-f]{7,40}", commit) else "",
+    }
+
+
+def _body(text: str) -> str:
+    """A commit message body without format-patch's `---` + diffstat tail."""
+    out = []
+    for line in text.splitlines():
+        if line.rstrip() == "---":
+            break
+        out.append(line.rstrip())
+    return "\n".join(out).strip("\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# a commit range of a checkout
+
+
+def from_git(repo_dir: Path, rev_range: str, exclude: Sequence[str] = ()) -> list[Source]:
+    """One source per commit of `rev_range` in the checkout, oldest first (merges refused)."""
+    try:
+        import git
+    except ImportError:  # pragma: no cover - GitPython is a dependency
+        raise bad_input("--git needs GitPython (pip install GitPython)") from None
+    try:
+        repo = git.Repo(repo_dir, search_parent_directories=False)
+    except (git.exc.InvalidGitRepositoryError, git.exc.NoSuchPathError):
+        raise bad_input(f"--repo {repo_dir}: not a git checkout") from None
+    try:
+        commits = list(repo.iter_commits(rev_range, reverse=True))
+    except git.exc.GitCommandError as exc:
+        raise bad_input(f"--git {rev_range}: {_git_line(exc)}") from None
+    if not commits:
+        raise bad_input(f"--git {rev_range}: no commits in that range")
+    merges = [c.hexsha[:10] for c in commits if len(c.parents) > 1]
+    if merges:
+        raise bad_input(f"--git {rev_range}: merge commits cannot be imported ({merges[0]})")
+    out = []
+    for c in commits:
+        mail = repo.git.format_patch("-1", "--stdout", "--no-signature", "-k", c.hexsha)
+        src = from_text(mail + "\n", c.hexsha[:10], c.hexsha[:10], exclude)[0]
+        out.append(src)
+    return out
+
+
+def _git_line(exc) -> str:
+    text = str(getattr(exc, "stderr", "") or exc).strip().strip("'")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    fatal = [ln for ln in lines if "fatal:" in ln]
+    return (fatal or lines or ["git failed"])[0].replace("stderr: ", "").strip("'")
+
+
+def posix(path: str) -> str:
+    return PurePosixPath(path).as_posix()

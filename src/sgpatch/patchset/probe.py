@@ -1,0 +1,617 @@
+"""Evaluate probes against a target tree: does upstream already contain a patch's change?
+
+A probe is a small tree of nodes (see docs/manifest.md). Evaluation never raises for what it finds
+in the tree (missing files, syntax errors): those make a node false and say why in the evidence, so
+`sgpatch probe -v` can show file:line and the matched text for every verdict. Only a probe that
+would look outside the package root is refused (exit 4).
+
+Evidence kinds:
+    match      a regex matched (file, line, the line's text)
+    no-match   a regex did not match in a file (or in N files)
+    missing    no file matches the glob / the file does not exist / the class is not there
+    class      the class a symbol probe looks at, with its bases
+    method     the method was found (where, and through which class)
+    no-method  the method is not defined in a class
+    base       a base class that cannot be followed (not defined in the tree, or not resolvable)
+    error      a file could not be parsed or read
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import warnings
+from collections.abc import Iterable
+from dataclasses import field
+from pathlib import Path, PurePosixPath
+
+from sgpatch.errors import bad_input, unsafe
+from sgpatch.records import dataclass
+from sgpatch.tree.files import within
+
+
+@dataclass(frozen=True)
+class RegexProbe:
+    """Some file matching `file_glob` has a match for `regex` (or, if `absent`, none has)."""
+
+    file_glob: str
+    regex: str
+    absent: bool = False
+
+
+@dataclass(frozen=True)
+class SymbolProbe:
+    """Class `cls` in `file` has `method`, defined in it or inherited from a base in the tree."""
+
+    file: str
+    cls: str
+    method: str
+
+
+@dataclass(frozen=True)
+class AllProbe:
+    """True when every sub-probe is."""
+
+    nodes: tuple[ProbeNode, ...]
+
+
+@dataclass(frozen=True)
+class AnyProbe:
+    """True when at least one sub-probe is."""
+
+    nodes: tuple[ProbeNode, ...]
+
+
+@dataclass(frozen=True)
+class NotProbe:
+    """True when its sub-probe is false."""
+
+    node: ProbeNode
+
+
+ProbeNode = RegexProbe | SymbolProbe | AllProbe | AnyProbe | NotProbe
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One observation behind a verdict; `file` is relative to the package root (posix)."""
+
+    kind: str
+    file: str
+    line: int | None
+    text: str
+    note: str
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """The verdict of one node, what it rests on, and (for all/any/not) the verdicts below it."""
+
+    value: bool
+    evidence: tuple[Evidence, ...]
+    node: ProbeNode | None = None
+    children: tuple[ProbeResult, ...] = field(default=())
+
+
+REGEX_FLAGS = re.MULTILINE
+_MAX_NO_MATCH_FILES = 5  # beyond this, one summary line instead of one per file
+_MAX_TEXT = 200
+_SKIP_DIRS = frozenset({".sgpatch", "__pycache__"})  # our own state (original bytes!) and caches
+_MAX_DEPTH = 50  # inheritance / re-export chains; guards against pathological trees
+
+
+def check_relative(pattern: str, what: str) -> None:
+    """Refuse a probe path that could leave the package root (absolute, `..`, drive letters)."""
+    pure = PurePosixPath(pattern)
+    if not pattern or pure.is_absolute() or pattern.startswith(("\\", "~")) or ":" in pattern:
+        raise unsafe(f"{what} {pattern!r} must be a path relative to the SGLang package root")
+    if ".." in pure.parts or "\\" in pattern:
+        raise unsafe(f"{what} {pattern!r} must not contain '..' or backslashes")
+
+
+def describe(node: ProbeNode) -> str:
+    """A compact one-line rendering of a probe node, for reports."""
+    if isinstance(node, RegexProbe):
+        word = "absent" if node.absent else "regex"
+        return f"{word} {node.file_glob} /{node.regex}/"
+    if isinstance(node, SymbolProbe):
+        return f"symbol {node.file} {node.cls}.{node.method}"
+    if isinstance(node, AllProbe):
+        return "all(" + ", ".join(describe(n) for n in node.nodes) + ")"
+    if isinstance(node, AnyProbe):
+        return "any(" + ", ".join(describe(n) for n in node.nodes) + ")"
+    return f"not({describe(node.node)})"
+
+
+def _clip(text: str) -> str:
+    text = text.rstrip("\r\n")
+    return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 1] + "…"
+
+
+@dataclass
+class _Module:
+    """A parsed tree file, read once per probe run (or why it could not be)."""
+
+    rel: str
+    tree: ast.Module | None
+    lines: list[str]
+    error: Evidence | None
+
+
+class Reader:
+    """What probes read in one tree: file texts, parsed modules, compiled regexes, each once
+    (per `evaluate` call, or for all the probes a plan evaluates: the tree does not change
+    while it is planned)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self.texts: dict[Path, str | None] = {}
+        self.ascii: dict[Path, bytes] = {}  # the bytes of the files that are all ASCII
+        self.modules: dict[Path, _Module] = {}
+        self.walked: dict[Path, list[ast.stmt]] = {}
+        self.regexes: dict[str, object] = {}
+
+    def rel(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    def inside(self, path: Path) -> bool:
+        """`path` resolves (symlinks followed) to the root or below it (treefs.within: string
+        work on realpath, not a resolved Path and relative_to per file)."""
+        try:
+            real = os.path.realpath(path)
+        except (ValueError, OSError):
+            return False
+        return within(real, str(self.root))
+
+    def text(self, path: Path) -> str | None:
+        if path not in self.texts:
+            try:
+                data = path.read_bytes()
+            except OSError:
+                self.texts[path] = None
+                return None
+            self.texts[path] = data.decode("utf-8", errors="replace")
+            if data.isascii():
+                self.ascii[path] = data
+        return self.texts[path]
+
+    def statements(self, path: Path) -> list[ast.stmt]:
+        """A parsed module's statements at module level, into if/try/with (`_walk_block`),
+        walked once: every symbol probe and every base lookup in the file asks for them."""
+        if path not in self.walked:
+            tree = self.module(path).tree
+            self.walked[path] = _walk_block(tree.body) if tree is not None else []
+        return self.walked[path]
+
+    def search(self, rx, path: Path, text: str):
+        """`rx.search` over the file. An ASCII file is handed to RE2 as its bytes, which are
+        its UTF-8 and whose offsets are its characters': the match is the same, without RE2
+        encoding the text and counting characters back to each offset."""
+        data = self.ascii.get(path)
+        if data is None or isinstance(rx, re.Pattern):  # Python's re: str only
+            return rx.search(text)
+        return rx.search(data)
+
+    def module(self, path: Path) -> _Module:
+        if path not in self.modules:
+            rel = self.rel(path)
+            try:
+                data = path.read_bytes()
+            except OSError as e:
+                ev = Evidence("error", rel, None, "", f"cannot read: {e.strerror or e}")
+                self.modules[path] = _Module(rel, None, [], ev)
+                return self.modules[path]
+            lines = data.decode("utf-8", errors="replace").splitlines()
+            try:
+                tree = _parse(data, rel)
+                self.modules[path] = _Module(rel, tree, lines, None)
+            except (SyntaxError, ValueError) as e:
+                line = getattr(e, "lineno", None)
+                text = lines[line - 1] if line and 0 < line <= len(lines) else ""
+                msg = getattr(e, "msg", None) or str(e)
+                ev = Evidence("error", rel, line, _clip(text), f"syntax error: {msg}")
+                self.modules[path] = _Module(rel, None, lines, ev)
+        return self.modules[path]
+
+    def regex(self, pattern: str):
+        if pattern not in self.regexes:
+            try:
+                self.regexes[pattern] = compile_regex(pattern)
+            except RegexUnsupported as e:  # a probe built in code, not from a manifest
+                raise bad_input(str(e)) from None
+        return self.regexes[pattern]
+
+
+class RegexUnsupported(ValueError):
+    """A probe regex the linear-time engine cannot run (lookaround, backreferences, ...)."""
+
+
+def _re2():
+    try:
+        import re2
+    except ImportError:  # no wheel for this Python: Python's re, without a time bound
+        return None
+    return re2
+
+
+def compile_regex(pattern: str):
+    """A probe regex, compiled for `search` with ^/$ at line ends (re.MULTILINE).
+
+    With google-re2 installed (a dependency on Python 3.10-3.13), the pattern runs on RE2: time
+    linear in the file, so a pattern like `(a+)+$` cannot make `status` hang. RE2 has no
+    lookaround, backreferences or possessive quantifiers; such a pattern is refused
+    (RegexUnsupported, shown as a one-line manifest error naming it) rather than run on the
+    backtracking engine. Without google-re2, Python's re runs it (docs/manifest.md, Limits)."""
+    re2 = _re2()
+    if re2 is None:
+        return re.compile(pattern, REGEX_FLAGS)
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print its own parse error on stderr
+    try:
+        return re2.compile("(?m)" + pattern, options)
+    except re2.error as e:
+        why = e.args[0].decode(errors="replace") if e.args and isinstance(e.args[0], bytes) else e
+        raise RegexUnsupported(
+            f"probe regex /{pattern}/ needs a construct the linear-time regex engine (RE2) "
+            f"lacks ({why}): no lookaround, backreferences or possessive quantifiers"
+        ) from None
+
+
+def _parse(data: bytes, filename: str) -> ast.Module:
+    """ast.parse without the invalid-escape warnings real SGLang files trigger on stderr."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return ast.parse(data, filename=filename)
+
+
+def evaluate(node: ProbeNode, root: Path, reader: Reader | None = None) -> ProbeResult:
+    """Evaluate a probe tree against the package root `root` (files are parsed once per call).
+    `reader`: a `Reader(root)` shared with the other probes of the same plan, so a file two
+    of them name is read (and parsed) once."""
+    return _eval(node, reader if reader is not None else Reader(root))
+
+
+def _eval(node: ProbeNode, ctx: Reader) -> ProbeResult:
+    if isinstance(node, RegexProbe):
+        return _eval_regex(node, ctx)
+    if isinstance(node, SymbolProbe):
+        return _eval_symbol(node, ctx)
+    if isinstance(node, (AllProbe, AnyProbe)):
+        # Every child is evaluated (no short-circuit) so -v shows the whole picture.
+        children = tuple(_eval(child, ctx) for child in node.nodes)
+        values = [c.value for c in children]
+        value = all(values) if isinstance(node, AllProbe) else any(values)
+        evidence = tuple(ev for c in children for ev in c.evidence)
+        return ProbeResult(value, evidence, node, children)
+    if isinstance(node, NotProbe):
+        child = _eval(node.node, ctx)
+        return ProbeResult(not child.value, child.evidence, node, (child,))
+    raise TypeError(f"not a probe node: {node!r}")  # a bug, not user input
+
+
+def _glob(pattern: str, ctx: Reader) -> list[Path]:
+    check_relative(pattern, "probe file")
+    if not any(c in pattern for c in "*?["):  # one file named: what Path.glob would yield
+        candidates: Iterable[Path] = [ctx.root / pattern]
+    else:
+        candidates = ctx.root.glob(pattern)
+    found = []
+    for path in candidates:
+        if any(part in _SKIP_DIRS for part in path.relative_to(ctx.root).parts):
+            continue
+        if path.is_file() and ctx.inside(path):
+            found.append(path)
+    return sorted(found)
+
+
+def _eval_regex(node: RegexProbe, ctx: Reader) -> ProbeResult:
+    files = _glob(node.file_glob, ctx)
+    if not files:
+        ev = Evidence("missing", node.file_glob, None, "", f"no file matches {node.file_glob}")
+        return ProbeResult(False, (ev,), node)
+    rx = ctx.regex(node.regex)
+    unreadable: list[Evidence] = []
+    for path in files:
+        text = ctx.text(path)
+        if text is None:
+            unreadable.append(Evidence("error", ctx.rel(path), None, "", "cannot read"))
+            continue
+        m = ctx.search(rx, path, text)
+        if m is None:
+            continue
+        line_no = text.count("\n", 0, m.start()) + 1
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.start())
+        line = text[start : end if end >= 0 else len(text)]
+        note = f"/{node.regex}/ matches"
+        if node.absent:
+            note += ", so it is not absent"
+        ev = Evidence("match", ctx.rel(path), line_no, _clip(line), note)
+        return ProbeResult(not node.absent, (*unreadable, ev), node)
+    searched = [p for p in files if ctx.texts.get(p) is not None]
+    if len(searched) <= _MAX_NO_MATCH_FILES:
+        misses = tuple(
+            Evidence("no-match", ctx.rel(p), None, "", f"no match for /{node.regex}/")
+            for p in searched
+        )
+    else:
+        note = f"no match for /{node.regex}/ in {len(searched)} files"
+        misses = (Evidence("no-match", node.file_glob, None, "", note),)
+    value = node.absent and bool(searched)
+    return ProbeResult(value, (*unreadable, *misses), node)
+
+
+# --- symbol probes -------------------------------------------------------------------------------
+
+
+def _walk_block(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Statements of a block, looking into if/try/with (definitions are often guarded)."""
+    out: list[ast.stmt] = []
+    for stmt in body:
+        out.append(stmt)
+        if isinstance(stmt, ast.If):
+            out.extend(_walk_block(stmt.body))
+            out.extend(_walk_block(stmt.orelse))
+        elif isinstance(stmt, ast.Try):
+            for block in (stmt.body, stmt.orelse, stmt.finalbody):
+                out.extend(_walk_block(block))
+            for handler in stmt.handlers:
+                out.extend(_walk_block(handler.body))
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            out.extend(_walk_block(stmt.body))
+    return out
+
+
+def _defines(stmt: ast.stmt, name: str) -> bool:
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return stmt.name == name
+    if isinstance(stmt, ast.Assign):
+        return any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets)
+    if isinstance(stmt, ast.AnnAssign):
+        target = stmt.target
+        return stmt.value is not None and isinstance(target, ast.Name) and target.id == name
+    return False
+
+
+def _dotted(expr: ast.expr) -> str | None:
+    """`a.b.C` -> "a.b.C"; `Generic[T]` -> "Generic"; anything else -> None."""
+    if isinstance(expr, ast.Subscript):
+        expr = expr.value
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return ".".join(reversed(parts))
+
+
+@dataclass(frozen=True)
+class _ClassRef:
+    """A class definition found by following imports, and the file it lives in."""
+
+    path: Path
+    node: ast.ClassDef
+
+
+class _Resolver:
+    """Follows names through a tree's imports with `ast`, the way Python would bind them."""
+
+    def __init__(self, ctx: Reader) -> None:
+        self.ctx = ctx
+
+    def module_file(self, dotted: str) -> Path | None:
+        """`sglang.srt.x.y` -> root/srt/x/y.py or root/srt/x/y/__init__.py, if in the tree."""
+        parts = dotted.split(".")
+        if parts[0] != "sglang" or any(not p.isidentifier() for p in parts):
+            return None
+        return self._package_file(self.ctx.root.joinpath(*parts[1:]))
+
+    def _package_file(self, base: Path) -> Path | None:
+        if base != self.ctx.root and base.with_suffix(".py").is_file():
+            return base.with_suffix(".py")
+        init = base / "__init__.py"
+        if init.is_file():
+            return init
+        return None
+
+    def relative_base(self, path: Path, level: int) -> Path | None:
+        """The package directory `from .` (level 1), `from ..` (level 2) ... refers to."""
+        base = path.parent
+        for _ in range(level - 1):
+            if base == self.ctx.root:
+                return None
+            base = base.parent
+        return base if self.ctx.inside(base) else None
+
+    def import_from_target(self, path: Path, stmt: ast.ImportFrom) -> Path | None:
+        """The directory-or-module path (without suffix) an ImportFrom's module names."""
+        if stmt.level:
+            base = self.relative_base(path, stmt.level)
+            if base is None:
+                return None
+            if stmt.module:
+                base = base.joinpath(*stmt.module.split("."))
+            return base
+        module = stmt.module or ""
+        parts = module.split(".")
+        if parts[0] != "sglang":
+            return None
+        return self.ctx.root.joinpath(*parts[1:])
+
+    def bindings(self, path: Path, name: str) -> list[ast.stmt]:
+        """Module-level statements of `path` that bind `name`, last one last."""
+        mod = self.ctx.module(path)
+        if mod.tree is None:
+            return []
+        found = []
+        for stmt in self.ctx.statements(path):
+            if isinstance(stmt, ast.ClassDef) and stmt.name == name:
+                found.append(stmt)
+            elif isinstance(stmt, ast.ImportFrom):
+                if any((a.asname or a.name) == name for a in stmt.names):
+                    found.append(stmt)
+            elif isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    bound = alias.asname or alias.name.split(".")[0]
+                    if bound == name:
+                        found.append(stmt)
+            elif isinstance(stmt, ast.Assign) and _defines(stmt, name):
+                found.append(stmt)
+        return found
+
+    def lookup(
+        self, path: Path, dotted: str, depth: int = 0
+    ) -> tuple[_ClassRef | None, str | None]:
+        """Find the class `dotted` names in module `path`: (class, None) or (None, why not)."""
+        if depth > _MAX_DEPTH:
+            return None, "import chain too deep"
+        mod = self.ctx.module(path)
+        if mod.tree is None:
+            error = mod.error
+            where = f"{mod.rel}:{error.line}" if error and error.line else mod.rel
+            return None, f"{where}: {error.note if error else 'cannot be parsed'}"
+        head = dotted.partition(".")[0]
+        bindings = self.bindings(path, head)
+        if not bindings:
+            return None, f"{head} is not defined or imported in {mod.rel}"
+        # The last binding usually wins; earlier ones matter for `try: import ... except: X = None`.
+        why: str | None = None
+        for stmt in reversed(bindings):
+            found, reason = self._follow(path, stmt, dotted, depth)
+            if found is not None:
+                return found, None
+            why = why or reason
+        return None, why
+
+    def _follow(
+        self, path: Path, stmt: ast.stmt, dotted: str, depth: int
+    ) -> tuple[_ClassRef | None, str | None]:
+        """Resolve `dotted` through one statement of `path` that binds its first part."""
+        mod = self.ctx.module(path)
+        head, _, rest = dotted.partition(".")
+        if isinstance(stmt, ast.ClassDef):
+            if rest:
+                return None, f"{dotted} is an attribute of class {head}"
+            return _ClassRef(path, stmt), None
+        if isinstance(stmt, ast.Assign):
+            value = _dotted(stmt.value)
+            if value is None or value == dotted:
+                return None, f"{head} in {mod.rel} is not a class"
+            full = f"{value}.{rest}" if rest else value
+            return self.lookup(path, full, depth + 1)
+        if isinstance(stmt, ast.ImportFrom):
+            alias = next(a for a in stmt.names if (a.asname or a.name) == head)
+            target = self.import_from_target(path, stmt)
+            if target is None:
+                return None, f"module {_import_text(stmt)} is not in the tree"
+            # `from pkg import sub` may bind a submodule rather than a name in pkg/__init__.py
+            submodule = self._package_file(target / alias.name)
+            if submodule is not None and self.ctx.inside(submodule):
+                if not rest:
+                    return None, f"{head} is a module, not a class"
+                return self.lookup(submodule, rest, depth + 1)
+            module_file = self._package_file(target)
+            if module_file is None or not self.ctx.inside(module_file):
+                return None, f"module {_import_text(stmt)} is not in the tree"
+            full = f"{alias.name}.{rest}" if rest else alias.name
+            return self.lookup(module_file, full, depth + 1)
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if alias.asname == head:
+                    module_name = alias.name
+                    break
+                if alias.asname is None and alias.name.split(".")[0] == head:
+                    module_name = head
+                    break
+            else:  # pragma: no cover - bindings() guarantees a match
+                return None, f"{head} not found"
+            # `import a.b` binds `a`: walk the rest of the dotted name as submodules.
+            parts = (module_name + ("." + rest if rest else "")).split(".")
+            for cut in range(len(parts) - 1, 0, -1):
+                module_file = self.module_file(".".join(parts[:cut]))
+                if module_file is not None:
+                    return self.lookup(module_file, ".".join(parts[cut:]), depth + 1)
+            return None, f"module {module_name} is not in the tree"
+        return None, f"{head} not resolvable"  # pragma: no cover
+
+
+def _import_text(stmt: ast.ImportFrom) -> str:
+    return "." * stmt.level + (stmt.module or "")
+
+
+def _class_header(ref: _ClassRef) -> str:
+    bases = ", ".join(ast.unparse(b) for b in ref.node.bases)
+    return f"class {ref.node.name}({bases})" if bases else f"class {ref.node.name}"
+
+
+def _find_method(
+    ref: _ClassRef, method: str, ctx: Reader, resolver: _Resolver, chain: list[str]
+) -> tuple[bool, list[Evidence]]:
+    """Depth-first, left-to-right search of the class and its bases (a fair MRO approximation)."""
+    visited: set[tuple[Path, str]] = set()
+    evidence: list[Evidence] = []
+
+    def visit(ref: _ClassRef, via: list[str]) -> bool:
+        key = (ref.path, ref.node.name)
+        if key in visited or len(via) > _MAX_DEPTH:
+            return False
+        visited.add(key)
+        mod = ctx.module(ref.path)
+        line = ref.node.lineno
+        text = _clip(mod.lines[line - 1]) if line <= len(mod.lines) else ""
+        evidence.append(Evidence("class", mod.rel, line, text, _class_header(ref)))
+        for stmt in _walk_block(ref.node.body):
+            if _defines(stmt, method):
+                where = stmt.lineno
+                where_text = _clip(mod.lines[where - 1]) if where <= len(mod.lines) else ""
+                note = f"{method} defined in {ref.node.name}"
+                if via:
+                    note += f", inherited by {via[0]}"
+                    if len(via) > 1:
+                        note += " through " + ", ".join(via[1:])
+                evidence.append(Evidence("method", mod.rel, where, where_text, note))
+                return True
+        note = f"method {method} not defined in {ref.node.name}"
+        evidence.append(Evidence("no-method", mod.rel, line, text, note))
+        for base in ref.node.bases:
+            dotted = _dotted(base)
+            base_text = ast.unparse(base)
+            if dotted is None:
+                note = f"base {base_text} cannot be resolved statically"
+                evidence.append(Evidence("base", mod.rel, base.lineno, base_text, note))
+                continue
+            found, why = resolver.lookup(ref.path, dotted)
+            if found is None:
+                note = f"base {base_text} is not defined in the tree ({why})"
+                evidence.append(Evidence("base", mod.rel, base.lineno, base_text, note))
+                continue
+            if visit(found, [*via, ref.node.name]):
+                return True
+        return False
+
+    return visit(ref, chain), evidence
+
+
+def _eval_symbol(node: SymbolProbe, ctx: Reader) -> ProbeResult:
+    check_relative(node.file, "probe file")
+    path = ctx.root / node.file
+    if not path.is_file() or not ctx.inside(path):
+        ev = Evidence("missing", node.file, None, "", f"{node.file} does not exist")
+        return ProbeResult(False, (ev,), node)
+    mod = ctx.module(path)
+    if mod.error is not None:
+        return ProbeResult(False, (mod.error,), node)
+    assert mod.tree is not None
+    classes = [
+        s for s in ctx.statements(path) if isinstance(s, ast.ClassDef) and s.name == node.cls
+    ]
+    if not classes:
+        ev = Evidence("missing", mod.rel, None, "", f"class {node.cls} not defined in {mod.rel}")
+        return ProbeResult(False, (ev,), node)
+    ref = _ClassRef(path, classes[-1])  # the last definition is the one Python keeps
+    found, evidence = _find_method(ref, node.method, ctx, _Resolver(ctx), [])
+    return ProbeResult(found, tuple(evidence), node)

@@ -1,0 +1,572 @@
+"""Place the hunks of one file's diff into that file's lines: never in the wrong place, never
+silently. Pure functions, no I/O.
+
+Search order per hunk, stopping at the first level that finds a place (docs/engine.md):
+  1. exact at the expected line (stated line, carried forward from where earlier hunks landed);
+  2. exact elsewhere;
+  3. whitespace-tolerant (trailing blanks and runs of inner blanks ignored; indentation kept);
+  4. fuzz 1..F: drop up to F *outer context* lines (least dropped first; never all context).
+At every level the hunk's post-image is searched too: found where the pre-image is not, the hunk
+is "already applied" and skipped (so a patch is never applied twice, and -R on an unpatched file
+changes nothing). Beyond level 1 a place must be unique after the later-than-previous-hunk rule,
+or made unique by the hunk header's scope (`@@ ... @@ class Name`); otherwise the hunk is refused
+as ambiguous with the candidates listed. A fuzzed place outside the scope the header names is
+refused too: that is how GNU patch lands code after a `return` in an unrelated function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from functools import lru_cache
+from itertools import repeat
+
+from sgpatch.diff.unified import Hunk, strip_eol
+from sgpatch.placement.match import (
+    FileResult,
+    HunkResult,
+    Level,
+    LineIndex,
+    Place,
+    Status,
+    context_edges,
+    dominant_eol,
+    exact_key,
+    search,
+    side,
+    start,
+    ws_key,
+)
+from sgpatch.records import dataclass
+
+__all__ = [
+    "FileResult",
+    "HunkResult",
+    "Level",
+    "Status",
+    "apply_hunks",
+    "dominant_eol",
+    "exact_key",
+    "place_hunk",
+    "ws_key",
+]
+
+
+def _fuzz_drops(hunk: Hunk, fuzz: int) -> list[tuple[int, int]]:
+    """Every (lead, trail) drop of outer context up to `fuzz`, least context dropped first.
+
+    A side that has context keeps at least one line of it, so an insertion stays pinned
+    between two known lines (stricter than GNU patch, which may drop a whole side)."""
+    lead_max, trail_max = context_edges(hunk)
+    lead_cap = min(fuzz, max(lead_max - 1, 0))
+    trail_cap = min(fuzz, max(trail_max - 1, 0))
+    drops = [(i, j) for i in range(lead_cap + 1) for j in range(trail_cap + 1) if i + j > 0]
+    return sorted(drops, key=lambda d: (d[0] + d[1], max(d)))
+
+
+def _independent(hunk: Hunk, places) -> list[Place]:
+    """Drop matches of one image that overlap a longer match of the other image: a short
+    post-image found inside the pre-image (or vice versa) is an echo, not a second place."""
+
+    def span(pl: Place) -> tuple[int, int]:
+        return pl.pos, pl.pos + len(side(hunk, pl.new_side, pl.lead, pl.trail, pl.free).texts)
+
+    kept: list[Place] = []
+    for pl in sorted(places, key=lambda p: -(span(p)[1] - span(p)[0])):
+        a, b = span(pl)
+        if not any(k.new_side != pl.new_side and a < span(k)[1] and span(k)[0] < b for k in kept):
+            kept.append(pl)
+    return kept
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """One hunk's first-pass verdict, kept with what the second pass needs to revisit it."""
+
+    place: Place | None
+    result: HunkResult
+    alternatives: tuple[Place, ...] = ()  # for a plain multi-candidate ambiguity
+    expected: int = 0  # where the hunk was expected (for the second pass's vetoes)
+
+
+Drop = tuple[int, int, bool]  # (leading, trailing) context dropped, anchors lifted
+LevelSpec = tuple[Level, tuple[str, ...], list[Drop]]
+
+
+def _levels(hunk: Hunk, fuzz: int) -> list[LevelSpec]:
+    """Search levels after 'exact at the expected line', in order. Fuzz goes by total context
+    dropped (1, 2, ...), each total one level, exact and whitespace-tolerant together. As in
+    git, the first fuzz step of an anchored hunk only lifts its start/end-of-file anchors."""
+    levels: list[LevelSpec] = [
+        ("moved", ("exact",), [(0, 0, False)]),
+        ("whitespace", ("ws",), [(0, 0, False)]),
+    ]
+    pre = side(hunk, False, 0, 0)
+    if fuzz and (pre.at_bof or pre.at_eof):
+        levels.append(("fuzz", ("exact", "ws"), [(0, 0, True)]))
+    by_total: dict[int, list[Drop]] = {}
+    for lead, trail in _fuzz_drops(hunk, fuzz):
+        by_total.setdefault(lead + trail, []).append((lead, trail, False))
+    levels += [("fuzz", ("exact", "ws"), group) for _, group in sorted(by_total.items())]
+    return levels
+
+
+def _find_level(
+    hunk: Hunk, idx: LineIndex, modes: tuple[str, ...], drops: list[Drop], lo: int
+) -> tuple[dict[int, Place], set[int]]:
+    found: dict[int, Place] = {}
+    loose: set[int] = set()
+    for lead, trail, free in drops:
+        for mode in modes:
+            for pl in search(hunk, idx, mode, lead, trail, lo, free):
+                start = pl.pos - pl.lead  # where the full hunk would start
+                if start not in found:
+                    found[start] = pl
+                    if mode == "ws":
+                        loose.add(start)
+    return found, loose
+
+
+def place_hunk(
+    hunk: Hunk, lines: Sequence[str], idx: LineIndex, expected: int, lo: int, fuzz: int
+) -> _Outcome:
+    """Find where one hunk goes (or why it cannot), without changing anything."""
+    at_line = _at_expected(hunk, idx, expected, lo)
+    if at_line is not None:
+        return at_line
+    if not hunk.before:
+        return _insertion(hunk, lines, expected)
+    levels = _levels(hunk, fuzz)
+    for n, (level, modes, drops) in enumerate(levels):
+        found, loose = _find_level(hunk, idx, modes, drops, lo)
+        if not found:
+            continue
+        places = sorted(
+            _independent(hunk, found.values()),
+            key=lambda pl: (abs(start(pl) - expected), pl.pos),
+        )
+        chosen = _choose(hunk, idx, places, level, expected)
+        if chosen is None:
+            return _equally_good(hunk, level, places, expected)
+        cands = tuple(start(pl) + 1 for pl in places)
+        loose_match = level == "whitespace" or start(chosen) in loose
+        veto = _veto(hunk, lines, idx, chosen, level, levels[n:], expected, lo, loose_match)
+        if veto is not None:
+            return _Outcome(None, veto)
+        return _Outcome(chosen, _result(hunk, chosen, level, cands, whitespace=loose_match))
+    from sgpatch.placement.explain import (
+        explain_conflict,  # only for a conflict: off the common path
+    )
+
+    return _Outcome(None, explain_conflict(hunk, idx, expected, lo))
+
+
+def _at_expected(hunk: Hunk, idx: LineIndex, expected: int, lo: int) -> _Outcome | None:
+    """Level 1: exact at the expected line. When both images match there (one is a prefix of
+    the other: appending at EOF, deleting a repeated line) the longer match is the evidence."""
+    hits = []
+    for new_side in (True, False):
+        img = side(hunk, new_side, 0, 0)
+        at_expected = expected >= lo and img.texts
+        if at_expected and idx.matches_at(
+            list(img.texts), "exact", expected, img.at_eof, img.at_bof
+        ):
+            hits.append((len(img.texts), new_side))
+    if len(hits) == 2 and _no_op(hunk):
+        hits = [h for h in hits if h[1]]  # changes nothing: there is nothing to do
+    if len(hits) == 2 and (eol_side := _eol_decides(hunk, idx, expected)) is not None:
+        hits = [h for h in hits if h[1] == eol_side]
+    if len(hits) == 2:
+        why = (
+            f"both the pre-image and the post-image match at line {expected + 1} (repeated "
+            "lines): cannot tell whether it is applied"
+        )
+        return _Outcome(None, _ambiguous(hunk, "exact", (expected + 1,), why))
+    if not hits:
+        return None
+    _, new_side = max(hits)
+    place = Place(expected, new_side, 0, 0)
+    if new_side and _deleted_block_still_there(hunk, idx, expected):
+        return _Outcome(None, _still_there(hunk, expected))
+    return _Outcome(place, _result(hunk, place, "exact", ()))
+
+
+def _insertion(hunk: Hunk, lines: Sequence[str], expected: int) -> _Outcome:
+    """A pure insertion with no context at all goes only into an empty file. `@@ -0,0 +1 @@`
+    is also what a -U0 diff writes to insert at the top of a non-empty file, but it cannot be
+    told from a diff of an empty file (git needs --unidiff-zero to tell it), so it is refused."""
+    if not lines and expected == 0:
+        place = Place(0, False, 0, 0)
+        return _Outcome(place, _result(hunk, place, "exact", ()))
+    why = (
+        "the hunk adds lines with no context to place them by (a -U0 diff): only the line "
+        "number says where; make the diff with context"
+    )
+    return _Outcome(None, HunkResult(hunk.index, "conflict", reason=why))
+
+
+def _choose(
+    hunk: Hunk, idx: LineIndex, places: Sequence[Place], level: Level, expected: int
+) -> Place | None:
+    """The one place among those found at one level (nearest first), or None."""
+    if len(places) == 1:
+        return places[0]
+    from sgpatch.placement.scope import in_scope  # scopes decide only between several places
+
+    scoped = [pl for pl in places if in_scope(hunk, idx, pl)]
+    if len(scoped) == 1:
+        return scoped[0]
+    if all(pl.new_side for pl in places):
+        return places[0]  # post-image in several places, pre-image nowhere: nothing to do
+    if level != "fuzz":
+        return _clear_nearest(hunk, idx, places, expected)
+    return None
+
+
+def _equally_good(hunk: Hunk, level: Level, places: Sequence[Place], expected: int) -> _Outcome:
+    """Refuse: several places are as good as each other, listed nearest first."""
+    cands = tuple(start(pl) + 1 for pl in places)
+    new = any(pl.new_side for pl in places)
+    old = any(not pl.new_side for pl in places)
+    what = "pre-image" if not new else ("post-image" if not old else "pre/post-image")
+    why = (
+        f"equally good candidates at lines {', '.join(map(str, cands[:8]))} ({what} matches "
+        f"at {len(places)} places); the hunk header does not single one out"
+    )
+    return _Outcome(
+        None,
+        _ambiguous(hunk, level, cands, why),
+        alternatives=tuple(places) if not new else (),
+        expected=expected,
+    )
+
+
+def _clear_nearest(
+    hunk: Hunk, idx: LineIndex, places: Sequence[Place], expected: int
+) -> Place | None:
+    """GNU patch's and git's reach, made safe: of several exact copies, the nearest is taken
+    when it is clearly where the line numbers point (every other copy at least 10 times as far
+    and 200 lines further) and the hunk header's scope contains it. Equally near copies, a
+    nearest one outside the named scope, or no header at all, stay a refusal."""
+    from sgpatch.placement.scope import in_scope
+
+    if len({pl.new_side for pl in places}) != 1:
+        return None
+    near, *rest = places  # sorted by distance to the expected line
+    d1 = abs(start(near) - expected)
+    if any(abs(start(pl) - expected) < max(10 * max(d1, 1), d1 + 200) for pl in rest):
+        return None
+    if not hunk.section_header or not in_scope(hunk, idx, near):
+        return None  # no header to agree, or it names another scope
+    return near
+
+
+def _veto(
+    hunk: Hunk,
+    lines: Sequence[str],
+    idx: LineIndex,
+    chosen: Place,
+    level: Level,
+    later: list[LevelSpec],
+    expected: int,
+    lo: int,
+    loose: bool,
+) -> HunkResult | None:
+    """The checks a unique place beyond the expected line must still pass; each one is a way
+    GNU patch goes wrong. Returns the refusal, or None when the place stands."""
+    at = start(chosen) + 1
+    if level == "fuzz":
+        from sgpatch.placement.scope import in_scope, name_defined, outside
+
+        if name_defined(hunk, lines) and not in_scope(hunk, idx, chosen):
+            return _ambiguous(hunk, level, (at,), outside(hunk, idx, chosen))
+    rival = _near_miss(hunk, idx, expected, lo, chosen) if level == "fuzz" else None
+    if rival is not None:
+        why = f"fuzzy match at line {at} competes with a partial match at the expected line"
+        return _ambiguous(hunk, level, (at, rival + 1), f"{why} {rival + 1}")
+    if chosen.new_side:
+        # The post-image is here, but is the pre-image somewhere too (within the allowance)?
+        span = len(side(hunk, True, chosen.lead, chosen.trail).texts)
+        for _, modes, drops in later:
+            pre, _ = _find_level(hunk, idx, modes, drops, lo)
+            clash = [
+                p
+                for p, pl in pre.items()
+                if not pl.new_side and not (chosen.pos - span < pl.pos < chosen.pos + span)
+            ]
+            if clash:
+                why = f"post-image at line {at} but pre-image at line {clash[0] + 1}"
+                return _ambiguous(hunk, level, (at, clash[0] + 1), why)
+        if not any(ln.kind == "+" for ln in hunk.lines):
+            # A pure deletion's post-image is context only: it may be the tail of a look-alike
+            # block. It counts only if the lines to delete are not still there, edited.
+            still = _deleted_block_anywhere(hunk, idx, lo)
+            if still is not None:
+                return _still_there(hunk, still)
+    if _echo(hunk, idx, chosen, "ws" if loose else "exact"):
+        why = f"both the pre-image and the post-image match at line {at} (repeated lines)"
+        return _ambiguous(hunk, level, (at,), why + ": cannot tell whether it is applied")
+    return None
+
+
+def _deleted_block_still_there(hunk: Hunk, idx: LineIndex, pos: int) -> bool:
+    """For a pure deletion, its post-image (context only) can match where the lines to delete
+    are still present but edited; most of the pre-image aligned there says so."""
+    if any(ln.kind == "+" for ln in hunk.lines):
+        return False
+    return _mostly_there(hunk, idx, pos)
+
+
+def _deleted_block_anywhere(hunk: Hunk, idx: LineIndex, lo: int) -> int | None:
+    """Where the lines a pure deletion removes still mostly are (edited), if anywhere."""
+    removed = [ws_key(ln.text) for ln in hunk.lines if ln.kind == "-"]
+    keys = idx.keys("ws")
+    for p in range(max(lo, 0), len(keys) - len(hunk.before) + 1):
+        if _deleted_block_still_there(hunk, idx, p) and any(
+            k in removed for k in keys[p : p + len(hunk.before)]
+        ):
+            return p
+    return None
+
+
+def _still_there(hunk: Hunk, pos: int) -> HunkResult:
+    return HunkResult(
+        hunk.index,
+        "conflict",
+        candidates=(pos + 1,),
+        reason=f"the lines to remove are still at line {pos + 1} but were edited",
+    )
+
+
+def _eol_decides(hunk: Hunk, idx: LineIndex, pos: int) -> bool | None:
+    """When the two images differ in their final newline only and reach the end of the file
+    from `pos`, the file's last line says which one is there: True = the post-image."""
+    if hunk.old_no_eol == hunk.new_no_eol or not idx.lines:
+        return None
+    if hunk.before != hunk.after or pos + len(hunk.before) != len(idx.lines):
+        return None
+    return hunk.new_no_eol == (not idx.lines[-1].endswith("\n"))
+
+
+def _no_op(hunk: Hunk) -> bool:
+    """A hunk whose two images are the same (`-1` then `+1`) changes nothing."""
+    return hunk.before == hunk.after and hunk.old_no_eol == hunk.new_no_eol
+
+
+def _echo(hunk: Hunk, idx: LineIndex, place: Place, mode: str) -> bool:
+    """Does the other image match at the very same spot too?"""
+    if _no_op(hunk):
+        return False
+    eol_side = _eol_decides(hunk, idx, place.pos) if not (place.lead or place.trail) else None
+    if eol_side is not None:
+        return eol_side != place.new_side
+    other = side(hunk, not place.new_side, place.lead, place.trail, place.free)
+    if not other.texts:
+        return False
+    key = (lambda t: t) if mode == "exact" else ws_key
+    pattern = [key(t) for t in other.texts]
+    return idx.matches_at(pattern, mode, place.pos, other.at_eof, other.at_bof)
+
+
+def _ambiguous(hunk: Hunk, level: Level, cands: tuple[int, ...], reason: str) -> HunkResult:
+    return HunkResult(hunk.index, "ambiguous", level=level, candidates=cands, reason=reason)
+
+
+def _near_miss(hunk: Hunk, idx: LineIndex, expected: int, lo: int, chosen: Place) -> int | None:
+    """A fuzzy match far from the expected line must not win over the expected place itself
+    when most of the hunk is still there (upstream edited more context than fuzz allows)."""
+    m = len(hunk.before)
+    start = chosen.pos - chosen.lead
+    for p in range(max(lo, expected - 3), expected + 4):
+        if abs(p - start) > m and _mostly_there(hunk, idx, p):
+            return p
+    return None
+
+
+@lru_cache(maxsize=256)
+def _ws_before(hunk: Hunk) -> tuple[str, ...]:
+    return tuple(ws_key(t) for t in hunk.before)
+
+
+def _mostly_there(hunk: Hunk, idx: LineIndex, pos: int) -> bool:
+    """At least 60% (and 2) of the pre-image's lines sit at `pos`, aligned, whitespace-tolerant:
+    the hunk's place, edited more than fuzz allows."""
+    pattern = _ws_before(hunk)
+    keys = idx.keys("ws")
+    if pos < 0 or pos + len(pattern) > len(keys):
+        return False
+    same = sum(1 for a, b in zip(keys[pos : pos + len(pattern)], pattern, strict=True) if a == b)
+    return same >= max(2, -(-3 * len(pattern) // 5))
+
+
+def _result(
+    hunk: Hunk, place: Place, level: Level, cands: tuple[int, ...], whitespace: bool = False
+) -> HunkResult:
+    return HunkResult(
+        hunk.index,
+        "already-applied" if place.new_side else "applied",
+        level=level,
+        fuzz=max(place.lead, place.trail, int(place.free)),
+        whitespace=whitespace,
+        candidates=cands,
+    )
+
+
+def apply_hunks(
+    lines: Sequence[str], hunks: Sequence[Hunk], *, fuzz: int = 0, reverse: bool = False
+) -> FileResult:
+    """Place every hunk of one file and build the result (the input is not modified).
+
+    `lines` keep their line endings (see diffs.split_lines). Hunks are placed in order, each after
+    the previous one; a refused hunk leaves the others' results intact so every hunk is reported.
+    Expected lines are carried forward: the gap between two hunks in the patch is the gap
+    expected in the file, counted from where the previous hunk really was.
+    """
+    if reverse:
+        hunks = [h.reversed() for h in hunks]
+    if hunks and not any(ln.kind == " " for h in hunks for ln in h.lines):
+        # a -U0 diff says nothing about the start or end of the file (git's --unidiff-zero)
+        hunks = [replace(h, anchored=False) for h in hunks]
+    idx = LineIndex(lines)
+    results: list[tuple[HunkResult, Hunk, Place | None]] = []
+    alternatives: dict[int, tuple[tuple[Place, ...], int]] = {}
+    lo = 0
+    prev_end: int | None = None
+    prev_stated_end = 0
+    for hunk in hunks:
+        stated = hunk.source_start - 1 if hunk.source_length else hunk.source_start
+        expected = stated if prev_end is None else prev_end + (stated - prev_stated_end)
+        out = place_hunk(hunk, lines, idx, expected, lo, fuzz)
+        place = out.place
+        if place is not None:
+            end = place.pos + len(side(hunk, place.new_side, place.lead, place.trail).texts)
+            lo = end
+            prev_end = end + place.trail
+            prev_stated_end = stated + hunk.source_length
+        elif out.alternatives:
+            alternatives[len(results)] = (out.alternatives, out.expected)
+        results.append((out.result, hunk, place))
+    if alternatives:
+        results = _by_order(results, alternatives, lines, idx)
+    splices = [(pl, h) for r, h, pl in results if pl is not None and r.status == "applied"]
+    out, shifts = _splice(lines, splices)
+    final = []
+    for res, hunk, place in results:
+        if place is not None:
+            start = place.pos - place.lead
+            line = start + sum(d for at, d in shifts if at < start) + 1
+            # an empty side's start names the line it follows (`-5,2 +4,0` lands on line 5)
+            stated = hunk.target_start + (0 if hunk.target_length else 1)
+            final.append(HunkResult(**{**res.__dict__, "line": line, "offset": line - stated}))
+        else:
+            final.append(res)
+    return FileResult(tuple(out), tuple(final))
+
+
+def _by_order(
+    results: Sequence[tuple[HunkResult, Hunk, Place | None]],
+    alternatives: dict[int, tuple[tuple[Place, ...], int]],
+    lines: Sequence[str],
+    idx: LineIndex,
+) -> list[tuple[HunkResult, Hunk, Place | None]]:
+    """Second pass for ambiguous hunks: hunks keep their order and never overlap, so only the
+    candidates that leave room for the others can be right. A hunk whose earliest and latest
+    order-consistent candidates are one and the same is placed there (two identical hunks in
+    one class, two copies of the block: the first goes to the first, the second to the second),
+    if it also passes the vetoes any single place must pass."""
+    early = _assign(results, alternatives, forward=True)
+    late = _assign(results, alternatives, forward=False)
+    out = list(results)
+    for i, (_, expected) in alternatives.items():
+        pl = early.get(i)
+        if pl is None or late.get(i) is not pl:
+            continue
+        res, hunk, _ = results[i]
+        lo = max((_span(h, q)[1] for _, h, q in out[:i] if q is not None), default=0)
+        veto = _veto(hunk, lines, idx, pl, res.level, [], expected, lo, loose=False)
+        out[i] = (
+            (veto, hunk, None) if veto else (_result(hunk, pl, res.level, res.candidates), hunk, pl)
+        )
+    return out
+
+
+def _span(hunk: Hunk, pl: Place) -> tuple[int, int]:
+    return pl.pos, pl.pos + len(side(hunk, pl.new_side, pl.lead, pl.trail, pl.free).texts)
+
+
+def _assign(
+    results: Sequence[tuple[HunkResult, Hunk, Place | None]],
+    alternatives: dict[int, tuple[tuple[Place, ...], int]],
+    forward: bool,
+) -> dict[int, Place]:
+    """Greedy order-consistent candidates for the ambiguous hunks: the earliest that fits after
+    what comes before (forward) or the latest before what comes after; {} if none fits."""
+    chosen: dict[int, Place] = {}
+    bound: int | None = 0 if forward else None
+    order = range(len(results)) if forward else range(len(results) - 1, -1, -1)
+    for i in order:
+        _, hunk, placed = results[i]
+        if placed is not None or i in alternatives:
+            if placed is not None:
+                fits = [placed]
+            else:
+                alts = alternatives[i][0]
+                fits = [q for q in alts if bound is None or _fits(hunk, q, bound, forward)]
+            if placed is not None and bound is not None and not _fits(hunk, placed, bound, forward):
+                return {}
+            if not fits:
+                return {}
+            pick = min(fits, key=lambda q: q.pos) if forward else max(fits, key=lambda q: q.pos)
+            if placed is None:
+                chosen[i] = pick
+            bound = _span(hunk, pick)[1] if forward else _span(hunk, pick)[0]
+    return chosen
+
+
+def _fits(hunk: Hunk, pl: Place, bound: int, forward: bool) -> bool:
+    a, b = _span(hunk, pl)
+    return a >= bound if forward else b <= bound
+
+
+def _splice(
+    lines: Sequence[str], splices: Sequence[tuple[Place, Hunk]]
+) -> tuple[list[str], list[tuple[int, int]]]:
+    """Build the result; also return (input position, line delta) per applied hunk."""
+    eol = dominant_eol(lines)
+    out: list[str] = []
+    shifts: list[tuple[int, int]] = []
+    cur = 0
+    n = len(lines)
+    for place, hunk in sorted(splices, key=lambda s: s[0].pos):
+        out.extend(lines[cur : place.pos])
+        i = place.pos
+        body = hunk.lines[place.lead : len(hunk.lines) - place.trail]
+        for ln in body:
+            if ln.kind == " ":
+                out.append(lines[i])
+                i += 1
+            elif ln.kind == "-":
+                i += 1
+            else:
+                out.append(ln.text + eol)
+        if i == n and out:
+            if hunk.new_no_eol and place.trail == 0:
+                out[-1] = strip_eol(out[-1])
+            elif hunk.old_no_eol and not hunk.new_no_eol:
+                out[-1] = strip_eol(out[-1]) + eol
+        added = sum(1 for ln in body if ln.kind == "+")
+        removed = sum(1 for ln in body if ln.kind == "-")
+        shifts.append((place.pos, added - removed))
+        cur = i
+    out.extend(lines[cur:])
+    if _unended(out):  # only the very last line may lack a line ending
+        for k in range(len(out) - 1):
+            if not out[k].endswith("\n"):
+                out[k] = out[k] + eol
+    return out, shifts
+
+
+def _unended(out: list[str]) -> bool:
+    """Some line but the last lacks its line ending (the input's last line, now followed by
+    added ones): checked at C speed (map over str.endswith), not a Python loop per line."""
+    return not all(map(str.endswith, out[:-1], repeat("\n")))

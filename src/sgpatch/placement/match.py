@@ -1,0 +1,226 @@
+"""The matching layer under the engine: one side (pre- or post-image) of a hunk, trimmed by
+fuzz and tied to the start/end of the file as git ties it, found in a file's lines through a
+per-file index of line keys. Pure, no I/O; the engine (placement policy), `scope` (def/class
+scopes) and `explain` (why a hunk fits nowhere) build on it."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from itertools import repeat
+from typing import Literal
+
+from sgpatch.diff.unified import Hunk, strip_eol
+from sgpatch.records import dataclass
+
+Status = Literal["applied", "already-applied", "conflict", "ambiguous"]
+Level = Literal["exact", "moved", "whitespace", "fuzz", "none"]
+
+
+@dataclass(frozen=True)
+class HunkResult:
+    """What happened to one hunk, with enough detail to explain it to a person."""
+
+    index: int
+    status: Status
+    level: Level = "none"
+    line: int | None = None  # 1-based line where the post-image starts in the result file
+    offset: int = 0  # line - stated target line
+    fuzz: int = 0  # context lines dropped (max of leading/trailing)
+    whitespace: bool = False  # matched only when ignoring whitespace differences
+    candidates: tuple[int, ...] = ()  # 1-based lines (in the input file) considered
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("applied", "already-applied")
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """The file after placing every hunk, and one result per hunk."""
+
+    lines: tuple[str, ...]
+    hunks: tuple[HunkResult, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(h.ok for h in self.hunks)
+
+    @property
+    def changed(self) -> bool:
+        return any(h.status == "applied" for h in self.hunks)
+
+
+def exact_key(line: str) -> str:
+    return strip_eol(line)
+
+
+def ws_key(line: str) -> str:
+    """Whitespace-tolerant key: indentation width kept, inner runs collapsed, trailing dropped."""
+    return _ws_of_exact(strip_eol(line))
+
+
+def _ws_of_exact(text: str) -> str:
+    """ws_key of a line already without its line ending (the index keys whole files: one call
+    per line, no expandtabs where there is no tab)."""
+    if "\t" in text:
+        text = text.expandtabs(8)
+    body = text.lstrip()
+    return f"{len(text) - len(body)}|{' '.join(body.split())}"
+
+
+def _exact_keys(lines: Sequence[str]) -> list[str] | None:
+    """exact_key of every line at C speed, by splitting the joined text on LF; None (use the
+    per-line way) when that would not give one key per line, or the text holds a CR."""
+    text = "".join(lines)
+    if "\r" in text:
+        return None
+    keys = text.split("\n")
+    if text.endswith("\n") or not text:
+        keys.pop()
+    if len(keys) != len(lines) or not all(map(str.endswith, lines[:-1], repeat("\n"))):
+        return None
+    return keys
+
+
+def dominant_eol(lines: Sequence[str]) -> str:
+    """CRLF if more lines end in it than in a bare LF. Counted on the joined text (a line from
+    split_lines holds at most one LF, at its end): C speed instead of a loop per line."""
+    text = "".join(lines)
+    crlf = text.count("\r\n")
+    lf = text.count("\n") - crlf
+    return "\r\n" if crlf > lf else "\n"
+
+
+class LineIndex:
+    """Line keys of the input file plus a first-line index, per normalisation."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines = lines
+        self._keys: dict[str, list[str]] = {}
+        self._pos: dict[str, dict[str, list[int]]] = {}
+        self.cache: dict[str, object] = {}  # per-file facts other modules derive once
+
+    def keys(self, mode: str) -> list[str]:
+        if mode not in self._keys:
+            if mode == "exact":
+                keys = _exact_keys(self.lines) or [exact_key(ln) for ln in self.lines]
+            else:  # ws_key of each line, from its exact key (usually there: exact came first)
+                keys = [_ws_of_exact(k) for k in self._keys.get("exact") or self.keys("exact")]
+            pos: dict[str, list[int]] = defaultdict(list)
+            for i, k in enumerate(keys):
+                pos[k].append(i)
+            self._keys[mode], self._pos[mode] = keys, pos
+        return self._keys[mode]
+
+    def positions(self, mode: str, key: str) -> list[int]:
+        """0-based lines whose key (in `mode`) is `key`."""
+        self.keys(mode)
+        return self._pos[mode].get(key, [])
+
+    def find(
+        self, pattern: Sequence[str], mode: str, lo: int, at_eof: bool, at_bof: bool = False
+    ) -> list[int]:
+        """Every position >= lo where `pattern` (already keyed) matches."""
+        keys = self.keys(mode)
+        n, m = len(keys), len(pattern)
+        if m == 0:
+            return []
+        out = []
+        for p in self._pos[mode].get(pattern[0], ()):
+            if p < lo or p + m > n:
+                continue
+            if (at_eof and p + m != n) or (at_bof and p != 0):
+                continue
+            if keys[p : p + m] == list(pattern):
+                out.append(p)
+        return out
+
+    def matches_at(
+        self, pattern: Sequence[str], mode: str, p: int, at_eof: bool, at_bof: bool = False
+    ) -> bool:
+        n, m = len(self.lines), len(pattern)
+        if p < 0 or p + m > n or (at_eof and p + m != n) or (at_bof and p):
+            return False
+        if mode == "exact" and mode not in self._keys:  # one spot: no need to index the file
+            return [exact_key(ln) for ln in self.lines[p : p + m]] == list(pattern)
+        keys = self.keys(mode)
+        if p < 0 or p + m > len(keys) or (at_eof and p + m != len(keys)) or (at_bof and p):
+            return False
+        return keys[p : p + m] == list(pattern)
+
+
+@dataclass(frozen=True)
+class Image:
+    """One side of a hunk (pre or post), possibly trimmed by fuzz."""
+
+    kinds: tuple[str, ...]  # kind of each hunk line kept on this side
+    texts: tuple[str, ...]
+    lead: int  # context lines dropped at the start
+    trail: int  # context lines dropped at the end
+    at_eof: bool  # must end at the end of the file
+    at_bof: bool = False  # must start at the top of the file
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a hunk image matched, and how much outer context was dropped to get there."""
+
+    pos: int  # 0-based start in the input file of the matched (trimmed) image
+    new_side: bool  # the post-image matched: already applied
+    lead: int
+    trail: int
+    free: bool = False  # matched with its start/end-of-file anchors lifted (fuzz)
+
+
+def side(hunk: Hunk, new: bool, lead: int, trail: int, free: bool = False) -> Image:
+    """One image of the hunk with `lead`/`trail` outer context lines dropped.
+
+    Anchors as git's apply.c sets them: a hunk whose start is line 0 or 1 must match at the
+    start of the file, one without trailing context at the end. Both go when fuzz drops context
+    (or `free`), and for -U0 diffs (`hunk.anchored` False). A missing newline at the end of the
+    side always ties it to the end of the file."""
+    drop = "-" if new else "+"
+    body = [ln for ln in hunk.lines if ln.kind != drop]
+    body = body[lead : len(body) - trail]
+    no_eol = hunk.new_no_eol if new else hunk.old_no_eol
+    anchored = hunk.anchored and not (lead or trail or free)
+    _, trail_ctx = context_edges(hunk)
+    start = hunk.target_start if new else hunk.source_start
+    return Image(
+        kinds=tuple(ln.kind for ln in body),
+        texts=tuple(ln.text for ln in body),
+        lead=lead,
+        trail=trail,
+        at_eof=(no_eol and trail == 0) or (anchored and trail_ctx == 0),
+        at_bof=anchored and start <= 1,
+    )
+
+
+def context_edges(hunk: Hunk) -> tuple[int, int]:
+    """Leading and trailing context line counts (what fuzz may drop)."""
+    kinds = [ln.kind for ln in hunk.lines]
+    lead = next((i for i, k in enumerate(kinds) if k != " "), len(kinds))
+    trail = next((i for i, k in enumerate(reversed(kinds)) if k != " "), len(kinds))
+    return lead, trail
+
+
+def search(
+    hunk: Hunk, idx: LineIndex, mode: str, lead: int, trail: int, lo: int, free: bool = False
+) -> list[Place]:
+    places: dict[int, tuple[int, Place]] = {}
+    key = (lambda t: t) if mode == "exact" else ws_key
+    for new_side in (True, False):
+        img = side(hunk, new_side, lead, trail, free)
+        pattern = [key(t) for t in img.texts]
+        for p in idx.find(pattern, mode, lo, img.at_eof, img.at_bof):
+            # both images at one spot: the longer match wins (post-image on a tie)
+            if p not in places or len(pattern) > places[p][0]:
+                places[p] = (len(pattern), Place(p, new_side, lead, trail, free))
+    return sorted((pl for _, pl in places.values()), key=lambda pl: pl.pos)
+
+
+def start(pl: Place) -> int:
+    """Where the full hunk would start (before the context fuzz dropped)."""
+    return pl.pos - pl.lead

@@ -1,0 +1,214 @@
+"""Python def/class blocks of a file, for the hunk header's scope (`@@ ... @@ class Name(`).
+
+Pure functions over a file's lines, no I/O. Blocks come from Python's own tokenizer, so a
+signature over several lines (`class Scheduler(\n    Mixin,\n):`, black style), decorators,
+nested classes, `async def` and brackets or `def` inside strings are all read as Python reads
+them. A file the tokenizer cannot read to the end (not Python, or broken) keeps the blocks it
+read before the problem; the engine then falls back to the nearest-line rule."""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from collections.abc import Sequence
+
+from sgpatch.diff.unified import Hunk, strip_eol
+from sgpatch.placement.match import LineIndex, Place, context_edges, start
+from sgpatch.records import dataclass
+
+_SCOPE = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)")
+_FUNCNAME_DEFAULT = re.compile(r"^[A-Za-z_$]")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One def or class: 0-based lines, `end` exclusive (last body line + 1)."""
+
+    name: str
+    kind: str  # "def" or "class"
+    start: int  # first line, decorators included
+    line: int  # the line with the `def`/`class` keyword (what git's funcname shows)
+    end: int
+    depth: int  # nesting level (0 = module level)
+
+
+def blocks(lines: Sequence[str]) -> tuple[Block, ...]:
+    """Every def/class block of a Python file, in order of their start."""
+    out: list[Block] = []
+    stack: list[tuple[str, str, int, int, int]] = []  # open blocks: name, kind, start, line, depth
+    pending: tuple[str, str, int, int] | None = None  # header read, body not yet opened
+    deco: int | None = None  # first decorator line of the statement being read
+    first = True  # next token starts a logical line
+    level = 0
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(_tokenizable("".join(lines))).readline):
+            row = tok.start[0] - 1
+            if tok.type == tokenize.INDENT:
+                level += 1
+                if pending is not None:
+                    stack.append((*pending, level))
+                    pending = None
+                continue
+            if tok.type == tokenize.DEDENT:
+                level -= 1
+                while stack and stack[-1][4] > level:
+                    name, kind, start, line, depth = stack.pop()
+                    out.append(Block(name, kind, start, line, row, depth - 1))
+                continue
+            if tok.type in (tokenize.NL, tokenize.COMMENT):
+                continue
+            if tok.type == tokenize.NEWLINE:
+                first = True
+                continue
+            if first:
+                first = False
+                if pending is not None:  # `def f(): pass` on one line: no body block
+                    out.append(Block(*pending, row, level))
+                    pending = None
+                if tok.string == "@":
+                    deco = row if deco is None else deco
+                    continue
+                if tok.string in ("def", "class", "async"):
+                    pending = ("?", tok.string, row if deco is None else deco, row)
+                deco = None
+                continue
+            if pending is not None and pending[0] == "?" and tok.type == tokenize.NAME:
+                if tok.string in ("def", "class"):
+                    pending = ("?", tok.string, pending[2], pending[3])
+                elif pending[1] in ("def", "class"):
+                    pending = (tok.string, pending[1], pending[2], pending[3])
+    except (tokenize.TokenError, IndentationError, SyntaxError, UnicodeError):
+        pass
+    n = len(lines)
+    out += [
+        Block(name, kind, start, line, n, depth - 1) for name, kind, start, line, depth in stack
+    ]
+    return tuple(sorted((b for b in out if b.name != "?"), key=lambda b: (b.start, b.depth)))
+
+
+def _tokenizable(text: str) -> str:
+    """`text` with the lone surrogates of undecodable bytes made U+FFFD: Python 3.12's tokenizer
+    encodes its input as UTF-8 and refuses them. Only rows are read, and rows stay the same."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def enclosing(found: Sequence[Block], pos: int) -> list[Block]:
+    """Blocks that contain line `pos` (signature and decorators count), innermost first."""
+    return sorted((b for b in found if b.start <= pos < b.end), key=lambda b: -b.depth)
+
+
+def header_above(found: Sequence[Block], pos: int) -> Block | None:
+    """The nearest def/class line above `pos`: what git's Python funcname shows for a hunk
+    starting there."""
+    above = [b for b in found if b.line < pos]
+    return max(above, key=lambda b: b.line) if above else None
+
+
+def describe(found: Sequence[Block], pos: int) -> str:
+    """'class Scheduler, def run_batch' or 'module level': where a line is, for messages."""
+    chain = list(reversed(enclosing(found, pos)))
+    return ", ".join(f"{b.kind} {b.name}" for b in chain) or "module level"
+
+
+def blocks_of(idx: LineIndex) -> tuple[Block, ...]:
+    """The blocks of an indexed file, tokenized once per file (cached on the index)."""
+    found = idx.cache.get("blocks")
+    if found is None:
+        found = idx.cache["blocks"] = blocks(idx.lines)
+    return found  # type: ignore[return-value]
+
+
+# ------------------------------------------------------------------ the hunk header's scope
+
+
+def _enclosing_by_indent(lines: Sequence[str], pos: int, indent: int) -> list[str]:
+    """Names of the def/class blocks enclosing a line at `pos` indented by `indent` (innermost
+    first), then the nearest def/class above it (what git's Python funcname would show)."""
+    names: list[str] = []
+    nearest: str | None = None
+    for j in range(min(pos, len(lines)) - 1, -1, -1):
+        text = strip_eol(lines[j])
+        if not text.strip():
+            continue
+        m = _SCOPE.match(text)
+        if m and nearest is None:
+            nearest = m.group(1)
+        ind = _indent(text)
+        if ind < indent:
+            if m:
+                names.append(m.group(1))
+            indent = ind
+        if indent == 0 and nearest is not None:
+            break
+    if nearest is not None:
+        names.append(nearest)
+    return names
+
+
+def _funcname_above(lines: Sequence[str], pos: int) -> str | None:
+    """git's default funcname: the nearest line above `pos` starting with a letter, _ or $."""
+    for j in range(min(pos, len(lines)) - 1, -1, -1):
+        text = strip_eol(lines[j])
+        if _FUNCNAME_DEFAULT.match(text):
+            return text.strip()
+    return None
+
+
+def _indent(line: str) -> int:
+    text = strip_eol(line).expandtabs(8)
+    return len(text) - len(text.lstrip())
+
+
+def _scope_name(hunk: Hunk) -> str | None:
+    m = re.search(r"(?:^|\s)(?:def|class)\s+(\w+)", hunk.section_header)
+    return m.group(1) if m else None
+
+
+def _first_change(hunk: Hunk, place: Place) -> int:
+    """0-based line in the input of the hunk's first changed line (or insertion point)."""
+    lead_ctx, _ = context_edges(hunk)
+    return place.pos + lead_ctx - place.lead
+
+
+def in_scope(hunk: Hunk, idx: LineIndex, place: Place) -> bool:
+    """Does the candidate sit where the hunk header says it should? Inside the def/class the
+    header names (read with Python's tokenizer: multi-line signatures, decorators, nesting,
+    async), or right below that header line, as git's funcname would show it."""
+    header = hunk.section_header
+    if not header:
+        return False
+    name = _scope_name(hunk)
+    lines = idx.lines
+    if not name:
+        return _funcname_above(lines, start(place)) == header.strip()
+    found = blocks_of(idx)
+    if not found:  # not Python (or unreadable): the indentation heuristic
+        changed = [ln.text for ln in hunk.lines if ln.kind != " " and ln.text.strip()]
+        indent = _indent(changed[0]) if changed else 0
+        return name in _enclosing_by_indent(lines, _first_change(hunk, place), indent)
+    if any(b.name == name for b in enclosing(found, _first_change(hunk, place))):
+        return True
+    above = header_above(found, start(place))
+    return above is not None and above.name == name
+
+
+def outside(hunk: Hunk, idx: LineIndex, place: Place) -> str:
+    """'outside scope' naming both: where the candidate is, and what the header names."""
+    found = blocks_of(idx)
+    where = describe(found, _first_change(hunk, place)) if found else "another scope"
+    at = start(place) + 1
+    return (
+        f"outside scope: the match at line {at} is in {where}, but the hunk header names "
+        f"'{hunk.section_header}'"
+    )
+
+
+def name_defined(hunk: Hunk, lines: Sequence[str]) -> bool:
+    name = _scope_name(hunk)
+    if not name:
+        return False
+    pat = re.compile(rf"^\s*(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b")
+    return any(pat.match(ln) for ln in lines)

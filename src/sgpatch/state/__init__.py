@@ -1,0 +1,1 @@
+"""What sgpatch keeps in a tree's `.sgpatch/` folder: ledger, journal, lock and the writer."""

@@ -1,0 +1,731 @@
+"""The only code that writes to a target tree: a lock, a journal, atomic replaces (every path
+through the guards in treefs).
+
+A run computes every new file content in memory first (see plan). `Transaction.commit` then
+  1. checks every path is inside the tree and no file changed since it was read;
+  2. writes a journal with the original bytes (and mode) of every file it will touch, fsynced;
+  3. replaces each file through a temp file + os.replace (mode kept), fsyncing file and folder;
+  4. removes the journal.
+Any later run that finds a journal rolls the tree back first (`recover`), so an interrupted run
+never leaves a half-patched tree. Recovery is itself idempotent: killed half-way, the journal is
+still there and the next run finishes it. See docs/safety.md for the guarantees and their limits.
+
+Test-only hooks (environment variables, never set them in production):
+  SGPATCH_TEST_KILL_AT=N   SIGKILL this process right before its N-th write step (1-based; a step
+                           is one temp-file write, os.replace, unlink, or journal removal, in
+                           commit and in recover alike). Used by the fault-injection tests.
+Supported knob:
+  SGPATCH_LOCK_TIMEOUT=S   seconds to wait for another run's lock before exit 4 (default 30).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import errno
+import json
+import os
+import signal
+import stat
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from sgpatch import interrupts
+from sgpatch.errors import ExitCode, SgpatchError, unsafe
+from sgpatch.state.folder import TMP_SUFFIX, check_state_entry, new_temp, read_state, write_state
+from sgpatch.tree.files import (  # also sgpatch.state.txn's names
+    JOURNAL,
+    FileChange,
+    read_bytes,
+    safe_path,
+)
+
+JOURNAL_SCHEMA = 1
+LOCK = "lock"
+LOCK_OWNER = "lock.owner"
+KILL_ENV = "SGPATCH_TEST_KILL_AT"
+SIGNAL_ENV = "SGPATCH_TEST_SIGNAL"
+LOCK_TIMEOUT_ENV = "SGPATCH_LOCK_TIMEOUT"
+DEFAULT_LOCK_TIMEOUT = 30.0
+
+_steps = 0  # write steps taken by this process (for SGPATCH_TEST_KILL_AT)
+
+
+def _step() -> None:
+    """Count one write step. Test-only: $SGPATCH_TEST_KILL_AT=N (or N,M,...) sends SIGKILL (no
+    cleanup), or the signal $SGPATCH_TEST_SIGNAL names (e.g. INT for Ctrl-C), at those steps."""
+    global _steps
+    _steps += 1
+    kill_at = os.environ.get(KILL_ENV)
+    if kill_at and str(_steps) in (s.strip() for s in kill_at.split(",")):
+        name = os.environ.get(SIGNAL_ENV, "KILL")
+        os.kill(os.getpid(), getattr(signal, f"SIG{name}"))
+
+
+def _check_state_dir(state_dir: Path) -> None:
+    """sgpatch's own folder (`.sgpatch`) must be a real folder: never follow a symlink there."""
+    if state_dir.is_symlink() or (state_dir.exists() and not state_dir.is_dir()):
+        raise unsafe(f"refusing state folder {state_dir}: it is a symlink or not a folder")
+
+
+def _fsync(fd: int) -> None:
+    """os.fsync; one name so the in-process fault-injection tests can skip the disk flush (a
+    SIGKILL loses nothing the kernel already has; only power loss needs the flush)."""
+    os.fsync(fd)
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            _fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _atomic_write(
+    path: Path, data: bytes, mode: int | None, synced: set[Path] | None = None
+) -> None:
+    """Temp file + fsync + os.replace. With `synced`, the folder fsync is left to the caller
+    (commit flushes each folder once, before it drops the journal that can undo the rename)."""
+    if mode is None:
+        regular = path.exists() and not path.is_symlink()
+        mode = stat.S_IMODE(path.stat().st_mode) if regular else 0o644
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _step()
+    fd, tmp = new_temp(path)
+
+    def fill() -> None:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            _fsync(fh.fileno())
+        os.chmod(tmp, mode)
+
+    _install(tmp, path, synced, fill)
+
+
+def _atomic_link(path: Path, target: str, synced: set[Path] | None = None) -> None:
+    """A symlink made under an unpredictable temp name, then os.replace'd into place."""
+    import secrets
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _step()
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}{TMP_SUFFIX}")
+    os.symlink(target, tmp)
+    _install(tmp, path, synced)
+
+
+def _install(
+    tmp: str | Path,
+    path: Path,
+    synced: set[Path] | None,
+    prepare: Callable[[], None] = lambda: None,
+) -> None:
+    """Finish an atomic write: `prepare` the temp entry, os.replace it onto `path` (the temp
+    goes away on any failure), then fsync the folder, or leave that to the caller's `synced`."""
+    try:
+        prepare()
+        _step()
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if synced is None:
+        _fsync_dir(path.parent)
+    else:
+        synced.add(path.parent)
+
+
+def _put(
+    root: Path,
+    rel: str,
+    data: bytes | None,
+    mode: int | None,
+    synced: set[Path] | None = None,
+    link: str | None = None,
+) -> None:
+    path = root / rel
+    if link is not None:
+        _atomic_link(path, link, synced)
+    elif data is None:
+        if path.exists() or path.is_symlink():
+            _step()
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            if synced is None:
+                _fsync_dir(path.parent)
+            else:
+                synced.add(path.parent)
+    else:
+        _atomic_write(path, data, mode, synced)
+
+
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+def _unb64(text: str | None) -> bytes | None:
+    return None if text is None else base64.b64decode(text, validate=True)
+
+
+def _missing_dirs(root: Path, changes: Sequence[FileChange]) -> list[str]:
+    """Folders a commit will create (so a rollback can remove them again), deepest first."""
+    out: set[str] = set()
+    for c in changes:
+        if c.after is None:
+            continue
+        parent = Path(c.path).parent
+        while parent != Path(".") and not (root / parent).exists():
+            out.add(parent.as_posix())
+            parent = parent.parent
+    return sorted(out, key=lambda p: (-p.count("/"), p))
+
+
+def write_journal(
+    state_dir: Path,
+    changes: Sequence[FileChange],
+    modes: dict[str, int],
+    dirs: Sequence[str] = (),
+) -> Path:
+    """Write (and fsync) the journal: original bytes and mode of every file about to change."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "schema": JOURNAL_SCHEMA,
+        "pid": os.getpid(),
+        "files": [
+            {
+                "path": c.path,
+                "before": _b64(c.before),
+                "mode": modes.get(c.path),
+                **({"link": c.before_link} if c.before_link is not None else {}),
+            }
+            for c in changes
+        ],
+        "dirs": list(dirs),
+    }
+    path = state_dir / JOURNAL
+    _atomic_write(path, json.dumps(doc).encode(), 0o644)
+    return path
+
+
+def _remove_stale_temps(folder: Path, name: str | None = None) -> None:
+    """Temp files a killed run left in `folder` (for one file name, or all of them)."""
+    if not folder.is_dir():
+        return
+    pattern = f".{name}.*{TMP_SUFFIX}" if name is not None else f".*{TMP_SUFFIX}"
+    for tmp in folder.glob(pattern):
+        with contextlib.suppress(OSError):
+            if tmp.is_file() and not tmp.is_symlink():
+                tmp.unlink()
+
+
+def roll_back_interrupted(
+    root: Path, state_dir: Path, wait: float | None = None, tidy: bool = False
+) -> list[str] | None:
+    """If a killed run left a journal, roll it back under the lock (never under a run that is
+    still writing: a journal whose writer holds the lock is that run's, not a crash's). None
+    when there was nothing to roll back. `wait`: seconds to wait for a running writer (readers
+    pass a short one and then say a run is in progress). `tidy` (`sgpatch recover`): also take
+    the lock when there is no journal, so a killed run's other residue (temp files, a stale
+    lock.owner, a folder holding only the lock) is removed on the way out."""
+    try:
+        if not check_state_entry(state_dir / JOURNAL):
+            if tidy and state_dir.is_dir() and not state_dir.is_symlink():
+                with locked(state_dir, wait, create=False):
+                    pass  # locked() tidies when it lets go
+            return None
+        with locked(state_dir, wait, create=False), interrupts.deferred():
+            return recover(root, state_dir)
+    except _StateGone:
+        return None  # the writer finished and took .sgpatch/ away: nothing was interrupted
+
+
+def stop_if_rolled_back(root: Path, state_dir: Path, wait: float | None = None) -> None:
+    """What every command does first: roll back an interrupted run, then stop (exit 4) so the
+    user sees it happened and runs the command again on a known tree."""
+    restored = roll_back_interrupted(root, state_dir, wait)
+    if restored is not None:
+        raise SgpatchError(
+            f"an interrupted sgpatch run was rolled back in {root} "
+            f"({len(restored)} file(s) restored: {', '.join(restored) or 'none changed'}); "
+            "run the command again",
+            ExitCode.UNSAFE,
+        )
+
+
+def recover(root: Path, state_dir: Path) -> list[str] | None:
+    """Roll back an interrupted run, if its journal is there. Returns the files restored.
+
+    Call it with the lock held. Restores bytes and mode of every journalled file, deletes files
+    the run created, temp files it left and folders it made, then removes the journal (last).
+    """
+    path = state_dir / JOURNAL
+    _check_state_dir(state_dir)
+    _remove_stale_temps(state_dir)
+    data = read_state(path)
+    if data is None:
+        return None
+    entries, dirs = _parse_journal(path, data)
+    restored = []
+    try:
+        for rel, before, mode, link in entries:
+            target = safe_path(root, rel, link_ok=True)  # the killed run may have made a link
+            _remove_stale_temps(target.parent, target.name)
+            now_link = os.readlink(target) if target.is_symlink() else None
+            if link is not None:
+                if now_link != link:
+                    _put(root, rel, None, None, link=link)
+                    restored.append(rel)
+                continue
+            regular = now_link is None and target.is_file()
+            current = target.read_bytes() if regular else None
+            now_mode = stat.S_IMODE(target.stat().st_mode) if current is not None else None
+            stale_link = now_link is not None
+            if (
+                stale_link
+                or current != before
+                or (before is not None and mode is not None and now_mode != mode)
+            ):
+                if stale_link and before is None:
+                    target.unlink()  # a link the run created where nothing was
+                else:
+                    _put(root, rel, before, mode)
+                restored.append(rel)
+        for rel in dirs:
+            with contextlib.suppress(OSError):
+                safe_path(root, rel).rmdir()  # only if empty
+        _step()
+        path.unlink()
+    except OSError as exc:
+        raise unsafe(
+            f"rolling back an interrupted run failed ({exc.strerror or exc}: "
+            f"{getattr(exc, 'filename', '') or ''}); the journal {path} is kept, fix the cause "
+            "and run sgpatch again"
+        ) from None
+    _fsync_dir(state_dir)
+    return restored
+
+
+def _parse_journal(
+    path: Path, data: bytes
+) -> tuple[list[tuple[str, bytes | None, int | None, str | None]], list[str]]:
+    """The journal's entries, each field checked: a journal is replayed only when every path is
+    a string, every `before` base64 or null and every mode a permission value; one from a newer
+    sgpatch is refused, not guessed at (exit 4, the tree left alone)."""
+    try:
+        doc = json.loads(data)
+        if not isinstance(doc, dict) or not isinstance(doc.get("schema"), int):
+            raise ValueError("not an sgpatch journal")
+        if doc["schema"] > JOURNAL_SCHEMA:
+            raise unsafe(
+                f"{path}: journal schema {doc['schema']} is from a newer sgpatch; roll it back "
+                "with that sgpatch (`sgpatch recover`), nothing was touched"
+            )
+        entries = []
+        for e in doc["files"]:
+            rel, before, mode, link = e["path"], e["before"], e.get("mode"), e.get("link")
+            if not isinstance(rel, str) or not (before is None or isinstance(before, str)):
+                raise ValueError(f"bad entry for {rel!r}")
+            if not (link is None or (isinstance(link, str) and link and "\x00" not in link)):
+                raise ValueError(f"bad link for {rel!r}")
+            if mode is not None and (type(mode) is not int or not 0 <= mode <= 0o7777):
+                raise ValueError(f"bad mode {mode!r} for {rel!r}")
+            entries.append((rel, _unb64(before), mode, link))
+        dirs = doc.get("dirs", [])
+        if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
+            raise ValueError("bad 'dirs'")
+    except SgpatchError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise unsafe(
+            f"{path}: unreadable journal of an interrupted run ({exc}); "
+            "inspect the tree, then delete the journal"
+        ) from None
+    return entries, dirs
+
+
+def lock_timeout(default: float = DEFAULT_LOCK_TIMEOUT) -> float:
+    """$SGPATCH_LOCK_TIMEOUT (seconds) if set to a number >= 0, else `default`."""
+    raw = os.environ.get(LOCK_TIMEOUT_ENV)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SgpatchError(f"${LOCK_TIMEOUT_ENV}={raw!r}: expected seconds") from None
+    if value < 0 or value != value:
+        raise SgpatchError(f"${LOCK_TIMEOUT_ENV}={raw!r}: expected seconds >= 0")
+    return value
+
+
+def _holder(state_dir: Path) -> str:
+    try:
+        doc = json.loads(read_state(state_dir / LOCK_OWNER) or b"")
+        since = time.strftime("%H:%M:%S", time.localtime(float(doc["since"])))
+        return f"held by pid {doc['pid']} on {doc['host']} since {since}: {doc['cmd']}"
+    except (OSError, ValueError, KeyError, TypeError, SgpatchError):
+        return "holder unknown"
+
+
+def _host() -> str:
+    """This machine's name: uname's node name where there is one (what gethostname returns
+    there), so a writer does not import socket (~15 modules) just to name itself."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()
+
+
+def _write_owner(state_dir: Path) -> None:
+    doc = {
+        "pid": os.getpid(),
+        "host": _host(),
+        "since": time.time(),
+        "cmd": " ".join(["sgpatch", *sys.argv[1:]])[:200],
+    }
+    with contextlib.suppress(OSError):  # a planted symlink/FIFO is replaced, never followed
+        write_state(state_dir / LOCK_OWNER, (json.dumps(doc) + "\n").encode())
+
+
+class _StateGone(Exception):
+    """`locked(create=False)`: the state folder is gone (its last writer finished)."""
+
+
+@contextlib.contextmanager
+def locked(state_dir: Path, timeout: float | None = None, create: bool = True) -> Iterator[None]:
+    """One writer per target: wait up to `timeout` seconds (default $SGPATCH_LOCK_TIMEOUT or
+    30), then refuse (exit 4) naming the lock file and the run that holds it.
+
+    The lock file may be removed by the run holding it (`remove_state_dir`, after the last set
+    is reverted). A run that was waiting on the removed file must not count it as held, or it
+    and a newcomer locking the new file would both write. So before locking, this run opens the
+    file itself, which pins its inode; after locking, the name must still lead to that inode
+    (an inode held open cannot be removed and reused meanwhile), else it locks again.
+
+    `create=False` (recovery of a journal found in the folder): never make the folder; when it
+    is gone, raise `_StateGone` (its writer finished and took it away: nothing to recover)."""
+    if timeout is None:
+        timeout = lock_timeout()
+    lock = _acquire(state_dir, timeout, create)
+    try:
+        _write_owner(state_dir)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            (state_dir / LOCK_OWNER).unlink()
+        remove_state_dir(state_dir)  # when nothing but the lock is left: no trace of the run
+        with contextlib.suppress(OSError):
+            lock.release()
+
+
+class LockBusy(SgpatchError):
+    """Another run held the lock for longer than we waited (exit 4); `holder` says who."""
+
+    def __init__(self, message: str, holder: str) -> None:
+        super().__init__(message, ExitCode.UNSAFE)
+        self.holder = holder
+
+
+def _ready_state_dir(state_dir: Path, create: bool) -> bool:
+    """Make the state folder (or, without `create`, raise `_StateGone` when it is gone).
+    False: it was removed and made again meanwhile; try again."""
+    _check_state_dir(state_dir)
+    if create:
+        try:
+            state_dir.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:  # removed and made again between mkdir and its check
+            return False
+        except OSError as exc:
+            raise SgpatchError(
+                f"cannot create the state folder {state_dir}: {exc.strerror or exc}"
+            ) from None
+    elif not state_dir.is_dir():
+        raise _StateGone
+    return True
+
+
+def _acquire(state_dir: Path, timeout: float, create: bool) -> _Flock | _PortableLock:
+    """The waiting loop of `locked`: the lock held on the file the name leads to now."""
+    deadline = time.monotonic() + timeout
+    lock_path = state_dir / LOCK
+    while True:
+        if not _ready_state_dir(state_dir, create):
+            continue
+        try:
+            pin = _pin(lock_path)
+        except FileNotFoundError:
+            if not create:
+                raise _StateGone from None
+            if time.monotonic() < deadline:
+                continue  # the folder was removed between mkdir and open: make it again
+            raise SgpatchError(
+                f"cannot take the lock {lock_path}: its folder keeps vanishing"
+            ) from None
+        except OSError as exc:
+            raise SgpatchError(f"cannot take the lock {lock_path}: {exc.strerror or exc}") from None
+        try:
+            lock = _file_lock(lock_path)
+            lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
+            if _names(pin, lock_path):
+                return lock
+            lock.release()  # removed while we waited: lock the file that is there now
+        except FileNotFoundError:  # the holder removed the folder while we waited: again
+            pass
+        except _LockTimeout:
+            raise _busy(state_dir, timeout) from None
+        except (OSError, NotImplementedError) as exc:  # NotImplementedError: no flock here
+            why = getattr(exc, "strerror", None) or str(exc) or "the filesystem has no file locks"
+            raise SgpatchError(f"cannot take the lock {lock_path}: {why}") from None
+        finally:
+            os.close(pin)  # the flock belongs to the lock's own descriptor: this does not unlock
+        if time.monotonic() >= deadline:
+            raise _busy(state_dir, timeout)
+        time.sleep(0.05)
+
+
+def _busy(state_dir: Path, timeout: float) -> SgpatchError:
+    holder = _holder(state_dir)
+    return LockBusy(
+        f"another sgpatch run holds the lock {state_dir / LOCK} ({holder}); "
+        f"waited {timeout:g}s (set ${LOCK_TIMEOUT_ENV} to wait longer)",
+        holder,
+    )
+
+
+def _pin(lock_path: Path) -> int:
+    """Open (create) the lock file to pin its inode: never through a symlink, never blocking
+    on a FIFO, and only a regular file (like every path sgpatch touches)."""
+    flags = os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        fd = os.open(lock_path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise unsafe(f"refusing lock file {lock_path}: it is a symlink") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise unsafe(f"refusing lock file {lock_path}: not a regular file")
+    return fd
+
+
+class _LockTimeout(Exception):
+    """Another run kept the lock until the deadline."""
+
+
+class _Flock:
+    """An exclusive kernel flock on the lock file, polled until the deadline: what filelock's
+    Unix lock does, taken with fcntl directly because importing filelock (4.x: ~25 modules)
+    costs apply and patch a fifth of the stack's whole start-up. The flock belongs to this
+    object's own descriptor; closing it releases the lock."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.fd = path, None
+
+    def acquire(self, timeout: float) -> None:
+        import fcntl
+
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+        fd = os.open(self.path, flags, 0o644)
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    self.fd, fd = fd, -1
+                    return
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise _LockTimeout(str(self.path)) from None
+                    time.sleep(0.05)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    def release(self) -> None:
+        if self.fd is not None:
+            fd, self.fd = self.fd, None
+            os.close(fd)
+
+
+class _PortableLock:
+    """Where there is no fcntl (Windows): filelock, kept a kernel lock. filelock 4 would fall
+    back to a lock file made with O_EXCL where locks are missing, which the pinned file makes
+    impossible (and which a crashed run leaves stale); there we fail with one line instead."""
+
+    def __init__(self, path: Path) -> None:
+        from filelock import FileLock
+
+        if "fallback_to_soft" in FileLock.__init__.__code__.co_varnames:
+            self.lock = FileLock(str(path), fallback_to_soft=False)
+        else:
+            self.lock = FileLock(str(path))  # filelock 3: no such option, and no fallback
+
+    def acquire(self, timeout: float) -> None:
+        from filelock import Timeout
+
+        try:
+            self.lock.acquire(timeout=timeout)
+        except Timeout:
+            raise _LockTimeout(self.lock.lock_file) from None
+
+    def release(self) -> None:
+        self.lock.release()
+
+
+def _file_lock(lock_path: Path) -> _Flock | _PortableLock:
+    return _Flock(lock_path) if os.name == "posix" else _PortableLock(lock_path)
+
+
+def _names(fd: int, path: Path) -> bool:
+    """`path` still names the file open as `fd`."""
+    try:
+        a, b = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def remove_state_dir(state_dir: Path) -> None:
+    """Take away `.sgpatch/` once it holds nothing but the lock (the last set was reverted, a
+    one-off `sgpatch patch` is done, a run was rolled back), so the tree is left as it was
+    found. `locked` calls it last, with the lock still held; the lock file goes last, and
+    `locked` sends any run that waited on it to a new one. Anything else in the folder (a
+    journal, a ledger, originals) keeps it."""
+    if not (state_dir / JOURNAL).exists():
+        _remove_stale_temps(state_dir)  # a journal write cut short; with the lock held, garbage
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(state_dir):
+            if entry.is_dir(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    os.rmdir(entry.path)  # only when empty
+    try:
+        left = set(os.listdir(state_dir)) - {LOCK, LOCK_OWNER}
+    except OSError:
+        return
+    if left:
+        return
+    for name in (LOCK_OWNER, LOCK):
+        with contextlib.suppress(FileNotFoundError):
+            (state_dir / name).unlink()
+    with contextlib.suppress(OSError):
+        state_dir.rmdir()
+
+
+def _write_error(exc: OSError, rel: str) -> str:
+    if exc.errno == errno.ENOSPC:
+        return f"no space left on the device writing {rel}"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"cannot write {rel}: {exc.strerror}"
+    return f"writing {rel} failed: {exc.strerror or exc}"
+
+
+def _verify_before(root: Path, c: FileChange) -> Path:
+    """The change's path, once its current state is what the plan read: the bytes `before`,
+    or (before_link) a symlink to that target. Anything else changed meanwhile: exit 4."""
+    if c.before_link is not None:
+        path = safe_path(root, c.path, link_ok=True)
+        same = path.is_symlink() and os.readlink(path) == c.before_link
+    else:
+        path = safe_path(root, c.path)
+        same = read_bytes(root, c.path) == c.before
+    if not same:
+        raise unsafe(f"{c.path} changed while sgpatch was planning; nothing was written")
+    return path
+
+
+def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
+    """Write every change or none: verify, journal, replace, drop the journal.
+
+    Call it with the lock held. On an OSError (disk full, read-only folder, ...) or an interrupt
+    the tree is rolled back before the error propagates; if even that fails the journal stays
+    and the next sgpatch run rolls back.
+    """
+    changes = [
+        c for c in changes if c.before != c.after or c.mode is not None or c.link != c.before_link
+    ]
+    if not changes:
+        return
+    modes = _preflight(root, changes)
+    _check_state_dir(state_dir)
+    _remove_stale_temps(state_dir)
+    dirs = _missing_dirs(root, changes)
+    try:
+        journal = write_journal(state_dir, changes, modes, dirs)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            (state_dir / JOURNAL).unlink()
+        raise SgpatchError(
+            f"{_write_error(exc, str(state_dir / JOURNAL))}; nothing was written"
+        ) from None
+    current_rel = ""
+    folders: set[Path] = set()
+    try:
+        for c in changes:
+            current_rel = c.path
+            mode = c.mode if c.mode is not None else modes.get(c.path)
+            _put(root, c.path, c.after, mode, folders, link=c.link)
+        for folder in sorted(folders):  # renames durable before the journal goes
+            _fsync_dir(folder)
+    except BaseException as exc:
+        try:
+            with interrupts.deferred():  # a second Ctrl-C must not cut the rollback short
+                recover(root, state_dir)
+        except SgpatchError as rollback:
+            raise SgpatchError(
+                f"{_describe(exc, current_rel)}; rolling back failed too: {rollback.message}",
+                ExitCode.UNSAFE,
+            ) from None
+        if isinstance(exc, OSError):
+            raise SgpatchError(
+                f"{_write_error(exc, current_rel)}; the tree was rolled back, nothing changed"
+            ) from None
+        raise
+    _step()
+    journal.unlink()
+    _fsync_dir(state_dir)
+    _remove_emptied_folders(root, [c.path for c in changes if c.after is None])
+
+
+def _preflight(root: Path, changes: Sequence[FileChange]) -> dict[str, int]:
+    """Before anything is written: each path changed once, its bytes still what was planned,
+    it and its folder writable. Returns the modes of the files that exist (to restore them)."""
+    modes: dict[str, int] = {}
+    seen: set[str] = set()
+    for c in changes:
+        if c.path in seen:
+            raise SgpatchError(f"internal error: {c.path} changed twice in one commit")
+        seen.add(c.path)
+        path = _verify_before(root, c)
+        if c.before_link is None and path.exists():
+            modes[c.path] = stat.S_IMODE(path.stat().st_mode)
+            if not os.access(path, os.W_OK):
+                raise SgpatchError(f"{c.path}: file is read-only; nothing was written")
+        folder = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
+        if folder is not None and folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+            raise SgpatchError(f"{c.path}: folder {folder} is not writable; nothing was written")
+    return modes
+
+
+def _remove_emptied_folders(root: Path, deleted: Sequence[str]) -> None:
+    """Folders a deletion left empty go too, up to (not including) the root, as git does: a
+    reversed patch that created `new/dir/f.py` leaves no `new/dir/` behind. A tidy-up after
+    the commit: a rollback would make them again with the files."""
+    for rel in deleted:
+        folder = (root / rel).parent
+        while folder != root and root in folder.parents:
+            try:
+                folder.rmdir()  # only when empty
+            except OSError:
+                break
+            folder = folder.parent
+
+
+def _describe(exc: BaseException, rel: str) -> str:
+    if isinstance(exc, OSError):
+        return _write_error(exc, rel)
+    return f"interrupted ({type(exc).__name__}) while writing {rel}"

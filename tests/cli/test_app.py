@@ -1,0 +1,185 @@
+"""cli: the habits people bring from git and pip (-h, -V, help CMD, completion, --json on
+every reporting command, one-line summaries, one meaning per short flag)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from helpers import run_cli
+from sgpatch import __version__
+from sgpatch.cli.app import app
+
+
+def test_dash_h_is_help_for_the_app_and_every_command() -> None:
+    """Input: `sgpatch -h` and `sgpatch CMD -h` for every command. Outcome: exit 0 and the
+    same text as --help."""
+    for cmd in [[], *([c.name] for c in app.registered_commands)]:
+        short, long_ = run_cli(*cmd, "-h"), run_cli(*cmd, "--help")
+        assert short[0] == 0 and short == long_, cmd
+        assert "Usage: sgpatch" in short[1]
+
+
+def test_dash_capital_v_prints_the_version() -> None:
+    """Input: `sgpatch -V`. Outcome: exit 0, `sgpatch <version>` on stdout, as --version."""
+    assert run_cli("-V") == (0, f"sgpatch {__version__}\n", "")
+    assert run_cli("-V") == run_cli("--version")
+
+
+def test_help_command_prints_a_commands_help_and_refuses_unknown_names() -> None:
+    """Input: `sgpatch help status`, `sgpatch help`, `sgpatch help nope`. Outcome: the first is
+    status's --help text (from `Usage: sgpatch status` on), the second the app's help, the
+    third exit 2 with one error line and nothing on stdout."""
+    code, out, _ = run_cli("help", "status")
+    _, direct, _ = run_cli("status", "--help")
+    assert code == 0 and out.strip() == direct.strip()
+    code, out, _ = run_cli("help")
+    assert code == 0 and "Commands:" in out and "status" in out
+    code, out, err = run_cli("help", "nope")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "no such command" in err
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_prints_a_script_for_each_shell(shell: str) -> None:
+    """Input: `sgpatch completion SHELL`. Outcome: exit 0 and a script on stdout that calls
+    sgpatch back through _SGPATCH_COMPLETE."""
+    code, out, _ = run_cli("completion", shell)
+    assert code == 0 and "_SGPATCH_COMPLETE" in out
+
+
+def test_completion_refuses_an_unknown_shell() -> None:
+    """Input: `sgpatch completion tcsh`. Outcome: exit 2, one line naming the shells."""
+    code, out, err = run_cli("completion", "tcsh")
+    assert code == 2 and out == "" and "bash, zsh, fish" in err
+
+
+def _complete(words: str, cword: int) -> list[str]:
+    env = {
+        **os.environ,
+        "_SGPATCH_COMPLETE": "complete_bash",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(cword),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "sgpatch"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split()
+
+
+def test_tab_completes_commands_and_options() -> None:
+    """Input: what bash's completion script sends for `sgpatch st<Tab>` and
+    `sgpatch apply --s<Tab>`. Outcome: `status`, and apply's options starting with --s."""
+    assert _complete("sgpatch st", 1) == ["status"]
+    assert {"--set", "--sglang-dir", "--strict"} <= set(_complete("sgpatch apply --s", 2))
+
+
+def test_command_summaries_are_whole_sentences() -> None:
+    """Input: `sgpatch --help` at 80 columns. Outcome: every command's summary ends with a
+    full stop and none is cut with '...'."""
+    env = {**os.environ, "COLUMNS": "80"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "sgpatch", "--help"], env=env, capture_output=True, text=True
+    )
+    commands = proc.stdout.split("Commands:", 1)[1].strip().splitlines()
+    assert len(commands) == len(app.registered_commands)
+    for line in commands:
+        assert line.rstrip().endswith(".") and "..." not in line, line
+        assert len(line) <= 80, line
+
+
+@pytest.mark.parametrize("cmd", ["matrix", "lint"])
+def test_json_contradicting_format_is_refused(cmd: str) -> None:
+    """Input: `matrix/lint --json --format markdown|github`. Outcome: exit 2, one error line,
+    nothing computed (no release is looked up)."""
+    fmt = "markdown" if cmd == "matrix" else "github"
+    code, out, err = run_cli(cmd, "--set", "kimi-eagle3-sm120", "--json", "--format", fmt)
+    assert code == 2 and "contradict" in err
+    assert json.loads(out)["exit_code"] == 2
+
+
+def test_short_flags_mean_one_thing() -> None:
+    """Input: every command's options. Outcome: each short flag has one long spelling across
+    all commands (-p is --strip, -s is --set), hidden aliases aside."""
+    import typer
+
+    meaning: dict[str, set[str]] = {}
+    group = typer.main.get_command(app)
+    for name in group.list_commands(None):
+        for p in group.get_command(None, name).params:
+            if getattr(p, "hidden", False):
+                continue
+            longs = [o for o in p.opts if o.startswith("--")]
+            for o in p.opts:
+                if not o.startswith("--") and longs:
+                    meaning.setdefault(o, set()).update(longs)
+    assert all(len(v) == 1 for v in meaning.values()), meaning
+    assert meaning["-p"] == {"--strip"} and meaning["-s"] == {"--set"}
+
+
+def test_refresh_dash_p_still_works_for_one_release_with_a_warning(tmp_path) -> None:
+    """Input: `refresh -p ID` (the old spelling of --patch) on a folder that is no SGLang tree,
+    and `refresh` with no patch id. Outcome: the first warns that -p is deprecated, then fails
+    on the tree as --patch would (exit 2); the second is exit 2 'missing option --patch'."""
+    args = ("refresh", "--set", "kimi-eagle3-sm120", "--sglang-dir", str(tmp_path))
+    code, _, err = run_cli(*args, "-p", "kimi-k25-eagle3-hooks")
+    _, _, plain_err = run_cli(*args, "--patch", "kimi-k25-eagle3-hooks")
+    first, *rest = err.splitlines()
+    assert code == 2 and "-p is deprecated" in first and "use --patch" in first
+    assert rest == plain_err.splitlines()
+    code, _, err = run_cli(*args)
+    assert code == 2 and "missing option --patch" in err
+
+
+def test_a_listing_to_a_full_disk_is_one_error_line() -> None:
+    """Input: `sgpatch list > /dev/full` (its product on stdout cannot be written). Outcome:
+    exit 2 and one `sgpatch: error:` line on stderr, no Python 'Exception ignored' noise."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "sgpatch", "list"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "sgpatch: error: cannot write to stdout: No space left on device"
+    ]
+
+
+def test_a_log_holding_both_streams_keeps_the_verdict_last(tmp_path) -> None:
+    """Input: `sgpatch probe` on a tiny tree with stdout and stderr into one file (a build log;
+    stdout is block-buffered there). Outcome: the findings come first, the verdict line last."""
+    pkg = tmp_path / "sglang"
+    (pkg / "srt").mkdir(parents=True)
+    (pkg / "_version.py").write_text("__version__ = version = '0.5.9'\n")
+    log = tmp_path / "log"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as in a build
+    args = ["probe", "--set", "kimi-eagle3-sm120", "--sglang-dir", str(pkg)]
+    with open(log, "w") as both:
+        subprocess.run(
+            [sys.executable, "-m", "sgpatch", *args],
+            stdout=both,
+            stderr=subprocess.STDOUT,
+            check=True,
+            env=env,
+        )
+    lines = log.read_text().splitlines()
+    assert lines[0].startswith("sglang 0.5.9 at ")
+    assert lines[-1].startswith("sgpatch: kimi-eagle3-sm120: 0 of ")
+
+
+def test_start_up_ctrl_c_says_the_same_line_as_a_command_interrupted() -> None:
+    """Input: the start-up SIGINT handler's text in `sgpatch.__main__` (bytes, set before any
+    sgpatch import) and `interrupts.MESSAGE` (what cli prints when a command is interrupted).
+    Outcome: the same line, so a Ctrl-C reads the same whenever it lands."""
+    from sgpatch import __main__ as entry
+    from sgpatch import interrupts
+
+    assert (interrupts.MESSAGE + "\n").encode() == entry._MESSAGE

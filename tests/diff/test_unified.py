@@ -1,0 +1,216 @@
+"""Reading diffs: byte-exactness, git headers, format-patch headers, and malformed input."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import make_diff
+from sgpatch.diff.unified import decode, encode, parse_patch, split_lines, strip_path
+from sgpatch.errors import ExitCode, SgpatchError
+
+
+def test_split_lines_keeps_cr_and_only_splits_on_lf():
+    text = "a\r\nb\x0cc\x1dd\u2028e\nlast"
+    assert split_lines(text) == ["a\r\n", "b\x0cc\x1dd\u2028e\n", "last"]
+
+
+def test_non_utf8_bytes_roundtrip():
+    data = b"caf\xe9\n\xff\xfe\n"
+    assert encode(decode(data)) == data
+
+
+def test_crlf_patch_keeps_cr_out_of_line_text_and_parses():
+    diff = make_diff("a\nb\nc\n", "a\nB\nc\n").replace("\n", "\r\n")
+    p = parse_patch(diff.encode(), "crlf.patch")
+    h = p.files[0].hunks[0]
+    assert h.before == ("a", "b", "c") and h.after == ("a", "B", "c")
+
+
+def test_git_headers_new_delete_rename_and_mode():
+    diff = (
+        "diff --git a/new.py b/new.py\n"
+        "new file mode 100755\n"
+        "--- /dev/null\n"
+        "+++ b/new.py\n"
+        "@@ -0,0 +1,2 @@\n"
+        "+x = 1\n"
+        "+y = 2\n"
+        "diff --git a/old.py b/old.py\n"
+        "deleted file mode 100644\n"
+        "--- a/old.py\n"
+        "+++ /dev/null\n"
+        "@@ -1 +0,0 @@\n"
+        "-gone\n"
+        "diff --git a/a.py b/b.py\n"
+        "similarity index 90%\n"
+        "rename from a.py\n"
+        "rename to b.py\n"
+        "--- a/a.py\n"
+        "+++ b/b.py\n"
+        "@@ -1 +1 @@\n"
+        "-q\n"
+        "+r\n"
+    )
+    new, old, ren = parse_patch(diff, "g.patch").files
+    assert new.is_new and new.new_mode == 0o755 and new.hunks[0].after == ("x = 1", "y = 2")
+    assert old.is_delete and old.path == "a/old.py"
+    assert ren.is_rename and ren.source == "a/a.py" and ren.target == "b/b.py"
+
+
+def test_format_patch_message_header_is_kept_as_the_header():
+    diff = (
+        "From 123 Mon Sep 17 00:00:00 2001\n"
+        "Subject: [PATCH] fix a thing\n"
+        "\n"
+        "Why: because.\n"
+        "---\n"
+        " f.py | 2 +-\n"
+        "\n" + make_diff("a\nb\n", "a\nc\n") + "-- \n2.39.5\n"
+    )
+    p = parse_patch(diff, "fp.patch")
+    assert "Subject: [PATCH] fix a thing" in p.header
+    assert len(p.files) == 1 and p.files[0].hunks[0].after == ("a", "c")
+
+
+def test_no_newline_markers_are_read_per_side():
+    diff = "--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+B\n"
+    h = parse_patch(diff, "n.patch").files[0].hunks[0]
+    assert (h.old_no_eol, h.new_no_eol) == (True, False)
+    assert h.reversed().new_no_eol is True
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("", "empty patch file"),
+        ("\n\n  \n", "empty patch file"),
+        ("just some prose\nno diff here\n", "no diff found"),
+        ("--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n-b\n", "malformed diff"),  # truncated
+        ("--- a/x\n+++ b/x\n@@ -1,1 +1,1 @@\n a\n-b\n+c\n", "malformed diff"),  # counts
+        (
+            "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\ngarbage\n@@ -5 +5 @@\n-c\n+d\n",
+            "malformed diff",
+        ),
+        ("diff --git a/x b/x\nGIT binary patch\nliteral 3\nabc\n", "binary patches"),
+        ("Binary files a/x.bin and b/x.bin differ\n", "binary patches"),
+    ],
+)
+def test_malformed_input_is_one_line_exit_2_naming_the_file(text, fragment):
+    with pytest.raises(SgpatchError) as info:
+        parse_patch(text, "bad.patch")
+    assert info.value.code == ExitCode.BAD_INPUT
+    assert fragment in info.value.message
+    assert info.value.message.startswith("bad.patch")
+    assert "\n" not in info.value.message
+
+
+def test_malformed_error_names_the_line():
+    text = "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\ngarbage\n@@ -5 +5 @@\n-c\n+d\n"
+    with pytest.raises(SgpatchError) as info:
+        parse_patch(text, "bad.patch")
+    assert info.value.message.startswith("bad.patch:7:")
+
+
+@pytest.mark.parametrize(
+    ("path", "strip", "expected"),
+    [("a/python/sglang/x.py", 1, "python/sglang/x.py"), ("x.py", 0, "x.py")],
+)
+def test_strip_path(path, strip, expected):
+    assert strip_path(path, strip) == expected
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd", "a/../../etc/passwd"])
+def test_strip_path_refuses_escapes_with_exit_4(path):
+    with pytest.raises(SgpatchError) as info:
+        strip_path(path, 1, "evil.patch")
+    assert info.value.code == ExitCode.UNSAFE
+
+
+def test_strip_level_too_deep_is_bad_input():
+    with pytest.raises(SgpatchError) as info:
+        strip_path("a/x.py", 3, "p")
+    assert info.value.code == ExitCode.BAD_INPUT and "-p3" in info.value.message
+
+
+# ------------------------------------------------------------------ file operations (peer suites)
+
+
+@pytest.mark.parametrize(
+    ("stamp", "epoch"),
+    [
+        ("1970-01-01 00:00:00 +0000", True),
+        ("1969-12-31 18:00:00.000000000 -0600", True),
+        ("1970-01-01 01:00:00 +01:00", True),
+        ("Thu Jan  1 00:00:00 1970", True),
+        ("1970-01-01 00:00:01 +0000", False),
+        ("2024-05-01 10:00:00 +0200", False),
+        ("", False),
+    ],
+)
+def test_epoch_timestamps_in_any_zone(stamp, epoch):
+    """`diff -N` stamps the missing side with the epoch in the maker's zone; nothing else is."""
+    from sgpatch.diff.unified import is_epoch
+
+    assert is_epoch(stamp) is epoch
+
+
+def test_epoch_sides_read_as_dev_null():
+    """An epoch `---` is a creation, an epoch `+++` a deletion (plain diffs only)."""
+    create = (
+        "--- f\t1970-01-01 00:00:00 +0000\n+++ f\t2024-01-01 00:00:00 +0000\n@@ -0,0 +1 @@\n+x\n"
+    )
+    delete = (
+        "--- f\t2024-01-01 00:00:00 +0000\n+++ f\t1970-01-01 00:00:00 +0000\n@@ -1 +0,0 @@\n-x\n"
+    )
+    assert parse_patch(create).files[0].is_new
+    assert parse_patch(delete).files[0].is_delete
+
+
+def test_git_extended_headers_are_read():
+    """copy/rename names, old/new modes and a symlink mode land on the FilePatch; -R swaps the
+    modes and turns a copy into its removal."""
+    diff = (
+        "diff --git a/x b/y\nsimilarity index 100%\ncopy from x\ncopy to y\n"
+        "diff --git a/m b/m\nold mode 100644\nnew mode 100755\n"
+        "diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+t\n"
+    )
+    copy, mode, link = parse_patch(diff).files
+    assert (copy.is_copy, copy.source, copy.target) == (True, "a/x", "b/y")
+    assert (mode.old_mode, mode.new_mode, mode.mode_change) == (0o644, 0o755, True)
+    assert link.symlink and not copy.symlink
+    back = mode.reversed()
+    assert (back.old_mode, back.new_mode) == (0o755, 0o644)
+    assert copy.reversed().git_op == "uncopy"
+
+
+def test_plain_diff_with_two_names_is_not_a_rename():
+    """`--- a.py.orig` / `+++ a.py` without git headers is one file, never a rename."""
+    fp = parse_patch("--- a.py.orig\n+++ a.py\n@@ -1 +1 @@\n-a\n+b\n").files[0]
+    assert not fp.is_rename and fp.git_op is None
+
+
+def test_git_block_with_a_differently_prefixed_target_name_parses():
+    """`+++ a/f` under `diff --git a/f b/f` (GNU's file-modes test) is the same file."""
+    diff = "diff --git a/f b/f\nold mode 100644\nnew mode 100600\n"
+    diff += "--- a/f\n+++ a/f\n@@ -1 +1 @@\n-o\n+n\n"
+    fp = parse_patch(diff).files[0]
+    assert strip_path(fp.target, 1) == "f" and fp.new_mode == 0o600
+
+
+def test_dotdot_that_strip_removes_is_fine_but_one_that_stays_is_refused():
+    """`../z` with -p1 is `z`; `a/../z` with -p1 keeps `..` and is refused (exit 4)."""
+    assert strip_path("../z", 1) == "z"
+    with pytest.raises(SgpatchError) as exc:
+        strip_path("a/../z", 1)
+    assert exc.value.code == 4
+
+
+def test_whitespace_damaged_traditional_header_keeps_name_and_epoch():
+    """`--- dir/post image.txt 1969-12-31 16:00:00 -08:00` (tab lost, git's t4135): the name
+    is `dir/post image.txt` and the epoch still makes it a creation."""
+    diff = (
+        "--- a/post image.txt 1969-12-31 16:00:00 -08:00\n"
+        "+++ b/post image.txt 2005-04-12 02:14:06 -07:00\n@@ -0,0 +1 @@\n+postimage\n"
+    )
+    fp = parse_patch(diff).files[0]
+    assert fp.is_new and fp.target == "b/post image.txt"

@@ -1,0 +1,301 @@
+"""Git mode on a synthetic checkout: apply --commit, export, and the status warning."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import sgpatch
+from sgpatch.git import mode as gitmode
+from sgpatch.ops.refresh import FileDiff, canonical_diff, render
+from sgpatch.patchset.manifest import load_manifest
+from sgpatch.tree.target import find_target
+
+pytest.importorskip("git")
+
+A0 = "".join(f"line {i}\n" for i in range(1, 30))
+A1 = A0.replace("line 5\n", "line 5 patched by one\n")
+A2 = A1.replace("line 25\n", "line 25 patched by two\n")
+NEW = "created = True\n"
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
+    ).stdout
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> tuple[Path, Path]:
+    """A git repo holding python/sglang (version 0.5.9) and a two-patch set beside it."""
+    repo = tmp_path / "repo"
+    pkg = repo / "python" / "sglang"
+    (pkg / "srt").mkdir(parents=True)
+    (pkg / "_version.py").write_text("__version__ = version = '0.5.9'\n")
+    (pkg / "srt" / "a.py").write_text(A0)
+    git(repo, "init", "-q")
+    git(repo, "config", "user.name", "T")
+    git(repo, "config", "user.email", "t@example.com")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "pristine")
+    sets = tmp_path / "sets" / "demo"
+    (sets / "patches").mkdir(parents=True)
+    one = render(
+        "Subject: [PATCH] one: patch line 5\n\nWhy one.\n\n",
+        canonical_diff([FileDiff("srt/a.py", A0.encode(), A1.encode())]),
+    )
+    two = render(
+        "Subject: [PATCH] two: line 25 and a new file\n\nWhy two.\n\n",
+        canonical_diff(
+            [
+                FileDiff("srt/a.py", A1.encode(), A2.encode()),
+                FileDiff("srt/new.py", None, NEW.encode()),
+            ]
+        ),
+    )
+    (sets / "patches" / "0001-one.patch").write_bytes(one)
+    (sets / "patches" / "0002-two.patch").write_bytes(two)
+    (sets / "patchset.yaml").write_text(
+        "schema: 1\nname: demo\nsummary: demo set\nsglang: '>=0.5'\npatches:\n"
+        "  - id: one\n    summary: one\n    type: bugfix\n    upstream: {status: pending}\n"
+        "    variants:\n      - {sglang: '>=0.5', patch: patches/0001-one.patch}\n"
+        "  - id: two\n    summary: two\n    type: bugfix\n    upstream: {status: pending}\n"
+        "    variants:\n      - {sglang: '>=0.5', patch: patches/0002-two.patch}\n"
+    )
+    return repo, sets
+
+
+def test_apply_commit_makes_one_commit_per_patch_and_export_round_trips(checkout, tmp_path):
+    """Input: apply --commit of a two-patch set (both touch a.py, two creates new.py) with an
+    unrelated staged change. Outcome: two commits with the header subject and the trailer, the
+    staged change still staged and not committed, a clean tree for the patched files; export
+    writes both patch files back byte-identical."""
+    repo, sets = checkout
+    (repo / "README").write_text("mine\n")
+    git(repo, "add", "README")
+    args = ["--set", "demo", "--patchsets", str(sets.parent), "--sglang-dir", str(repo)]
+    assert sgpatch("apply", *args, "--commit") == 0
+    log = git(repo, "log", "--format=%s%n%b%n--").split("--\n")
+    assert log[0].startswith(
+        "two: line 25 and a new file\nWhy two.\n\nApplied by sgpatch (demo/two)"
+    )
+    assert log[1].startswith("one: patch line 5\nWhy one.\n\nApplied by sgpatch (demo/one)")
+    assert git(repo, "show", "HEAD~1:python/sglang/srt/a.py") == A1
+    assert git(repo, "show", "HEAD:python/sglang/srt/new.py") == NEW
+    status = git(repo, "status", "--porcelain", "--untracked-files=no")
+    assert status == "A  README\n"
+    out = tmp_path / "exported"
+    assert sgpatch("export", *args, "--to", str(out)) == 0
+    for name in ("0001-one.patch", "0002-two.patch"):
+        assert (out / name).read_bytes() == (sets / "patches" / name).read_bytes()
+
+
+def test_apply_commit_refuses_dirty_files_and_non_git_trees(checkout, tmp_path):
+    """Input: an uncommitted edit in a file the set touches; then a tree outside git. Outcome:
+    exit 4 and nothing written; exit 2 outside git."""
+    repo, sets = checkout
+    a = repo / "python/sglang/srt/a.py"
+    a.write_text(A0 + "mine\n")
+    args = ["--set", "demo", "--patchsets", str(sets.parent), "--sglang-dir", str(repo)]
+    assert sgpatch("apply", *args, "--commit") == 4
+    assert a.read_text() == A0 + "mine\n"
+    assert git(repo, "rev-list", "--count", "HEAD").strip() == "1"
+    plain = tmp_path / "plain" / "sglang"
+    (plain / "srt").mkdir(parents=True)
+    (plain / "_version.py").write_text("__version__ = version = '0.5.9'\n")
+    (plain / "srt" / "a.py").write_text(A0)
+    assert sgpatch("apply", "--set", "demo", "--patchsets", str(sets.parent),
+                   "--sglang-dir", str(plain), "--commit") == 2  # fmt: skip
+
+
+def test_status_warning_lists_foreign_uncommitted_changes_only(checkout, capsys):
+    """Input: apply without --commit (sgpatch's own changes), then a hand edit. Outcome: no
+    warning for sgpatch's own uncommitted changes; the hand-edited file is listed."""
+    repo, sets = checkout
+    args = ["--set", "demo", "--patchsets", str(sets.parent), "--sglang-dir", str(repo)]
+    assert sgpatch("apply", *args) == 0
+    target = find_target(repo)
+    manifest = load_manifest(sets / "patchset.yaml")
+    assert gitmode.uncommitted(target, manifest) == []
+    a = repo / "python/sglang/srt/a.py"
+    a.write_text(a.read_text() + "# mine\n")
+    capsys.readouterr()
+    assert gitmode.status_warning(target, manifest) == ["srt/a.py"]
+    assert "uncommitted changes" in capsys.readouterr().err
+    assert gitmode.status_warning(target, manifest, quiet=True) == ["srt/a.py"]
+    assert capsys.readouterr().err == ""
+
+
+def test_header_and_message_round_trip():
+    header = "Subject: [PATCH] x: do y\n\nBody line.\n\nOrigin: z\n\n"
+    msg = gitmode.commit_message(header, "s", "x", "patches/0001-x.patch")
+    assert msg.splitlines()[0] == "x: do y"
+    assert gitmode.message_header(msg) == header
+    assert json.dumps(gitmode.header_message("plain first line\nmore\n")) == json.dumps(
+        ["plain first line", "more"]
+    )
+
+
+# ------------------------------------------------------------------ all or nothing, revert --commit
+
+
+def _args(repo: Path, sets: Path) -> list[str]:
+    return ["--set", "demo", "--patchsets", str(sets.parent), "--sglang-dir", str(repo)]
+
+
+def _tree(repo: Path) -> dict[str, bytes]:
+    """Every file under the repository except .git/ internals, by path."""
+    return {
+        p.relative_to(repo).as_posix(): p.read_bytes()
+        for p in sorted(repo.rglob("*"))
+        if p.is_file() and ".git" not in p.relative_to(repo).parts
+    }
+
+
+def test_revert_commit_records_the_reversal_and_status_is_clean(checkout, capsys):
+    """Input: apply --commit, then revert --commit. Outcome: one more commit 'Revert sgpatch
+    set demo' with a 'Reverted by sgpatch (demo/<id>)' trailer per patch naming the commits it
+    reverts; the work tree and HEAD's tree equal the pristine commit's; nothing uncommitted;
+    no .sgpatch/; status shows both patches pending with no warning."""
+    repo, sets = checkout
+    args = _args(repo, sets)
+    pristine_tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    assert sgpatch("apply", *args, "--commit") == 0
+    made = git(repo, "log", "--format=%H", "-2").split()
+    assert sgpatch("revert", *args, "--commit") == 0
+    msg = git(repo, "log", "-1", "--format=%B")
+    assert msg.startswith("Revert patch set demo (sgpatch)")
+    assert "Reverted by sgpatch (demo/two)" in msg and "Reverted by sgpatch (demo/one)" in msg
+    assert all(f"This reverts commit {sha}" in msg for sha in made)
+    assert git(repo, "rev-parse", "HEAD^{tree}").strip() == pristine_tree
+    assert git(repo, "status", "--porcelain") == ""
+    assert not (repo / "python/sglang/.sgpatch").exists()
+    capsys.readouterr()
+    assert sgpatch("status", *args) == 0
+    err = capsys.readouterr().err
+    assert "warning:" not in err and "note:" not in err
+
+
+def test_plain_revert_after_apply_commit_is_noted_and_revert_commit_finishes_it(checkout, capsys):
+    """Input: apply --commit, then revert without --commit (the reversal left uncommitted).
+    Outcome: status does not call the files 'not made by sgpatch'; it notes that sgpatch's
+    revert is not committed; `revert --commit` then commits it (exit 0), leaving a clean tree."""
+    repo, sets = checkout
+    args = _args(repo, sets)
+    assert sgpatch("apply", *args, "--commit") == 0
+    assert sgpatch("revert", *args) == 0
+    capsys.readouterr()
+    assert sgpatch("status", *args) == 0
+    err = capsys.readouterr().err
+    assert "not made by sgpatch" not in err
+    assert "revert is not committed" in err
+    assert sgpatch("revert", *args, "--commit") == 0
+    assert git(repo, "log", "-1", "--format=%s").strip() == "Revert patch set demo (sgpatch)"
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_index_lock_refuses_in_one_line_and_changes_nothing(checkout, capsys):
+    """Input: .git/index.lock present (another git running). Outcome: apply --commit exits 4
+    with one line naming it; the work tree, HEAD and the ledger are untouched; once the lock
+    is gone the same command works."""
+    repo, sets = checkout
+    args = _args(repo, sets)
+    before, head = _tree(repo), git(repo, "rev-parse", "HEAD")
+    (repo / ".git" / "index.lock").write_text("")
+    capsys.readouterr()
+    assert sgpatch("apply", *args, "--commit") == 4
+    err = capsys.readouterr().err
+    assert "index.lock exists" in err and err.count("\n") == 1 and "Traceback" not in err
+    assert _tree(repo) == before and git(repo, "rev-parse", "HEAD") == head
+    (repo / ".git" / "index.lock").unlink()
+    assert sgpatch("apply", *args, "--commit") == 0
+    assert git(repo, "rev-list", "--count", "HEAD").strip() == "3"
+
+
+def test_head_that_moved_meanwhile_puts_the_tree_back(checkout, capsys, monkeypatch):
+    """Input: HEAD moves (someone commits) after sgpatch built its commits and before it moves
+    HEAD. Outcome: exit 4 in one line, the patched files are put back (work tree as before
+    apply), no ledger; a retry applies and commits."""
+    repo, sets = checkout
+    args = _args(repo, sets)
+    real = gitmode.apply_plan
+
+    def racing(*a, **k):
+        plan = real(*a, **k)
+        (repo / "OTHER").write_text("x\n")
+        git(repo, "add", "OTHER")
+        git(repo, "commit", "-q", "-m", "someone else")
+        return plan
+
+    monkeypatch.setattr(gitmode, "apply_plan", racing)
+    before = _tree(repo)
+    capsys.readouterr()
+    assert sgpatch("apply", *args, "--commit") == 4
+    err = capsys.readouterr().err
+    assert "cannot move HEAD" in err and err.count("\n") == 1
+    assert {k: v for k, v in _tree(repo).items() if k != "OTHER"} == before
+    assert not (repo / "python/sglang/.sgpatch").exists()
+    monkeypatch.setattr(gitmode, "apply_plan", real)
+    assert sgpatch("apply", *args, "--commit") == 0
+    assert (
+        git(repo, "log", "-1", "--format=%B")
+        .rstrip()
+        .endswith("Applied by sgpatch (demo/two)\nSgpatch-Variant: patches/0002-two.patch")
+    )
+
+
+def test_a_run_stopped_before_head_moved_is_finished_by_a_retry(checkout, capsys, monkeypatch):
+    """Input: apply --commit wrote the files and the ledger (with the commits it built) but
+    stopped before moving HEAD. Outcome: a retry of apply --commit moves HEAD to those
+    commits (exit 0), the tree is clean, the set applied."""
+    repo, sets = checkout
+    args = _args(repo, sets)
+    monkeypatch.setattr(gitmode, "finish", lambda *a, **k: [])
+    assert sgpatch("apply", *args, "--commit") == 0
+    assert git(repo, "rev-list", "--count", "HEAD").strip() == "1"
+    monkeypatch.undo()
+    assert sgpatch("apply", *args, "--commit") == 0
+    assert git(repo, "rev-list", "--count", "HEAD").strip() == "3"
+    assert git(repo, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_revert_commit_refuses_foreign_uncommitted_changes(checkout, capsys):
+    """Input: apply --commit, then an uncommitted hand edit in a.py, then revert --commit
+    --force. Outcome: exit 4 (the commit would carry the edit under sgpatch's name), nothing
+    written."""
+    repo, sets = checkout
+    args = _args(repo, sets)
+    assert sgpatch("apply", *args, "--commit") == 0
+    a = repo / "python/sglang/srt/a.py"
+    a.write_text("# mine\n" + a.read_text())
+    before = _tree(repo)
+    assert sgpatch("revert", *args, "--commit", "--force") == 4
+    assert _tree(repo) == before
+
+
+def test_an_index_left_behind_after_head_moved_is_resynced_by_a_retry(checkout, monkeypatch):
+    """Input: apply --commit moved HEAD, but re-syncing the index failed (another git took
+    index.lock at that moment). Outcome: exit 4 in one line saying to run it again; the retry
+    exits 0 and leaves nothing staged or modified."""
+    repo, sets = checkout
+    args = _args(repo, sets)
+    real = gitmode._resync_index
+
+    def locked_out(repo_, paths):
+        """The real re-sync, while another git holds index.lock (once)."""
+        monkeypatch.setattr(gitmode, "_resync_index", real)
+        (repo / ".git" / "index.lock").write_text("")
+        try:
+            real(repo_, paths)
+        finally:
+            (repo / ".git" / "index.lock").unlink()
+
+    monkeypatch.setattr(gitmode, "_resync_index", locked_out)
+    assert sgpatch("apply", *args, "--commit") == 4
+    assert git(repo, "rev-list", "--count", "HEAD").strip() == "3"
+    assert git(repo, "status", "--porcelain", "--untracked-files=no") != ""
+    assert sgpatch("apply", *args, "--commit") == 0
+    assert git(repo, "status", "--porcelain", "--untracked-files=no") == ""

@@ -1,0 +1,177 @@
+"""importer.py: inputs applied in order to a (here: fake, in-memory) pristine release, one
+canonical patch per input, a manifest that loads; bad input changes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from helpers import make_diff, sgpatch
+from sgpatch.diff.unified import parse_patch, split_lines
+from sgpatch.errors import SgpatchError
+from sgpatch.ops import importer
+from sgpatch.ops.sources import from_text
+from sgpatch.patchset.manifest import load_manifest
+from sgpatch.placement.engine import apply_hunks
+
+V = Version("0.5.9")
+ORIG = "".join(f"line {i} of the module with some words\n" for i in range(1, 41))
+
+
+@pytest.fixture
+def release(monkeypatch):
+    """A fake pristine release: {package-relative path: bytes}."""
+    files = {"srt/a.py": ORIG.encode(), "srt/b.py": ORIG.encode()}
+    monkeypatch.setattr(importer, "pristine", lambda version, rel: files.get(rel))
+    return files
+
+
+def edit(text: str, at: int, new: str) -> str:
+    lines = text.splitlines(keepends=True)
+    lines.insert(at, new)
+    return "".join(lines)
+
+
+def src(diff: str, label: str):
+    return from_text(diff, label, Path(label).stem)[0]
+
+
+def test_two_diffs_become_two_patches_in_order(release, tmp_path):
+    """Input: diff 1 adds a line to srt/a.py, diff 2 adds another next to it (its context holds
+    diff 1's line). Outcome: two patches; the second requires the first; each patch file is
+    canonical (a/python/sglang/ paths, a header naming its input); the manifest loads; each
+    probe names its own added line."""
+    one = edit(ORIG, 10, "    first_added = configure_the_first_thing()\n")
+    two = edit(one, 11, "    second_added = configure_the_second_thing()\n")
+    d1 = make_diff(ORIG, one, "python/sglang/srt/a.py")
+    d2 = make_diff(one, two, "python/sglang/srt/a.py")
+    res = importer.import_sources("mine", V, [src(d1, "one.patch"), src(d2, "two.patch")])
+    assert [p.id for p in res.patches] == ["one", "two"]
+    assert res.patches[1].requires == ("one",)
+    text = res.patches[0].data.decode()
+    assert "Imported-from: one.patch, onto sglang 0.5.9" in text
+    assert "diff --git a/python/sglang/srt/a.py b/python/sglang/srt/a.py" in text
+    set_dir = tmp_path / "mine"
+    for p in res.patches:
+        (set_dir / p.file).parent.mkdir(parents=True, exist_ok=True)
+        (set_dir / p.file).write_bytes(p.data)
+    (set_dir / "patchset.yaml").write_text(res.manifest)
+    manifest = load_manifest(set_dir / "patchset.yaml")
+    assert [str(v.sglang) for p in manifest.patches for v in p.variants] == ["==0.5.9"] * 2
+    assert "first_added" in manifest.patches[0].probe.regex
+    assert "second_added" in manifest.patches[1].probe.regex
+
+
+def test_a_hunk_that_does_not_apply_is_a_conflict_listing_it(release):
+    """Input: a diff whose context is not in the release. Outcome: exit 3, the message names
+    the input, the file and the hunk."""
+    bad = make_diff("nothing like it\n" * 3, "nothing like it\nnew\n" * 2, "python/sglang/srt/a.py")
+    with pytest.raises(SgpatchError) as e:
+        importer.import_sources("mine", V, [src(bad, "bad.patch")])
+    assert e.value.code == 3 and "bad.patch: srt/a.py hunk #1" in e.value.message
+
+
+def test_a_patch_already_in_the_release_is_refused(release):
+    """Input: a diff whose post-image is what the release already has (upstream has it).
+    Outcome: exit 3, `already there`: git apply would not apply it either."""
+    done = make_diff(edit(ORIG, 5, "    gone_line = remove_me_later()\n"), ORIG, "srt/a.py")
+    with pytest.raises(SgpatchError) as e:
+        importer.import_sources("mine", V, [src(done, "done.patch")])
+    assert e.value.code == 3 and "already there" in e.value.message
+
+
+def test_hunk_with_more_context_before_than_after_applies_mid_file_as_git_does(release):
+    """Input: a hand-edited hunk with 6 lines of context before and 3 after, in the middle of
+    the file (GNU patch ties such a hunk to the end of the file; the engine follows git: only a
+    hunk with no trailing context is tied there). Outcome: the engine places it mid-file, and
+    the import adds exactly that line there."""
+    ctx = ORIG.splitlines(keepends=True)
+    text = (
+        "--- a/python/sglang/srt/b.py\n+++ b/python/sglang/srt/b.py\n@@ -15,9 +15,10 @@\n"
+        + "".join(" " + ln for ln in ctx[14:20])
+        + "+    added_mid_file = True_and_long_enough()\n"
+        + "".join(" " + ln for ln in ctx[20:23])
+    )
+    hunks = parse_patch(text).files[0].hunks
+    assert apply_hunks(split_lines(ORIG), hunks).hunks[0].status == "applied"
+    res = importer.import_sources("mine", V, [src(text, "edited.patch")])
+    assert "+    added_mid_file = True_and_long_enough()" in res.patches[0].data.decode()
+
+
+def test_bad_name_is_bad_input(release):
+    """Input: --name with a capital letter and a space. Outcome: exit 2 before anything."""
+    with pytest.raises(SgpatchError) as e:
+        importer.import_sources("My Set", V, [])
+    assert e.value.code == 2
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--sglang-version", "0.5.9", "missing.patch"],
+        ["--sglang-version", "0.5.9", "--git", "a..b"],
+        ["--sglang-version", "0.5.9"],
+        ["in.patch"],
+        ["--sglang-version", "not-a-version", "in.patch"],
+        ["--sglang-version", "0.5.9", "--git", "a..b", "--repo", "nowhere"],
+    ],
+)
+def test_cli_bad_input_exits_2_and_leaves_dest_as_it_was(tmp_path, monkeypatch, capsys, args):
+    """Input: a missing patch file, --git without --repo, no input, no --sglang-version, a bad
+    version, a --repo that is not a checkout. Outcome: exit 2, one error line, DEST untouched."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.patch").write_text(make_diff("a\n", "b\n", "python/sglang/srt/a.py"))
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "keep.txt").write_text("mine")
+    code = sgpatch("import", "--name", "s", "--dest", str(dest), *args)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert [ln for ln in err.splitlines() if ln.startswith("sgpatch: error:")] == err.splitlines()
+    assert sorted(p.name for p in dest.iterdir()) == ["keep.txt"]
+
+
+def test_existing_set_folder_is_not_overwritten(tmp_path):
+    """Input: DEST/NAME exists already. Outcome: exit 2 and its content is unchanged."""
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "patchset.yaml").write_text("mine\n")
+    res = importer.ImportResult("s", V, (), (), "schema: 1\n")
+    with pytest.raises(SgpatchError) as e:
+        importer.write_set(res, tmp_path)
+    assert e.value.code == 2
+    assert (tmp_path / "s" / "patchset.yaml").read_text() == "mine\n"
+
+
+def test_probe_entry_a_later_patch_removes_is_dropped(release):
+    """Input: patch 1 adds two distinctive lines; patch 2 removes one of them again. Outcome:
+    patch 1's probe keeps only the line still there at the end (lint checks probes on the tree
+    with the whole set applied)."""
+    one = edit(edit(ORIG, 10, "    stays_in_the_end = keep_this_line()\n"), 30,
+               "    removed_later = drop_this_line_later()\n")  # fmt: skip
+    two = one.replace("    removed_later = drop_this_line_later()\n", "")
+    d1 = make_diff(ORIG, one, "python/sglang/srt/a.py")
+    d2 = make_diff(one, two, "python/sglang/srt/a.py")
+    res = importer.import_sources("mine", V, [src(d1, "one.patch"), src(d2, "two.patch")])
+    probe = res.patches[0].probe
+    assert "stays_in_the_end" in probe.regex and "removed_later" not in str(probe)
+
+
+@pytest.mark.parametrize(
+    "path", ["python/sglang/../../../etc/x.py", "sglang/srt/../../../x.py", "python/sglang/../x"]
+)
+def test_a_path_that_climbs_out_of_the_package_is_refused_for_safety(tmp_path, capsys, path):
+    """Input: a diff (beside a good one) whose path climbs out of python/sglang/ with `..`.
+    Outcome: exit 4 (refused for safety, not "nothing left to import"), one error line naming
+    the path; DEST as it was; nothing downloaded or read for it."""
+    good = make_diff("a\n", "b\n", "python/sglang/srt/a.py")
+    (tmp_path / "in.patch").write_text(good + make_diff("a\n", "b\n", path))
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    code = sgpatch("import", "--name", "s", "--sglang-version", "0.5.9", "--dest", str(dest),
+                   str(tmp_path / "in.patch"))  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 4, err
+    assert err.splitlines() == [err.splitlines()[0]] and "climbs out of the SGLang package" in err
+    assert list(dest.iterdir()) == []

@@ -1,0 +1,124 @@
+"""The canonical diff writer (sgpatch.ops.refresh) on synthetic files."""
+
+from __future__ import annotations
+
+import pytest
+
+from sgpatch.diff.unified import parse_patch, split_lines
+from sgpatch.ops import refresh as rf
+from sgpatch.placement.engine import apply_hunks
+
+
+def body(n: int, prefix: str = "x") -> str:
+    return "".join(f"{prefix}{i} = {i}\n" for i in range(n))
+
+
+@pytest.fixture(params=["git", "difflib"])
+def writer(request, monkeypatch):
+    if request.param == "difflib":
+        monkeypatch.setattr(rf, "_git", lambda: None)
+    return request.param
+
+
+def test_funcname_is_gits_python_driver():
+    """The nearest line above the hunk matching the python funcname regex, capped at 80 bytes."""
+    lines = split_lines(
+        "import os\nclass A:\n    async def run(self):  \n        a = 1\n        b = 2\n"
+    )
+    assert rf.funcname(lines, 4) == "async def run(self):"
+    assert rf.funcname(lines, 2) == "class A:"
+    assert rf.funcname(lines, 1) == ""
+    long = split_lines("def " + "f" * 100 + "():\n    pass\n")
+    assert rf.funcname(long, 1) == ("def " + "f" * 100)[:80]
+
+
+def test_canonical_diff_form(writer):
+    """Input: a modify, a create and a delete given out of order. Outcome: files sorted, git
+    headers with upstream paths, no index/timestamps, funcname headers, and the diff applies."""
+    old = (
+        "class K:\n    def f(self):\n" + body(20, "        y") + "    def g(self):\n        pass\n"
+    )
+    new = old.replace("        y15 = 15\n", "        y15 = 16\n")
+    text = rf.canonical_diff(
+        [
+            rf.FileDiff("srt/z.py", b"gone\n", None),
+            rf.FileDiff("srt/a.py", old.encode(), new.encode()),
+            rf.FileDiff("srt/n.py", None, b"new\n"),
+        ]
+    )
+    heads = [ln for ln in text.splitlines() if ln.startswith("diff --git")]
+    assert heads == [
+        "diff --git a/python/sglang/srt/a.py b/python/sglang/srt/a.py",
+        "diff --git a/python/sglang/srt/n.py b/python/sglang/srt/n.py",
+        "diff --git a/python/sglang/srt/z.py b/python/sglang/srt/z.py",
+    ]
+    assert "@@ -15,7 +15,7 @@ def f(self):\n" in text
+    assert "new file mode 100644\n--- /dev/null\n+++ b/python/sglang/srt/n.py\n" in text
+    assert "deleted file mode 100644\n--- a/python/sglang/srt/z.py\n+++ /dev/null\n" in text
+    assert "index " not in text and "\t" not in text
+    patch = parse_patch(text)
+    res = apply_hunks(split_lines(old), patch.files[0].hunks)
+    assert "".join(res.lines) == new
+
+
+def test_no_newline_at_eof_and_identical_files(writer):
+    text = rf.file_diff(rf.FileDiff("a.py", b"a\nb", b"a\nc"))
+    assert text.endswith("-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n")
+    assert rf.file_diff(rf.FileDiff("a.py", b"same\n", b"same\n")) == ""
+
+
+def test_git_and_difflib_writers_agree_on_simple_edits(monkeypatch):
+    old = body(60)
+    new = old.replace("x10 = 10\n", "x10 = 11\nextra = 1\n").replace("x50 = 50\n", "")
+    fd = rf.FileDiff("m.py", old.encode(), new.encode())
+    with_git = rf.file_diff(fd)
+    monkeypatch.setattr(rf, "_git", lambda: None)
+    assert rf.file_diff(fd) == with_git
+
+
+def test_header_line_is_added_before_the_blank_line():
+    assert (
+        rf.add_header_line("Subject: x\n\nWhy.\n\n", "Ported") == "Subject: x\n\nWhy.\nPorted\n\n"
+    )
+    assert rf.add_header_line("", "Ported") == "Ported\n\n"
+    assert rf.render("no newline", "diff") == b"no newline\ndiff"
+
+
+def test_refresh_splits_a_variant_that_serves_other_releases(tmp_path, monkeypatch):
+    """Input: variant `>=1.0,<1.2` (releases 1.0 and 1.1 known) applied to a 1.0 tree, one line
+    edited, refreshed. Outcome: the old file and its range stay as they were; the edit goes to
+    a new file for 1.0 with a `==1.0` variant inserted first (base 1.0), the message says so;
+    on 1.1 the set still selects the old file. A refresh on a variant serving only the tree's
+    release rewrites it in place."""
+    import helpers as tp
+    from helpers import make_wheel, run_cli
+    from sgpatch.patchset.manifest import load_manifest, select_variant
+    from sgpatch.releases import cache as releases
+
+    monkeypatch.setenv("SGPATCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(releases, "_pip_index_versions", lambda pre: (_ for _ in ()).throw(OSError))
+    for v, text in (("1.0", tp.V10), ("1.1", tp.V11)):
+        make_wheel(tmp_path / "cache" / "wheels", v, tp.release_files(text, v))
+    d = tp.make_set(tmp_path)
+    yaml_path = d / "patchset.yaml"
+    yaml_path.write_text(yaml_path.read_text().replace('">=1.0,<1.1"', '">=1.0,<1.2"'))
+    old = (d / "patches/1.0/0001-first.patch").read_bytes()
+    tp.apply_to(tmp_path, d.parent, "1.0", tp.V10)
+    pkg = tmp_path / "tree-1.0" / "sglang"
+    mod = pkg / "srt/mod.py"
+    mod.write_text(mod.read_text().replace("return 100", "return 101"))
+    code, _out, err = run_cli("refresh", "--set", "demo", "--patchsets", str(d.parent),
+                              "--patch", "first", "--sglang-dir", str(pkg))  # fmt: skip
+    assert code == 0, err
+    assert "also serves other releases" in err
+    assert (d / "patches/1.0/0001-first.patch").read_bytes() == old
+    m = load_manifest(yaml_path)
+    first = m.patch("first")
+    assert str(first.variants[0].sglang) == "==1.0" and str(first.variants[0].base) == "1.0"
+    assert b"return 101" in first.variants[0].patch.read_bytes()
+    assert select_variant(first, releases.Version("1.1")).patch.read_bytes() == old
+    mod.write_text(mod.read_text().replace("return 101", "return 102"))
+    assert run_cli("refresh", "--set", "demo", "--patchsets", str(d.parent), "--patch",
+                   "first", "--sglang-dir", str(pkg))[0] == 0  # fmt: skip
+    assert b"return 102" in load_manifest(yaml_path).patch("first").variants[0].patch.read_bytes()
+    assert len(load_manifest(yaml_path).patch("first").variants) == 2

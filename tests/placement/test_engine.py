@@ -1,0 +1,664 @@
+"""The placement engine: every rule of docs/engine.md, the anchors' failures as regressions, and
+property tests (diff -> apply -> reverse round trips)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import lines, make_diff, numbered, patch_of, run, statuses, text
+from sgpatch.diff.unified import parse_patch
+
+BLOCK = ["def f():", "    x = 1", "    y = 2", "    return x + y", ""]
+
+
+def test_clean_patch_applies_at_the_stated_line():
+    old = lines(*numbered("l", 30))
+    new = old.replace("l15\n", "FIFTEEN\n")
+    res = run(old, patch_of(old, new))
+    assert text(res) == new
+    (h,) = res.hunks
+    assert (h.status, h.level, h.line, h.offset, h.fuzz) == ("applied", "exact", 13, 0, 0)
+
+
+def test_offset_is_found_and_reported_when_lines_were_inserted_above():
+    old = lines(*numbered("l", 30))
+    new = old.replace("l15\n", "FIFTEEN\n")
+    drifted = lines(*numbered("extra", 7)) + old
+    res = run(drifted, patch_of(old, new))
+    assert text(res) == lines(*numbered("extra", 7)) + new
+    (h,) = res.hunks
+    assert (h.status, h.level, h.offset) == ("applied", "moved", 7)
+
+
+def test_offset_carries_forward_to_later_hunks():
+    old = lines(*numbered("l", 80))
+    new = old.replace("l10\n", "TEN\n").replace("l60\n", "SIXTY\n")
+    drifted = lines("a", "b", "c") + old
+    res = run(drifted, patch_of(old, new))
+    assert text(res) == lines("a", "b", "c") + new
+    assert [h.offset for h in res.hunks] == [3, 3]
+
+
+def _dup_case():
+    """anchor-failures.sh #1: the block to change appears twice; the target drifted."""
+    orig = ["# header", *numbered("pad", 10), *BLOCK, *numbered("mid", 10), *BLOCK]
+    orig += numbered("tail", 10)
+    new = list(orig)
+    new[[i for i, ln in enumerate(new) if ln == "    y = 2"][1]] = "    y = 3"
+    tgt = ["# header", *numbered("pad", 10), *BLOCK, *numbered("mid", 9)]
+    tgt += ["mid9 renamed upstream", *numbered("new", 40), *BLOCK, *numbered("tail", 10)]
+    return lines(*orig), lines(*new), lines(*tgt)
+
+
+def test_gnu_wrong_duplicate_block_is_placed_right_with_fuzz():
+    """anchor #1: GNU patch -F2 changes the FIRST def f (wrong) and exits 0. sgpatch drops as
+    little context as it can: keeping the trailing context singles out the second copy."""
+    orig, new, tgt = _dup_case()
+    res = run(tgt, patch_of(orig, new), fuzz=2)
+    out = text(res).splitlines()
+    assert statuses(res) == ["applied"]
+    assert [i for i, ln in enumerate(out) if ln == "    y = 3"] == [68]
+    assert out[13] == "    y = 2"  # the first copy is untouched
+    assert res.hunks[0].fuzz == 1
+
+
+def test_duplicate_blocks_with_no_distinguishing_context_are_refused_with_candidates():
+    orig, new, tgt = _dup_case()
+    tgt = tgt.replace("tail0\n", "tail0 renamed\n")  # now both copies fit equally well
+    res = run(tgt, patch_of(orig, new), fuzz=2)
+    (h,) = res.hunks
+    assert h.status == "ambiguous"
+    assert len(h.candidates) == 2
+    assert text(res) == tgt
+
+
+def test_less_drifted_wrong_copy_does_not_beat_the_right_one():
+    """From the accuracy bench (0.5.17->0.5.18 shape.py): upstream edited two context lines at
+    the right place, so a copy elsewhere matches with *less* fuzz. Refuse, do not misplace."""
+    head = ["    def __init__(self, config):", "        self.vae = vae"]
+    tail = ["        self.config = config", "", "    @property", "    def role_affinity(self):"]
+    tail += ["        return 1"]
+    old = lines("class A:", *head, *tail, *numbered("pad", 30), "class B:", head[0], *tail)
+    add = "    def extra(self):\n        return 2\n\n"
+    new = old.replace("\n\n    @property", "\n\n" + add + "    @property", 1)  # in class A
+    # upstream edits the two lines above the insertion point in class A only
+    tgt = old.replace(
+        "        self.vae = vae\n        self.config = config\n",
+        "        self.vae = vae  # e\n        self.config = config  # e\n",
+        1,
+    )
+    res = run(tgt, patch_of(old, new), fuzz=2)
+    assert statuses(res) == ["ambiguous"]
+    assert text(res) == tgt
+
+
+def test_fuzz_zero_refuses_the_drifted_duplicate_case_as_a_conflict():
+    orig, new, tgt = _dup_case()
+    res = run(tgt, patch_of(orig, new), fuzz=0)
+    assert statuses(res) == ["conflict"]
+    assert "best match at line" in res.hunks[0].reason
+    assert text(res) == tgt
+
+
+def test_identical_copies_after_fuzz_are_refused_as_ambiguous_with_candidates():
+    body = ["x0", *BLOCK, "x1", *BLOCK, "x2"]
+    old = lines("start", *body, "end")
+    new = old.replace("    y = 2\n", "    y = 3\n", 1)
+    # both copies lose their distinguishing outer context
+    tgt = lines("start!", "x0!", *BLOCK, "x1!", *BLOCK, "x2!", "end!")
+    p = patch_of(old, new, n=3)
+    res = run(tgt, p, fuzz=2)
+    assert statuses(res) == ["ambiguous"]
+    assert len(res.hunks[0].candidates) == 2
+    assert text(res) == tgt
+
+
+def _two_classes() -> list[str]:
+    """Two classes with the same method: the copies differ only by the enclosing class."""
+    method = [
+        "    def go(self):",
+        "        a = 1",
+        "        q = 5",
+        "        r = 6",
+        "        b = 2",
+    ]
+    method += ["        return a"]
+    return ["class A:", *method, "", "", "class B:", *method, "", "", "x = 1", "y = 2"]
+
+
+def test_hunk_header_scope_picks_the_copy_inside_the_named_class():
+    src = _two_classes()
+    old = lines(*src)
+    new_src = list(src)
+    new_src[src.index("        b = 2", 10)] = "        b = 3"
+    diff = make_diff(old, lines(*new_src))
+    diff = diff.replace("@@\n", "@@ class B:\n", 1)
+    # drift: 5 lines above move the stated line; both copies match exactly elsewhere
+    tgt = lines(*numbered("import", 5), *src)
+    res = run(tgt, diff)
+    assert statuses(res) == ["applied"]
+    out = text(res).splitlines()
+    assert out.index("class B:") < out.index("        b = 3")
+    assert out.count("        b = 2") == 1
+
+
+def test_without_scope_two_exact_copies_elsewhere_are_ambiguous():
+    src = _two_classes()
+    new_src = list(src)
+    new_src[src.index("        b = 2", 10)] = "        b = 3"
+    tgt = lines(*numbered("import", 5), *src)
+    res = run(tgt, make_diff(lines(*src), lines(*new_src)))
+    assert statuses(res) == ["ambiguous"]
+
+
+def test_fuzzed_place_outside_the_named_scope_is_refused():
+    """The 0.5.16 Kimi trap in miniature: with Kimi's context gone, fuzz finds one place, in
+    another class; the header names `class Kimi`, so the place is refused."""
+    old = lines(
+        "class Kimi:",
+        "    def forward(self, x):",
+        "        return x",
+        "",
+        "    def load(self):",
+        "        pass",
+    )
+    hook = "\n    def hook(self):\n        return 1\n"
+    new = old.replace("        return x\n", "        return x\n" + hook)
+    diff = make_diff(old, new).replace("@@\n", "@@ class Kimi:\n", 1)
+    tgt = lines(
+        "class Kimi:",
+        "    def forward(self, x, y):",
+        "        return x + y",
+        "",
+        "class Other:",
+        "    def go(self):",
+        "        pass",
+        "",
+        "    def load(self):",
+        "        pass",
+    )
+    res = run(tgt, diff, fuzz=2)
+    assert statuses(res) == ["ambiguous"]
+    assert "outside" in res.hunks[0].reason
+    assert text(res) == tgt
+
+
+def test_already_applied_is_reported_and_never_applied_twice():
+    old = lines(*numbered("l", 30))
+    new = old.replace("l15\n", "FIFTEEN\n")
+    p = patch_of(old, new)
+    res = run(new, p, fuzz=2)
+    assert statuses(res) == ["already-applied"]
+    assert text(res) == new
+    assert not res.changed
+
+
+def test_appending_at_eof_twice_is_detected_even_though_the_preimage_still_matches():
+    old = lines("a", "b", "c")
+    new = lines("a", "b", "c", "d", "e")
+    res = run(new, patch_of(old, new))
+    assert statuses(res) == ["already-applied"]
+    assert text(res) == new
+
+
+def test_partial_upstreaming_reports_hunk_by_hunk():
+    """anchor #4: hunk 1 is already upstream; GNU `patch -t` reverts it. sgpatch skips it."""
+    old = lines(*numbered("l", 60))
+    new = old.replace("l10\n", "TEN\n").replace("l50\n", "FIFTY\n")
+    tree = old.replace("l10\n", "TEN\n")
+    res = run(tree, patch_of(old, new), fuzz=2)
+    assert statuses(res) == ["already-applied", "applied"]
+    assert text(res) == new
+
+
+def test_reverse_on_an_unpatched_file_changes_nothing():
+    """anchor #3: `patch -R` on a clean tree must not 'un-apply' anything."""
+    old = lines(*numbered("l", 30))
+    new = old.replace("l15\n", "FIFTEEN\n")
+    res = run(old, patch_of(old, new), reverse=True, fuzz=2)
+    assert statuses(res) == ["already-applied"]
+    assert text(res) == old
+
+
+def test_reverse_undoes_an_applied_patch():
+    old = lines(*numbered("l", 60))
+    new = old.replace("l10\n", "TEN\n").replace("l50\n", "FIFTY\n")
+    res = run(new, patch_of(old, new), reverse=True)
+    assert statuses(res) == ["applied", "applied"]
+    assert text(res) == old
+
+
+def test_lf_patch_on_crlf_file_keeps_crlf_everywhere():
+    old = "a\nb\nc\nd\ne\n"
+    new = "a\nb\nC\nX\nd\ne\n"
+    crlf = old.replace("\n", "\r\n")
+    res = run(crlf, patch_of(old, new))
+    assert text(res) == new.replace("\n", "\r\n")
+
+
+def test_crlf_patch_on_lf_file_adds_lf_lines():
+    old = "a\nb\nc\nd\ne\n"
+    new = "a\nb\nC\nd\ne\n"
+    res = run(old, make_diff(old, new).replace("\n", "\r\n"))
+    assert text(res) == new
+
+
+def test_mixed_line_endings_keep_untouched_lines_byte_exact():
+    old = "a\r\nb\nc\r\nd\ne\r\nf\n"
+    res = run(old, patch_of("a\nb\nc\nd\ne\nf\n", "a\nb\nc\nD\ne\nf\n"))
+    assert text(res) == "a\r\nb\nc\r\nD\ne\r\nf\n"
+
+
+def test_no_newline_at_eof_on_the_old_side_only():
+    old = "a\nb\nc"
+    new = "a\nb\nC\n"
+    res = run(old, patch_of(old, new))
+    assert text(res) == new
+
+
+def test_no_newline_at_eof_on_the_new_side_only():
+    old = "a\nb\nc\n"
+    new = "a\nb\nC"
+    res = run(old, patch_of(old, new))
+    assert text(res) == new
+
+
+def test_no_newline_at_eof_on_both_sides():
+    old = "a\nb\nc"
+    new = "a\nB\nc"
+    res = run(old, patch_of(old, new))
+    assert text(res) == new
+    assert statuses(run(new, patch_of(old, new))) == ["already-applied"]
+
+
+def test_whitespace_tolerant_match_keeps_the_files_own_context_lines():
+    old = lines(*numbered("l", 20))
+    new = old.replace("l10\n", "TEN\n")
+    tgt = old.replace("l8\n", "l8   \n").replace("l12\n", "l12\t\n")
+    res = run(tgt, patch_of(old, new))
+    (h,) = res.hunks
+    assert (h.status, h.whitespace, h.level) == ("applied", True, "whitespace")
+    assert text(res) == tgt.replace("l10\n", "TEN\n")
+
+
+def test_whitespace_tolerance_does_not_ignore_indentation():
+    old = lines("def f():", "    a = 1", "    b = 2", "    c = 3", "    d = 4")
+    new = old.replace("    b = 2", "    b = 3")
+    tgt = old.replace("    ", "        ")
+    assert statuses(run(tgt, patch_of(old, new), fuzz=0)) == ["conflict"]
+
+
+def test_conflict_on_a_changed_removed_line_names_the_difference():
+    old = lines(*numbered("l", 20))
+    new = old.replace("l10\n", "TEN\n")
+    tgt = old.replace("l10\n", "l10 changed upstream\n")
+    res = run(tgt, patch_of(old, new), fuzz=2)
+    (h,) = res.hunks
+    assert h.status == "conflict"
+    assert "l10 changed upstream" in h.reason
+    assert text(res) == tgt
+
+
+def test_fuzz_never_drops_all_context():
+    old = lines("a", "b", "c")
+    new = lines("a", "B", "c")
+    p = patch_of(old, new, n=1)
+    tgt = lines("x", "b", "y")  # only the removed line matches
+    assert statuses(run(tgt, p, fuzz=2)) == ["conflict"]
+
+
+def test_fuzz_drops_outer_context_only():
+    old = lines(*numbered("l", 20))
+    new = old.replace("l10\n", "TEN\n")
+    tgt = old.replace("l7\n", "seven\n").replace("l13\n", "thirteen\n")
+    res = run(tgt, patch_of(old, new), fuzz=1)
+    assert statuses(res) == ["applied"]
+    assert res.hunks[0].fuzz == 1
+    assert text(res) == tgt.replace("l10\n", "TEN\n")
+    assert statuses(run(tgt, patch_of(old, new), fuzz=0)) == ["conflict"]
+
+
+def test_new_lines_in_a_later_hunk_are_placed_after_earlier_ones():
+    old = lines(*numbered("l", 40))
+    new = old.replace("l5\n", "l5\nADD\n").replace("l30\n", "l30\nADD2\n")
+    res = run(old, patch_of(old, new))
+    assert text(res) == new
+    assert [h.line for h in res.hunks] == [4, 30]  # l3 is line 4; +1 for ADD
+
+
+def test_hunk_lines_record_offset_relative_to_the_stated_new_line():
+    old = lines(*numbered("l", 40))
+    new = old.replace("l5\n", "l5\nADD\n").replace("l30\n", "l30\nADD2\n")
+    res = run(lines("pre") + old, patch_of(old, new))
+    assert [h.offset for h in res.hunks] == [1, 1]
+
+
+def test_parse_then_reverse_roundtrip_on_a_real_looking_python_file():
+    old = lines(
+        "import os",
+        "",
+        "class A:",
+        "    def f(self):",
+        "        return 1",
+        "",
+        "    def g(self):",
+        "        return 2",
+    )
+    new = old.replace("        return 1\n", "        return 11\n")
+    p = parse_patch(make_diff(old, new), "x")
+    assert text(run(text(run(old, p)), p, reverse=True)) == old
+
+
+def test_hunk_order_resolves_an_ambiguous_first_hunk():
+    """From the accuracy bench (batch.py): hunk 1 fits two places under fuzz, but hunk 2 is
+    placed exactly, and hunks keep their order, so only the copy above hunk 2 is possible."""
+    block = ["    def a(self):", "        x = 1", "        y = 2", "        return x"]
+    old = lines("top", *block, *numbered("mid", 12), "last", *numbered("tail", 5), *block, "end")
+    new = old.replace("        y = 2\n", "        y = 3\n", 1).replace("last\n", "LAST\n")
+    tgt = old.replace("top\n", "top edited\n")  # hunk 1 needs fuzz; then both blocks fit
+    tgt = tgt.replace("    def a(self):\n", "    def a(self):  # e\n", 1)
+    tgt = lines(*numbered("new", 4)) + tgt
+    res = run(tgt, patch_of(old, new), fuzz=2)
+    assert statuses(res) == ["applied", "applied"]
+    out = text(res)
+    assert out.count("        y = 3\n") == 1 and out.index("y = 3") < out.index("LAST")
+
+
+def test_reverse_of_an_edited_look_alike_block_is_a_conflict_not_already_reverted():
+    """Found on 0.5.23 (revert --force): the patch inserts a `12: {...}` block that copies the
+    `10: {...}` block above it. After the user edits the inserted comment, the reversed hunk's
+    post-image (context only) matches the tail of the inserted block. That must not count as
+    "already reverted" (a silent no-op); it is a conflict."""
+    table = ["T = {", "    10: {", "        2: 64,", "        8: 128,", "    },"]
+    old = lines(*table, "}", "", "x = 1")
+    new = old.replace(
+        "    },\n}", "    },\n    # sm12\n    12: {\n        2: 64,\n        8: 128,\n    },\n}"
+    )
+    edited = new.replace("# sm12", "# sm12 (measured)")
+    res = run(edited, patch_of(old, new), reverse=True)
+    assert statuses(res) == ["conflict"]
+    assert text(res) == edited
+
+
+def test_hunk_order_second_pass_keeps_the_scope_veto():
+    """Review finding: a hunk refused because its only fuzzy place lies outside the `def` its
+    header names must stay refused when a second look-alike appears after the next hunk (the
+    order pass used to pick the first look-alike without the vetoes)."""
+    diff = (
+        "--- a/f.py\n+++ b/f.py\n"
+        "@@ -1,7 +1,7 @@\n h1a\n h1b\n h1c\n-h1d\n+h1d_new\n h1e\n h1f\n h1g\n"
+        "@@ -20,7 +20,7 @@ def target():\n     top_line_author_saw\n     ca\n     cb\n"
+        "-    old = 1\n+    old = 2\n     cc\n     cd\n     ce\n"
+        "@@ -40,7 +40,7 @@\n h3a\n h3b\n h3c\n-h3d\n+h3d_new\n h3e\n h3f\n h3g\n"
+    )
+    body = ["    ca", "    cb", "    old = 1", "    cc", "    cd", "    ce", "    return 0", ""]
+    tree = ["h1a", "h1b", "h1c", "h1d", "h1e", "h1f", "h1g", "", "def target():"]
+    tree += ["    rewritten = True", "    return rewritten", "", "def other():", "    x", *body]
+    tree += [*numbered("pad", 10), "h3a", "h3b", "h3c", "h3d", "h3e", "h3f", "h3g", ""]
+    for extra in ([], ["def other2():", "    y", *body]):
+        res = run(lines(*tree, *extra), diff, fuzz=1)
+        assert statuses(res)[1] == "ambiguous"
+        assert "outside scope" in res.hunks[1].reason and "'def target():'" in res.hunks[1].reason
+        assert "    old = 2\n" not in text(res)
+
+
+def test_blank_line_after_the_last_hunk_is_not_an_added_line():
+    """Review finding: unidiff keeps a blank line after a finished hunk; it must not become an
+    added line (GNU patch ignores it), and -R must not crash on it."""
+    old = "import os\nimport sys\nimport re\n\nx = 1\n"
+    diff = "--- a/m.py\n+++ b/m.py\n@@ -1,3 +1,3 @@\n-import os\n+import os, json\n"
+    diff += " import sys\n import re\n\n"
+    res = run(old, diff)
+    assert text(res) == old.replace("import os\n", "import os, json\n")
+    assert text(run(text(res), diff, reverse=True)) == old
+
+
+# ---------------------------------------------------------------- property tests
+
+LINE = st.sampled_from([f"line {i}" for i in range(40)] + ["", "    pass", "    return x"])
+FILE = st.lists(LINE, min_size=0, max_size=60)
+
+
+@st.composite
+def edited(draw):
+    base = draw(FILE)
+    out = list(base)
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(["ins", "del", "chg"]))
+        pos = draw(st.integers(0, len(out)))
+        if op == "ins":
+            out.insert(pos, draw(st.text("abcxyz", min_size=1, max_size=6)))
+        elif out and pos < len(out):
+            if op == "del":
+                out.pop(pos)
+            else:
+                out[pos] = "changed " + out[pos]
+    return lines(*base), lines(*out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(edited())
+def test_property_apply_gives_the_edited_file(pair):
+    old, new = pair
+    if old == new:
+        return
+    res = run(old, patch_of(old, new))
+    if not res.ok:  # refusing is allowed only as "ambiguous", and then nothing changes
+        assert {h.status for h in res.hunks} <= {"ambiguous", "applied", "already-applied"}
+        return
+    assert text(res) == new
+
+
+@settings(max_examples=300, deadline=None)
+@given(edited())
+def test_property_apply_then_reverse_gives_the_original(pair):
+    old, new = pair
+    if old == new:
+        return
+    p = patch_of(old, new)
+    forward = run(old, p)
+    if not forward.ok:
+        assert {h.status for h in forward.hunks} <= {"ambiguous", "applied", "already-applied"}
+        return
+    back = run(text(forward), p, reverse=True)
+    if not back.ok:
+        assert {h.status for h in back.hunks} <= {"ambiguous", "applied", "already-applied"}
+        return
+    assert text(back) == old
+
+
+@settings(max_examples=200, deadline=None)
+@given(edited(), st.integers(1, 30))
+def test_property_unrelated_lines_above_only_shift_the_result(pair, count):
+    old, new = pair
+    if old == new or patch_of(old, new).files[0].hunks[0].source_start <= 1:
+        return  # a hunk that starts at line 1 is anchored to the top: padding is not "away"
+    pad = lines(*[f"unrelated {i} ~" for i in range(count)])
+    res = run(pad + old, patch_of(old, new))
+    if not res.ok:
+        assert {h.status for h in res.hunks} <= {"ambiguous", "applied", "already-applied"}
+        return
+    assert text(res) == pad + new
+
+
+# ------------------------------------------------------------------ anchoring (git's apply.c)
+
+TAIL = lines(*numbered("t", 20))
+
+
+def test_hunk_without_trailing_context_must_match_at_end_of_file():
+    """A hunk that appends at the end (no trailing context) is refused where the file got a
+    line after it, and the message names the anchor; with fuzz 1 the anchor is lifted."""
+    new = TAIL + "added\n"
+    edited = TAIL + "# local edit\n"
+    res = run(edited, patch_of(TAIL, new))
+    assert statuses(res) == ["conflict"]
+    assert "anchored at the end of the file" in res.hunks[0].reason
+    lifted = run(edited, patch_of(TAIL, new), fuzz=1)
+    assert text(lifted) == TAIL + "added\n# local edit\n"
+
+
+def test_hunk_starting_at_line_1_must_match_at_start_of_file():
+    """A hunk whose old start is line 1 is refused when lines were inserted above it (exit 3
+    with the anchor named), and placed with the anchor lifted at fuzz 1."""
+    new = TAIL.replace("t1\n", "ONE\n")
+    drifted = "# header\n" + TAIL
+    res = run(drifted, patch_of(TAIL, new))
+    assert statuses(res) == ["conflict"]
+    assert "anchored at the start of the file" in res.hunks[0].reason
+    assert text(run(drifted, patch_of(TAIL, new), fuzz=1)) == "# header\n" + new
+
+
+def test_unidiff_zero_hunks_carry_no_anchor():
+    """A -U0 diff replacing the first line still applies after lines were inserted above."""
+    new = TAIL.replace("t0\n", "ZERO\n")
+    drifted = "# header\n" + TAIL
+    res = run(drifted, patch_of(TAIL, new, n=0))
+    assert text(res) == "# header\n" + new
+
+
+def test_no_newline_marker_on_the_old_side_zero_context():
+    """-U0 hunk whose old last line lacks a newline: it adds one and a line after it."""
+    old = "a\nb\nc"
+    new = "a\nb\nc\nd\n"
+    assert text(run(old, patch_of(old, new, n=0))) == new
+
+
+def test_no_newline_marker_on_the_new_side_zero_context():
+    """-U0 hunk that removes the final newline (post-image side marker)."""
+    old = "a\nb\nc\n"
+    new = "a\nb\nC"
+    assert text(run(old, patch_of(old, new, n=0))) == new
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=8),
+    st.lists(st.sampled_from(["a", "b", "x"]), min_size=0, max_size=8),
+    st.booleans(),
+    st.booleans(),
+)
+@settings(max_examples=150, deadline=None)
+def test_newline_at_eof_round_trips_either_side(a, b, a_eol, b_eol):
+    """diff -> apply gives the new text exactly, with or without a final newline on either
+    side; -R gives the old text back."""
+    old = "\n".join(a) + ("\n" if a_eol else "")
+    new = "\n".join(b) + ("\n" if b_eol and b else "")
+    if old == new:
+        return
+    patch = patch_of(old, new)
+    res = run(old, patch)
+    if res.ok:
+        assert text(res) == new
+        back = run(new, patch, reverse=True)
+        assert not back.ok or text(back) == old
+
+
+def test_images_that_differ_only_in_the_final_newline_are_told_apart_by_the_file():
+    """'a\\nb\\n' -> 'a\\nb' (git's t4101 shape): applies to the first, is already applied on the
+    second; and the reverse diff the other way round."""
+    with_nl, without = "a\nb\n", "a\nb"
+    drop = patch_of(with_nl, without)
+    assert text(run(with_nl, drop)) == without
+    assert statuses(run(without, drop)) == ["already-applied"]
+    add = patch_of(without, with_nl)
+    assert text(run(without, add)) == with_nl
+    assert statuses(run(with_nl, add)) == ["already-applied"]
+
+
+def test_zero_context_insertion_at_old_line_0_into_a_non_empty_file_is_refused():
+    """`@@ -0,0 +1 @@ +aaa` on a file holding `bbb` (git's t4104 'two lines'): a diff of an
+    empty file, or a -U0 insertion at the top? It cannot tell: refused (exit 3)."""
+    res = run(lines("bbb"), "--- a/f\n+++ b/f\n@@ -0,0 +1 @@\n+aaa\n")
+    assert statuses(res) == ["conflict"] and "no context" in res.hunks[0].reason
+
+
+def test_zero_context_insertion_elsewhere_is_refused_with_the_reason():
+    """A -U0 insertion after line 2 has nothing but its line number: refused (exit 3)."""
+    old = lines("a", "b", "c")
+    res = run(old, patch_of(old, lines("a", "b", "x", "c"), n=0))
+    assert statuses(res) == ["conflict"] and "no context" in res.hunks[0].reason
+
+
+def test_conflict_explanation_still_finds_the_best_partial_match_far_away():
+    """The bounded conflict search (starts aligned on not-too-common lines) still reports the
+    best partial match when it lies far from the expected line."""
+    body = lines(*numbered("l", 2000))
+    old = lines("alpha", "beta", "gamma", "delta", "eps", "zeta", "eta")
+    new = old.replace("delta\n", "DELTA\n")
+    target = body + old.replace("beta\n", "BETA\n").replace("zeta\n", "ZETA\n")
+    res = run(target, patch_of(old, new))
+    (h,) = res.hunks
+    assert h.status == "conflict" and h.candidates[0] == 2001
+    assert "best match at line 2001 (5/7 lines)" in h.reason
+
+
+def test_two_identical_hunks_on_two_copies_are_placed_in_order():
+    """Two hunks with the same text (one per copy of a block, as slime's fused_moe layer.py
+    patch has), the file drifted so neither is at its stated line: the only order-consistent
+    assignment is first->first, second->second. With a third copy it is ambiguous again."""
+    block = ["        if x:", "            z = 0", "            w = 0", "            y = 1"]
+    block += ["            v = 0", "            u = 0", "        return y", ""]
+    fill = [f"    pad{i} = {i}" for i in range(30)]
+    old = lines("class C:", *fill, "    def a(self):", *block, "    def b(self):", *block, *fill)
+    new = old.replace("            y = 1\n", "            y = 2\n")
+    drifted = lines("# new", "# lines", *numbered("# top", 20)) + old
+    res = run(drifted, patch_of(old, new))
+    assert statuses(res) == ["applied", "applied"]
+    assert text(res) == lines("# new", "# lines", *numbered("# top", 20)) + new
+    third = drifted + lines("    def c(self):", *block)
+    assert "ambiguous" in statuses(run(third, patch_of(old, new)))
+
+
+# --------------------------------------------- reach (GNU -F2 without its mistakes)
+
+
+def _far_copy_file(gap: int, header_scope: str | None = "def target"):
+    """`def target` holding a block, and the same block `gap` lines further in `def other`."""
+    block = ["    a = compute()", "    a1 = 1", "    a2 = 2", "    a3 = 3", "    b = a + 1"]
+    block += ["    c = b * 2", "    c1 = 1", "    d = c - 3", "    return d"]
+    top = [*numbered("# module header ", 5), ""]
+    old = lines(
+        *top, "def target():", *block, "", *numbered("# filler ", gap), "def other():", *block
+    )
+    new = old.replace("    b = a + 1\n", "    b = a + 2\n", 1)
+    diff = make_diff(old, new)
+    if header_scope:
+        diff = diff.replace("@@\n", f"@@ {header_scope}():\n", 1)
+    return old, new, diff
+
+
+def test_one_exact_copy_far_away_does_not_stop_the_nearest_in_scope():
+    """Drifted by 5 lines, a copy 400 lines away in another def: the block in `def target`
+    (named by the header, where the line numbers point) is patched, as GNU patch would."""
+    old, new, diff = _far_copy_file(400)
+    drift = lines(*numbered("# new ", 5))
+    res = run(drift + old, diff)
+    assert statuses(res) == ["applied"] and text(res) == drift + new
+
+
+def test_copy_at_a_comparable_distance_stays_equally_good_and_refused():
+    """The other copy only 30 lines further: refused, listing both candidates."""
+    old, _, diff = _far_copy_file(30, header_scope=None)
+    drift = lines(*numbered("# new ", 5))
+    res = run(drift + old, diff)
+    (h,) = res.hunks
+    assert h.status == "ambiguous" and "equally good candidates at lines" in h.reason
+    assert len(h.candidates) == 2
+
+
+def test_far_copy_rule_needs_the_header_to_agree():
+    """A header naming no def of the file: refused although the other copy is 400 lines away;
+    a header naming `def other`: the far copy in it is taken (scope beats distance)."""
+    old, _, diff = _far_copy_file(400, header_scope="def missing")
+    res = run(lines(*numbered("# new ", 5)) + old, diff)
+    assert statuses(res) == ["ambiguous"]
+    _, _, named_other = _far_copy_file(400, header_scope="def other")
+    res = run(lines(*numbered("# new ", 5)) + old, named_other)
+    assert statuses(res) == ["applied"] and res.hunks[0].line > 400
+
+
+def test_hunk_that_changes_nothing_is_already_applied_not_ambiguous():
+    """`-1` / `+1` (GNU's bad-filenames d.diff): both images are one; nothing to do, exit 0."""
+    res = run(lines("1"), "--- f\n+++ f\n@@ -1 +1 @@\n-1\n+1\n")
+    assert statuses(res) == ["already-applied"] and text(res) == lines("1")

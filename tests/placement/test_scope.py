@@ -1,0 +1,91 @@
+"""scope.py: def/class blocks read with Python's tokenizer, for the hunk header's scope. Each
+test says the source shape and the blocks expected."""
+
+from __future__ import annotations
+
+from helpers import lines
+from sgpatch.diff.unified import split_lines
+from sgpatch.placement import scope
+
+SOURCE = lines(
+    "import x",  # 0
+    "",
+    "@dataclass",  # 2
+    "class Scheduler(",  # 3
+    "    Mixin,",
+    "    Other,",
+    "):",  # 6
+    '    """doc with def fake( and an unbalanced ( bracket"""',
+    "",
+    "    def __init__(",  # 9
+    "        self,",
+    "        a: int,",
+    "    ) -> None:",  # 12
+    "        self.a = a",  # 13
+    "",
+    "    @property",  # 15
+    "    async def run(self):",  # 16
+    "        return 1",
+    "",
+    "    class Inner:",  # 19
+    "        def m(self):",
+    "            pass",  # 21
+    "",
+    "def top(x):",  # 23
+    "    return x",
+    "s = '''",
+    "def notreal():",  # 26
+    "'''",
+)
+
+
+def blocks():
+    return scope.blocks(split_lines(SOURCE))
+
+
+def test_multi_line_class_header_with_decorator_spans_its_whole_body():
+    """`@dataclass` + `class Scheduler(\\n    Mixin,\\n):`: one block from the decorator to the
+    end of its body; the line git's funcname shows is the `class` line."""
+    (cls,) = [b for b in blocks() if b.name == "Scheduler"]
+    assert (cls.kind, cls.start, cls.line, cls.end, cls.depth) == ("class", 2, 3, 23, 0)
+
+
+def test_lines_inside_multi_line_signatures_and_bodies_are_enclosed():
+    """A signature line, a body line, an async method under a decorator, a nested class's
+    method: each is enclosed by the right chain, innermost first."""
+    found = blocks()
+    assert [b.name for b in scope.enclosing(found, 5)] == ["Scheduler"]
+    assert [b.name for b in scope.enclosing(found, 11)] == ["__init__", "Scheduler"]
+    assert [b.name for b in scope.enclosing(found, 13)] == ["__init__", "Scheduler"]
+    assert [b.name for b in scope.enclosing(found, 17)] == ["run", "Scheduler"]
+    assert scope.describe(found, 21) == "class Scheduler, class Inner, def m"
+
+
+def test_def_inside_a_string_is_not_a_block():
+    """`def notreal():` inside a triple-quoted string is module-level text, not a def."""
+    found = blocks()
+    assert "notreal" not in {b.name for b in found}
+    assert scope.describe(found, 26) == "module level"
+
+
+def test_header_above_is_the_nearest_def_or_class_line():
+    """git's funcname for a hunk starting at line 24 (`return x` of top) is `def top`."""
+    above = scope.header_above(blocks(), 24)
+    assert above is not None and above.name == "top"
+
+
+def test_unreadable_file_keeps_the_blocks_read_before_the_problem():
+    """A file the tokenizer stops on (unterminated bracket at the end) still yields the
+    blocks before it, and never raises."""
+    broken = split_lines(lines("def a():", "    return 1", "", "x = (", "    1,"))
+    assert [b.name for b in scope.blocks(broken)] == ["a"]
+
+
+def test_undecodable_bytes_do_not_hide_the_blocks():
+    """Input: a file whose bytes did not decode (surrogateescape: a lone surrogate in a
+    string). Outcome: its def/class blocks are found as for any file (Python 3.12's tokenizer
+    refuses lone surrogates; they are made U+FFFD first, which keeps every row)."""
+    from sgpatch.placement.scope import blocks
+
+    lines = ["class K:\n", "    x = '\udcff'\n", "\n", "    def f(self):\n", "        pass\n"]
+    assert [(b.name, b.start, b.end) for b in blocks(lines)] == [("K", 0, 5), ("f", 3, 5)]

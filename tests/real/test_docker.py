@@ -649,7 +649,7 @@ def test_the_wheel_can_be_pinned_by_hash(tmp_path, context):
         target = tmp_path / f"fragment-{ok}"
         proc = _pip_install(target, f"sgpatch @ {url}#sha256={digest}")
         assert (proc.returncode == 0) is ok, proc.stderr
-        assert (target / "sgpatch" / "cli.py").is_file() is ok
+        assert (target / "sgpatch" / "cli" / "app.py").is_file() is ok
         if not ok:
             assert "DO NOT MATCH THE HASHES" in proc.stderr, proc.stderr
         req = tmp_path / f"requirements-{ok}.txt"
@@ -657,7 +657,7 @@ def test_the_wheel_can_be_pinned_by_hash(tmp_path, context):
         target = tmp_path / f"require-hashes-{ok}"
         proc = _pip_install(target, "--require-hashes", "-r", str(req))
         assert (proc.returncode == 0) is ok, proc.stderr
-        assert (target / "sgpatch" / "cli.py").is_file() is ok
+        assert (target / "sgpatch" / "cli" / "app.py").is_file() is ok
 
 
 def test_make_dist_builds_the_same_bytes_again(tmp_path, context):

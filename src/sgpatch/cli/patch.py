@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.diff.unified import Patch, parse_patch, read_patch
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ops import report
 from sgpatch.ops.plan import FilePlan, Overlay, default_mapper, file_modes, patch_status, plan_patch
-from sgpatch.records import dataclass
 from sgpatch.state.txn import commit, locked, stop_if_rolled_back
 
 STATE_DIR = ".sgpatch"

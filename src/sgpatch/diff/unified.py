@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from sgpatch.errors import bad_input, unsafe
-from sgpatch.records import dataclass
 
 DEV_NULL = "/dev/null"
 SYMLINK_MODE = 0o120000

@@ -17,10 +17,10 @@ import os
 import re
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.errors import ExitCode, SgpatchError
-from sgpatch.records import dataclass
 
 TRAILER = "Applied by sgpatch ({set}/{id})"
 VARIANT_TRAILER = "Sgpatch-Variant: {variant}"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.version import Version
@@ -25,7 +25,6 @@ from sgpatch.errors import ExitCode, SgpatchError, bad_input
 from sgpatch.ops.plan import FilePlan, Overlay
 from sgpatch.ops.sources import Section, Source
 from sgpatch.patchset.probe import ProbeNode, describe
-from sgpatch.records import dataclass
 
 TYPE = "feature"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -11,7 +12,6 @@ from packaging.version import Version
 from sgpatch.diff.unified import read_patch
 from sgpatch.ops.matrix import Cell, Row, failure_text
 from sgpatch.patchset.manifest import PatchSpec, SetManifest, select_variant
-from sgpatch.records import dataclass
 
 PROBE_AFTER_LEVEL: Literal["error", "warning"] = "error"
 

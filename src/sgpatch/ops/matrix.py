@@ -13,6 +13,7 @@ import re
 import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -22,7 +23,6 @@ from sgpatch.diff.unified import read_patch
 from sgpatch.errors import bad_input
 from sgpatch.patchset.manifest import SetManifest, load_manifest
 from sgpatch.patchset.probe import AllProbe, AnyProbe, NotProbe, RegexProbe, SymbolProbe
-from sgpatch.records import dataclass
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ a dry run exactly as in a real run). The set-level planner (states per patch) bu
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -25,7 +25,6 @@ from sgpatch.diff.unified import (
 )
 from sgpatch.errors import ExitCode, SgpatchError, bad_input, unsafe
 from sgpatch.placement.engine import FileResult, HunkResult, apply_hunks
-from sgpatch.records import dataclass
 from sgpatch.state.folder import is_state_path
 from sgpatch.tree.files import FileChange, read_bytes
 

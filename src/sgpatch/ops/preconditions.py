@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
 from sgpatch.patchset.manifest import EnvRequirement
-from sgpatch.records import dataclass
 from sgpatch.tree.target import metadata_version
 
 Verdict = Literal["ok", "unmet", "unknown"]

@@ -22,11 +22,11 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.diff.unified import decode, encode, split_lines
 from sgpatch.errors import SgpatchError
-from sgpatch.records import dataclass
 
 CONTEXT = 3
 UPSTREAM_PREFIX = "python/sglang/"

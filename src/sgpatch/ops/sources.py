@@ -19,11 +19,11 @@ import fnmatch
 import itertools
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from sgpatch.diff.unified import DEV_NULL, decode, split_lines, strip_eol
 from sgpatch.errors import bad_input, unsafe
-from sgpatch.records import dataclass
 
 _MBOX_FROM = re.compile(r"^From \S+ +(Mon|Tue|Wed|Thu|Fri|Sat|Sun) ")
 _GIT_DIFF = re.compile(r"^diff --git (\S+) (\S+)\s*$")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import tempfile
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.version import Version
@@ -23,7 +23,6 @@ from packaging.version import Version
 from sgpatch.errors import ExitCode, SgpatchError, bad_input
 from sgpatch.patchset.manifest import PatchSpec, SetManifest, Variant
 from sgpatch.patchset.probe import ProbeNode
-from sgpatch.records import dataclass
 
 BY = ("file", "hunk")
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.diff.unified import decode, split_lines, strip_eol
 from sgpatch.patchset.probe import AllProbe, NotProbe, ProbeNode, RegexProbe, evaluate
-from sgpatch.records import dataclass
 
 PER_FILE = 3
 MIN_CHARS = 12  # shorter lines (`return x`, `)`, `else:`) say little about a patch

@@ -20,10 +20,10 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.errors import ExitCode
-from sgpatch.records import dataclass
 
 STEPS = ("apply", "compile", "reapply", "status", "revert")
 STATE_DIR = ".sgpatch"

@@ -12,6 +12,7 @@ import os
 import re
 import stat
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import NoReturn
 
@@ -30,7 +31,6 @@ from sgpatch.patchset.probe import (
     SymbolProbe,
     compile_regex,
 )
-from sgpatch.records import dataclass
 
 MANIFEST_NAME = "patchset.yaml"
 SCHEMA = 1

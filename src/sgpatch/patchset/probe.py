@@ -23,11 +23,10 @@ import os
 import re
 import warnings
 from collections.abc import Iterable
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from sgpatch.errors import bad_input, unsafe
-from sgpatch.records import dataclass
 from sgpatch.tree.files import within
 
 

@@ -17,7 +17,7 @@ refused too: that is how GNU patch lands code after a `return` in an unrelated f
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import repeat
 
@@ -37,7 +37,6 @@ from sgpatch.placement.match import (
     start,
     ws_key,
 )
-from sgpatch.records import dataclass
 
 __all__ = [
     "FileResult",

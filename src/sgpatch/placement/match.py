@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import repeat
 from typing import Literal
 
 from sgpatch.diff.unified import Hunk, strip_eol
-from sgpatch.records import dataclass
 
 Status = Literal["applied", "already-applied", "conflict", "ambiguous"]
 Level = Literal["exact", "moved", "whitespace", "fuzz", "none"]

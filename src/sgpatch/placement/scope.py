@@ -12,10 +12,10 @@ import io
 import re
 import tokenize
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sgpatch.diff.unified import Hunk, strip_eol
 from sgpatch.placement.match import LineIndex, Place, context_edges, start
-from sgpatch.records import dataclass
 
 _SCOPE = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)")
 _FUNCNAME_DEFAULT = re.compile(r"^[A-Za-z_$]")

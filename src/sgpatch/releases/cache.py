@@ -32,6 +32,7 @@ import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
@@ -40,7 +41,6 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from sgpatch.errors import ExitCode, SgpatchError
-from sgpatch.records import dataclass
 
 __all__ = [
     "Download",

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.errors import SgpatchError
-from sgpatch.records import dataclass
 from sgpatch.state.ledger import Ledger, sha256
 from sgpatch.tree.files import read_bytes
 

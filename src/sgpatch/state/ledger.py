@@ -12,13 +12,12 @@ import functools
 import importlib
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from sgpatch.errors import ExitCode, SgpatchError
-from sgpatch.records import dataclass
 from sgpatch.state.folder import read_state
 
 STATE_DIR = ".sgpatch"

@@ -18,10 +18,10 @@ writes. docs/safety.md, "SGLang upgraded under an applied set".
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.errors import SgpatchError
-from sgpatch.records import dataclass
 from sgpatch.state.drift import record_hashes
 from sgpatch.state.ledger import Ledger, SetRecord, sha256
 from sgpatch.tree.files import read_bytes

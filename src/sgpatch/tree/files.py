@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.errors import ExitCode, SgpatchError, unsafe
-from sgpatch.records import dataclass
 
 JOURNAL = "journal.json"
 

@@ -16,13 +16,13 @@ import os
 import re
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
 from sgpatch.errors import SgpatchError, bad_input
-from sgpatch.records import dataclass
 
 Layout = Literal["site-packages", "checkout", "package"]
 

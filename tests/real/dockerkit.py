@@ -141,9 +141,11 @@ def debian_mirror() -> tuple[str, str]:
     """(suite, mirror) for debootstrap: this machine's Debian release and the mirror apt uses
     for it; bookworm from deb.debian.org on a machine that is not Debian."""
     osr = Path("/etc/os-release")
-    info = dict(
-        line.split("=", 1) for line in osr.read_text().splitlines() if "=" in line
-    ) if osr.is_file() else {}
+    info = (
+        dict(line.split("=", 1) for line in osr.read_text().splitlines() if "=" in line)
+        if osr.is_file()
+        else {}
+    )
     if info.get("ID", "").strip('"') != "debian":
         return DEFAULT_MIRROR
     suite = info.get("VERSION_CODENAME", "").strip('"') or DEFAULT_MIRROR[0]
@@ -281,9 +283,19 @@ def _download(dest: Path, pyver: str, requirements: list[str], version: str, lay
     sgl = dest / "sglang"
     sgl.mkdir()
     if layout == "site-packages":
-        _pip("download", "-q", "--no-deps", "--only-binary=:all:", "-d", str(sgl), f"sglang=={version}")
+        _pip(
+            "download",
+            "-q",
+            "--no-deps",
+            "--only-binary=:all:",
+            "-d",
+            str(sgl),
+            f"sglang=={version}",
+        )
     elif layout == "checkout":
-        _pip("download", "-q", "--no-deps", "--no-binary=:all:", "-d", str(sgl), f"sglang=={version}")
+        _pip(
+            "download", "-q", "--no-deps", "--no-binary=:all:", "-d", str(sgl), f"sglang=={version}"
+        )
 
 
 def sglang_images(docker: Docker, base: str, layout: str, version: str, sgpatch_wheel: Path):
@@ -291,10 +303,13 @@ def sglang_images(docker: Docker, base: str, layout: str, version: str, sgpatch_
     no SGLang) and of the same with the fusion gate line edited: {"pristine": tag, "edited": tag}.
     Made (both at once, from one download) if Docker lacks them."""
     requirements = _requires(sgpatch_wheel)
-    key = _digest(base, layout, version, requirements, BUILD_TOOLS,
-                  SGLANG_IMAGE_DOCKERFILE.read_text())
+    key = _digest(
+        base, layout, version, requirements, BUILD_TOOLS, SGLANG_IMAGE_DOCKERFILE.read_text()
+    )
     name = f"sgpatch-test-sglang:{version}-{layout}-{key}"
-    tags = {"pristine": name, "edited": f"{name}-edited"}
+    tags = {"pristine": name}
+    if layout != "none":
+        tags["edited"] = f"{name}-edited"
     if all(docker.has_image(t) for t in tags.values()):
         return tags
     with FileLock(str(LOCK), timeout=LOCK_TIMEOUT):
@@ -303,7 +318,8 @@ def sglang_images(docker: Docker, base: str, layout: str, version: str, sgpatch_
         with tempfile.TemporaryDirectory(prefix="sgpatch-fixture-") as tmp:
             ctx = Path(tmp)
             _download(ctx, _python_of(docker, base), requirements, version, layout)
-            for which, edit in (("pristine", ""), ("edited", "1")):
+            for which in tags:
+                edit = "1" if which == "edited" else ""
                 rc, log = _build(
                     docker,
                     SGLANG_IMAGE_DOCKERFILE,
@@ -319,8 +335,9 @@ def sglang_images(docker: Docker, base: str, layout: str, version: str, sgpatch_
 
 
 # ----------------------------------------------------------------------------- builds
-def _build(docker, dockerfile: Path, context: Path, args: dict, tag: str, labels: dict,
-           no_cache: bool) -> tuple[int, str]:
+def _build(
+    docker, dockerfile: Path, context: Path, args: dict, tag: str, labels: dict, no_cache: bool
+) -> tuple[int, str]:
     cmd = ["build", "--progress=plain", "--network=none", "-f", str(dockerfile), "-t", tag]
     if no_cache:
         cmd.append("--no-cache")

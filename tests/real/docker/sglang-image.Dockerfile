@@ -28,7 +28,8 @@ RUN set -e; case "$LAYOUT" in \
 # `(_is_sm90_supported or _is_sm100_supported)` of srt/layers/communicator.py gets a third term).
 ARG EDIT_GATE=
 RUN if [ -n "$EDIT_GATE" ]; then set -e; \
-      f=$(ls /opt/venv/lib/python3*/site-packages/sglang/srt/layers/communicator.py \
-             /sgl-workspace/sglang/python/sglang/srt/layers/communicator.py 2>/dev/null); \
+      for f in /opt/venv/lib/python3*/site-packages/sglang/srt/layers/communicator.py \
+               /sgl-workspace/sglang/python/sglang/srt/layers/communicator.py; do \
+        [ -f "$f" ] && break; done; \
       sed -i '0,/(_is_sm90_supported or _is_sm100_supported)/s//(_is_sm90_supported or _is_sm100_supported or _is_hopper_plus)/' "$f"; \
       grep -n '_is_sm100_supported or _is_hopper_plus)' "$f"; fi

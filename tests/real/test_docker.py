@@ -25,6 +25,7 @@ reason; otherwise the Docker tests are skipped with it.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -363,6 +364,29 @@ def test_dockerfile_source_build_stops_on_a_conflict(
     rc, log, _ = _build(docker, "Dockerfile.source", ctx, **_source_args(images))
     _assert_conflict(rc, log)
     assert '-e "/root/sglang/python"' not in log, log
+
+
+# ----------------------------------------------------------------------------- tools/docker_up.py
+def _docker_up():
+    spec = importlib.util.spec_from_file_location("docker_up", REPO / "tools" / "docker_up.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_docker_up_removes_a_stale_pid_file(tmp_path, monkeypatch):
+    """Input: a docker.pid naming a process that is gone, then one naming a live process that is
+    not dockerd (this test's Python), then one naming nothing. Outcome: each is removed, so
+    dockerd can start; the reason is said on stderr."""
+    mod = _docker_up()
+    pidfile = tmp_path / "docker.pid"
+    monkeypatch.setattr(mod, "PIDFILE", pidfile)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    for content in (str(gone.pid), str(os.getpid()), ""):
+        pidfile.write_text(content)
+        mod._stale_pidfile()
+        assert not pidfile.exists(), content
 
 
 # ----------------------------------------------------------------------------- pinning the wheel

@@ -81,7 +81,7 @@ def client() -> str:
 
 
 def reachable(docker: str) -> tuple[bool, str]:
-    rc, out = _run([docker, "info", "--format", "{{.ServerVersion}}"], timeout=20)
+    rc, out = _run([docker, "version", "--format", "{{.Server.Version}}"], timeout=20)
     return rc == 0, out
 
 

@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test test-fast lint format demo bench dist clean
+.PHONY: install test test-fast lint pythons format demo bench dist clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,9 +20,13 @@ test: $(STAMP)  ## the whole suite, real-release tests included (wheels cached i
 test-fast: $(STAMP)  ## unit tests only
 	$(PY) -m pytest -m "not real"
 
-lint: $(STAMP)
-	$(PY) -m ruff check src tests bench tools
-	$(PY) -m ruff format --check src tests bench tools
+lint: $(STAMP)  ## ruff (style, format) and mypy (types, 0 errors on src/)
+	$(PY) -m ruff check src tests bench tools noxfile.py
+	$(PY) -m ruff format --check src tests bench tools noxfile.py
+	$(PY) -m mypy
+
+pythons: $(STAMP)  ## the unit suite on Python 3.10, 3.12 and 3.13 (nox; .ci/run runs it)
+	$(VENV)/bin/nox
 
 format: $(STAMP)
 	$(PY) -m ruff format src tests bench tools
@@ -41,4 +45,4 @@ dist: $(STAMP)  ## dist/sgpatch-<version>-py3-none-any.whl, what examples/Docker
 	$(PY) tools/dist.py --out dist
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache .mypy_cache .nox

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-import tokenize
 import zipfile
 from pathlib import Path
 
@@ -521,125 +520,6 @@ def test_real_release_without_version_file_uses_metadata(tmp_path: Path) -> None
     (given / "sglang" / "_version.py").unlink()
     target = find_target(given, environ={})
     assert (target.version, target.version_source) == (Version("0.5.9"), "METADATA")
-
-
-# --- the version file's tokens without tokenize (target._simple_statements) -----------------
-
-_PIECES = [
-    "|",
-    "|=",
-    " int | str",
-    "__version__",
-    "version",
-    "x",
-    "if",
-    "else",
-    "TYPE_CHECKING",
-    "'0.5.9'",
-    '"a#b"',
-    "''",
-    "1",
-    "0",
-    "42",
-    "007",
-    "1.5",
-    "0x1F",
-    "(",
-    ")",
-    "[",
-    "]",
-    "{",
-    "}",
-    ",",
-    ":",
-    "=",
-    "==",
-    ".",
-    "...",
-    "#c",
-    " ",
-    "  ",
-    "\n",
-    "\n    ",
-    "\n  ",
-    "\n\n",
-    "b'x'",
-    "f'{y}'",
-    "'''t'''",
-    "\\\n",
-    "\t",
-    ";",
-    "+",
-    "'open",
-    "é",
-]
-
-
-def _tokenize_statements(data: bytes):
-    from sgpatch.tree.target import _top_level_statements
-
-    try:
-        return [[(t.type, t.string) for t in s] for s in _top_level_statements(data)]
-    except (tokenize.TokenError, SyntaxError, ValueError):
-        return "raises"
-
-
-def _simple(data: bytes):
-    from sgpatch.tree.target import _BROKEN, _simple_statements
-
-    found = _simple_statements(data)
-    if found is None:
-        return None
-    return "raises" if found is _BROKEN else [[(t.type, t.string) for t in s] for s in found]
-
-
-def _agree(data: bytes) -> bool:
-    simple = _simple(data)
-    return simple is None or simple == _tokenize_statements(data)
-
-
-def test_simple_tokens_are_tokenizes_on_real_version_files() -> None:
-    """Input: every _version.py / version.py of the cached releases (those present). Outcome:
-    where the shortcut reads the file, it yields tokenize's statements, token by token, and
-    setuptools-scm's _version.py is always one it reads."""
-    cached = Path.home() / ".cache/sgpatch/trees"
-    files = sorted(cached.glob("*/**/sglang/*version.py")) if cached.is_dir() else []
-    scm = [f for f in files if f.name == "_version.py"]
-    for path in files:
-        assert _agree(path.read_bytes()), path
-    for path in scm:
-        assert _simple(path.read_bytes()) is not None, path
-
-
-def test_simple_tokens_are_tokenizes_on_generated_text() -> None:
-    """Input: 20,000 random texts from pieces of Python (in and outside the shortcut's part of
-    the grammar: floats, prefixes, tabs, bad dedents, open brackets...). Outcome: wherever the
-    shortcut answers, tokenize answers the same (statements, or that it raises)."""
-    import random
-
-    rng = random.Random(15)
-    answered = 0
-    for _ in range(20_000):
-        text = "".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 24)))
-        data = text.encode()
-        assert _agree(data), text
-        answered += _simple(data) is not None
-    assert answered > 1_000  # the shortcut is exercised, not only bypassed
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "__version__ = version = '0.5.9'\n",
-        "if X:\n    __version__ = 'a'\n__version__ = 'b'\n",
-        "if X:\n    a = 1\n  b = 2\n",  # bad dedent: tokenize raises
-        "x = (\n'1',\n",  # unclosed: tokenize raises
-        "__all__ = [\n    '__version__',\n]\nv: T = 'x'\n__version__ = v = '1'",
-        "T = Tuple[Union[int, str], ...]\n",
-    ],
-)
-def test_simple_tokens_on_chosen_texts(text: str) -> None:
-    assert _simple(text.encode()) == _tokenize_statements(text.encode())
 
 
 def test_a_version_file_with_a_huge_line_is_not_read(tmp_path):

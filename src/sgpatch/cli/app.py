@@ -620,6 +620,8 @@ def _deprecated_alias(value: str | None, old: str | None, old_name: str, new: st
 
 @app.command("import", short_help="Make a patch set from patch files, commits or an edited tree.")
 def import_cmd(
+    name: Annotated[str, typer.Option("--name", help="Name of the new set (its folder).")],
+    dest: Annotated[Path, typer.Option("--dest", help="Folder to write the set into (DEST/NAME).")],
     patches: Annotated[
         list[Path] | None,
         typer.Argument(
@@ -627,14 +629,10 @@ def import_cmd(
             help="Unified diffs, git format-patch files or mboxes, applied in this order.",
         ),
     ] = None,
-    name: Annotated[str, typer.Option("--name", help="Name of the new set (its folder).")] = ...,
     sglang_version: Annotated[
         str | None,
         typer.Option("--sglang-version", help="The release the patches were made for."),
     ] = None,
-    dest: Annotated[
-        Path, typer.Option("--dest", help="Folder to write the set into (DEST/NAME).")
-    ] = ...,
     git_range: Annotated[
         str | None, typer.Option("--git", help="A commit range of --repo, e.g. v0.5.9..mine.")
     ] = None,
@@ -708,6 +706,7 @@ def help_cmd(
     """Show the help of sgpatch or of one command (the same as the command with --help)."""
     _resolve_annotations(app.registered_commands)
     group = typer.main.get_command(app)
+    assert isinstance(group, typer.core.TyperGroup)  # an app of several commands
     root = group.context_class(group, info_name="sgpatch", **group.context_settings)
     if command is None:
         sys.stdout.write(group.get_help(root) + "\n")

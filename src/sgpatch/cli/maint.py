@@ -26,7 +26,9 @@ def fetch(
                 "--layout is for trees made from wheels; a --git checkout is always a checkout"
             )
         return _fetch_git(git_url, versions, dest, as_json)
-    layout = layout or "site-packages"
+    if layout not in (None, "site-packages", "checkout"):
+        raise bad_input(f"unknown layout {layout!r}; expected one of site-packages, checkout")
+    tree_layout: releases.Layout = "checkout" if layout == "checkout" else "site-packages"
     releases.fetch(versions)  # the missing ones as one batch: a line each, and a final line
     out = []
     for v in versions:
@@ -35,7 +37,7 @@ def fetch(
         if where is not None and where.exists() and (not where.is_dir() or any(where.iterdir())):
             raise SgpatchError(f"--dest {where} is not an empty folder; give a new or empty one")
         try:
-            root = releases.copy_tree(v, where, layout) if where is not None else None
+            root = releases.copy_tree(v, where, tree_layout) if where is not None else None
         except OSError as exc:  # e.g. a file on the way to --dest
             raise SgpatchError(f"--dest {where}: {exc.strerror or exc}") from None
         out.append({"version": v, "wheel": str(wheel), "root": str(root) if root else None})

@@ -48,7 +48,7 @@ def run(
     for p, r in rows:
         verdict = "no probe" if r is None else ("upstream has it" if r.value else "not upstream")
         report.out(f"{p.id}: {verdict}")
-        if verbose and r is not None:
+        if verbose and r is not None and p.probe is not None:
             report.out(f"  probe: {describe(p.probe)}")
             for e in r.evidence:
                 where = f"{e.file}:{e.line}" if e.line else e.file

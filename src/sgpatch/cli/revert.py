@@ -214,14 +214,14 @@ def _merge(root: Path, path: str, record: SetRecord) -> FileChange:
     current = read_bytes(root, path)
     after = read_original(root, rec.after)
     original = read_original(root, rec.before)
-    why = None
-    if after is None:
-        why = "the set deleted it and it exists again"
-    elif current is None:
-        why = "it was deleted since"
-    elif original is None:
-        why = "the set created it and it was edited since"
-    if why is not None:
+    if after is None or current is None or original is None:
+        why = (
+            "the set deleted it and it exists again"
+            if after is None
+            else "it was deleted since"
+            if current is None
+            else "the set created it and it was edited since"
+        )
         raise SgpatchError(
             f"{path}: cannot revert with --force: {why}; restore or remove it by hand "
             "(nothing was written)",

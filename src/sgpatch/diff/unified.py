@@ -398,7 +398,9 @@ def _freeze_file(pf, lines: Sequence[str], name: str) -> FilePatch:  # pf: unidi
             source = DEV_NULL
         elif target != DEV_NULL and is_epoch(new_stamp):
             target = DEV_NULL
-    op = "copy" if "copy from" in info else ("rename" if "rename from" in info else None)
+    op: Literal["rename", "copy"] | None = (
+        "copy" if "copy from" in info else ("rename" if "rename from" in info else None)
+    )
     if op and f"{op} to" in info:  # the extended header names both sides exactly
         source, target = f"a/{info[op + ' from']}", f"b/{info[op + ' to']}"
     modes = {k: v for k, v in info.items() if k.endswith("mode")}

@@ -189,11 +189,11 @@ def _probes_after(manifest: SetManifest, plan, root: Path) -> dict[str, bool]:
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(change.after)
-    specs = {spec.id: spec for spec in manifest.patches}
+    probes = {spec.id: spec.probe for spec in manifest.patches if spec.probe is not None}
     return {
-        p.id: evaluate(specs[p.id].probe, root).value
+        p.id: evaluate(probes[p.id], root).value
         for p in plan.patches
-        if p.state == "pending" and specs[p.id].probe is not None
+        if p.state == "pending" and p.id in probes
     }
 
 

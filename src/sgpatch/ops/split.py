@@ -131,7 +131,7 @@ def _mid(by: str, take: set, variant: Variant, before: dict, full: dict, fuzz: i
     from sgpatch.ops.plan import package_mapper
     from sgpatch.placement.engine import apply_hunks
 
-    patch = read_patch(variant.patch)
+    patch = read_patch(variant.file)
     mapper = package_mapper(patch.name)
     mid = dict(full)
     for fp in patch.files:
@@ -162,7 +162,7 @@ def _check_take(by: str, take: set, variant: Variant) -> None:
     from sgpatch.diff.unified import read_patch
     from sgpatch.ops.plan import package_mapper
 
-    patch = read_patch(variant.patch)
+    patch = read_patch(variant.file)
     mapper = package_mapper(patch.name)
     have = (
         {mapper(fp.path) for fp in patch.files}
@@ -171,9 +171,9 @@ def _check_take(by: str, take: set, variant: Variant) -> None:
     )
     missing = sorted(str(t) for t in take - have)
     if missing:
-        raise bad_input(f"{variant.patch.name} has no {by} {missing[0]}")
+        raise bad_input(f"{variant.file.name} has no {by} {missing[0]}")
     if take >= have:
-        raise bad_input(f"--take names every {by} of {variant.patch.name}: nothing would stay")
+        raise bad_input(f"--take names every {by} of {variant.file.name}: nothing would stay")
 
 
 def _new_file(variant: Variant, new_id: str) -> Path:
@@ -235,7 +235,7 @@ def _probe_for(halves: Sequence[Half], a: int, b: int) -> tuple[ProbeNode | None
         bad = [
             f"{o.base}: {p}"
             for o in halves
-            if (p := suggest.check(sug.probe, o.pristine.get, o.states[a].get, o.states[b].get))
+            if (p := suggest.check(probe, o.pristine.get, o.states[a].get, o.states[b].get))
         ]
         if not bad:
             return sug.probe, ""

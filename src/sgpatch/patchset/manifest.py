@@ -61,6 +61,13 @@ class Variant:
     line: int
     base: Version | None = None  # the release the patch file was made on (`base:`, optional)
 
+    @property
+    def file(self) -> Path:
+        """The patch file, for code that has already ruled out an n/a variant."""
+        if self.patch is None:
+            raise ValueError(f"variant {self.sglang} is n/a: it has no patch file")
+        return self.patch
+
 
 @dataclass(frozen=True)
 class EnvRequirement:
@@ -370,9 +377,9 @@ def _walk_events(events, shown: str) -> None:
         if isinstance(ev, yaml.CollectionStartEvent):
             frames.append([ev.anchor, 1])
             if len(frames) - 1 > MAX_YAML_DEPTH:
+                line = ev.start_mark.line + 1 if ev.start_mark is not None else 0
                 raise bad_input(
-                    f"{shown}:{ev.start_mark.line + 1}: invalid YAML: nested deeper than "
-                    f"{MAX_YAML_DEPTH} levels"
+                    f"{shown}:{line}: invalid YAML: nested deeper than {MAX_YAML_DEPTH} levels"
                 )
             continue
         if isinstance(ev, yaml.CollectionEndEvent):
@@ -380,7 +387,7 @@ def _walk_events(events, shown: str) -> None:
             if anchor is not None:
                 sizes[anchor] = size
         elif isinstance(ev, yaml.AliasEvent):
-            size = sizes.get(ev.anchor, 1)
+            size = sizes.get(ev.anchor or "", 1)
         elif isinstance(ev, yaml.ScalarEvent):
             size = 1
             if ev.anchor is not None:
@@ -689,8 +696,7 @@ def _load_probe(chk: _Checker, node: object, field: str) -> ProbeNode:
         pattern_node = keys[word][1]
         pattern = chk.text(pattern_node, f"{field}.{word}")
         try:
-            if not _plainly_valid(pattern):  # else Python's re says whether it is valid
-                re.compile(pattern, REGEX_FLAGS)
+            re.compile(pattern, REGEX_FLAGS)  # Python's re words the error
             compile_regex(pattern)  # RE2 where installed: refuse what it cannot run, here
         except re.error as e:
             chk.fail(pattern_node, f"{field}.{word}", f"invalid regex {pattern!r}: {e}")
@@ -709,45 +715,6 @@ def _load_probe(chk: _Checker, node: object, field: str) -> ProbeNode:
         keys = chk.mapping(node, field, ("not",))
         return NotProbe(_load_probe(chk, keys["not"][1], f"{field}.not"))
     chk.fail(node, field, f"not a probe: expected {_PROBE_FORMS}")
-
-
-_CLASS_ESCAPES = frozenset("sSdDwW")  # \s \d \w and their negations: one character each
-_ZERO_WIDTH = frozenset("bB")
-_META = frozenset(".^$*+?{}[]()|\\")
-
-
-def _plainly_valid(pattern: str) -> bool:
-    """A pattern Python's `re` certainly compiles: literal characters, `.`, escaped ASCII
-    punctuation, \\s \\d \\w (and capitals), \\b \\B, `*` `+` `?` (one lazy `?` after
-    them) on a one-character atom, `^` first and `$` last. What the shipped probes are made
-    of; re.compile (~0.1 ms each) is left for anything else, to word its error."""
-    atom = False  # the last token can take a quantifier
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == "\\":
-            nxt = pattern[i + 1 : i + 2]
-            if not nxt:
-                return False  # a trailing backslash
-            if nxt in _CLASS_ESCAPES or (nxt.isascii() and not nxt.isalnum() and nxt.isprintable()):
-                atom, i = True, i + 2
-                continue
-            if nxt in _ZERO_WIDTH:
-                atom, i = False, i + 2
-                continue
-            return False
-        if c in "*+?":
-            if not atom:
-                return False
-            i += 2 if pattern[i + 1 : i + 2] == "?" else 1
-            atom = False
-            continue
-        if (c == "^" and i != 0) or (c == "$" and i != n - 1):
-            return False
-        if c in _META and c not in ".^$":
-            return False
-        atom, i = c not in "^$", i + 1
-    return True
 
 
 def _load_symbol(chk: _Checker, node: object, field: str) -> SymbolProbe:

@@ -446,7 +446,7 @@ class _Resolver:
         mod = self.ctx.module(path)
         if mod.tree is None:
             return []
-        found = []
+        found: list[ast.stmt] = []
         for stmt in self.ctx.statements(path):
             if isinstance(stmt, ast.ClassDef) and stmt.name == name:
                 found.append(stmt)

@@ -524,7 +524,8 @@ class _Flock:
     object's own descriptor; closing it releases the lock."""
 
     def __init__(self, path: Path) -> None:
-        self.path, self.fd = path, None
+        self.path = path
+        self.fd: int | None = None
 
     def acquire(self, timeout: float) -> None:
         import fcntl

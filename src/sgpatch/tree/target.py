@@ -161,11 +161,8 @@ def _literal_version(path: Path) -> str | None:
     ):
         return None
     found: str | None = None
-    simple = _simple_statements(data)
-    if simple is _BROKEN:
-        return None  # where tokenize stops (a bad dedent, an unclosed bracket)
     try:
-        for stmt in _top_level_statements(data) if simple is None else simple:
+        for stmt in _top_level_statements(data):
             names, value = _assignment(stmt)
             if "__version__" in names:  # a later non-literal assignment overrides a literal
                 found = _string_literal(value)
@@ -174,93 +171,12 @@ def _literal_version(path: Path) -> str | None:
     return found
 
 
-_BROKEN: list = []  # _simple_statements: tokenize would raise here
-_SIMPLE_TOKEN = (  # compiled on first use (re caches it): only version files need it
-    r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<number>[0-9]+)|(?P<string>'[^']*'|\"[^\"]*\")"
-    r"|(?P<op>\.\.\.|[()\[\]{},:=.|])"
-)
-_OUTSIDE = ("\\", "\t", "\r", "\f", "\v", ";", "'''", '"""')  # never in the simple part
-
-
-def _simple_statements(data: bytes) -> list | None:
-    """`_top_level_statements` for a module written in a small part of Python's lexical
-    grammar (what setuptools-scm writes into `_version.py`: names, decimal integers, plain
-    one-line strings, brackets, `, : = . | ...`, comments, indentation by spaces), found without
-    `tokenize`, whose pure-Python tokenizer (3.10, 3.11) compiles a ~10 KB regex first: ~2 ms
-    of every run. None for any text outside that part (tokenize decides), `_BROKEN` where
-    tokenize raises. tests/test_target.py compares the two token by token."""
-    if not data.isascii():
-        return None
-    text = data.decode("ascii")
-    if any(s in text for s in _OUTSIDE):
-        return None
-    indents, depth, nest, line, out = [0], 0, 0, [], []
-    for physical in text.split("\n"):
-        body = physical
-        if nest == 0:
-            body = physical.lstrip(" ")
-            if not body or body.startswith("#"):
-                continue  # a blank or comment line: no statement, no indentation
-            width = len(physical) - len(body)
-            if width > indents[-1]:
-                indents.append(width)
-            while width < indents[-1]:
-                indents.pop()
-            if width != indents[-1]:
-                return _BROKEN  # "unindent does not match any outer indentation level"
-            depth = len(indents) - 1
-        tokens = _simple_line(body)
-        if tokens is None:
-            return None
-        for tok in tokens:
-            nest += tok.string in ("(", "[", "{")
-            nest -= tok.string in (")", "]", "}")
-            if nest < 0:
-                return None
-        line += tokens
-        if nest == 0 and line:
-            if depth == 0:
-                out.append(line)
-            line = []
-    return _BROKEN if nest else out
-
-
-def _simple_line(body: str) -> list | None:
-    """The tokens of one physical line (None: something outside `_simple_statements`' part
-    of the grammar, e.g. an operator it does not know or a string with a prefix)."""
-    import tokenize
-
-    kinds = {"name": tokenize.NAME, "number": tokenize.NUMBER, "string": tokenize.STRING}
-    token = re.compile(_SIMPLE_TOKEN)
-    out, pos = [], 0
-    while pos < len(body):
-        if body[pos] == " ":
-            pos += 1
-            continue
-        if body[pos] == "#":
-            break
-        m = token.match(body, pos)
-        if m is None:
-            return None
-        kind, end = m.lastgroup or "op", m.end()
-        after = body[end : end + 1]
-        if kind in ("name", "number") and (after.isalnum() or after in ("_", "'", '"')):
-            return None  # a string prefix, 1_000, 0x1F, 5j, `1if`: tokenize decides
-        if kind == "number" and (after == "." or (m.group()[0] == "0" and len(m.group()) > 1)):
-            return None  # 1.5, 007
-        if kind == "op" and (after == "=" or (m.group() == "." and after.isdigit())):
-            return None  # == := .5
-        out.append(tokenize.TokenInfo(kinds.get(kind, tokenize.OP), m.group(), (0, 0), (0, 0), ""))
-        pos = end
-    return out
-
-
 def _top_level_statements(data: bytes):
     """The significant tokens of each logical line at indentation level 0."""
     import io
     import tokenize
 
-    depth, line = 0, []
+    depth, line = 0, list[tokenize.TokenInfo]()
     skip = {tokenize.NL, tokenize.COMMENT, tokenize.ENCODING}
     for tok in tokenize.tokenize(io.BytesIO(data).readline):
         if tok.type == tokenize.INDENT:

@@ -10,6 +10,7 @@ subprocesses too (bottom of the file).
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import subprocess
@@ -25,6 +26,7 @@ from helpers import run_cli as cli
 from helpers import tree_snapshot as snapshot
 from sgpatch.state import ledger as ledger_mod
 from sgpatch.state import txn
+from sgpatch.state.folder import LEGACY_JOURNAL
 from sgpatch.state.txn import FileChange, write_journal
 
 
@@ -548,11 +550,27 @@ def _outside_unchanged(ctx: Ctx, before: dict) -> None:
 
 
 def _journal_doc(doc: dict) -> Callable[[Ctx], None]:
+    """The journal an older sgpatch writes (`journal.json`, originals inline)."""
+
     def setup(ctx: Ctx) -> None:
         (ctx.pkg / ".sgpatch").mkdir(exist_ok=True)
-        (ctx.pkg / ".sgpatch" / txn.JOURNAL).write_text(json.dumps(doc))
+        (ctx.pkg / ".sgpatch" / LEGACY_JOURNAL).write_text(json.dumps(doc))
 
     return setup
+
+
+def _journal_lines(*lines: str) -> Callable[[Ctx], None]:
+    """A line-form journal (`.sgpatch/journal`) with these lines after its header."""
+
+    def setup(ctx: Ctx) -> None:
+        (ctx.pkg / ".sgpatch").mkdir(exist_ok=True)
+        text = "".join(f"{ln}\n" for ln in lines)
+        (ctx.pkg / ".sgpatch" / txn.JOURNAL).write_text(text)
+
+    return setup
+
+
+_SHA_A = hashlib.sha256(A.encode()).hexdigest()
 
 
 def _a_entry(mode: object) -> dict:
@@ -610,7 +628,8 @@ CASES += [
         "it is a FIFO",
         argv=lambda c: ["status", *c.args],
     ),
-    Case("journal-fifo", _state_special("journal.json", "fifo"), 4, "it is a FIFO"),
+    Case("journal-fifo", _state_special("journal", "fifo"), 4, "it is a FIFO"),
+    Case("journal-json-fifo", _state_special("journal.json", "fifo"), 4, "it is a FIFO"),
     Case("journal-symlink", _state_special("journal.json", "symlink"), 4, "it is a symlink"),
     Case(
         "journal-fifo-status",
@@ -666,6 +685,36 @@ CASES += [
         _journal_doc({"schema": 1, "files": [], "dirs": "srt"}),
         4,
         "bad 'dirs'",
+    ),
+    Case(
+        "journal-lines-newer",
+        _journal_lines("sgpatch journal 3", "pid 1"),
+        4,
+        "journal schema 3 is from a newer sgpatch",
+    ),
+    Case(
+        "journal-lines-bad-mode",
+        _journal_lines("sgpatch journal 2", f"file 99999 {_SHA_A} srt/a.py"),
+        4,
+        "bad mode",
+    ),
+    Case(
+        "journal-lines-bad-digest",
+        _journal_lines("sgpatch journal 2", "file 644 abc srt/a.py"),
+        4,
+        "bad digest",
+    ),
+    Case(
+        "journal-lines-unknown-line",
+        _journal_lines("sgpatch journal 2", "exec rm -rf /"),
+        4,
+        "bad line",
+    ),
+    Case(
+        "journal-lines-original-missing",
+        _journal_lines("sgpatch journal 2", f"file 644 {_SHA_A} srt/a.py"),
+        4,
+        "lacks or holds damaged",
     ),
     Case(
         "diff-into-state-folder", _state_diff(".sgpatch/ledger.json"), 4, "sgpatch's state folder"

@@ -218,7 +218,7 @@ def test_recover_does_not_need_a_readable_version(pristine, tmp_path):
         env={**ENV, "SGPATCH_TEST_KILL_AT": "8"},
     )
     assert killed.returncode == -signal.SIGKILL
-    assert (root / ".sgpatch" / "journal.json").exists()
+    assert (root / ".sgpatch" / "journal").exists()
     (root / "_version.py").write_text('__version__ = "banana"\n')
     proc = _run("recover", "--sglang-dir", str(root), "--json")
     assert proc.returncode == 0, proc.stderr

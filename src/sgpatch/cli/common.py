@@ -11,8 +11,8 @@ from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ops import report
 from sgpatch.patchset.manifest import SetManifest, load_set, set_supports
 from sgpatch.state import ledger as ledger_mod
+from sgpatch.state.folder import interrupted
 from sgpatch.state.ledger import LEDGER, state_dir
-from sgpatch.tree.files import interrupted
 from sgpatch.tree.target import Target, discover, find_target
 
 if TYPE_CHECKING:
@@ -149,9 +149,8 @@ def stable_read(root: Path, compute: Callable[[], T], tries: int = 100) -> T:
 
 def _state_token(root: Path) -> tuple[bytes | None] | None:
     """None while a write is in progress (a journal is there), else the ledger's bytes."""
-    from sgpatch.state.folder import check_state_entry, read_state
-    from sgpatch.tree.files import JOURNAL
+    from sgpatch.state.folder import journal_path, read_state
 
-    if check_state_entry(state_dir(root) / JOURNAL):
+    if journal_path(state_dir(root)) is not None:
         return None
     return (read_state(state_dir(root) / LEDGER),)

@@ -10,9 +10,9 @@ from sgpatch.diff.unified import Patch, parse_patch, read_patch
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ops import report
 from sgpatch.ops.plan import FilePlan, Overlay, default_mapper, file_modes, patch_status, plan_patch
+from sgpatch.state.folder import STATE_DIR
 from sgpatch.state.txn import commit, locked, stop_if_rolled_back
 
-STATE_DIR = ".sgpatch"
 STDIN = "-"
 MISSING = "file does not exist"
 

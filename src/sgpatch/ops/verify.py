@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.errors import ExitCode
+from sgpatch.state.folder import STATE_DIR
 
 STEPS = ("apply", "compile", "reapply", "status", "revert")
-STATE_DIR = ".sgpatch"
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,15 @@ from pathlib import Path
 
 from sgpatch.errors import unsafe
 
+# Every name inside a tree's state folder, here and nowhere else.
 STATE_DIR = ".sgpatch"
+LEDGER = "ledger.json"  # what sgpatch applied (state/ledger.py)
+ORIGINALS = "originals"  # the ledger's content-addressed original bytes
+JOURNAL = "journal"  # a writing run's journal, one fact per line (state/journal.py)
+JOURNAL_ORIGINALS = "journal-originals"  # the bytes that journal names, by sha256
+LEGACY_JOURNAL = "journal.json"  # the journal sgpatch wrote before (base64 inline); still read
+LOCK = "lock"
+LOCK_OWNER = "lock.owner"
 _KINDS = {
     stat.S_IFLNK: "a symlink",
     stat.S_IFIFO: "a FIFO",
@@ -30,6 +38,21 @@ _KINDS = {
     stat.S_IFSOCK: "a socket",
     stat.S_IFDIR: "a folder",
 }
+
+
+def journal_path(state_dir: Path) -> Path | None:
+    """The journal an interrupted run left in `state_dir` (the line form, else the old JSON
+    one), None when there is none. Anything but a regular file there is refused (exit 4)."""
+    for name in (JOURNAL, LEGACY_JOURNAL):
+        if check_state_entry(state_dir / name):
+            return state_dir / name
+    return None
+
+
+def interrupted(state_dir: Path) -> bool:
+    """A run was interrupted in this tree: a journal is still in the state folder (a planted
+    symlink or FIFO counts too: the writer refuses it)."""
+    return any(os.path.lexists(state_dir / n) for n in (JOURNAL, LEGACY_JOURNAL))
 
 
 def is_state_path(rel: str) -> bool:

@@ -18,11 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from sgpatch.errors import ExitCode, SgpatchError
-from sgpatch.state.folder import read_state
+from sgpatch.state.folder import LEDGER, ORIGINALS, STATE_DIR, read_state
 
-STATE_DIR = ".sgpatch"
-LEDGER = "ledger.json"
-ORIGINALS = "originals"
 SCHEMA = 2  # 2: release per patch, file modes/link targets, git commits, stored after-bytes
 
 

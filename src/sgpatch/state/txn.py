@@ -3,9 +3,11 @@ through the guards in treefs).
 
 A run computes every new file content in memory first (see plan). `Transaction.commit` then
   1. checks every path is inside the tree and no file changed since it was read;
-  2. writes a journal with the original bytes (and mode) of every file it will touch, fsynced;
+  2. stores the original bytes of every file it will touch in `.sgpatch/journal-originals/`
+     (content-addressed), then writes the line-oriented journal `.sgpatch/journal`
+     (`state/journal.py`: mode, digest, path per line), both fsynced;
   3. replaces each file through a temp file + os.replace (mode kept), fsyncing file and folder;
-  4. removes the journal.
+  4. removes the journal (the commit point), then the journal's originals.
 Any later run that finds a journal rolls the tree back first (`recover`), so an interrupted run
 never leaves a half-patched tree. Recovery is itself idempotent: killed half-way, the journal is
 still there and the next run finishes it. See docs/safety.md for the guarantees and their limits.
@@ -20,7 +22,6 @@ Supported knob:
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import errno
 import json
@@ -34,17 +35,20 @@ from pathlib import Path
 
 from sgpatch import interrupts
 from sgpatch.errors import ExitCode, SgpatchError, unsafe
-from sgpatch.state.folder import TMP_SUFFIX, check_state_entry, new_temp, read_state, write_state
-from sgpatch.tree.files import (  # also sgpatch.state.txn's names
+from sgpatch.state import journal as journal_mod
+from sgpatch.state.folder import (
     JOURNAL,
-    FileChange,
-    read_bytes,
-    safe_path,
+    JOURNAL_ORIGINALS,
+    LOCK,
+    LOCK_OWNER,
+    TMP_SUFFIX,
+    journal_path,
+    new_temp,
+    read_state,
+    write_state,
 )
+from sgpatch.tree.files import FileChange, read_bytes, safe_path  # also txn's names
 
-JOURNAL_SCHEMA = 1
-LOCK = "lock"
-LOCK_OWNER = "lock.owner"
 KILL_ENV = "SGPATCH_TEST_KILL_AT"
 SIGNAL_ENV = "SGPATCH_TEST_SIGNAL"
 LOCK_TIMEOUT_ENV = "SGPATCH_LOCK_TIMEOUT"
@@ -164,14 +168,6 @@ def _put(
         _atomic_write(path, data, mode, synced)
 
 
-def _b64(data: bytes | None) -> str | None:
-    return None if data is None else base64.b64encode(data).decode("ascii")
-
-
-def _unb64(text: str | None) -> bytes | None:
-    return None if text is None else base64.b64decode(text, validate=True)
-
-
 def _missing_dirs(root: Path, changes: Sequence[FileChange]) -> list[str]:
     """Folders a commit will create (so a rollback can remove them again), deepest first."""
     out: set[str] = set()
@@ -191,25 +187,77 @@ def write_journal(
     modes: dict[str, int],
     dirs: Sequence[str] = (),
 ) -> Path:
-    """Write (and fsync) the journal: original bytes and mode of every file about to change."""
+    """Store the original bytes (and link targets) of every file about to change, then write
+    and fsync the journal that names them: a recovery is a copy from the store."""
     state_dir.mkdir(parents=True, exist_ok=True)
-    doc = {
-        "schema": JOURNAL_SCHEMA,
-        "pid": os.getpid(),
-        "files": [
-            {
-                "path": c.path,
-                "before": _b64(c.before),
-                "mode": modes.get(c.path),
-                **({"link": c.before_link} if c.before_link is not None else {}),
-            }
-            for c in changes
-        ],
-        "dirs": list(dirs),
-    }
+    entries = []
+    for c in changes:
+        if c.before_link is not None:
+            target = _store(state_dir, c.before_link.encode("utf-8", "surrogateescape"))
+            entries.append(journal_mod.Entry(c.path, target, None, link=True))
+        else:
+            digest = None if c.before is None else _store(state_dir, c.before)
+            entries.append(journal_mod.Entry(c.path, digest, modes.get(c.path)))
+    if any(e.digest for e in entries):
+        _fsync_dir(state_dir / JOURNAL_ORIGINALS)
+    doc = journal_mod.Journal(os.getpid(), tuple(entries), tuple(dirs))
     path = state_dir / JOURNAL
-    _atomic_write(path, json.dumps(doc).encode(), 0o644)
+    _atomic_write(path, journal_mod.render(doc), 0o644)
     return path
+
+
+def _store(state_dir: Path, data: bytes) -> str:
+    """Put `data` in the journal's content-addressed store (read-only) unless a regular file
+    with those bytes is already there; return its sha256. Not a kill point of the test hook
+    (`_step`): until the journal names them these files are scratch, which a crash leaves
+    to the next writer to remove (`_drop_originals`); the tree is not touched yet."""
+    import hashlib
+
+    digest = hashlib.sha256(data).hexdigest()
+    path = state_dir / JOURNAL_ORIGINALS / digest
+    if read_state(path) == data:
+        return digest
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = new_temp(path)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            _fsync(fh.fileno())
+        os.chmod(tmp, 0o444)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return digest
+
+
+def _blob(state_dir: Path, digest: str, doc: journal_mod.Journal) -> bytes:
+    """An original the journal names, from the old form's inline bytes or from the store,
+    checked against its digest."""
+    import hashlib
+
+    inline = dict(doc.inline)
+    store = state_dir / JOURNAL_ORIGINALS
+    data = inline[digest] if digest in inline else read_state(store / digest)
+    if data is None or hashlib.sha256(data).hexdigest() != digest:
+        raise unsafe(
+            f"the journal names original {digest[:12]}, which {store} lacks or holds damaged; "
+            "inspect the tree, then delete the journal"
+        )
+    return data
+
+
+def _drop_originals(state_dir: Path) -> None:
+    """Empty and remove the journal's store once no journal needs it."""
+    store = state_dir / JOURNAL_ORIGINALS
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        for entry in os.scandir(store):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+    with contextlib.suppress(OSError):
+        store.rmdir()
 
 
 def _remove_stale_temps(folder: Path, name: str | None = None) -> None:
@@ -233,7 +281,7 @@ def roll_back_interrupted(
     the lock when there is no journal, so a killed run's other residue (temp files, a stale
     lock.owner, a folder holding only the lock) is removed on the way out."""
     try:
-        if not check_state_entry(state_dir / JOURNAL):
+        if journal_path(state_dir) is None:
             if tidy and state_dir.is_dir() and not state_dir.is_symlink():
                 with locked(state_dir, wait, create=False):
                     pass  # locked() tidies when it lets go
@@ -260,46 +308,29 @@ def stop_if_rolled_back(root: Path, state_dir: Path, wait: float | None = None) 
 def recover(root: Path, state_dir: Path) -> list[str] | None:
     """Roll back an interrupted run, if its journal is there. Returns the files restored.
 
-    Call it with the lock held. Restores bytes and mode of every journalled file, deletes files
-    the run created, temp files it left and folders it made, then removes the journal (last).
+    Call it with the lock held. Restores bytes and mode of every journalled file from the
+    store, deletes files the run created, temp files it left and folders it made, then removes
+    the journal, then the originals it named.
     """
-    path = state_dir / JOURNAL
+    path = journal_path(state_dir)
     _check_state_dir(state_dir)
     _remove_stale_temps(state_dir)
-    data = read_state(path)
-    if data is None:
+    data = read_state(path) if path is not None else None
+    if path is None or data is None:
         return None
-    entries, dirs = _parse_journal(path, data)
+    doc = journal_mod.parse(path, data)
     restored = []
     try:
-        for rel, before, mode, link in entries:
-            target = safe_path(root, rel, link_ok=True)  # the killed run may have made a link
-            _remove_stale_temps(target.parent, target.name)
-            now_link = os.readlink(target) if target.is_symlink() else None
-            if link is not None:
-                if now_link != link:
-                    _put(root, rel, None, None, link=link)
-                    restored.append(rel)
-                continue
-            regular = now_link is None and target.is_file()
-            current = target.read_bytes() if regular else None
-            now_mode = stat.S_IMODE(target.stat().st_mode) if current is not None else None
-            stale_link = now_link is not None
-            if (
-                stale_link
-                or current != before
-                or (before is not None and mode is not None and now_mode != mode)
-            ):
-                if stale_link and before is None:
-                    target.unlink()  # a link the run created where nothing was
-                else:
-                    _put(root, rel, before, mode)
-                restored.append(rel)
-        for rel in dirs:
+        for e in doc.entries:
+            target = safe_path(root, e.path, link_ok=True)  # the killed run may have made a link
+            if _restore(root, state_dir, doc, e, target):
+                restored.append(e.path)
+        for rel in doc.dirs:
             with contextlib.suppress(OSError):
                 safe_path(root, rel).rmdir()  # only if empty
         _step()
         path.unlink()
+        _drop_originals(state_dir)
     except OSError as exc:
         raise unsafe(
             f"rolling back an interrupted run failed ({exc.strerror or exc}: "
@@ -310,42 +341,34 @@ def recover(root: Path, state_dir: Path) -> list[str] | None:
     return restored
 
 
-def _parse_journal(
-    path: Path, data: bytes
-) -> tuple[list[tuple[str, bytes | None, int | None, str | None]], list[str]]:
-    """The journal's entries, each field checked: a journal is replayed only when every path is
-    a string, every `before` base64 or null and every mode a permission value; one from a newer
-    sgpatch is refused, not guessed at (exit 4, the tree left alone)."""
-    try:
-        doc = json.loads(data)
-        if not isinstance(doc, dict) or not isinstance(doc.get("schema"), int):
-            raise ValueError("not an sgpatch journal")
-        if doc["schema"] > JOURNAL_SCHEMA:
-            raise unsafe(
-                f"{path}: journal schema {doc['schema']} is from a newer sgpatch; roll it back "
-                "with that sgpatch (`sgpatch recover`), nothing was touched"
-            )
-        entries = []
-        for e in doc["files"]:
-            rel, before, mode, link = e["path"], e["before"], e.get("mode"), e.get("link")
-            if not isinstance(rel, str) or not (before is None or isinstance(before, str)):
-                raise ValueError(f"bad entry for {rel!r}")
-            if not (link is None or (isinstance(link, str) and link and "\x00" not in link)):
-                raise ValueError(f"bad link for {rel!r}")
-            if mode is not None and (type(mode) is not int or not 0 <= mode <= 0o7777):
-                raise ValueError(f"bad mode {mode!r} for {rel!r}")
-            entries.append((rel, _unb64(before), mode, link))
-        dirs = doc.get("dirs", [])
-        if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
-            raise ValueError("bad 'dirs'")
-    except SgpatchError:
-        raise
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise unsafe(
-            f"{path}: unreadable journal of an interrupted run ({exc}); "
-            "inspect the tree, then delete the journal"
-        ) from None
-    return entries, dirs
+def _restore(
+    root: Path, state_dir: Path, doc: journal_mod.Journal, e: journal_mod.Entry, target: Path
+) -> bool:
+    """Put one journalled path back as it was; True when that changed anything."""
+    _remove_stale_temps(target.parent, target.name)
+    now_link = os.readlink(target) if target.is_symlink() else None
+    if e.link:
+        link = _blob(state_dir, e.digest or "", doc).decode("utf-8", "surrogateescape")
+        if now_link == link:
+            return False
+        _put(root, e.path, None, None, link=link)
+        return True
+    before = None if e.digest is None else _blob(state_dir, e.digest, doc)
+    regular = now_link is None and target.is_file()
+    current = target.read_bytes() if regular else None
+    now_mode = stat.S_IMODE(target.stat().st_mode) if current is not None else None
+    stale_link = now_link is not None
+    if not (
+        stale_link
+        or current != before
+        or (before is not None and e.mode is not None and now_mode != e.mode)
+    ):
+        return False
+    if stale_link and before is None:
+        target.unlink()  # a link the run created where nothing was
+    else:
+        _put(root, e.path, before, e.mode)
+    return True
 
 
 def lock_timeout(default: float = DEFAULT_LOCK_TIMEOUT) -> float:
@@ -597,8 +620,9 @@ def remove_state_dir(state_dir: Path) -> None:
     found. `locked` calls it last, with the lock still held; the lock file goes last, and
     `locked` sends any run that waited on it to a new one. Anything else in the folder (a
     journal, a ledger, originals) keeps it."""
-    if not (state_dir / JOURNAL).exists():
+    if journal_path(state_dir) is None:
         _remove_stale_temps(state_dir)  # a journal write cut short; with the lock held, garbage
+        _drop_originals(state_dir)
     with contextlib.suppress(OSError):
         for entry in os.scandir(state_dir):
             if entry.is_dir(follow_symlinks=False):
@@ -654,12 +678,14 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
     modes = _preflight(root, changes)
     _check_state_dir(state_dir)
     _remove_stale_temps(state_dir)
+    _drop_originals(state_dir)  # scratch a run killed before its journal was down left
     dirs = _missing_dirs(root, changes)
     try:
         journal = write_journal(state_dir, changes, modes, dirs)
     except OSError as exc:
         with contextlib.suppress(OSError):
             (state_dir / JOURNAL).unlink()
+        _drop_originals(state_dir)
         raise SgpatchError(
             f"{_write_error(exc, str(state_dir / JOURNAL))}; nothing was written"
         ) from None
@@ -689,6 +715,7 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
     _step()
     journal.unlink()
     _fsync_dir(state_dir)
+    _drop_originals(state_dir)
     _remove_emptied_folders(root, [c.path for c in changes if c.after is None])
 
 

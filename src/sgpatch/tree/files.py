@@ -1,5 +1,5 @@
 """A target tree's files as every command reads them: the path guards each read and write goes
-through, the planned change to one file, and the journal's name (an interrupted run's mark).
+through and the planned change to one file.
 
 Split from txn (which writes) so read-only commands (status, probe) never import the writer:
 its journal, lock and temp-file code stay off their start-up path.
@@ -13,13 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.errors import ExitCode, SgpatchError, unsafe
-
-JOURNAL = "journal.json"
-
-
-def interrupted(state_dir: Path) -> bool:
-    """A run was interrupted in this tree: its journal is still in the state folder."""
-    return os.path.lexists(state_dir / JOURNAL)  # a planted symlink or FIFO counts too
 
 
 @dataclass(frozen=True)

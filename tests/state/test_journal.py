@@ -37,7 +37,7 @@ def test_render_and_parse_round_trip(tmp_path: Path) -> None:
     )
     text = journal.render(doc).decode()
     assert text.splitlines() == [
-        "sgpatch journal 2",
+        "sgpatch-journal 2",
         "pid 42",
         f"file 755 {'a' * 64} srt/a b.py",
         "file - - srt/new.py",
@@ -85,7 +85,7 @@ def test_a_killed_run_can_be_undone_by_hand_with_cat_and_cp(tmp_path: Path) -> N
     state = _killed_mid_commit(tmp_path)
     assert (tmp_path / "srt/a.py").read_bytes() == b"ALPHA\n"
     lines = (state / JOURNAL).read_text().splitlines()
-    assert lines[0] == "sgpatch journal 2" and lines[1] == f"pid {lines[1].split()[1]}"
+    assert lines[0] == "sgpatch-journal 2" and lines[1] == f"pid {lines[1].split()[1]}"
     assert lines[2:] == [
         f"file 644 {_sha(b'alpha' + bytes([10]))} srt/a.py",
         f"file 750 {_sha(b'beta' + bytes([10]))} srt/b.py",

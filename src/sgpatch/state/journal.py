@@ -5,7 +5,7 @@ content-addressed store (`.sgpatch/originals/<sha256>`, where the ledger keeps i
 and then this journal is written, as quilt keeps `.pc/<patch>/` and git `.git/rebase-merge/`:
 small text a person can follow with `cat` and `cp`. `.sgpatch/journal` of a killed run reads
 
-    sgpatch journal 2
+    sgpatch-journal 2
     pid 4242
     file 644 3f2a...e1 srt/layers/communicator.py   (was these bytes, mode 644: copy it back)
     file - - srt/extra/new.py                        (did not exist: delete it)
@@ -27,7 +27,7 @@ from pathlib import Path
 from sgpatch.errors import SgpatchError, unsafe
 
 SCHEMA = 2  # 1: journal.json (base64 originals inline); 2: this line form over the store
-HEADER = f"sgpatch journal {SCHEMA}"
+HEADER = f"sgpatch-journal {SCHEMA}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,10 +99,10 @@ def _newer(path: Path, schema: int) -> SgpatchError:
 def _parse_lines(path: Path, text: str) -> Journal:
     lines = text.split("\n")
     head = lines[0].split(" ")
-    if head[:2] != ["sgpatch", "journal"] or len(head) != 3 or not head[2].isdigit():
+    if head[0] != "sgpatch-journal" or len(head) != 2 or not head[1].isdigit():
         raise ValueError("not an sgpatch journal")
-    if int(head[2]) > SCHEMA:
-        raise _newer(path, int(head[2]))
+    if int(head[1]) > SCHEMA:
+        raise _newer(path, int(head[1]))
     if not text.endswith("\n"):
         raise ValueError("cut short (no final line break)")
     pid, entries, dirs = 0, [], []

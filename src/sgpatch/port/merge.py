@@ -2,25 +2,24 @@
 
 A clean `git merge-file` is not proof: the classic fuzz trap (a patch's methods added a second
 time inside a class upstream already extended) merges cleanly too. So a merged Python file must
-compile, and must not define a def/class twice in one body where the release did not.
+compile, and must not define a def/class twice in one body where the release did not (the
+rule is `placement.pydefs`, the one the engine applies to every placement).
 """
 
 from __future__ import annotations
 
 import ast
-import contextlib
 import os
 import re
 import shutil
 import subprocess
-from collections import Counter
 
 from sgpatch.diff.unified import decode
 from sgpatch.errors import SgpatchError
+from sgpatch.placement.pydefs import defined_twice
 
 MARKERS = ("<<<<<<< ", "||||||| ", "=======", ">>>>>>> ")
 _MARKER_RE = re.compile(r"^(<<<<<<<|\|\|\|\|\|\|\||>>>>>>>)( |$)|^=======$")
-_ALLOWED_TWICE = re.compile(r"\.(setter|getter|deleter|register)$|^(typing\.)?overload$")
 
 
 def merge_file(
@@ -58,63 +57,21 @@ def marker_lines(data: bytes | None) -> tuple[int, ...]:
     return tuple(n for n, line in enumerate(text, 1) if _MARKER_RE.match(line.rstrip("\r")))
 
 
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
-
-def _excess(tree: ast.AST) -> Counter:
-    """Per (enclosing def/class path, name): how many more times than once it is defined in a
-    single body. if/else and try/except branches are bodies of their own, so
-    `if X: def f` / `else: def f` is no duplicate; property setters and overloads are allowed."""
-    seen: Counter = Counter()
-
-    def walk(body: list, scope: str) -> None:
-        names: Counter = Counter()
-        for stmt in body:
-            if isinstance(stmt, _DEFS):
-                names[stmt.name] += 1
-                walk(stmt.body, f"{scope}.{stmt.name}")
-                continue
-            for field in ("body", "orelse", "finalbody"):
-                sub = getattr(stmt, field, None)
-                if isinstance(sub, list) and sub:
-                    walk(sub, scope)
-            for handler in getattr(stmt, "handlers", None) or []:
-                walk(handler.body, scope)
-        for name, n in names.items():
-            if n > 1:
-                n -= sum(1 for st in body if _allowed_twice(st, name))
-            if n > 1:
-                seen[(scope, name)] += n - 1
-
-    walk(getattr(tree, "body", []), "")
-    return seen
-
-
-def _allowed_twice(stmt: ast.stmt, name: str) -> bool:
-    """A property setter/deleter, an @overload or a singledispatch register of `name`."""
-    if not isinstance(stmt, _DEFS) or stmt.name != name:
-        return False
-    return any(_ALLOWED_TWICE.search(ast.unparse(d)) for d in stmt.decorator_list)
-
-
 def python_problem(path: str, data: bytes | None, release: bytes | None) -> str | None:
     """Why a carried Python file cannot be kept as it is (None: it can). `release` is the file
-    the patch was carried onto: a duplicate it already has is upstream's business."""
+    the patch was carried onto: a duplicate it already has is upstream's business. The
+    defined-twice rule is the engine's (`placement.pydefs`), so port and apply agree."""
     if data is None or not path.endswith(".py"):
         return None
     try:
-        tree = ast.parse(data, filename=path)
+        dups = defined_twice(data, release)
     except (SyntaxError, ValueError) as e:
         if release is not None and _unparsable(release):
             return None  # upstream's file does not parse with this Python either
         line = getattr(e, "lineno", None)
         return f"does not compile{f' (line {line})' if line else ''}: {getattr(e, 'msg', e)}"
-    dups = _excess(tree)
-    if dups and release is not None:
-        with contextlib.suppress(SyntaxError, ValueError):
-            dups -= _excess(ast.parse(release))
     if dups:
-        where = ", ".join(f"{s.lstrip('.') or 'module'}: {n}" for s, n in sorted(dups))
+        where = "; ".join(f"{t.scope or 'module'}: {t.describe('the release')}" for t in dups)
         return f"defines the same name twice in one body ({where}): the fuzz trap"
     return None
 

@@ -160,6 +160,14 @@ def apply_cmd(
             help="Git checkout: record each newly applied patch as its own commit.",
         ),
     ] = False,
+    untested: Annotated[
+        bool,
+        typer.Option(
+            "--untested",
+            help="On a version the set was not checked on (a snapshot of main, a nightly): "
+            "apply its nearest variants where every hunk is certain.",
+        ),
+    ] = False,
 ) -> None:
     """Apply a patch set: probes first, then every patch planned in memory; all or nothing.
 
@@ -168,6 +176,10 @@ def apply_cmd(
 
     A set may patch files an earlier applied set patched: it goes on top, planned on the bytes
     that set left, and is reverted first (docs/safety.md, "Stacked sets").
+
+    On a version the set was not checked on (docs/tracking-main.md) apply refuses (exit 2)
+    unless --untested: then each patch uses the variants of the nearest lower version the set
+    was checked on, and is applied only if every hunk places exactly and uniquely.
     """
     from sgpatch.cli import apply
 
@@ -184,6 +196,7 @@ def apply_cmd(
             as_json,
             verbose,
             git_commit,
+            untested,
         )
     )
 

@@ -8,15 +8,15 @@ from pathlib import Path
 
 from sgpatch import __version__
 from sgpatch.cli.common import (
+    applied_untested,
     ledger_changes,
     load_ledger,
     open_target,
     say_notes,
     site_packages,
     stable_read,
-    supported_set,
 )
-from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.errors import ExitCode, SgpatchError, bad_input
 from sgpatch.ops import preconditions, report
 from sgpatch.ops.plan import SetPlan, plan_set
 from sgpatch.state import ledger as ledger_mod
@@ -36,19 +36,29 @@ def run(
     as_json: bool,
     verbose: bool,
     git_commit: bool = False,
+    untested: bool = False,
 ) -> int:
+    from sgpatch.patchset.manifest import load_set
+    from sgpatch.patchset.nearest import basis as basis_of
+
     target = open_target(sglang_dir, sglang_version)
-    manifest = supported_set(set_name, target, patchsets)
+    manifest = load_set(set_name, tuple(patchsets))
+    basis = basis_of(manifest, target.version)
+    if not basis.checked and not untested and not dry_run:
+        raise bad_input(
+            f"sglang {target.version} is not a release {manifest.name} was checked on; "
+            f"`apply --untested` applies its {basis.variants_of} variants only where every hunk "
+            "is certain (or port the set: `sgpatch port --to-tree`)"
+        )
+    if not basis.checked:
+        report.err(f"sgpatch: {basis.line()}")
     if git_commit:  # git mode (sgpatch.git.mode): refuse early outside a git work tree
         from sgpatch.git import mode as gitmode
 
         gitmode.require_repo(target)
-    job = _Job(
-        target,
-        manifest,
-        {"with_ids": tuple(with_ids), "without_ids": tuple(without_ids), "strict": strict},
-        git_commit,
-    )
+    options = {"with_ids": tuple(with_ids), "without_ids": tuple(without_ids), "strict": strict,
+               "variants_of": None if basis.checked else basis.variants_of}  # fmt: skip
+    job = _Job(target, manifest, options, git_commit)
     plan, code, pre, written = job.decide(*_read_unlocked(job)) if dry_run else _apply(job)
     after = plan.applied() if written else plan
     if as_json:
@@ -60,6 +70,8 @@ def run(
     else:
         report.show_set(target, after, pre, verbose)
         report.apply_summary(after, code, written, dry_run)
+        if dry_run and not basis.checked and not untested:
+            report.err("sgpatch: a real apply on this untested version needs --untested")
     return int(code)
 
 
@@ -84,6 +96,7 @@ class _Job:
         patched."""
         if say:
             say_notes(reconciled)
+            applied_untested(reconciled.ledger.sets.get(plan.name))
         code = _verdict(plan)
         pre = preconditions.for_plan(self.manifest, plan, site_packages(self.target))
         unmet = [x for x in pre if x.verdict == "unmet"]
@@ -221,7 +234,7 @@ def _recorded(root: Path, ledger, plan: SetPlan, version: str, gplan=None):
     modes = {c.path: (_mode_of(root, c.path), c.mode) for c in plan.changes}
     modes = {k: (b, a if a is not None else b) for k, (b, a) in modes.items()}
     new = ledger_mod.record_apply(
-        ledger, plan.name, version, __version__, records, originals, modes
+        ledger, plan.name, version, __version__, records, originals, modes, plan.variants_of
     )
     if gplan is not None:
         record = new.sets[plan.name]

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ops import report
-from sgpatch.patchset.manifest import SetManifest, load_set, set_supports
 from sgpatch.state import ledger as ledger_mod
 from sgpatch.state.folder import interrupted
 from sgpatch.state.ledger import LEDGER, state_dir
 from sgpatch.tree.target import Target, discover, find_target
 
 if TYPE_CHECKING:
-    from sgpatch.state.ledger import Ledger
+    from sgpatch.state.ledger import Ledger, SetRecord
     from sgpatch.state.upgrade import Reconciled
 
 T = TypeVar("T")
@@ -114,14 +113,13 @@ def ledger_changes(root: Path, old: Ledger, new: Ledger, data: list[bytes | None
     return out
 
 
-def supported_set(name: str, target: Target, extra: Sequence[Path]) -> SetManifest:
-    manifest = load_set(name, tuple(extra))
-    if not set_supports(manifest, target.version):
-        raise SgpatchError(
-            f"patch set {name} supports sglang {manifest.sglang}; this tree is "
-            f"{target.version} ({target.root})"
+def applied_untested(record: SetRecord | None) -> None:
+    """One stderr line when the ledger says the set was applied to an untested version."""
+    if record is not None and record.variants_of:
+        report.err(
+            f"sgpatch: {record.name} was applied to untested sglang {record.sglang_version} "
+            f"with the {record.variants_of} variants (apply --untested)"
         )
-    return manifest
 
 
 def site_packages(target: Target) -> Path | None:

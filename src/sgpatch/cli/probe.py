@@ -21,6 +21,7 @@ def run(
 ) -> int:
     target = open_target(sglang_dir, sglang_version, reader=True)
     manifest = load_set(set_name, tuple(patchsets))
+    untested = _untested(manifest, target.version)
     rows = []
     for p in manifest.patches:
         result = evaluate(p.probe, target.root) if p.probe is not None else None
@@ -32,6 +33,9 @@ def run(
                 "exit_code": 0,
                 "target": report.target_json(target),
                 "set": manifest.name,
+                "untested": None
+                if untested is None
+                else {"version": str(untested.version), "variants_of": str(untested.variants_of)},
                 "probes": [
                     {
                         "id": p.id,
@@ -44,6 +48,8 @@ def run(
             }
         )
         return 0
+    if untested is not None:
+        report.err(f"sgpatch: {untested.line()}")
     report.out(f"sglang {target.version} at {target.root}")
     for p, r in rows:
         verdict = "no probe" if r is None else ("upstream has it" if r.value else "not upstream")
@@ -62,3 +68,16 @@ def run(
         f"{target.version}{tail}"
     )
     return 0
+
+
+def _untested(manifest, version):
+    """Probes need no variant, so probe runs on any version; on one the set was not checked
+    on it says which variants status would plan it with (None: checked, or nothing lower)."""
+    from sgpatch.errors import SgpatchError
+    from sgpatch.patchset.nearest import basis
+
+    try:
+        found = basis(manifest, version)
+    except SgpatchError:
+        return None
+    return None if found.checked else found

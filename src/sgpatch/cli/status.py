@@ -6,17 +6,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sgpatch.cli.common import (
+    applied_untested,
     load_ledger,
     open_target,
     say_notes,
     site_packages,
     stable_read,
-    supported_set,
 )
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ops import preconditions, report
 from sgpatch.ops.plan import plan_set
-from sgpatch.patchset.manifest import SetManifest, find_sets, load_manifest, set_supports
+from sgpatch.patchset import nearest
+from sgpatch.patchset.manifest import SetManifest, find_sets, load_manifest, load_set, set_supports
 from sgpatch.state import drift
 
 
@@ -38,17 +39,20 @@ def run(
     ledger = reconciled.ledger
     code = max((row[3] for row in rows), default=ExitCode.OK)
     docs = []
-    for manifest, plan, pre, set_code in rows:
+    for manifest, plan, pre, set_code, basis in rows:
+        if not basis.checked:
+            report.err(f"sgpatch: {basis.line()}")
         dirty: list[str] = []
         if target.layout == "checkout":  # git mode only; keeps GitPython off the common path
             from sgpatch.git import mode as gitmode
 
             dirty = gitmode.status_warning(target, manifest, ledger, quiet=as_json)
+        record = ledger.sets.get(manifest.name)
         if as_json:
-            docs.append(
-                {**report.set_json("status", target, plan, pre, set_code), "uncommitted": dirty}
-            )
+            doc = report.set_json("status", target, plan, pre, set_code)
+            docs.append({**doc, "applied_untested": _applied_json(record), "uncommitted": dirty})
         else:
+            applied_untested(record)
             report.show_set(target, plan, pre, verbose, to_stdout=True)
             report.status_verdict(plan, set_code)
     if found_drift and not as_json:
@@ -72,21 +76,30 @@ def _read(target, set_name: str | None, patchsets: Sequence[Path], with_ids: Seq
     reconciled = load_ledger(target)
     ledger = reconciled.ledger
     if set_name:
-        manifests = [supported_set(set_name, target, patchsets)]
+        manifests = [load_set(set_name, tuple(patchsets))]
     else:
         manifests = _relevant_sets(target, ledger, patchsets)
     if not manifests:
         raise SgpatchError(
-            f"no known patch set supports sglang {target.version} ({target.root}); "
-            "see `sgpatch list`"
+            f"no known patch set supports sglang {target.version} ({target.root}); see "
+            "`sgpatch list` (--set NAME plans a version a set was not checked on with the set's "
+            "nearest variants)"
         )
     rows = []
     touched = {f for s in ledger.sets.values() for f in s.files}  # drift: files sets touch
     for manifest in manifests:
-        plan = plan_set(manifest, target.root, target.version, ledger, with_ids=tuple(with_ids))
+        basis = nearest.basis(manifest, target.version)
+        plan = plan_set(
+            manifest,
+            target.root,
+            target.version,
+            ledger,
+            with_ids=tuple(with_ids),
+            variants_of=None if basis.checked else basis.variants_of,
+        )
         touched |= {x for p in plan.patches for f in p.files for x in (f.path, f.source)}
         pre = preconditions.for_plan(manifest, plan, site_packages(target))
-        rows.append((manifest, plan, pre, _check_code(plan)))
+        rows.append((manifest, plan, pre, _check_code(plan), basis))
     return reconciled, rows, drift.check(target.root, target.dist_info, ledger, touched)
 
 
@@ -102,10 +115,21 @@ def _check_code(plan) -> ExitCode:
 
 
 def _relevant_sets(target, ledger, patchsets: Sequence[Path]) -> list[SetManifest]:
-    """Every set in the ledger, else every known set that supports this version (each
-    manifest is read once)."""
+    """Every set in the ledger, else every known set that supports this version or names it
+    as a snapshot it was checked on (each manifest is read once)."""
     if ledger.sets:
-        return [supported_set(name, target, patchsets) for name in ledger.sets]  # applied order
+        return [load_set(name, tuple(patchsets)) for name in ledger.sets]  # applied order
     found = sorted(find_sets(tuple(patchsets)).items())
     manifests = [load_manifest(path / "patchset.yaml") for _, path in found]
-    return [m for m in manifests if set_supports(m, target.version)]
+    return [
+        m
+        for m in manifests
+        if set_supports(m, target.version) or nearest.checked(m, target.version)
+    ]
+
+
+def _applied_json(record) -> dict | None:
+    """The ledger's word that the set was applied to an untested version (null otherwise)."""
+    if record is None or not record.variants_of:
+        return None
+    return {"version": record.sglang_version, "variants_of": record.variants_of}

@@ -385,6 +385,7 @@ class SetPlan:
     version: str
     patches: tuple[PatchPlan, ...]
     changes: tuple[FileChange, ...]  # what apply would write (patched files only)
+    variants_of: str | None = None  # an untested version: the version whose variants planned it
 
     @property
     def done(self) -> bool:
@@ -488,9 +489,14 @@ def plan_set(
     with_ids: tuple[str, ...] = (),
     without_ids: tuple[str, ...] = (),
     strict: bool = False,
+    variants_of: Version | None = None,
 ) -> SetPlan:
     """Decide every patch's state in manifest order, over one overlay (later patches see
-    earlier ones). Order of evidence: ledger -> post-image present -> probe -> engine."""
+    earlier ones). Order of evidence: ledger -> post-image present -> probe -> engine.
+
+    `variants_of`: a version the set was not checked on (sgpatch.patchset.nearest) is planned
+    with the variants of this one, at fuzz 0, and a patch is pending only when every hunk's
+    place is certain (sgpatch.placement.certain); otherwise it is a conflict."""
     ids = {p.id for p in manifest.patches}
     for pid in (*with_ids, *without_ids):
         if pid not in ids:
@@ -500,13 +506,14 @@ def plan_set(
     record = ledger.sets.get(manifest.name)
     overlay = Overlay(root)
     probes = Reader(root)  # one read (and parse) per tree file for all the set's probes
-    fuzz = 0 if strict else manifest.fuzz
+    fuzz = 0 if strict or variants_of is not None else manifest.fuzz
+    chosen = ChosenBy(version, variants_of)
     plans: list[PatchPlan] = []
     by_id: dict[str, PatchPlan] = {}
     for spec in manifest.patches:
         selected = (not spec.optional or spec.id in with_ids) and spec.id not in without_ids
         plan = _plan_one(
-            spec, manifest, probes, version, record, ledger, overlay, fuzz, selected, by_id
+            spec, manifest, probes, chosen, record, ledger, overlay, fuzz, selected, by_id
         )
         plans.append(plan)
         by_id[spec.id] = plan
@@ -517,14 +524,15 @@ def plan_set(
     }
     modes = file_modes([f for p in plans if p.state == "pending" and p.selected for f in p.files])
     changes = tuple(c for c in overlay.changes(modes) if c.path in pending_files)
-    return SetPlan(manifest.name, str(version), tuple(plans), changes)
+    untested = str(variants_of) if variants_of is not None else None
+    return SetPlan(manifest.name, str(version), tuple(plans), changes, untested)
 
 
 def _plan_one(
     spec: PatchSpec,
     manifest: SetManifest,
     probes: Reader,
-    version: Version,
+    chosen: ChosenBy,
     record: SetRecord | None,
     ledger: Ledger,
     overlay: Overlay,
@@ -544,17 +552,17 @@ def _plan_one(
     rec = record.patch(spec.id) if record else None
     if record is not None and rec is not None:
         return _plan_recorded(base, record, rec, ledger, overlay)
-    variant = select_variant(spec, version)
+    variant = select_variant(spec, chosen.variants)
     probe_result = evaluate(spec.probe, probes.root, probes) if spec.probe is not None else None
     if variant is not None and variant.na is not None:
         return PatchPlan(**base, state="n/a", how="n/a", note=variant.na, probe=probe_result)
     if variant is None:
-        return _plan_without_variant(base, spec, manifest, version, probe_result)
+        return _plan_without_variant(base, spec, manifest, chosen, probe_result)
     rel = _set_relative(variant.patch, manifest.base_dir)
     data = _read_patch_bytes(variant.patch, rel)
     patch = parse_patch(data, f"{manifest.name}/{rel}")
     common = {**base, "variant": rel, "patch_sha256": sha256(data), "probe": probe_result}
-    return _plan_variant(common, spec, patch, overlay, fuzz, by_id)
+    return _plan_variant(common, spec, patch, overlay, fuzz, by_id, chosen.untested)
 
 
 def _plan_recorded(
@@ -585,7 +593,7 @@ def _plan_without_variant(
     base: dict[str, Any],
     spec: PatchSpec,
     manifest: SetManifest,
-    version: Version,
+    chosen: ChosenBy,
     probe_result: ProbeResult | None,
 ) -> PatchPlan:
     """No variant covers this release: fine if upstream has it or it is not selected; bad
@@ -600,10 +608,10 @@ def _plan_without_variant(
             state="n/a",
             how="n/a",
             probe=probe_result,
-            note=f"no variant for sglang {version}; not selected",
+            note=f"no variant for sglang {chosen.variants}; not selected",
         )
     raise SgpatchError(
-        f"no variant of patch {spec.id!r} (set {manifest.name}) for sglang {version}, "
+        f"no variant of patch {spec.id!r} (set {manifest.name}) for sglang {chosen.described}, "
         "and its probe does not find it upstream"
     )
 
@@ -615,8 +623,10 @@ def _plan_variant(
     overlay: Overlay,
     fuzz: int,
     by_id: Mapping[str, PatchPlan],
+    certain: bool = False,
 ) -> PatchPlan:
-    """Steps 2-4 for a patch with a variant: post-image present, probe, requirements, engine."""
+    """Steps 2-4 for a patch with a variant: post-image present, probe, requirements, engine
+    (`certain`: every hunk's place must be certain, sgpatch.placement.certain)."""
     mapper = package_mapper(patch.name)
     probe_result: ProbeResult | None = common["probe"]
     # 2. post-image exactly in place (applied by hand or by an older tool)? Planned at fuzz 0
@@ -643,7 +653,7 @@ def _plan_variant(
             note="requires " + ", ".join(missing),
             exit_code=ExitCode.CONFLICT,
         )
-    return _plan_engine(common, spec, patch, overlay, fuzz, trial, present)
+    return _plan_engine(common, spec, patch, overlay, fuzz, trial, present, certain)
 
 
 def _plan_engine(
@@ -654,6 +664,7 @@ def _plan_engine(
     fuzz: int,
     trial: Overlay,
     present: tuple[FilePlan, ...],
+    certain: bool = False,
 ) -> PatchPlan:
     """Step 4: the engine, on the overlay (so patches see each other), only for selected
     patches. At fuzz 0 the step-2 plan on `trial` is reused."""
@@ -664,9 +675,15 @@ def _plan_engine(
     else:
         trial = overlay.fork()
         files = plan_patch(trial, patch, mapper, fuzz=fuzz)
+    code = patch_status(files)
+    doubt = _uncertain(patch, files) if certain and code == ExitCode.OK else None
+    if doubt is not None:
+        return PatchPlan(
+            **common, state="conflict", how=doubt[0], note=doubt[1], files=files,
+            exit_code=ExitCode.UNSAFE if doubt[0] == "ambiguous" else ExitCode.CONFLICT,
+        )  # fmt: skip
     if selected:
         overlay.adopt(trial)
-    code = patch_status(files)
     if code != ExitCode.OK:
         return PatchPlan(
             **common,
@@ -684,6 +701,43 @@ def _plan_engine(
         note="" if selected else _left_out(spec),
         exit_code=ExitCode.NOT_DONE if selected else ExitCode.OK,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ChosenBy:
+    """The tree's version and the version whose variants plan it (None: its own)."""
+
+    version: Version
+    variants_of: Version | None = None
+
+    @property
+    def variants(self) -> Version:
+        return self.version if self.variants_of is None else self.variants_of
+
+    @property
+    def untested(self) -> bool:
+        return self.variants_of is not None
+
+    @property
+    def described(self) -> str:
+        if self.variants_of is None:
+            return str(self.version)
+        return f"{self.variants_of} (nearest to {self.version}, which the set was not checked on)"
+
+
+def _uncertain(patch: Patch, files: tuple[FilePlan, ...]) -> tuple[str, str] | None:
+    """(how, note) when some hunk of a pending patch is not certainly placed: "uncertain" for
+    a match that needed tolerance, "ambiguous" for lines found at several places."""
+    from sgpatch.placement.certain import uncertain_hunks
+
+    for fp, plan in zip(patch.files, files, strict=True):
+        if not plan.hunks or plan.before is None:
+            continue
+        doubts = uncertain_hunks(split_lines(decode(plan.before)), fp.hunks, plan.hunks)
+        if doubts:
+            how = "ambiguous" if doubts[0].kind == "repeated" else "uncertain"
+            return how, f"{plan.path} {doubts[0].reason}: not certain on an untested version"
+    return None
 
 
 def _unmet(spec: PatchSpec, by_id: Mapping[str, PatchPlan]) -> list[str]:

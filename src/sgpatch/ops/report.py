@@ -246,6 +246,7 @@ def set_json(command, target, plan, pre, code, *, dry_run=False, written=(), bef
         "target": target_json(target),
         "set": plan.name,
         "done": plan.done,
+        "untested": untested_json(plan),
         "patches": [patch_json(p) for p in plan.patches],
         "preconditions": [asdict(x) for x in pre],
     }
@@ -255,6 +256,21 @@ def set_json(command, target, plan, pre, code, *, dry_run=False, written=(), bef
         if before is not None:
             doc["planned"] = [patch_json(p) for p in before.patches]
     return doc
+
+
+def untested_json(plan) -> dict[str, Any] | None:
+    """null when the set was checked on the tree's version; else the version whose variants
+    planned it (docs/manifest.md, "Versions a set was not checked on")."""
+    if plan.variants_of is None:
+        return None
+    return {"version": plan.version, "variants_of": plan.variants_of}
+
+
+def untested_tail(plan) -> str:
+    """What a verdict line adds for an untested version ('' for a checked one)."""
+    if plan.variants_of is None:
+        return ""
+    return f"; untested: sglang {plan.version}, planned with the {plan.variants_of} variants"
 
 
 def _short(text: str, width: int = 200) -> str:
@@ -330,17 +346,17 @@ def status_verdict(plan, code) -> None:
         word = "conflict"
     else:
         word = "done" if code == 0 else "not done"
-    err(f"sgpatch: {plan.name}: {state_counts(plan)}; {word}")
+    err(f"sgpatch: {plan.name}: {state_counts(plan)}; {word}{untested_tail(plan)}")
 
 
 def apply_summary(plan, code, written, dry_run: bool) -> None:
     """One line a build log can grep: what happened to the set, counted by final state."""
-    parts = state_counts(plan)
+    parts, tail = state_counts(plan), untested_tail(plan)
     if code != 0:
-        err(f"sgpatch: {plan.name}: not applied ({parts}); nothing was written")
+        err(f"sgpatch: {plan.name}: not applied ({parts}); nothing was written{tail}")
     elif dry_run:
-        err(f"sgpatch: {plan.name}: dry run ({parts}); nothing was written")
+        err(f"sgpatch: {plan.name}: dry run ({parts}); nothing was written{tail}")
     elif written:
-        err(f"sgpatch: {plan.name}: applied; {len(written)} file(s) written ({parts})")
+        err(f"sgpatch: {plan.name}: applied; {len(written)} file(s) written ({parts}){tail}")
     else:
-        err(f"sgpatch: {plan.name}: nothing to do ({parts})")
+        err(f"sgpatch: {plan.name}: nothing to do ({parts}){tail}")

@@ -110,6 +110,9 @@ class SetRecord:
     patches: tuple[PatchRecord, ...] = ()
     files: Mapping[str, FileRecord] = field(default_factory=dict)
     commits: tuple[GitCommit, ...] = ()  # git mode: the commits made for it, oldest first
+    # applied to a version the set was not checked on (`apply --untested`): the version whose
+    # variants it was planned with (None: a release or snapshot the set was checked on)
+    variants_of: str | None = None
 
     def patch(self, pid: str) -> PatchRecord | None:
         return next((p for p in self.patches if p.id == pid), None)
@@ -220,6 +223,7 @@ def _set_from(name: str, s: dict[str, Any]) -> SetRecord:
         ),
         files={k: _file_from(v) for k, v in s["files"].items()},
         commits=tuple(GitCommit(c["id"], c["sha"]) for c in s.get("commits", [])),
+        variants_of=_opt(s.get("untested_with"), str),
     )
 
 
@@ -241,6 +245,7 @@ def dump(ledger: Ledger) -> bytes:
                     for k, v in sorted(s.files.items())
                 },
                 **({"commits": [asdict(c) for c in s.commits]} if s.commits else {}),
+                **({"untested_with": s.variants_of} if s.variants_of else {}),
             }
             for name, s in ledger.sets.items()
         },
@@ -303,6 +308,7 @@ def record_apply(
     patches: list[PatchRecord],
     changes: Mapping[str, tuple[bytes | None, bytes | None]],
     modes: Mapping[str, tuple[int | None, int | None]] | None = None,
+    variants_of: str | None = None,
 ) -> Ledger:
     """The ledger after applying `patches` whose files went from `changes[path][0]` to [1]
     (and, where given, from mode `modes[path][0]` to [1]).
@@ -310,7 +316,9 @@ def record_apply(
     A file the set already touched keeps its first 'before' (and mode before). Another set
     that recorded the same file keeps its own record: this set was planned on the bytes that
     set left, so its 'before' is that set's 'after' (the chain `holds` follows). A new set
-    goes on top of the order; a set applied again keeps its place.
+    goes on top of the order; a set applied again keeps its place. `variants_of`: applied to
+    a version the set was not checked on, with that version's variants (`apply --untested`);
+    once recorded it stays until the set is reverted.
     """
     modes = modes or {}
     old = ledger.sets.get(name)
@@ -334,6 +342,7 @@ def record_apply(
         ),
         files=files,
         commits=old.commits if old else (),
+        variants_of=variants_of or (old.variants_of if old else None),
     )
     return ledger.with_set(record)
 

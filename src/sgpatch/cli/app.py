@@ -501,6 +501,14 @@ def port_cmd(
     without_ids: WithoutOpt = None,
     offline: OfflineOpt = False,
     as_json: JsonOpt = False,
+    to_tree: Annotated[
+        Path | None,
+        typer.Option(
+            "--to-tree",
+            help="Carry the set onto this SGLang tree instead (a checkout of main, a nightly "
+            "image's package): its variants name that snapshot only.",
+        ),
+    ] = None,
 ) -> None:
     """Carry a patch set to another SGLang release, like a rebase.
 
@@ -508,6 +516,11 @@ def port_cmd(
     workspace holding the release's tree; fix what needs a hand there, then --continue (or
     --abort). Exit 0 carried and the set written, 3 conflicts left in the workspace (the set
     unchanged), 2 bad input, 4 a port already in progress in the workspace.
+
+    --to-tree DIR ports onto a tree that is not a release (docs/tracking-main.md): it is kept
+    in the release cache as a snapshot, each patch is carried from the variant of the nearest
+    lower version the set was checked on, and the new variants name the snapshot alone
+    (`==0.5.24.dev12`).
     """
     from sgpatch.cli import port
 
@@ -525,6 +538,7 @@ def port_cmd(
                 without_ids or [],
                 offline,
                 as_json,
+                to_tree,
             )
         )
     )

@@ -22,6 +22,7 @@ class Args:
     without: Sequence[str]
     offline: bool
     as_json: bool
+    to_tree: Path | None = None
 
 
 def run(a: Args) -> int:
@@ -32,6 +33,8 @@ def run(a: Args) -> int:
         return _aborted(a, port.abort(a.workspace))
     if a.cont:
         return _emit(a, [port.resume(a.workspace)])
+    if a.to_tree is not None:
+        return _onto_tree(a)
     manifest, version, workspace = _inputs(a)
     if a.step:
         reps = port.walk(manifest, version, workspace, offline=a.offline, without=a.without)
@@ -49,10 +52,17 @@ def _check(a: Args) -> None:
         raise bad_input("--continue and --abort: choose one")
     if (a.cont or a.abort) and a.workspace is None:
         raise bad_input(f"--{'continue' if a.cont else 'abort'} needs --workspace W")
-    if (a.cont or a.abort) and (a.set_name or a.to or a.step):
+    if (a.cont or a.abort) and (a.set_name or a.to or a.step or a.to_tree):
         raise bad_input("--continue/--abort take only --workspace (the port's state is there)")
-    if not (a.cont or a.abort) and (a.set_name is None or a.to is None):
-        raise bad_input("sgpatch port needs --set NAME and --to VERSION (or --continue/--abort)")
+    if a.to is not None and a.to_tree is not None:
+        raise bad_input("--to VERSION and --to-tree DIR: choose one")
+    if a.to_tree is not None and a.step:
+        raise bad_input("--step walks releases; --to-tree ports to one tree: choose one")
+    if not (a.cont or a.abort) and (a.set_name is None or (a.to is None and a.to_tree is None)):
+        raise bad_input(
+            "sgpatch port needs --set NAME and --to VERSION or --to-tree DIR "
+            "(or --continue/--abort)"
+        )
 
 
 def _inputs(a: Args):
@@ -76,6 +86,34 @@ def _inputs(a: Args):
     return manifest, version, workspace
 
 
+def _onto_tree(a: Args) -> int:
+    """`--to-tree DIR`: keep the tree as a snapshot, carry from the nearest variants."""
+    import tempfile
+
+    from sgpatch import port
+    from sgpatch.patchset.manifest import load_set
+    from sgpatch.port.onto_tree import prepare
+
+    assert a.to_tree is not None
+    manifest = load_set(a.set_name or "", tuple(a.patchsets))
+    tree = prepare(manifest, a.to_tree, a.offline)
+    workspace = a.workspace or Path(
+        tempfile.mkdtemp(prefix=f"sgpatch-port-{manifest.name}-{tree.onto}-")
+    )
+    if not a.as_json:
+        report.err(
+            f"sgpatch port: {tree.root} is sglang {tree.version}, not a release: carrying "
+            f"{manifest.name} from its {tree.variants_of} variants; the tree is kept as snapshot "
+            f"{tree.onto} ({tree.archive})"
+        )
+    rep = port.port(manifest, tree.onto, workspace, offline=a.offline, without=a.without,
+                    finish=not a.no_finish, known=tree.known)  # fmt: skip
+    extra = {"tree": {"root": str(tree.root), "version": str(tree.version),
+                      "snapshot": str(tree.onto), "variants_of": str(tree.variants_of),
+                      "kept": str(tree.archive)}}  # fmt: skip
+    return _emit(a, [rep], extra)
+
+
 def _aborted(a: Args, left: list[str]) -> int:
     if a.as_json:
         report.emit_json(
@@ -88,11 +126,11 @@ def _aborted(a: Args, left: list[str]) -> int:
     return 0
 
 
-def _emit(a: Args, reps) -> int:
+def _emit(a: Args, reps, extra: dict | None = None) -> int:
     code = int(reps[-1].exit_code)
     if a.as_json:
         report.emit_json(
-            {"command": "port", "schema": 3, "exit_code": code,
+            {"command": "port", "schema": 3, "exit_code": code, **(extra or {}),
              "steps": [r.json() for r in reps]}
         )  # fmt: skip
         return code

@@ -146,7 +146,11 @@ def _state_findings(
 def _turns_true(spec: PatchSpec, rows: Sequence[Row]) -> Version | None:
     """The first release (of the planned rows, in version order) where the probe is true on
     the pristine tree."""
-    planned = sorted((Version(r.release), r.cells.get(spec.id)) for r in rows if not r.error)
+    planned = sorted(
+        (Version(r.release), r.cells.get(spec.id))
+        for r in rows
+        if not r.error and not Version(r.release).is_prerelease  # a snapshot has it before
+    )  # its release: merged upstream, not yet released, is no reason to move `since`
     return next((v for v, cell in planned if cell is not None and cell.probe), None)
 
 
@@ -181,7 +185,7 @@ def _dead_variants(manifest: SetManifest, versions: Sequence[Version]) -> list[F
     for spec in manifest.patches:
         chosen = {id(select_variant(spec, v)) for v in versions}
         for v in spec.variants:
-            if v.patch is not None and id(v) not in chosen:
+            if v.patch is not None and id(v) not in chosen and not _names_a_snapshot(v):
                 out.append(
                     Finding(
                         "warning",
@@ -194,6 +198,16 @@ def _dead_variants(manifest: SetManifest, versions: Sequence[Version]) -> list[F
                     )
                 )
     return out
+
+
+def _names_a_snapshot(variant) -> bool:
+    """A variant `port --to-tree` wrote (`==0.5.24.dev12`): it serves one snapshot, which is
+    never among the releases lint plans, so it is not dead for being chosen by none of them."""
+    clauses = list(variant.sglang)
+    return bool(clauses) and all(
+        c.operator == "==" and not c.version.endswith(".*") and Version(c.version).is_prerelease
+        for c in clauses
+    )
 
 
 def render(findings: Sequence[Finding], fmt: str, name: str) -> list[str]:

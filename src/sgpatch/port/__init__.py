@@ -91,13 +91,17 @@ def port(
     offline: bool = False,
     without: Sequence[str] = (),
     finish: bool = True,
+    known: Sequence[Version] | None = None,
 ) -> Report:
-    """Carry the set to `to` in `workspace`; finish by itself when nothing needs a hand."""
+    """Carry the set to `to` in `workspace`; finish by itself when nothing needs a hand.
+    `known`: where variants may come from, when not the releases (sgpatch.port.onto_tree)."""
     from sgpatch.port import sequencer
     from sgpatch.releases import cache as releases
 
     with releases.cache_only(offline):
-        ctx = sequencer.start(manifest, to, workspace, offline=offline, without=without)
+        ctx = sequencer.start(
+            manifest, to, workspace, offline=offline, without=without, known=known
+        )
         sequencer.run_todo(ctx)
         return _conclude(ctx, finish)
 

@@ -84,17 +84,24 @@ def _edits(ctx: Context, text: str) -> tuple[str, dict[str, bytes], list[str]]:
             text = manifest_text.insert_first_na_variant(
                 text, ctx.manifest.path, spec.id, edits.exact(ctx.to), why
             )
-    if not ctx.manifest.sglang.contains(ctx.to, prereleases=True):
+    if not _snapshot(ctx) and not ctx.manifest.sglang.contains(ctx.to, prereleases=True):
         spec = edits.set_widened(ctx.manifest.sglang, ctx.to)
         changes.append(f"set sglang {str(ctx.manifest.sglang)!r} -> {spec!r}")
         text = manifest_text.set_set_spec(text, ctx.manifest.path, spec)
     return text, files, changes
 
 
+def _snapshot(ctx: Context) -> bool:
+    """A port onto a snapshot (`--to-tree`; `--to` takes final releases only): the variants it
+    writes name that snapshot alone (`==0.5.24.dev12`), and no range is moved, stretched or
+    bounded by it: ranges speak of releases, and a snapshot is none (docs/porting.md)."""
+    return ctx.to.is_prerelease
+
+
 def _upstream(ctx: Context, spec: PatchSpec, text: str, changes: list[str]) -> str:
     cur = select_variant(spec, ctx.to)
-    if cur is None or cur.patch is None:
-        return text
+    if cur is None or cur.patch is None or _snapshot(ctx):
+        return text  # a snapshot: the probe says upstream there, with or without a variant
     below = any(v < ctx.to and cur.sglang.contains(v, True) for v in ctx.known)
     new = edits.capped(cur.sglang, ctx.to) if below else edits.floored(cur.sglang, ctx.to)
     changes.append(f"{spec.id}: upstream in {ctx.to}: variant {str(cur.sglang)!r} -> {new!r}")
@@ -107,6 +114,11 @@ def _carried(ctx: Context, spec, o: Outcome, text: str, files: dict, changes: li
     assert sorc is not None and sorc.variant.patch is not None
     old_rel = sorc.variant.patch.relative_to(ctx.manifest.base_dir).as_posix()
     path, to = ctx.manifest.path, ctx.to
+    if o.as_is and _snapshot(ctx) and str(sorc.variant.sglang) != edits.exact(to):
+        changes.append(f"{spec.id}: {old_rel} serves {to}: new variant '=={to}'")
+        return manifest_text.insert_first_variant(
+            text, path, spec.id, edits.exact(to), old_rel, str(sorc.base)
+        )
     if o.as_is:
         if sorc.variant.sglang.contains(to, prereleases=True):
             return text
@@ -145,7 +157,7 @@ def _not_applicable(ctx: Context, spec: PatchSpec, text: str, changes: list) -> 
     if na is None or not na.here_too or select_variant(spec, to) is not None:
         return text
     old = na.variant.sglang
-    wide = edits.widened(old, to)
+    wide = None if _snapshot(ctx) else edits.widened(old, to)
     if wide is not None and not _claims_more(old, wide, to, ctx.known):
         changes.append(f"{spec.id}: n/a on {na.release} serves {to}: {str(old)!r} -> {wide!r}")
         idx = spec.variants.index(na.variant)

@@ -93,15 +93,24 @@ class Context:
 
 
 def start(
-    manifest: SetManifest, to: Version, top: Path, *, offline: bool, without: Sequence[str] = ()
+    manifest: SetManifest,
+    to: Version,
+    top: Path,
+    *,
+    offline: bool,
+    without: Sequence[str] = (),
+    known: Sequence[Version] | None = None,
 ) -> Context:
-    """Lay out W for `to`, record the state, settle probes and skips; nothing carried yet."""
+    """Lay out W for `to`, record the state, settle probes and skips; nothing carried yet.
+    `known`: the versions variants may come from, when not the releases (a snapshot,
+    sgpatch.port.onto_tree)."""
     from sgpatch.releases import cache as releases
 
     for pid in without:
         manifest.patch(pid)  # unknown ids are bad input
-    known = src.known_releases(offline)
-    if offline and to not in known:
+    given = known is not None
+    known = list(known) if known is not None else src.known_releases(offline)
+    if offline and not given and to not in known:
         raise bad_input(f"--offline: sglang {to} is not in the release cache; `sgpatch fetch {to}`")
     ws = claim(top)
     ctx = Context(manifest, to, ws, known, offline=offline)

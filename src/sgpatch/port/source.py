@@ -72,10 +72,13 @@ class Source:
 
 
 def by_distance(target: Version, known: Sequence[Version]) -> list[Version]:
-    """Releases ordered by how far they are from `target` (the older one first on a tie)."""
+    """Releases ordered by how far they are from `target` (the older one first on a tie). A
+    snapshot target (a pre-release: `port --to-tree`) comes first only when it is among
+    `known` (a variant names it): a release range that merely contains it was not made on it."""
     order = sorted(set(known) | {target})
     at = order.index(target)
-    return sorted(order, key=lambda v: (abs(order.index(v) - at), v))
+    out = sorted(order, key=lambda v: (abs(order.index(v) - at), v))
+    return [v for v in out if v != target] if target.is_prerelease and target not in known else out
 
 
 def source_of(spec: PatchSpec, target: Version, known: Sequence[Version]) -> Source | None:

@@ -144,6 +144,33 @@ def cached_versions() -> list[Version]:
     return sorted(_cached_wheels())
 
 
+def cached_snapshots() -> dict[Version, Path]:
+    """The snapshots `port --to-tree` kept (sgpatch.releases.snapshot), by public version:
+    read like wheels, never listed as releases."""
+    from sgpatch.releases.snapshot import snapshots_dir
+
+    found: dict[Version, Path] = {}
+    folder = snapshots_dir(cache_dir())
+    if not folder.is_dir():
+        return found
+    for p in sorted(folder.glob(f"{PACKAGE}-*.whl")):
+        try:
+            name, ver, _build, _tags = parse_wheel_filename(p.name)
+        except (InvalidWheelFilename, InvalidVersion):
+            continue
+        if name == PACKAGE and ver.is_prerelease:
+            found[ver] = p
+    return found
+
+
+def _cached(rel: Version) -> Path | None:
+    """The cached wheel of a release, or the kept snapshot of a pre-release version."""
+    path = _cached_wheels().get(rel)
+    if path is None and rel.is_prerelease:
+        path = cached_snapshots().get(rel)
+    return path
+
+
 # ---------------------------------------------------------------------------------------------
 # telling people about downloads
 
@@ -198,7 +225,7 @@ def fetch(versions, *, keep_going: bool = False) -> dict[Version, Path]:
     release that cannot be downloaded is said and left out instead of stopping the batch
     (`matrix` then reports it as that release's error)."""
     rels = list(dict.fromkeys(_release(v) for v in versions))
-    cached = _cached_wheels()
+    cached = {**cached_snapshots(), **_cached_wheels()}
     missing = [r for r in rels if r not in cached]
     failed = _fetch_missing(missing, keep_going) if missing else set()
     return {r: wheel_path(r) for r in rels if r not in failed}
@@ -290,7 +317,7 @@ def cache_only(on: bool = True) -> Iterator[None]:
 def wheel_path(version: str | Version) -> Path:
     """The verified cached wheel for `version`, downloading it first if it is missing."""
     rel = _release(version)
-    path = _cached_wheels().get(rel)
+    path = _cached(rel)
     if path is None and _OFFLINE[0]:
         raise SgpatchError(f"sglang {rel} is not in the release cache (--offline); "
                            f"`sgpatch fetch {rel}` first")  # fmt: skip

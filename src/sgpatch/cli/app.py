@@ -377,6 +377,14 @@ ReleasesOpt = Annotated[
 OfflineOpt = Annotated[
     bool, typer.Option("--offline", help="Only releases already in the cache; no index query.")
 ]
+TreeOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--tree",
+        help="Also plan the set on this SGLang tree (a checkout of main, a nightly's package); "
+        "repeatable.",
+    ),
+]
 
 
 @app.command("matrix", short_help="Plan a set against every release it claims.")
@@ -396,17 +404,22 @@ def matrix_cmd(
     offline: OfflineOpt = False,
     workers: Annotated[int | None, typer.Option("--workers", help="Parallel workers.")] = None,
     as_json: JsonOpt = False,
+    trees: TreeOpt = None,
 ) -> None:
     """Plan each patch of a set against each release the set claims.
 
     A cell is clean / offset / fuzz / upstream / n/a / conflict, planned on pristine trees from
-    the release cache, in parallel. --json is --format json.
+    the release cache, in parallel. --json is --format json. --tree DIR adds a row for an SGLang
+    tree that is not a release (a checkout of main, a nightly's package), planned as `status`
+    plans it.
     """
     from sgpatch.cli import maint
 
     fmt = _json_format(fmt, as_json, "table")
     raise typer.Exit(
-        maint.matrix(set_name, patchsets or [], releases, fmt, fail_on or [], offline, workers)
+        maint.matrix(
+            set_name, patchsets or [], releases, fmt, fail_on or [], offline, workers, trees or []
+        )
     )
 
 
@@ -429,17 +442,21 @@ def lint_cmd(
     fmt: Annotated[str, typer.Option("--format", help="text, github or json.")] = "text",
     offline: OfflineOpt = False,
     as_json: JsonOpt = False,
+    trees: TreeOpt = None,
 ) -> None:
     """Check patch sets the way CI does.
 
     Every variant applies with fuzz 0 and no ambiguity on every release it covers; probes agree
     with the manifest's upstream status; headers present. Exit 3 on any error finding; 2 when
-    the set cannot be read. --json is --format json.
+    the set cannot be read. --json is --format json. --tree DIR checks the set on that tree
+    too, as `status` plans it.
     """
     from sgpatch.cli import maint
 
     fmt = _json_format(fmt, as_json, "text")
-    raise typer.Exit(maint.lint(set_names or [], patchsets or [], releases, fmt, offline))
+    raise typer.Exit(
+        maint.lint(set_names or [], patchsets or [], releases, fmt, offline, trees or [])
+    )
 
 
 @app.command("verify", short_help="Check a patch set on real releases, end to end.")

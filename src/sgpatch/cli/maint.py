@@ -98,6 +98,7 @@ def matrix(
     fail_on: Sequence[str],
     offline: bool,
     workers: int | None,
+    trees: Sequence[Path] = (),
 ) -> int:
     from sgpatch.ops import matrix as mx
     from sgpatch.patchset.manifest import load_set
@@ -106,10 +107,11 @@ def matrix(
     for kind in fail_on:
         _one_of("--fail-on", kind, FAIL_ON)
     manifest = load_set(set_name, tuple(patchsets))
+    tree_rows = mx.compute_trees(manifest, trees)  # bad trees are bad input before any work
     versions = mx.select_versions(manifest, releases_spec, offline)
-    if not versions:
+    if not versions and not trees:
         raise SgpatchError(f"no release matches {releases_spec or manifest.sglang}")
-    rows = mx.compute(manifest, versions, workers)
+    rows = (mx.compute(manifest, versions, workers) if versions else []) + tree_rows
     failing = set(fail_on)
     code = ExitCode.OK
     for row in rows:
@@ -129,6 +131,8 @@ def matrix(
                 "releases": [
                     {
                         "release": r.release,
+                        "tree": r.tree,
+                        "variants_of": r.variants_of,
                         "error": r.error,
                         "cells": {k: asdict(c) for k, c in r.cells.items()},
                     }
@@ -143,10 +147,17 @@ def matrix(
     else:
         _matrix_table(manifest, rows)
     if fmt != "json":
+        for r in rows:
+            if r.tree and r.variants_of:
+                report.err(f"sgpatch: tree {r.tree}: sglang {r.release}, not a release "
+                           f"{manifest.name} was checked on: planned with the {r.variants_of} "
+                           "variants, every hunk exact and unique")  # fmt: skip
         errors = sum(1 for r in rows if r.error)
         tail = f", {errors} not planned" if errors else ""
         gate = f"; a --fail-on state found (exit {int(code)})" if code else ""
-        report.err(f"sgpatch: {manifest.name}: {len(rows)} release(s){tail}{gate}")
+        counted = f"{len(rows) - len(tree_rows)} release(s)"
+        counted += f", {len(tree_rows)} tree(s)" if tree_rows else ""
+        report.err(f"sgpatch: {manifest.name}: {counted}{tail}{gate}")
     return int(code)
 
 
@@ -163,7 +174,7 @@ def _matrix_table(manifest, rows) -> None:
         ("release", *(f"P{n}" for n in range(1, len(ids) + 1))),
         [
             (
-                r.release,
+                mx.row_label(r),
                 *(
                     "error" if r.error else mx.cell_text(r.cells[i]) if i in r.cells else ""
                     for i in ids
@@ -174,7 +185,7 @@ def _matrix_table(manifest, rows) -> None:
     )
     for r in rows:
         if r.error:
-            report.err(f"{r.release}: {r.error}")
+            report.err(f"{mx.row_label(r)}: {r.error}")
     for line in mx.failure_lines(manifest, rows):  # every refused hunk, with its reason
         report.out(line)
 
@@ -185,6 +196,7 @@ def lint(
     releases_spec: str | None,
     fmt: str,
     offline: bool,
+    trees: Sequence[Path] = (),
 ) -> int:
     from sgpatch.ops import lint as lint_mod
     from sgpatch.ops import matrix as mx
@@ -195,9 +207,11 @@ def lint(
     findings_all = []
     for name in names:
         manifest = load_set(name, tuple(patchsets))
+        tree_rows = mx.compute_trees(manifest, trees)
         versions = mx.select_versions(manifest, releases_spec, offline)
         rows = mx.compute(manifest, versions)
         findings = lint_mod.check(manifest, rows, every_release=releases_spec is None)
+        findings += lint_mod.check(manifest, tree_rows) if tree_rows else []
         findings_all += findings
         if fmt == "json":
             continue
@@ -205,10 +219,8 @@ def lint(
             report.out(line)
         errors = sum(1 for f in findings if f.level == "error")
         warnings = len(findings) - errors
-        report.err(
-            f"sgpatch lint: {name}: {len(versions)} release(s), {errors} error(s), "
-            f"{warnings} warning(s)"
-        )
+        counted = f"{len(versions)} release(s)" + (f", {len(trees)} tree(s)" if trees else "")
+        report.err(f"sgpatch lint: {name}: {counted}, {errors} error(s), {warnings} warning(s)")
     code = ExitCode.CONFLICT if any(f.level == "error" for f in findings_all) else ExitCode.OK
     if fmt == "json":
         report.emit_json(

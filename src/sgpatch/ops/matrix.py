@@ -81,6 +81,8 @@ class Row:
     release: str
     cells: dict[str, Cell]
     error: str | None = None  # the release could not be planned at all (e.g. no variant)
+    tree: str | None = None  # a tree's row (`matrix --tree`): its package root
+    variants_of: str | None = None  # not checked on: the version whose variants planned it
 
 
 def _probe_files(node) -> list[str]:
@@ -146,20 +148,32 @@ def _glob_re(pattern: str) -> str:
 def plan_release(set_dir: str, release: str, members: Sequence[str]) -> Row:
     """Plan the set on a fresh minimal pristine tree of one release (runs in a worker)."""
     from sgpatch.errors import SgpatchError
-    from sgpatch.ops.plan import plan_set
     from sgpatch.releases import cache as releases
-    from sgpatch.state.ledger import Ledger
     from sgpatch.tree.target import find_target
 
     manifest = load_manifest(Path(set_dir) / "patchset.yaml")
     with tempfile.TemporaryDirectory(prefix=f"sgpatch-matrix-{release}-") as tmp:
         try:
             root = releases.extract(release, Path(tmp), "site-packages", _member_filter(members))
-            target = find_target(root)
-            plan = plan_set(manifest, root, target.version, Ledger(), with_ids=_optional(manifest))
+            return _row(manifest, root, find_target(root).version, release)
         except SgpatchError as exc:
             return Row(release, {}, error=exc.message)
-        after = _probes_after(manifest, plan, root)
+
+
+def _row(manifest: SetManifest, root: Path, version: Version, label: str, tree=None) -> Row:
+    """The set planned on a minimal scratch tree (its probes then see the set applied): with
+    its own variants, or, on a version it was not checked on, the nearest lower one's
+    (sgpatch.patchset.nearest)."""
+    from sgpatch.ops.plan import plan_set
+    from sgpatch.patchset.nearest import basis
+    from sgpatch.state.ledger import Ledger
+
+    found = basis(manifest, version)
+    lower = None if found.checked else found.variants_of
+    plan = plan_set(
+        manifest, root, version, Ledger(), with_ids=_optional(manifest), variants_of=lower
+    )
+    after = _probes_after(manifest, plan, root)
     cells = {
         p.id: Cell(
             state=p.state,
@@ -172,7 +186,56 @@ def plan_release(set_dir: str, release: str, members: Sequence[str]) -> Row:
         )
         for p in plan.patches
     }
-    return Row(release, cells)
+    return Row(label, cells, tree=tree, variants_of=plan.variants_of)
+
+
+def tree_version(tree: Path) -> tuple[Path, Version]:
+    """The package root and version of a tree given to `matrix --tree` (bad input, exit 2:
+    not an SGLang tree, or no version it can tell)."""
+    from sgpatch.tree.target import find_root, find_target
+
+    target = find_target(root=find_root(tree))
+    return target.root, target.version
+
+
+def plan_tree(manifest: SetManifest, tree: Path, members: Sequence[str]) -> Row:
+    """The set planned on an SGLang tree that is not in the release cache (a checkout of
+    main, a nightly's package): the files the set needs, copied into a scratch tree (the
+    tree itself is only read). The row is labelled with the tree's version."""
+    import shutil
+
+    from sgpatch.errors import SgpatchError
+    from sgpatch.releases.snapshot import tree_files
+
+    root, version = tree_version(tree)
+    keep = _member_filter(members)
+    with tempfile.TemporaryDirectory(prefix="sgpatch-matrix-tree-") as tmp:
+        pkg = Path(tmp) / "sglang"
+        for rel, path in tree_files(root).items():
+            if keep(f"sglang/{rel}"):
+                (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, pkg / rel)
+        pkg.mkdir(exist_ok=True)
+        try:
+            return _row(manifest, pkg, version, str(version), str(root))
+        except SgpatchError as exc:
+            return Row(str(version), {}, error=exc.message, tree=str(root))
+
+
+def compute_trees(manifest: SetManifest, trees: Sequence[Path]) -> list[Row]:
+    """A row per tree, in the order given. Each tree is checked first (an SGLang tree with a
+    version; one older than every version the set was checked on): bad input, exit 2."""
+    from sgpatch.patchset.nearest import basis
+
+    for tree in trees:
+        basis(manifest, tree_version(tree)[1])
+    members = needed_files(manifest)
+    return [plan_tree(manifest, tree, members) for tree in trees]
+
+
+def row_label(row: Row) -> str:
+    """The first column: the release, or a tree's version marked as such."""
+    return f"{row.release} (tree)" if row.tree else row.release
 
 
 def _probes_after(manifest: SetManifest, plan, root: Path) -> dict[str, bool]:
@@ -255,10 +318,10 @@ def markdown(manifest: SetManifest, rows: Sequence[Row]) -> str:
     body = []
     for row in rows:
         if row.error:
-            body.append(f"| {row.release} | " + " | ".join(["error"] * len(ids)) + " |")
+            body.append(f"| {row_label(row)} | " + " | ".join(["error"] * len(ids)) + " |")
             continue
         body.append(
-            f"| {row.release} | "
+            f"| {row_label(row)} | "
             + " | ".join(cell_text(row.cells[i]) if i in row.cells else "" for i in ids)
             + " |"
         )

@@ -1,8 +1,25 @@
 """matrix: the member filter that picks what a minimal pristine tree holds (the planning itself
-is covered on real releases in tests/real/test_matrix_lint.py)."""
+is covered on real releases in tests/real/test_matrix_lint.py); `--tree` rows on synthetic
+releases and trees."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers import (
+    V10,
+    V11,
+    V12,
+    make_set,
+    make_wheel,
+    offline_cache,
+    one_line_error,
+    release_files,
+    run_cli,
+)
 from sgpatch.ops.matrix import _member_filter
 
 
@@ -23,3 +40,78 @@ def test_member_filter_keeps_exactly_the_files_some_pattern_names():
     }
     assert {n: keep(n) for n in names} == names
     assert not _member_filter([])("sglang/srt/a.py")
+
+
+# ---------------------------------------------------------------------------------------------
+# `matrix --tree` / `lint --tree`, on synthetic releases and trees
+
+
+@pytest.fixture
+def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Set `demo` (checked on 1.0) and a private cache holding 1.0 and 1.1."""
+    c = offline_cache(tmp_path, monkeypatch)
+    for v, text in (("1.0", V10), ("1.1", V11)):
+        make_wheel(c / "wheels", v, release_files(text, v))
+    return make_set(tmp_path)
+
+
+def tree_of(where: Path, text: str, version: str) -> Path:
+    for name, data in release_files(text, version).items():
+        (where / name).parent.mkdir(parents=True, exist_ok=True)
+        (where / name).write_bytes(data)
+    return where / "sglang"
+
+
+def test_matrix_tree_adds_a_row_beside_the_releases(demo, tmp_path):
+    """Input: `matrix --offline --json --tree A --tree B`: A is 1.0's files labelled
+    1.1.dev4+gabc (every hunk exact), B 1.2's labelled 1.2.dev1 (`first` drifted). Outcome:
+    exit 0; the release row 1.0, then A and B in that order, each with its tree, version and
+    the 1.0 variants it was planned with; A's cells clean, B's `first` a conflict; the trees
+    are only read."""
+    a = tree_of(tmp_path / "a", V10, "1.1.dev4+gabc")
+    b = tree_of(tmp_path / "b", V12, "1.2.dev1")
+    before = {p: p.read_bytes() for p in (a / "srt").rglob("*.py")}
+    code, out, err = run_cli("matrix", "--set", "demo", "--patchsets", str(demo.parent),
+                             "--offline", "--json", "--tree", str(a), "--tree", str(b))  # fmt: skip
+    assert code == 0, err
+    rows = json.loads(out)["releases"]
+    assert [(r["release"], r["tree"], r["variants_of"]) for r in rows] == [
+        ("1.0", None, None),
+        ("1.1.dev4+gabc", str(a.resolve()), "1.0"),
+        ("1.2.dev1", str(b.resolve()), "1.0"),
+    ]
+    assert {k: c["how"] for k, c in rows[1]["cells"].items()} == {
+        "first": "clean",
+        "second": "clean",
+    }
+    assert rows[2]["cells"]["first"]["state"] == "conflict"
+    assert {p: p.read_bytes() for p in (a / "srt").rglob("*.py")} == before
+    code, out, err = run_cli("matrix", "--set", "demo", "--patchsets", str(demo.parent),
+                             "--offline", "--tree", str(b), "--fail-on", "conflict")  # fmt: skip
+    assert code == 3
+    assert "1.2.dev1 (tree)" in out
+    assert f"sgpatch: tree {b.resolve()}: sglang 1.2.dev1, not a release demo was checked on" in err
+
+
+@pytest.mark.parametrize("command", ["matrix", "lint"])
+def test_a_bad_tree_is_one_line_exit_2(demo, tmp_path, command):
+    """Input: `--tree` naming a tree with no version, and one older than every version the set
+    was checked on (0.9.dev1). Outcome: exit 2, one line each, before any release is planned."""
+    nover = tree_of(tmp_path / "n", V10, "1.1.dev1")
+    (nover / "_version.py").unlink()
+    old = tree_of(tmp_path / "o", V10, "0.9.dev1")
+    for tree, why in ((nover, "cannot tell the SGLang version"), (old, "older than every")):
+        code, _out, err = run_cli(command, "--set", "demo", "--patchsets", str(demo.parent),
+                                  "--offline", "--tree", str(tree))  # fmt: skip
+        assert code == 2 and why in one_line_error(err)
+
+
+def test_lint_tree_reports_what_does_not_apply_there(demo, tmp_path):
+    """Input: `lint --tree` on 1.2's files labelled 1.2.dev1. Outcome: exit 3, an error naming
+    `first` on 1.2.dev1; the release 1.0 itself is clean."""
+    b = tree_of(tmp_path / "b", V12, "1.2.dev1")
+    code, out, err = run_cli("lint", "--set", "demo", "--patchsets", str(demo.parent),
+                             "--offline", "--tree", str(b))  # fmt: skip
+    assert code == 3
+    assert "error: demo/first on sglang 1.2.dev1: does not apply" in out
+    assert "1 release(s), 1 tree(s)" in err

@@ -47,11 +47,11 @@ def uncertain(hunk: Hunk, result: HunkResult, idx: LineIndex) -> Doubt | None:
 
     if sum(1 for pl in copies if in_scope(hunk, idx, pl)) == 1:
         return None
-    what = "post-image" if new_side else "lines it changes"
+    what = "its post-image is" if new_side else "the lines it changes are"
     lines = ", ".join(str(pl.pos + 1) for pl in copies[:8])
     why = (
-        f"hunk #{hunk.index}: its {what} occur at {len(copies)} places (lines {lines}) and its "
-        "@@ header does not single one out"
+        f"hunk #{hunk.index}: {what} at {len(copies)} places (lines {lines}) and its @@ header "
+        "does not single one out"
     )
     return Doubt(hunk.index, "repeated", why)
 

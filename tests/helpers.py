@@ -380,3 +380,30 @@ def apply_to(tmp: Path, sets: Path, version: str, text: str) -> bytes:
                             str(pkg))  # fmt: skip
     assert code == 0, err
     return (pkg / "srt/mod.py").read_bytes()
+
+
+# --- real third-party stacks (tests/data/stacks) as patch sets
+
+STACKS = Path(__file__).resolve().parent / "data" / "stacks"
+
+
+def stack_set(project: str, version: str, dest: Path) -> Path:
+    """A set `project` with one patch per file of the project's stack for `version` (its
+    `series` order), each variant `==version`: the stack as the project keeps it. Patch ids
+    are the file names, lower-cased, runs of other characters turned into `-`."""
+    import re
+    import shutil
+
+    src = STACKS / project / version
+    d = dest / project
+    (d / "patches" / version).mkdir(parents=True)
+    text = f'schema: 1\nname: {project}\nsummary: s\nsglang: "=={version}"\npatches:\n'
+    for n, name in enumerate((src / "series").read_text().split(), 1):
+        pid = re.sub(r"[^a-z0-9]+", "-", Path(name).stem.lower()).strip("-")
+        rel = f"patches/{version}/{n:04d}-{pid}.patch"
+        shutil.copyfile(src / name, d / rel)
+        text += (f"  - id: {pid}\n    summary: {name}\n    type: feature\n"
+                 f"    upstream: {{status: pending}}\n    variants:\n"
+                 f"      - {{sglang: \"=={version}\", patch: {rel}}}\n")  # fmt: skip
+    (d / "patchset.yaml").write_text(text)
+    return d

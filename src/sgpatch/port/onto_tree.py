@@ -73,10 +73,11 @@ def prepare(manifest: SetManifest, tree: Path, offline: bool) -> TreeTarget:
             f"{target.version}, older than every version the set was checked on"
         )
     _pristine_tree(target.root)
-    here = onto if onto in snapshots_named(manifest) else lower  # checked on it: its own
+    snapshots = snapshots_named(manifest)
+    here = onto if onto in snapshots else lower  # checked on it already: its own variants
     releases = [v for v in known_releases(offline) if v <= here]
     archive = keep(cache.cache_dir(), target.root, target.version)
-    known = tuple(sorted({*releases, here}))
+    known = tuple(sorted({*releases, *(v for v in snapshots if v <= here), here}))
     return TreeTarget(target.root, target.version, onto, here, archive, known)
 
 

@@ -201,7 +201,7 @@ def test_port_onto_a_snapshot_through_a_stop_then_later_snapshots(
     assert run_cli("apply", "--set", SET, "--sglang-dir", str(ref), "--with", NOMC)[0] == 0
     aux = "srt/models/deepseek_v2.py"
     (w / "sglang" / aux).write_bytes((ref / aux).read_bytes())
-    code, out, err = run_cli("port", "--continue", "--workspace", str(w))
+    code, _out, err = run_cli("port", "--continue", "--workspace", str(w))
     assert code == 0, err
     m = load_manifest(set_dir / "patchset.yaml")
     assert str(m.sglang) == range_before
@@ -269,7 +269,8 @@ def test_matrix_with_snapshot_rows(release_tree):
         ("0.5.10.dev3+gabc1234", "0.5.9"),
         ("0.5.24.dev12+g1a2b3c4", "0.5.23"),
     ]
-    for row, (release, _label, _lower, conflicts) in zip(rows[2:], (SNAPSHOTS[0], SNAPSHOTS[2])):
+    trees = (SNAPSHOTS[0], SNAPSHOTS[2])
+    for row, (release, _label, _lower, conflicts) in zip(rows[2:], trees, strict=True):
         states = {k: c["state"] for k, c in row["cells"].items()}
         assert states == expected_states(release, conflicts)
     assert run_cli(*argv, "--fail-on", "conflict")[0] == 3

@@ -35,8 +35,8 @@ class TreeTarget:
 def _pristine_tree(root: Path) -> None:
     """A tree a set is applied to is not the snapshot: its files are the set's already."""
     from sgpatch.state import ledger as ledger_mod
+    from sgpatch.state.folder import interrupted
     from sgpatch.state.ledger import state_dir
-    from sgpatch.tree.files import interrupted
 
     if interrupted(state_dir(root)):
         raise bad_input(f"--to-tree {root}: an interrupted sgpatch run left it half written; "

@@ -157,7 +157,7 @@ def test_untested_apply_refuses_a_real_stack_s_uncertain_hunks(release_tree, tmp
 def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A release cache of this test's own that reads the real wheels (a symlink to the cached
     wheels folder), so the snapshots port keeps do not land in the shared cache."""
-    for v in ("0.5.9", "0.5.10", "0.5.1.post3", "0.5.2"):
+    for v in ("0.5.9", "0.5.10", "0.5.13", "0.5.14", "0.5.1.post3", "0.5.2"):
         releases.wheel_path(v)  # in the shared cache, fetched if missing
     c = tmp_path / "cache"
     c.mkdir()
@@ -227,6 +227,36 @@ def test_port_onto_a_snapshot_through_a_stop_then_later_snapshots(
     variants = {p["id"]: p["variant"] for p in doc["sets"][0]["patches"]}
     assert doc["sets"][0]["untested"] is None
     assert variants[AUX] == "patches/0.5.10/0006-eagle3-aux-capture-allreduce-fusion.patch"
+
+
+def test_port_onto_a_snapshot_lints_what_exact_placement_cannot_see(
+    own_cache, release_tree, tmp_path
+):
+    """Input: the shipped set (a copy) ported --to-tree onto 0.5.14's tree labelled
+    0.5.14.dev2+gdef5678, planned with the 0.5.13 variants. Outcome: the world sizes and the
+    aux capture are upstream (0.5.14 has both); the fusion gate's 0.5.8 file places exactly
+    (kept 2, merged 0), but lint on the snapshot finds its probe false with the set applied
+    (0.5.14 also rejects SM12 in `_resolve_backend`, which that file predates), so port stops
+    on it (exit 3) with lint's reason, and the set is unchanged."""
+    sets = tmp_path / "sets"
+    shutil.copytree(SHIPPED, sets / SET)
+    before = {p: p.read_bytes() for p in (sets / SET).rglob("*") if p.is_file()}
+    snap = relabel(release_tree("0.5.14"), "0.5.14.dev2+gdef5678")
+    w = tmp_path / "w"
+    code, doc = port_json("--set", SET, "--patchsets", str(sets), "--to-tree", str(snap),
+                          "--workspace", str(w))  # fmt: skip
+    assert code == 3, doc
+    assert doc["tree"]["variants_of"] == "0.5.13"
+    step = {p["id"]: p for p in doc["steps"][0]["patches"]}
+    assert {pid for pid, p in step.items() if p["outcome"] == "upstream"} == {KIMI, WORLD, AUX}
+    fusion = step[FUSION]
+    assert (fusion["outcome"], fusion["hunks_kept"], fusion["hunks_merged"]) == ("conflict", 2, 0)
+    assert [p["why"] for p in fusion["problems"]] == [
+        "lint: the probe is false on the tree with the set applied: it does not recognise the "
+        "patch's own change, so it cannot tell when upstream has it; make it match what the "
+        "patch adds"
+    ]
+    assert {p: p.read_bytes() for p in (sets / SET).rglob("*") if p.is_file()} == before
 
 
 def test_a_real_stack_onto_a_snapshot_carries_by_itself(own_cache, release_tree, tmp_path):

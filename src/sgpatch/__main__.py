@@ -70,10 +70,35 @@ def main() -> None:
         code: object = 0
     except SystemExit as exc:
         code = exc.code
+    except Exception as exc:  # the CLI itself could not start (an import failed): still one line
+        code = _internal_error(exc)
     finally:  # finished: a Ctrl-C now just ends the process, with its output flushed so far
         if _signal.getsignal(_signal.SIGINT) == _stop_at_start_up:
             _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
     _end(code)
+
+
+def _internal_error(exc: Exception) -> int:
+    """The boundary behind `cli.app.main`'s own (which catches everything a command raises):
+    one line and exit 70 for what escapes before it runs, e.g. a broken install."""
+    import sys
+
+    if os.environ.get("SGPATCH_DEBUG", "") not in ("", "0"):
+        import traceback
+
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    text = " ".join(str(exc).split())[:300] or "(no message)"
+    line = f"sgpatch: internal error: {type(exc).__name__}: {text} (a bug in sgpatch)"
+    try:
+        os.write(2, (line + "\n").encode("utf-8", "replace"))
+        if "--json" in sys.argv[1:]:
+            import json
+
+            doc = {"schema": 2, "error": line[25:], "exit_code": 70, "internal": True}
+            os.write(1, (json.dumps(doc) + "\n").encode())
+    except OSError:
+        pass
+    return 70
 
 
 def _end(code: object) -> None:
@@ -84,8 +109,10 @@ def _end(code: object) -> None:
     first; anything else (an unusual exit code, a flush that fails) ends as Python ends."""
     import sys
 
-    from sgpatch.cli.app import SHORT_COMMANDS
-
+    try:
+        from sgpatch.cli.app import SHORT_COMMANDS
+    except Exception:  # the CLI could not be imported: `_internal_error` said so
+        SHORT_COMMANDS = frozenset()
     short = sys.argv[1:2] and sys.argv[1] in SHORT_COMMANDS
     if code is None:
         code = 0

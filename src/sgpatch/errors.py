@@ -17,6 +17,7 @@ class ExitCode(IntEnum):
     BAD_INPUT = 2  # usage, manifest, patch file, unknown set, no SGLang tree, no variant
     CONFLICT = 3  # a patch does not apply; nothing was written
     UNSAFE = 4  # ambiguous placement, unsafe path, lock held, interrupted run recovered
+    INTERNAL = 70  # a bug in sgpatch: an exception nobody expected (sysexits' EX_SOFTWARE)
 
 
 class SgpatchError(Exception):
@@ -37,3 +38,9 @@ def bad_input(message: str) -> SgpatchError:
 
 def unsafe(message: str) -> SgpatchError:
     return SgpatchError(message, ExitCode.UNSAFE)
+
+
+def internal(message: str) -> SgpatchError:
+    """sgpatch broke one of its own rules (a manifest it wrote reads back wrong, ...): the same
+    one line and exit 70 as an exception nobody expected."""
+    return SgpatchError(message, ExitCode.INTERNAL)

@@ -7,10 +7,11 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from helpers import run_cli
+from helpers import make_env, patched, run_cli, tree_snapshot
 from sgpatch import __version__
 from sgpatch.cli.app import app
 
@@ -183,3 +184,120 @@ def test_start_up_ctrl_c_says_the_same_line_as_a_command_interrupted() -> None:
     from sgpatch import interrupts
 
     assert (interrupts.MESSAGE + "\n").encode() == entry._MESSAGE
+
+
+# --- the error boundary (issue 22, item 4)
+
+
+def _boom(*args: object, **kwargs: object) -> int:
+    raise RuntimeError("boom\n  on two lines")
+
+
+def _listing(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*"))
+
+
+def test_an_unexpected_exception_is_one_line_and_exit_70(tmp_path, monkeypatch) -> None:
+    """Input: `status` whose code raises a RuntimeError (a bug) with a two-line message.
+    Outcome: exit 70, nothing on stdout, exactly one stderr line `sgpatch: internal error:
+    RuntimeError: boom on two lines (a bug in sgpatch; SGPATCH_DEBUG=1 shows the traceback)`,
+    no traceback; the tree byte-identical and no file (no log) written anywhere under tmp."""
+    import sgpatch.cli.status
+
+    pkg, _, args = make_env(tmp_path)
+    before, files = tree_snapshot(pkg), _listing(tmp_path)
+    monkeypatch.delenv("SGPATCH_DEBUG", raising=False)
+    monkeypatch.setattr(sgpatch.cli.status, "run", _boom)
+    code, out, err = run_cli("status", *args)
+    assert code == 70 and out == ""
+    assert err == (
+        "sgpatch: internal error: RuntimeError: boom on two lines (a bug in sgpatch; "
+        "SGPATCH_DEBUG=1 shows the traceback)\n"
+    )
+    assert tree_snapshot(pkg) == before and _listing(tmp_path) == files
+
+
+def test_an_internal_error_under_json_is_the_error_document(tmp_path, monkeypatch) -> None:
+    """Input: the same bug under `status --json`; and an ordinary error (an unknown set) under
+    --json. Outcome: exit 70 and one document `{"schema": 2, "error": ..., "exit_code": 70,
+    "internal": true}`; the ordinary error is the same shape with `"internal": false` and its
+    own code (2)."""
+    import sgpatch.cli.status
+
+    pkg, _, args = make_env(tmp_path)
+    monkeypatch.setattr(sgpatch.cli.status, "run", _boom)
+    code, out, err = run_cli("status", *args, "--json")
+    doc = json.loads(out)
+    assert code == 70 and err.count("\n") == 1
+    assert doc == {
+        "schema": 2,
+        "error": "RuntimeError: boom on two lines (a bug in sgpatch; SGPATCH_DEBUG=1 shows the "
+        "traceback)",
+        "exit_code": 70,
+        "internal": True,
+    }
+    monkeypatch.undo()
+    code, out, _ = run_cli("apply", "--sglang-dir", str(pkg), "--set", "nope", "--json")
+    doc = json.loads(out)
+    assert code == 2 and doc["schema"] == 2 and doc["internal"] is False
+    assert doc["exit_code"] == 2 and "unknown patch set 'nope'" in doc["error"]
+
+
+def test_sgpatch_debug_prints_the_traceback_on_stderr(tmp_path, monkeypatch) -> None:
+    """Input: the same bug with SGPATCH_DEBUG=1. Outcome: exit 70, the traceback on stderr
+    (naming the function that raised), then the one line; stdout empty."""
+    import sgpatch.cli.status
+
+    _, _, args = make_env(tmp_path)
+    monkeypatch.setenv("SGPATCH_DEBUG", "1")
+    monkeypatch.setattr(sgpatch.cli.status, "run", _boom)
+    code, out, err = run_cli("status", *args)
+    assert code == 70 and out == ""
+    assert err.startswith("Traceback (most recent call last):") and "in _boom" in err
+    assert err.splitlines()[-1].startswith("sgpatch: internal error: RuntimeError: boom")
+
+
+def test_a_real_process_exits_70_on_a_bug(tmp_path) -> None:
+    """Input: a real `python -m sgpatch`-style process (sgpatch.__main__.main) whose status
+    command raises a KeyError. Outcome: exit 70 and one stderr line, no traceback, nothing on
+    stdout (the console script's own exit path, `os._exit` included)."""
+    _, _, args = make_env(tmp_path)
+    code = (
+        "import sys, sgpatch.cli.status as s\n"
+        "def boom(*a, **k): raise KeyError('srt/x.py')\n"
+        "s.run = boom\n"
+        f"sys.argv = ['sgpatch', 'status', *{list(args)!r}]\n"
+        "from sgpatch.__main__ import main\n"
+        "main()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "SGPATCH_DEBUG"}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
+    )
+    assert proc.returncode == 70 and proc.stdout == ""
+    assert proc.stderr == (
+        "sgpatch: internal error: KeyError: 'srt/x.py' (a bug in sgpatch; SGPATCH_DEBUG=1 "
+        "shows the traceback)\n"
+    )
+
+
+@pytest.mark.parametrize("command", ["status", "apply"])
+def test_output_the_terminal_cannot_encode_is_replaced(tmp_path, command: str) -> None:
+    """Input: a tree under `prüfung/`, `sgpatch status` / `apply` in a real process with
+    PYTHONIOENCODING=ascii (stdout and stderr both ASCII). Outcome: exit 0, no traceback, the
+    path printed with a replacement character (`pr?fung` on stdout, `pr\\xfcfung` on stderr);
+    apply still patches the tree."""
+    pkg, _, args = make_env(tmp_path / "prüfung")
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "sgpatch", command, *args],
+        capture_output=True,
+        env=env,
+        check=False,
+    )
+    out, err = proc.stdout.decode("ascii"), proc.stderr.decode("ascii")
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    shown = out if command == "status" else err
+    assert "pr?fung" in shown or "pr\\xfcfung" in shown
+    assert patched(pkg) == (command == "apply")

@@ -18,7 +18,7 @@ from typing import Annotated
 import typer
 
 from sgpatch import interrupts
-from sgpatch.errors import SgpatchError
+from sgpatch.errors import ExitCode, SgpatchError
 
 app = typer.Typer(
     name="sgpatch",
@@ -51,8 +51,9 @@ def _root(
     """sgpatch: apply, check and revert versioned patch sets on SGLang trees.
 
     Exit codes: 0 done, 1 not done (pending/modified), 2 bad input, 3 conflict, 4 refused for
-    safety. Every command takes --json: one JSON document on stdout. A command's product
-    (listings, tables, diffs) goes to stdout; messages and the one-line verdict to stderr.
+    safety, 70 internal error (a bug). Every command takes --json: one JSON document on
+    stdout. A command's product (listings, tables, diffs) goes to stdout; messages and the
+    one-line verdict to stderr.
     `sgpatch help CMD` shows a command's options; `sgpatch completion bash|zsh|fish` prints a
     shell completion script.
     """
@@ -793,34 +794,83 @@ COMPLETE_VAR = "_SGPATCH_COMPLETE"
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: turn SgpatchError into one line on stderr and its exit code.
+    """Entry point and the one error boundary: SgpatchError becomes one line on stderr and its
+    exit code; any other exception (a bug) one line `sgpatch: internal error: ...` and exit 70
+    (the traceback only with SGPATCH_DEBUG=1, and no log file anywhere).
 
     Click's standalone mode handles usage errors (exit 2, with usage) and --help; with --json an
     error is also one JSON document on stdout, so scripts always get something to parse.
     """
     args = sys.argv[1:] if argv is None else list(argv)
     _collect_garbage_for(args)
-    if COMPLETE_VAR in os.environ:  # Tab in a shell: typer's completion classes answer
-        from typer.completion import completion_init
-
-        completion_init()
+    _replace_unencodable()
     try:
+        if COMPLETE_VAR in os.environ:  # Tab in a shell: typer's completion classes answer
+            from typer.completion import completion_init
+
+            completion_init()
         with interrupts.raising():
             try:
                 _app_for(args)(args=args, standalone_mode=True, prog_name="sgpatch")
             finally:
                 _flush_product()
     except SgpatchError as exc:
-        _say(sys.stderr, f"sgpatch: error: {exc.message}\n")
-        if _wants_json(args):
-            import json
-
-            doc = {"schema": 1, "error": exc.message, "exit_code": int(exc.code)}
-            _say(sys.stdout, json.dumps(doc) + "\n")
-        sys.exit(int(exc.code))
+        _fail(args, exc.message, exc.code)
     except (interrupts.Interrupted, KeyboardInterrupt):
         _say(sys.stderr, interrupts.MESSAGE + "\n")
         sys.exit(interrupts.EXIT)
+    except Exception as exc:  # a bug: never a raw traceback, never an exit code that means a state
+        _fail(args, internal_message(exc), ExitCode.INTERNAL)
+
+
+DEBUG_ENV = "SGPATCH_DEBUG"
+ERROR_SCHEMA = 2  # 2: `internal` added (exit 70)
+
+
+def internal_message(exc: BaseException) -> str:
+    """One line for an exception nobody expected: its type and message, whitespace folded and
+    cut to a line; with $SGPATCH_DEBUG=1 the traceback goes to stderr first."""
+    import traceback
+
+    debug = os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    if debug:
+        with contextlib.suppress(Exception):
+            traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    text = " ".join(str(exc).split()) or "(no message)"
+    if len(text) > 300:
+        text = text[:297] + "..."
+    hint = "the traceback is above" if debug else f"{DEBUG_ENV}=1 shows the traceback"
+    return f"{type(exc).__name__}: {text} (a bug in sgpatch; {hint})"
+
+
+def _fail(args: list[str], message: str, code: int) -> None:
+    """The last words of a failed run: one line on stderr (and, with --json, the error
+    document on stdout), then the exit code."""
+    internal = code == ExitCode.INTERNAL
+    prefix = "sgpatch: internal error: " if internal else "sgpatch: error: "
+    _say(sys.stderr, prefix + message.removeprefix("internal error: ") + "\n")
+    if _wants_json(args):
+        import json
+
+        doc = {
+            "schema": ERROR_SCHEMA,
+            "error": message,
+            "exit_code": int(code),
+            "internal": internal,
+        }
+        _say(sys.stdout, json.dumps(doc) + "\n")
+    sys.exit(int(code))
+
+
+def _replace_unencodable() -> None:
+    """Text the terminal's encoding cannot hold (a tree under `prüfung/` with
+    PYTHONIOENCODING=ascii, a non-UTF-8 file name) is written with replacement characters,
+    never a UnicodeEncodeError. Only streams left strict are changed (stderr already
+    backslash-escapes; a user's own PYTHONIOENCODING=...:errors stays)."""
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            with contextlib.suppress(Exception):
+                stream.reconfigure(errors="replace")
 
 
 # Commands that read a tree or a set once and end: the cyclic garbage collector stays off
@@ -868,7 +918,7 @@ def _say(stream, text: str) -> None:
         if stream is not None:
             stream.write(text)
             stream.flush()
-    except OSError:
+    except (OSError, ValueError):  # ValueError: the stream was closed
         pass
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import difflib
 import hashlib
 import os
+import subprocess
+import sys
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -407,3 +410,80 @@ def stack_set(project: str, version: str, dest: Path) -> Path:
                  f"      - {{sglang: \"=={version}\", patch: {rel}}}\n")  # fmt: skip
     (d / "patchset.yaml").write_text(text)
     return d
+
+
+# --- hostile owners and dropped privileges (issue 22): CI runs as root, where mode bits do not
+# stop writes, so "another user's file" and "unwritable" are built and run for real
+
+NOBODY = 65534  # nobody:nogroup on Debian and most images
+OTHER = 4242  # a uid and gid no account has: "another user"
+
+root_only = pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0,
+    reason="needs root (as CI runs): builds other users' files and drops privileges",
+)
+
+
+def full_snapshot(root: Path, with_state: bool = False) -> dict[str, object]:
+    """Every entry under root: kind, bytes or link target, mode and owner (uid, gid), folders
+    included; sgpatch's `.sgpatch/` left out unless `with_state`."""
+    out: dict[str, object] = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if rel.parts[0] == ".sgpatch" and not with_state:
+            continue
+        st = p.lstat()
+        owner = (st.st_mode & 0o7777, st.st_uid, st.st_gid)
+        if p.is_symlink():
+            out[rel.as_posix()] = ("link", os.readlink(p), owner)
+        elif p.is_dir():
+            out[rel.as_posix()] = ("dir", owner)
+        elif p.is_file():
+            out[rel.as_posix()] = ("file", p.read_bytes(), owner)
+        else:
+            out[rel.as_posix()] = ("special", owner)
+    return out
+
+
+@contextlib.contextmanager
+def reachable_dir(prefix: str = "sgpatch-test-") -> Iterator[Path]:
+    """A fresh folder under the system temp folder that every user can enter, removed
+    afterwards. pytest's tmp_path sits under root's 0700 `pytest-of-root/`, which a process
+    dropped to nobody cannot reach (and pytest resets its mode on each run)."""
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix=prefix)).resolve()
+    try:
+        path.chmod(0o755)
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def sgpatch_as(
+    uid: int, gid: int, *argv: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`python -m sgpatch ARGV` in a real process that dropped root for uid:gid, with no
+    supplementary groups and no capabilities. Through `setpriv` where there is one: it drops
+    them as it execs, so an interpreter under a folder only root may enter (pyenv in /root)
+    still starts; else subprocess's own user/group/extra_groups."""
+    import shutil
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SGPATCH_TEST")}
+    base.update({"HOME": str(cwd or "/nonexistent"), "SGPATCH_LOCK_TIMEOUT": "5"})
+    cmd = [sys.executable, "-m", "sgpatch", *argv]
+    drop: dict[str, object] = {"user": uid, "group": gid, "extra_groups": []}
+    setpriv = shutil.which("setpriv")
+    if setpriv is not None:
+        cmd = [setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *cmd]
+        drop = {}
+    return subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        env={**base, **(env or {})},
+        cwd=cwd or "/",
+        check=False,
+        **drop,  # type: ignore[arg-type]
+    )

@@ -688,9 +688,9 @@ CASES += [
     ),
     Case(
         "journal-lines-newer",
-        _journal_lines("sgpatch-journal 3", "pid 1"),
+        _journal_lines("sgpatch-journal 4", "pid 1"),
         4,
-        "journal schema 3 is from a newer sgpatch",
+        "journal schema 4 is from a newer sgpatch",
     ),
     Case(
         "journal-lines-bad-mode",
@@ -709,6 +709,24 @@ CASES += [
         _journal_lines("sgpatch-journal 2", "exec rm -rf /"),
         4,
         "bad line",
+    ),
+    Case(
+        "journal-lines-orphan-owner",
+        _journal_lines("sgpatch-journal 3", "owner 0 0 srt/a.py"),
+        4,
+        "bad line",
+    ),
+    Case(
+        "journal-lines-owner-of-another-file",
+        _journal_lines("sgpatch-journal 3", f"file 644 {_SHA_A} srt/a.py", "owner 0 0 srt/b.py"),
+        4,
+        "follows no file line",
+    ),
+    Case(
+        "journal-lines-bad-owner",
+        _journal_lines("sgpatch-journal 3", f"file 644 {_SHA_A} srt/a.py", "owner -1 x srt/a.py"),
+        4,
+        "bad owner",
     ),
     Case(
         "journal-lines-original-missing",

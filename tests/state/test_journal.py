@@ -29,7 +29,7 @@ def test_render_and_parse_round_trip(tmp_path: Path) -> None:
     doc = journal.Journal(
         42,
         (
-            journal.Entry("srt/a b.py", "a" * 64, 0o755),
+            journal.Entry("srt/a b.py", "a" * 64, 0o755, owner=(1000, 1001)),
             journal.Entry("srt/new.py", None),
             journal.Entry("srt/link.py", "b" * 64, link=True),
         ),
@@ -37,9 +37,10 @@ def test_render_and_parse_round_trip(tmp_path: Path) -> None:
     )
     text = journal.render(doc).decode()
     assert text.splitlines() == [
-        "sgpatch-journal 2",
+        "sgpatch-journal 3",
         "pid 42",
         f"file 755 {'a' * 64} srt/a b.py",
+        "owner 1000 1001 srt/a b.py",
         "file - - srt/new.py",
         f"link {'b' * 64} srt/link.py",
         "dir srt/extra",
@@ -80,17 +81,20 @@ def _killed_mid_commit(tmp_path: Path) -> Path:
 
 def test_a_killed_run_can_be_undone_by_hand_with_cat_and_cp(tmp_path: Path) -> None:
     """Input: a commit killed half-way (a.py rewritten, b.py not yet). Outcome: the journal
-    names both files with mode and digest; copying each digest's file from journal-originals
+    names both files with mode and digest, each followed by its owner; copying each digest's file from journal-originals
     back (what a person does after `cat .sgpatch/journal`) gives the exact original bytes."""
     state = _killed_mid_commit(tmp_path)
     assert (tmp_path / "srt/a.py").read_bytes() == b"ALPHA\n"
     lines = (state / JOURNAL).read_text().splitlines()
-    assert lines[0] == "sgpatch-journal 2" and lines[1] == f"pid {lines[1].split()[1]}"
+    owner = f"{os.getuid()} {os.getgid()}"
+    assert lines[0] == "sgpatch-journal 3" and lines[1] == f"pid {lines[1].split()[1]}"
     assert lines[2:] == [
         f"file 644 {_sha(b'alpha' + bytes([10]))} srt/a.py",
+        f"owner {owner} srt/a.py",
         f"file 750 {_sha(b'beta' + bytes([10]))} srt/b.py",
+        f"owner {owner} srt/b.py",
     ]
-    for line in lines[2:]:
+    for line in lines[2::2]:
         _, _mode, digest, rel = line.split(" ", 3)
         (tmp_path / rel).write_bytes((state / JOURNAL_ORIGINALS / digest).read_bytes())
     assert (tmp_path / "srt/a.py").read_bytes() == b"alpha\n"

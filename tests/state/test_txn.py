@@ -20,19 +20,26 @@ from pathlib import Path
 import pytest
 
 from helpers import (
+    NOBODY,
+    OTHER,
     SET,
     A,
     D,
+    full_snapshot,
     make_diff,
     make_env,
     manifest,
     one_line_error,
     patched,
+    reachable_dir,
+    root_only,
+    sgpatch_as,
     tree_snapshot,
 )
 from helpers import run_cli as cli
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.state import ledger as ledger_mod
+from sgpatch.state import journal as journal_mod
 from sgpatch.state import txn
 from sgpatch.state.txn import FileChange, commit, locked, recover, write_journal
 
@@ -955,3 +962,137 @@ def test_revert_restores_link_targets_and_files_a_set_made_links(env):
     assert code == 0, err
     assert tree_snapshot(pkg) == pristine
     assert not (pkg / ".sgpatch").exists()
+
+
+# ------------------------------------------------------------------------------ owners (item 2)
+
+SUID = 0o6755  # setuid + setgid
+
+
+def _others_file(path: Path, text: str, mode: int = SUID, gid: int = OTHER) -> None:
+    path.write_text(text)
+    os.chown(path, OTHER, gid)
+    os.chmod(path, mode)  # after chown: chown clears set-id bits
+
+
+@root_only
+def test_root_rewriting_another_users_setuid_file_keeps_its_owner(tmp_path):
+    """Input: as root, `sgpatch patch` of a diff onto f.py owned by uid/gid 4242 with mode
+    06755, then `patch -R`. Outcome: both exit 0 with no warning; f.py keeps owner 4242:4242
+    and 06755 after each (never a root-owned setuid file); after -R the tree is identical in
+    names, bytes, modes and owners, and nothing else under tmp changed."""
+    tree = tmp_path / "t"
+    tree.mkdir()
+    _others_file(tree / "f.py", A)
+    before = full_snapshot(tree)
+    diff = tmp_path / "p.diff"
+    diff.write_text(make_diff(A, A.replace("alpha5\n", "ALPHA5\n"), "f.py"))
+    outside = sorted(tmp_path.iterdir())
+    for extra in ((), ("-R",)):
+        code, _, err = cli("patch", "-d", str(tree), "-i", str(diff), *extra)
+        st = (tree / "f.py").stat()
+        assert code == 0 and "warning" not in err
+        assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (OTHER, OTHER, SUID)
+    assert full_snapshot(tree, with_state=True) == before
+    assert sorted(tmp_path.iterdir()) == outside
+
+
+@root_only
+def test_apply_and_revert_keep_owners_and_setuid_bits(env):
+    """Input: as root, a set applied to a tree whose three patched files belong to uid 4242
+    (one of them 06755), then reverted. Outcome: exit 0 both; after apply each file keeps its
+    owner and mode; after revert the tree is identical (names, bytes, modes, owners) and has no
+    `.sgpatch/`."""
+    pkg, _, args = env
+    for rel in ("srt/a.py", "srt/layers/b.py", "srt/models/c.py"):
+        os.chown(pkg / rel, OTHER, OTHER)
+    os.chmod(pkg / "srt/a.py", SUID)
+    before = full_snapshot(pkg)
+    assert cli("apply", *args)[0] == 0 and patched(pkg)
+    st = (pkg / "srt/a.py").stat()
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (OTHER, OTHER, SUID)
+    assert (pkg / "srt/layers/b.py").stat().st_uid == OTHER
+    assert cli("revert", *args)[0] == 0
+    assert full_snapshot(pkg, with_state=True) == before
+
+
+@root_only
+def test_rollback_after_a_crash_keeps_owners_and_setuid_bits(env):
+    """Input: as root, apply on a tree whose srt/a.py belongs to 4242 with 06755, SIGKILLed
+    at write step 5 (the first file replaced, the second not), then `sgpatch recover`.
+    Outcome: the journal records each file's owner; recover exits 0 and the tree is identical
+    in names, bytes, modes and owners."""
+    pkg, _, args = env
+    for rel in ("srt/a.py", "srt/layers/b.py"):
+        _others_file(pkg / rel, (pkg / rel).read_text())
+    before = full_snapshot(pkg)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.environ[txn.KILL_ENV] = "5"
+            txn._steps = 0
+            cli("apply", *args)
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status)
+    path = pkg / ".sgpatch" / txn.JOURNAL
+    journal = journal_mod.parse(path, path.read_bytes())
+    assert {e.path: e.owner for e in journal.entries}["srt/a.py"] == (OTHER, OTHER)
+    assert f"owner {OTHER} {OTHER} srt/a.py" in path.read_text().splitlines()
+    assert cli("recover", "--sglang-dir", str(pkg))[0] == 0
+    assert full_snapshot(pkg, with_state=True) == before
+
+
+@root_only
+def test_a_new_file_never_gets_setuid_bits_from_a_diff(tmp_path):
+    """Input: as root, `sgpatch patch` of a git diff creating run.sh with `new file mode
+    104755`. Outcome: exit 0; run.sh exists with mode 0755, owned by root: a patch cannot make
+    a setuid-root file."""
+    tree = tmp_path / "t"
+    tree.mkdir()
+    diff = tmp_path / "p.diff"
+    diff.write_text(
+        "diff --git a/run.sh b/run.sh\nnew file mode 104755\n--- /dev/null\n+++ b/run.sh\n"
+        "@@ -0,0 +1 @@\n+echo hi\n"
+    )
+    code, _, err = cli("patch", "-d", str(tree), "-i", str(diff))
+    assert code == 0, err
+    st = (tree / "run.sh").stat()
+    assert (st.st_mode & 0o7777, st.st_uid) == (0o755, 0)
+
+
+@root_only
+def test_a_user_who_cannot_keep_the_owner_drops_the_setuid_bits():
+    """Input: in a folder nobody may write, f.py owned by uid 4242 and group nogroup with mode
+    06775 (group-writable); `sgpatch patch` then `patch -R` run as nobody (privileges dropped
+    in a subprocess). Outcome: both exit 0; the first says in one warning line that f.py was
+    owned by uid 4242 and is now nobody's without its setuid/setgid bit; f.py is nobody's with
+    mode 0775 after each (never a set-id file of the writer); bytes back after -R; nothing
+    else in the folder changed."""
+    with reachable_dir() as top:
+        tree = top / "t"
+        tree.mkdir()
+        os.chown(tree, NOBODY, NOBODY)
+        _others_file(tree / "f.py", A, 0o6775, NOBODY)
+        (tree / "g.py").write_text(A)
+        os.chown(tree / "g.py", NOBODY, NOBODY)
+        diff = top / "p.diff"
+        diff.write_text(make_diff(A, A.replace("alpha5\n", "ALPHA5\n"), "f.py"))
+        before = full_snapshot(top)
+        first = sgpatch_as(NOBODY, NOBODY, "patch", "-d", str(tree), "-i", str(diff))
+        assert first.returncode == 0, first.stderr
+        warning = [ln for ln in first.stderr.splitlines() if "warning" in ln]
+        assert warning == [
+            f"sgpatch: warning: f.py was owned by uid {OTHER} gid {NOBODY}; sgpatch runs as uid "
+            f"{NOBODY} and cannot keep that: the new file is owned by uid {NOBODY}, and without "
+            "its setuid/setgid bit"
+        ]
+        st = (tree / "f.py").stat()
+        assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (NOBODY, NOBODY, 0o775)
+        again = sgpatch_as(NOBODY, NOBODY, "patch", "-R", "-d", str(tree), "-i", str(diff))
+        assert again.returncode == 0, again.stderr
+        after = full_snapshot(top)
+        assert after.pop("t/f.py") == ("file", A.encode(), (0o775, NOBODY, NOBODY))
+        before.pop("t/f.py")
+        assert after == before

@@ -180,7 +180,7 @@ def _write(target, manifest, reconciled, plan, git_commit: bool) -> list[str]:
     new = ledger if not plan.changes else _recorded(root, ledger, plan, str(target.version), gplan)
     data = [x for c in plan.changes for x in (c.before, c.after)]
     changes = [*plan.changes, *ledger_changes(root, reconciled.stored, new, data)]
-    commit(root, state_dir(root), changes)
+    report.warnings(commit(root, state_dir(root), changes))
     if gplan is not None:
         from sgpatch.git import mode as gitmode
 

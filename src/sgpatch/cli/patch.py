@@ -68,7 +68,7 @@ def run(sources: list[Path], opts: Options) -> int:
     written = code == ExitCode.OK and not opts.dry_run and bool(overlay.changes(modes))
     if written:
         with locked(state):  # and leaves no .sgpatch/ behind, unless a set's ledger is in it
-            commit(root, state, overlay.changes(modes))
+            report.warnings(commit(root, state, overlay.changes(modes)))
     _report(results, opts, code)
     return int(code)
 

@@ -78,7 +78,7 @@ def _revert(target, set_name, patchsets, force, dry_run, as_json, git_commit) ->
             from sgpatch.git import mode as gitmode
 
             plan = gitmode.revert_plan(target, set_name, record, changes)
-        commit(root, state_dir(root), changes)  # the last set gone: locked() drops .sgpatch/
+        report.warnings(commit(root, state_dir(root), changes))  # last set: no .sgpatch/ left
         if plan is not None:
             made = gitmode.finish(target, plan, undo=changes)
             gitmode.report_commits(made)

@@ -56,6 +56,12 @@ def err(text: str = "") -> None:
         sys.stderr.write(text + "\n")
 
 
+def warnings(lines: Iterable[str]) -> None:
+    """`sgpatch: warning: ...` on stderr, one line each (a writer's notes: an owner not kept)."""
+    for line in lines:
+        err(f"sgpatch: warning: {line}")
+
+
 def out(text: str = "") -> None:
     """A line of the command's product on stdout. A closed stdout (`>&-`) asked for nothing; a
     full disk is an error (a reader that went away ends the process by SIGPIPE)."""

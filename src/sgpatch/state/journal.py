@@ -5,9 +5,10 @@ content-addressed store (`.sgpatch/originals/<sha256>`, where the ledger keeps i
 and then this journal is written, as quilt keeps `.pc/<patch>/` and git `.git/rebase-merge/`:
 small text a person can follow with `cat` and `cp`. `.sgpatch/journal` of a killed run reads
 
-    sgpatch-journal 2
+    sgpatch-journal 3
     pid 4242
     file 644 3f2a...e1 srt/layers/communicator.py   (was these bytes, mode 644: copy it back)
+    owner 1000 1000 srt/layers/communicator.py      (and belonged to uid 1000, gid 1000)
     file - - srt/extra/new.py                        (did not exist: delete it)
     link 9c1d...07 srt/alias.py                      (was a symlink; its target text is stored)
     dir srt/extra                                    (made by the run: remove it if empty)
@@ -26,7 +27,8 @@ from pathlib import Path
 
 from sgpatch.errors import SgpatchError, unsafe
 
-SCHEMA = 2  # 1: journal.json (base64 originals inline); 2: this line form over the store
+SCHEMA = 3  # 1: journal.json (base64 originals inline); 2: this line form over the store;
+# 3: `owner UID GID PATH` after a file's line (the owner a rollback gives it back)
 HEADER = f"sgpatch-journal {SCHEMA}"
 
 
@@ -39,6 +41,7 @@ class Entry:
     digest: str | None
     mode: int | None = None
     link: bool = False
+    owner: tuple[int, int] | None = None  # (uid, gid) of the file before, where it existed
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +65,8 @@ def render(journal: Journal) -> bytes:
         else:
             mode = "-" if e.mode is None else f"{e.mode:o}"
             lines.append(f"file {mode} {e.digest or '-'} {e.path}")
+            if e.owner is not None:
+                lines.append(f"owner {e.owner[0]} {e.owner[1]} {e.path}")
     for d in journal.dirs:
         _check_path(d)
         lines.append(f"dir {d}")
@@ -116,11 +121,25 @@ def _parse_lines(path: Path, text: str) -> Journal:
         elif kind == "link":
             digest, rel = rest.split(" ", 1)
             entries.append(Entry(_rel(rel), _digest(digest, False), None, link=True))
+        elif kind == "owner" and entries:
+            entries[-1] = _owned(entries[-1], rest)
         elif kind == "dir":
             dirs.append(_rel(rest))
         else:
             raise ValueError(f"bad line {line[:60]!r}")
     return Journal(pid, tuple(entries), tuple(dirs))
+
+
+def _owned(entry: Entry, rest: str) -> Entry:
+    """The file entry just read, with the owner an `owner UID GID PATH` line gives it."""
+    from dataclasses import replace
+
+    uid, gid, rel = rest.split(" ", 2)
+    if entry.link or entry.owner is not None or rel != entry.path:
+        raise ValueError(f"an owner line for {rel[:60]!r} that follows no file line of it")
+    if not (uid.isdigit() and gid.isdigit() and int(uid) < 2**32 and int(gid) < 2**32):
+        raise ValueError(f"bad owner {uid[:12]!r} {gid[:12]!r}")
+    return replace(entry, owner=(int(uid), int(gid)))
 
 
 def _rel(text: str) -> str:

@@ -30,11 +30,11 @@ import signal
 import stat
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from sgpatch import interrupts
-from sgpatch.errors import ExitCode, SgpatchError, unsafe
+from sgpatch.errors import ExitCode, SgpatchError, internal, unsafe
 from sgpatch.state import journal as journal_mod
 from sgpatch.state.folder import (
     JOURNAL,
@@ -89,26 +89,77 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
+SETID = stat.S_ISUID | stat.S_ISGID
+
+Owner = tuple[int, int]  # (uid, gid)
+
+
 def _atomic_write(
-    path: Path, data: bytes, mode: int | None, synced: set[Path] | None = None
-) -> None:
-    """Temp file + fsync + os.replace. With `synced`, the folder fsync is left to the caller
-    (commit flushes each folder once, before it drops the journal that can undo the rename)."""
+    path: Path,
+    data: bytes,
+    mode: int | None,
+    synced: set[Path] | None = None,
+    owner: Owner | None = None,
+) -> Owner | None:
+    """Temp file + fsync + os.replace; returns the owner the file had and could not keep.
+    With `synced`, the folder fsync is left to the caller (commit flushes each folder once,
+    before it drops the journal that can undo the rename).
+
+    The new file keeps the mode and the owner and group of the file it replaces (`owner`:
+    the journal's record in a rollback, else the file there now), as far as the system lets
+    it. It never gains a setuid or setgid bit: it keeps one only if the file it replaces had
+    it and its owner and group are kept; a new file, or one whose owner cannot be kept
+    (sgpatch is not root), has none. A rewrite by root must not make a file that runs as
+    root, nor a rewrite by anyone one that runs as them (docs/safety.md, "Owners")."""
+    there = _regular(path)
     if mode is None:
-        regular = path.exists() and not path.is_symlink()
-        mode = stat.S_IMODE(path.stat().st_mode) if regular else 0o644
+        mode = stat.S_IMODE(there.st_mode) if there is not None else 0o644
+    if owner is None and there is not None:
+        owner = (there.st_uid, there.st_gid)
+    had = there.st_mode & SETID if there is not None and owner == _owner_of(there) else 0
     path.parent.mkdir(parents=True, exist_ok=True)
     _step()
     fd, tmp = new_temp(path)
+    kept: list[bool] = []
 
     def fill() -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
+            kept.append(_keep_owner(fh.fileno(), owner))
+            keep = had if kept[0] else 0
+            os.fchmod(fh.fileno(), (mode & ~SETID) | (mode & keep))  # after chown: it clears them
             _fsync(fh.fileno())
-        os.chmod(tmp, mode)
 
     _install(tmp, path, synced, fill)
+    return None if kept[0] or there is None else owner
+
+
+def _owner_of(st: os.stat_result) -> Owner:
+    return (st.st_uid, st.st_gid)
+
+
+def _regular(path: Path) -> os.stat_result | None:
+    """The stat of the regular file at `path` (never followed through a link), else None."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
+def _keep_owner(fd: int, owner: Owner | None) -> bool:
+    """Give the open temp file `owner` (uid, gid); False when there is none to keep or the
+    system refuses (not root, another user's file, a filesystem without owners)."""
+    if owner is None:
+        return False
+    if _owner_of(os.fstat(fd)) == owner:
+        return True
+    try:
+        os.fchown(fd, *owner)
+    except OSError:
+        return False
+    return True
 
 
 def _atomic_link(path: Path, target: str, synced: set[Path] | None = None) -> None:
@@ -151,7 +202,9 @@ def _put(
     mode: int | None,
     synced: set[Path] | None = None,
     link: str | None = None,
-) -> None:
+    owner: Owner | None = None,
+) -> Owner | None:
+    """Put `data` (None: remove), or a link, at `rel`; the owner it could not keep, if any."""
     path = root / rel
     if link is not None:
         _atomic_link(path, link, synced)
@@ -165,7 +218,8 @@ def _put(
             else:
                 synced.add(path.parent)
     else:
-        _atomic_write(path, data, mode, synced)
+        return _atomic_write(path, data, mode, synced, owner)
+    return None
 
 
 def _missing_dirs(root: Path, changes: Sequence[FileChange]) -> list[str]:
@@ -186,9 +240,12 @@ def write_journal(
     changes: Sequence[FileChange],
     modes: dict[str, int],
     dirs: Sequence[str] = (),
+    owners: Mapping[str, Owner] | None = None,
 ) -> Path:
     """Store the original bytes (and link targets) of every file about to change, then write
-    and fsync the journal that names them: a recovery is a copy from the store."""
+    and fsync the journal that names them, with each file's mode and owner: a recovery is a
+    copy from the store."""
+    owners = owners or {}
     state_dir.mkdir(parents=True, exist_ok=True)
     entries = []
     for c in changes:
@@ -197,7 +254,8 @@ def write_journal(
             entries.append(journal_mod.Entry(c.path, target, None, link=True))
         else:
             digest = None if c.before is None else _store(state_dir, c.before)
-            entries.append(journal_mod.Entry(c.path, digest, modes.get(c.path)))
+            owner = owners.get(c.path) if digest is not None else None
+            entries.append(journal_mod.Entry(c.path, digest, modes.get(c.path), owner=owner))
     if any(e.digest for e in entries):
         _fsync_dir(state_dir / JOURNAL_ORIGINALS)
     doc = journal_mod.Journal(os.getpid(), tuple(entries), tuple(dirs))
@@ -344,7 +402,8 @@ def recover(root: Path, state_dir: Path) -> list[str] | None:
 def _restore(
     root: Path, state_dir: Path, doc: journal_mod.Journal, e: journal_mod.Entry, target: Path
 ) -> bool:
-    """Put one journalled path back as it was; True when that changed anything."""
+    """Put one journalled path back as it was (bytes, mode, owner, or link); True when that
+    changed anything."""
     _remove_stale_temps(target.parent, target.name)
     now_link = os.readlink(target) if target.is_symlink() else None
     if e.link:
@@ -354,20 +413,19 @@ def _restore(
         _put(root, e.path, None, None, link=link)
         return True
     before = None if e.digest is None else _blob(state_dir, e.digest, doc)
-    regular = now_link is None and target.is_file()
-    current = target.read_bytes() if regular else None
-    now_mode = stat.S_IMODE(target.stat().st_mode) if current is not None else None
-    stale_link = now_link is not None
-    if not (
-        stale_link
-        or current != before
-        or (before is not None and e.mode is not None and now_mode != e.mode)
-    ):
+    st = _regular(target) if now_link is None else None
+    current = target.read_bytes() if st is not None else None
+    same = now_link is None and current == before
+    if same and st is not None and before is not None:
+        same = (e.mode is None or stat.S_IMODE(st.st_mode) == e.mode) and (
+            e.owner is None or _owner_of(st) == e.owner
+        )
+    if same:
         return False
-    if stale_link and before is None:
+    if now_link is not None and before is None:
         target.unlink()  # a link the run created where nothing was
     else:
-        _put(root, e.path, before, e.mode)
+        _put(root, e.path, before, e.mode, owner=e.owner)
     return True
 
 
@@ -663,8 +721,9 @@ def _verify_before(root: Path, c: FileChange) -> Path:
     return path
 
 
-def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
-    """Write every change or none: verify, journal, replace, drop the journal.
+def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> list[str]:
+    """Write every change or none: verify, journal, replace, drop the journal. Returns one
+    warning per file whose owner could not be kept (`owner_note`; the caller says them).
 
     Call it with the lock held. On an OSError (disk full, read-only folder, ...) or an interrupt
     the tree is rolled back before the error propagates; if even that fails the journal stays
@@ -674,14 +733,14 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
         c for c in changes if c.before != c.after or c.mode is not None or c.link != c.before_link
     ]
     if not changes:
-        return
-    modes = _preflight(root, changes)
+        return []
+    modes, owners = _preflight(root, changes)
     _check_state_dir(state_dir)
     _remove_stale_temps(state_dir)
     _drop_originals(state_dir)  # scratch a run killed before its journal was down left
     dirs = _missing_dirs(root, changes)
     try:
-        journal = write_journal(state_dir, changes, modes, dirs)
+        journal = write_journal(state_dir, changes, modes, dirs, owners)
     except OSError as exc:
         with contextlib.suppress(OSError):
             (state_dir / JOURNAL).unlink()
@@ -691,11 +750,14 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
         ) from None
     current_rel = ""
     folders: set[Path] = set()
+    notes: list[str] = []
     try:
         for c in changes:
             current_rel = c.path
             mode = c.mode if c.mode is not None else modes.get(c.path)
-            _put(root, c.path, c.after, mode, folders, link=c.link)
+            lost = _put(root, c.path, c.after, mode, folders, link=c.link)
+            if lost is not None:
+                notes.append(owner_note(c.path, lost, modes.get(c.path, 0)))
         for folder in sorted(folders):  # renames durable before the journal goes
             _fsync_dir(folder)
     except BaseException as exc:
@@ -717,26 +779,43 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> None:
     _fsync_dir(state_dir)
     _drop_originals(state_dir)
     _remove_emptied_folders(root, [c.path for c in changes if c.after is None])
+    return notes
 
 
-def _preflight(root: Path, changes: Sequence[FileChange]) -> dict[str, int]:
+def owner_note(rel: str, lost: Owner, mode: int) -> str:
+    """The warning for a file that could not keep its owner (sgpatch is not root)."""
+    me = os.geteuid() if hasattr(os, "geteuid") else -1
+    bits = ", and without its setuid/setgid bit" if mode & SETID else ""
+    return (
+        f"{rel} was owned by uid {lost[0]} gid {lost[1]}; sgpatch runs as uid {me} and cannot "
+        f"keep that: the new file is owned by uid {me}{bits}"
+    )
+
+
+def _preflight(
+    root: Path, changes: Sequence[FileChange]
+) -> tuple[dict[str, int], dict[str, Owner]]:
     """Before anything is written: each path changed once, its bytes still what was planned,
-    it and its folder writable. Returns the modes of the files that exist (to restore them)."""
+    it and its folder writable. Returns the modes and owners of the files that exist (to keep
+    them, and to restore them on a rollback)."""
     modes: dict[str, int] = {}
+    owners: dict[str, Owner] = {}
     seen: set[str] = set()
     for c in changes:
         if c.path in seen:
-            raise SgpatchError(f"internal error: {c.path} changed twice in one commit")
+            raise internal(f"{c.path} changed twice in one commit")
         seen.add(c.path)
         path = _verify_before(root, c)
-        if c.before_link is None and path.exists():
-            modes[c.path] = stat.S_IMODE(path.stat().st_mode)
+        st = _regular(path) if c.before_link is None else None
+        if st is not None:
+            modes[c.path] = stat.S_IMODE(st.st_mode)
+            owners[c.path] = _owner_of(st)
             if not os.access(path, os.W_OK):
                 raise SgpatchError(f"{c.path}: file is read-only; nothing was written")
         folder = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
         if folder is not None and folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
             raise SgpatchError(f"{c.path}: folder {folder} is not writable; nothing was written")
-    return modes
+    return modes, owners
 
 
 def _remove_emptied_folders(root: Path, deleted: Sequence[str]) -> None:

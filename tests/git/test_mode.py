@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -299,3 +300,37 @@ def test_an_index_left_behind_after_head_moved_is_resynced_by_a_retry(checkout, 
     assert git(repo, "status", "--porcelain", "--untracked-files=no") != ""
     assert sgpatch("apply", *args, "--commit") == 0
     assert git(repo, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+ALL_HOOKS = (
+    "applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit",
+    "prepare-commit-msg", "commit-msg", "post-commit", "pre-rebase", "post-checkout",
+    "post-merge", "pre-push", "reference-transaction", "pre-auto-gc", "post-rewrite",
+    "post-index-change", "push-to-checkout",
+)  # fmt: skip
+
+
+def test_writing_git_mode_runs_exactly_the_hooks_the_docs_list(checkout, tmp_path):
+    """Input: a checkout with every client-side hook (each logging its name) and a
+    core.fsmonitor program; `apply --commit`, then `revert --commit` (what docs/safety.md,
+    "Git", lists). Outcome: both exit 0; the hooks that ran are exactly reference-transaction
+    (HEAD moved by update-ref) and post-index-change (the temporary index, the re-sync of the
+    user's), plus the fsmonitor program: no commit, checkout, merge or gc hook."""
+    repo, sets = checkout
+    ran = tmp_path / "ran"
+    ran.mkdir()
+    for hook in ALL_HOOKS:
+        path = repo / ".git" / "hooks" / hook
+        path.write_text(f"#!/bin/sh\ncat >/dev/null\ntouch {ran}/{hook}\n")
+        path.chmod(0o755)
+    git(repo, "config", "core.fsmonitor", f"touch {ran}/fsmonitor; true")
+    args = ["--set", "demo", "--patchsets", str(sets.parent), "--sglang-dir", str(repo)]
+    for command in ("apply", "revert"):
+        assert sgpatch(command, *args, "--commit") == 0
+        assert sorted(os.listdir(ran)) == [
+            "fsmonitor",
+            "post-index-change",
+            "reference-transaction",
+        ], command
+        for f in ran.iterdir():
+            f.unlink()

@@ -42,7 +42,7 @@ def run(
     for manifest, plan, pre, set_code, basis in rows:
         if not basis.checked:
             report.err(f"sgpatch: {basis.line()}")
-        dirty: list[str] = []
+        dirty: list[str] | None = []
         if target.layout == "checkout":  # git mode only; keeps GitPython off the common path
             from sgpatch.git import mode as gitmode
 

@@ -7,7 +7,11 @@
 - `uncommitted` lists files a patch touches that hold uncommitted changes sgpatch did not make
   (for `status`).
 
-GitPython is imported lazily: site-packages installs have no git at all.
+GitPython is imported lazily: site-packages installs have no git at all. What only reads (the
+status warning, and what the writers read of history) goes through `sgpatch.tree.gitread`: git
+as a reader, never running a program the repository's config names. The writing commands
+(`apply --commit`, `revert --commit`) run git as the user's own git would, hooks included
+(docs/safety.md, "Git").
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.tree import gitread
 
 TRAILER = "Applied by sgpatch ({set}/{id})"
 VARIANT_TRAILER = "Sgpatch-Variant: {variant}"
@@ -35,19 +40,29 @@ _FALLBACK_IDENT = {
 }
 
 
-def repo_for(target):
-    """The GitPython Repo of a checkout target, or None (not a checkout / not a work tree)."""
+def checkout_of(target) -> gitread.Checkout | None:
+    """The work tree a checkout target is in, read as a reader; None when there is none (not
+    a checkout, not in git, git missing). GitUnreadable when git refuses it (another user's)."""
     if target.layout != "checkout" or target.repo_root is None:
         return None
     top = Path(target.repo_root).resolve()
     if not any((p / ".git").exists() for p in (top, *top.parents)):
-        return None  # not in a work tree: do not pay for importing GitPython
+        return None  # not in a work tree: do not run git at all
+    return gitread.checkout(target.root)
+
+
+def repo_for(target):
+    """The GitPython Repo of a checkout target's work tree, or None (not a checkout / not a
+    work tree)."""
+    ck = checkout_of(target)
+    if ck is None:
+        return None
     try:
         import git
     except ImportError:
         return None
     try:
-        repo = git.Repo(target.repo_root, search_parent_directories=True)
+        repo = git.Repo(ck.top)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError):
         return None
     if repo.bare or repo.working_tree_dir is None:
@@ -60,21 +75,33 @@ def _prefix(repo, target) -> str:
     return "" if rel == "." else rel + "/"
 
 
+def _checkout(repo, target) -> gitread.Checkout:
+    return gitread.Checkout(Path(repo.working_tree_dir), _prefix(repo, target))
+
+
 def require_repo(target):
-    repo = repo_for(target)
+    """The Repo git mode writes to, checked first by a reading git: a checkout git refuses
+    (another user's: "dubious ownership") or cannot read is refused in one line, before
+    GitPython runs anything (exit 4, or 2 when git fails otherwise)."""
+    try:
+        ck = checkout_of(target)
+        repo = repo_for(target) if ck is not None else None
+        empty = ck is not None and gitread.head(ck.top) is None
+    except gitread.GitUnreadable as exc:
+        raise SgpatchError(
+            f"git mode refused: {exc.message}; nothing was written", exc.code
+        ) from None
     if repo is None:
         raise SgpatchError(
             f"git mode (apply --commit, export) needs a checkout inside a git work tree; "
             f"{target.root} is a "
             f"{target.layout} tree" + ("" if target.layout != "checkout" else " outside git")
         )
-    try:
-        _ = repo.head.commit
-    except ValueError:
+    if empty:
         raise SgpatchError(
             f"{repo.working_tree_dir}: the repository has no commit yet; commit the pristine "
             "tree first"
-        ) from None
+        )
     return repo
 
 
@@ -302,8 +329,9 @@ def finish_apply(target, record) -> list[Made]:
     except (ValueError, KeyError, Exception):  # objects gone (gc after a reset): nothing to do
         return []
     head = repo.head.commit.hexsha
+    ck = _checkout(repo, target)
     if head == tip:  # moved; the index may have been left behind (a git held index.lock)
-        paths = _commit_paths(repo, [c.sha for c in record.commits])
+        paths = _commit_paths(ck, [c.sha for c in record.commits])
         if paths and repo.git.diff("--cached", "--name-only", "HEAD", "--", *paths).strip():
             _check_index_lock(repo)
             _resync_index(repo, paths)
@@ -317,20 +345,15 @@ def finish_apply(target, record) -> list[Made]:
         )
         return []
     _check_index_lock(repo)
-    paths = _commit_paths(repo, [c.sha for c in record.commits])
+    paths = _commit_paths(ck, [c.sha for c in record.commits])
     made = [Made(c.id, c.sha, repo.commit(c.sha).summary) for c in record.commits]
     plan = GitPlan(head, tip, tuple(made), tuple(paths), f"sgpatch apply {record.name}")
     return finish(target, plan)
 
 
-def _commit_paths(repo, shas: Sequence[str]) -> list[str]:
-    paths: set[str] = set()
-    for sha in shas:
-        c = repo.commit(sha)
-        if c.parents:
-            for d in c.parents[0].diff(c):
-                paths.update(p for p in (d.a_path, d.b_path) if p)
-    return sorted(paths)
+def _commit_paths(ck: gitread.Checkout, shas: Sequence[str]) -> list[str]:
+    """Repository paths the commits changed (read by a reading git)."""
+    return gitread.changed_paths(ck.top, shas)
 
 
 REVERT_TRAILER = "Reverted by sgpatch ({set}/{id})"
@@ -364,9 +387,12 @@ def revert_plan(target, set_name: str, record, changes: Sequence) -> GitPlan:
 
 
 def _read(target, rel: str) -> bytes | None:
+    """A work-tree file's bytes, through the tree's path guards (None: absent or unsafe)."""
+    from sgpatch.tree.files import read_bytes
+
     try:
-        return (target.root / rel).read_bytes()
-    except OSError:
+        return read_bytes(target.root, rel)
+    except (OSError, SgpatchError):
         return None
 
 
@@ -409,47 +435,43 @@ def finish_revert(target, set_name: str) -> list[Made]:
     from sgpatch.state.txn import FileChange
 
     repo = require_repo(target)
-    applied = _unreverted(repo, set_name)
-    if not applied:
+    ck = _checkout(repo, target)
+    applied = _unreverted(ck, set_name)
+    if not applied or not applied[-1][0].parents:
         return []
-    prefix = _prefix(repo, target)
-    base = repo.commit(applied[-1][0]).parents
-    if not base:
-        return []
+    base = applied[-1][0].parents[0]
+    prefix = ck.prefix
     files = []
-    for path in _commit_paths(repo, [sha for sha, _ in applied]):
+    for path in _commit_paths(ck, [c.sha for c, _ in applied]):
         if not path.startswith(prefix):
             continue
         rel = path[len(prefix) :]
-        if _read(target, rel) != _tree_bytes(base[0], path):
+        if _read(target, rel) != _tree_bytes(ck, base, path):
             return []  # not sgpatch's reversal: leave it to the user
         files.append(FileChange(rel, None, _read(target, rel)))
     _check_index_lock(repo)
-    commits = [GitCommit(pid, sha) for sha, pid in reversed(applied)]
+    commits = [GitCommit(pid, c.sha) for c, pid in reversed(applied)]
     ids = [pid for _, pid in applied]
     return finish(target, _revert_commit(repo, prefix, set_name, ids, commits, files))
 
 
-def _unreverted(repo, set_name: str) -> list[tuple[str, str]]:
-    """(sha, patch id) of the set's apply commits on HEAD after its last revert commit,
+def _unreverted(ck: gitread.Checkout, set_name: str) -> list[tuple[gitread.Commit, str]]:
+    """(commit, patch id) of the set's apply commits on HEAD after its last revert commit,
     newest first."""
     out = []
-    for c in repo.iter_commits("HEAD", max_count=5000):
-        msg = c.message
-        if any(m.group("set") == set_name for m in _REVERT_RE.finditer(msg)):
+    for c in gitread.log(ck.top, "HEAD", 5000):
+        if any(m.group("set") == set_name for m in _REVERT_RE.finditer(c.message)):
             break
-        for m in _TRAILER_RE.finditer(msg):
+        for m in _TRAILER_RE.finditer(c.message):
             if m.group("set") == set_name:
-                out.append((c.hexsha, m.group("id")))
+                out.append((c, m.group("id")))
                 break
     return out
 
 
-def _tree_bytes(commit, path: str) -> bytes | None:
-    try:
-        return commit.tree[path].data_stream.read()
-    except KeyError:
-        return None
+def _tree_bytes(ck: gitread.Checkout, sha: str, path: str) -> bytes | None:
+    """The raw bytes of `path` in commit `sha` (None: not there)."""
+    return gitread.blobs(ck.top, [f"{sha}:{path}"])[0]
 
 
 def _has_ident(repo) -> bool:
@@ -571,60 +593,77 @@ def _blob(commit, path: str) -> bytes | None:
 
 def uncommitted(target, manifest, ledger=None) -> list[str]:
     """Package-relative files a patch of the set touches (on this release, or as recorded in
-    the ledger) that hold uncommitted changes sgpatch did not make. [] outside git mode."""
-    repo = repo_for(target)
-    if repo is None:
+    the ledger) that hold uncommitted changes sgpatch did not make. [] outside git mode;
+    GitUnreadable when git refuses or cannot read the checkout. Read by a reading git only."""
+    ck = checkout_of(target)
+    if ck is None or gitread.head(ck.top) is None:
         return []
-    from sgpatch.diff.unified import read_patch
-    from sgpatch.ops.refresh import patch_files
-    from sgpatch.patchset.manifest import select_variant
     from sgpatch.state import ledger as ledger_mod
     from sgpatch.state.ledger import sha256
 
-    try:
-        _ = repo.head.commit
-    except ValueError:
-        return []
     ledger = ledger if ledger is not None else ledger_mod.load(target.root)
+    record = ledger.sets.get(manifest.name)
+    dirty = _changed(ck, target, sorted(_touched(target, manifest, record)))
+    out = []
+    reverted = set(_reverted_uncommitted(ck, target, manifest.name, dirty))
+    for rel in dirty:
+        if rel in reverted:
+            continue  # sgpatch's own revert, not committed yet: status_warning says so
+        rec = record.files.get(rel) if record is not None else None
+        if rec is not None and sha256(_read(target, rel)) == rec.after:
+            continue  # what sgpatch wrote (apply without --commit): status shows it
+        out.append(rel)
+    return out
+
+
+def _touched(target, manifest, record) -> set[str]:
+    """Files the set's patches for this release change, and those the ledger records."""
+    from sgpatch.diff.unified import read_patch
+    from sgpatch.ops.refresh import patch_files
+    from sgpatch.patchset.manifest import select_variant
+
     paths: set[str] = set()
     for spec in manifest.patches:
         v = select_variant(spec, target.version)
         if v is not None and v.patch is not None:
             paths.update(patch_files(read_patch(v.patch)))
-    record = ledger.sets.get(manifest.name)
     if record is not None:
         paths.update(record.files)
-    dirty = _dirty(repo, target, sorted(paths))
+    return paths
+
+
+def _changed(ck: gitread.Checkout, target, paths: Sequence[str]) -> list[str]:
+    """The paths (package-relative) whose work-tree bytes or staged state differ from HEAD:
+    what `git status --untracked-files=no` lists, found without `status` (which refreshes the
+    index and runs the repository's filters and fsmonitor). Bytes are compared as git stores
+    them: a file git converts on checkout (eol, filters) reads as changed."""
+    full = [ck.prefix + p for p in paths]
+    at_head = gitread.tree_ids(ck.top, "HEAD", full)
+    staged = gitread.index_ids(ck.top, full)
+    wanted = [f for f in full if f in staged and staged[f] == at_head.get(f)]
+    stored = dict(zip(wanted, gitread.blobs(ck.top, [staged[f] for f in wanted]), strict=True))
     out = []
-    reverted = set(_reverted_uncommitted(repo, target, manifest.name, dirty))
-    for rel in dirty:
-        if rel in reverted:
-            continue  # sgpatch's own revert, not committed yet: status_warning says so
-        rec = record.files.get(rel) if record is not None else None
-        if rec is not None:
-            try:
-                now = (target.root / rel).read_bytes()
-            except OSError:
-                now = None
-            if sha256(now) == rec.after:
-                continue  # what sgpatch wrote (apply without --commit): status shows it
-        out.append(rel)
+    for rel, f in zip(paths, full, strict=True):
+        if staged.get(f) != at_head.get(f):
+            out.append(rel)  # staged, added to or removed from the index
+        elif f in stored and _read(target, rel) != stored[f]:
+            out.append(rel)  # changed in the work tree
     return out
 
 
-def _reverted_uncommitted(repo, target, set_name: str, dirty: Sequence[str]) -> list[str]:
+def _reverted_uncommitted(
+    ck: gitread.Checkout, target, set_name: str, dirty: Sequence[str]
+) -> list[str]:
     """Dirty files holding the bytes from before the set's sgpatch commits on HEAD (that no
     revert commit undid): a plain `revert` after `apply --commit`, not someone's edit."""
     if not dirty:
         return []
-    applied = _unreverted(repo, set_name)
-    if not applied:
+    applied = _unreverted(ck, set_name)
+    if not applied or not applied[-1][0].parents:
         return []
-    parents = repo.commit(applied[-1][0]).parents
-    if not parents:
-        return []
-    prefix = _prefix(repo, target)
-    return [rel for rel in dirty if _read(target, rel) == _tree_bytes(parents[0], prefix + rel)]
+    base = applied[-1][0].parents[0]
+    before = gitread.blobs(ck.top, [f"{base}:{ck.prefix}{rel}" for rel in dirty])
+    return [rel for rel, b in zip(dirty, before, strict=True) if _read(target, rel) == b]
 
 
 def warning_line(files: Sequence[str]) -> str:
@@ -634,31 +673,47 @@ def warning_line(files: Sequence[str]) -> str:
     )
 
 
-def status_warning(target, manifest, ledger=None, quiet: bool = False) -> list[str]:
+def status_warning(target, manifest, ledger=None, quiet: bool = False) -> list[str] | None:
     """For `status`: print the warning line to stderr (unless quiet) and return the files;
-    and a note when sgpatch's own revert of the set's commits is not committed yet."""
-    from sgpatch.state.ledger import Ledger
-
-    files = uncommitted(target, manifest, ledger)
-    if quiet:
-        return files
+    and a note when sgpatch's own revert of the set's commits is not committed yet. A
+    checkout git refuses or cannot read is read as a plain tree: one warning line, None."""
     from sgpatch.ops import report
 
+    try:
+        files = uncommitted(target, manifest, ledger)
+        mine = [] if quiet else _uncommitted_revert(target, manifest.name, ledger)
+    except gitread.GitUnreadable as exc:
+        if not quiet:
+            report.err(
+                f"sgpatch: warning: {exc.message}; read as a plain tree (uncommitted changes "
+                "are not checked)"
+            )
+        return None
+    if quiet:
+        return files
     if files:
         report.err(warning_line(files))
-    repo = repo_for(target)
-    if repo is not None:
-        record = (ledger or Ledger()).sets.get(manifest.name)
-        paths = sorted(_commit_paths(repo, [sha for sha, _ in _unreverted(repo, manifest.name)]))
-        prefix = _prefix(repo, target)
-        rels = [p[len(prefix) :] for p in paths if p.startswith(prefix)]
-        mine = _reverted_uncommitted(repo, target, manifest.name, _dirty(repo, target, rels))
-        if mine and record is None:
-            report.err(
-                f"note: sgpatch reverted {manifest.name} but the revert is not committed "
-                f"({', '.join(mine)}); `sgpatch revert --set {manifest.name} --commit` commits it"
-            )
+    if mine:
+        report.err(
+            f"note: sgpatch reverted {manifest.name} but the revert is not committed "
+            f"({', '.join(mine)}); `sgpatch revert --set {manifest.name} --commit` commits it"
+        )
     return files
+
+
+def _uncommitted_revert(target, name: str, ledger) -> list[str]:
+    """Files of a set no longer in the ledger that hold the bytes from before its sgpatch
+    commits, uncommitted: sgpatch's own plain revert after `apply --commit`."""
+    from sgpatch.state.ledger import Ledger
+
+    ck = checkout_of(target)
+    if ck is None or (ledger or Ledger()).sets.get(name) is not None:
+        return []
+    if gitread.head(ck.top) is None:
+        return []
+    paths = _commit_paths(ck, [c.sha for c, _ in _unreverted(ck, name)])
+    rels = [p[len(ck.prefix) :] for p in paths if p.startswith(ck.prefix)]
+    return _reverted_uncommitted(ck, target, name, _changed(ck, target, rels))
 
 
 def report_commits(made: Sequence[Made]) -> None:

@@ -86,6 +86,7 @@ def _git_hunks(old: bytes, new: bytes, context: int) -> list[str]:
             "GIT_CONFIG_GLOBAL": os.devnull,
             "HOME": tmp,
             "LC_ALL": "C",
+            "GIT_CEILING_DIRECTORIES": os.path.dirname(tmp),  # no repository's config, ever
         }
         cmd = [
             _git() or "git",

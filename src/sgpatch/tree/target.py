@@ -307,20 +307,18 @@ def describe_to_version(describe: str) -> Version:
     return Version(f"{text}.post{post}.dev{distance}+g{sha}")
 
 
-def _git_describe(repo_root: Path) -> str | None:
-    """`git describe --tags --long` of the checkout, or None (no git, no .git, no tags)."""
+def _git_describe(repo_root: Path) -> tuple[str | None, str]:
+    """`git describe --tags --long` of the checkout, or None (no .git, no tags), and why git
+    could not tell when it failed ("" otherwise). Run as a reader (sgpatch.tree.gitread): a
+    checkout's config never makes this run a program."""
     if not (repo_root / ".git").exists():
-        return None  # never describe an enclosing repository that merely vendors this tree
-    try:
-        import git  # lazy: GitPython start-up is slow and git may not be installed
+        return None, ""  # never describe an enclosing repository that merely vendors this tree
+    from sgpatch.tree import gitread
 
-        repo = git.Repo(repo_root)
-        try:
-            return str(repo.git.describe("--tags", "--long", "--match", "v[0-9]*"))
-        finally:
-            repo.close()
-    except Exception:  # ImportError (no git binary), GitCommandError (no tags), bad repo, ...
-        return None
+    try:
+        return gitread.describe(repo_root), ""
+    except gitread.GitUnreadable as exc:
+        return None, exc.message
 
 
 def detect_layout(root: Path) -> tuple[Layout, Path | None, Path | None]:
@@ -353,8 +351,9 @@ def detect_version(
         text = metadata_version(dist_info)
         if text is not None:
             return _parse_version(text, str(dist_info / "METADATA")), "METADATA"
+    why = ""
     if repo_root is not None:
-        described = _git_describe(repo_root)
+        described, why = _git_describe(repo_root)
         if described is not None:
             try:
                 return describe_to_version(described), "git describe"
@@ -363,9 +362,10 @@ def detect_version(
                     f"{repo_root}: git describe gave {described!r}, not a vX.Y.Z tag "
                     "(pass --sglang-version)"
                 ) from None
+    tag = f"and {why}" if why else "no vX.Y.Z git tag"
     raise bad_input(
         f"cannot tell the SGLang version of {root}: no _version.py, no literal __version__ in "
-        "version.py, no sglang-*.dist-info beside it, no vX.Y.Z git tag; pass --sglang-version"
+        f"version.py, no sglang-*.dist-info beside it, {tag}; pass --sglang-version"
     )
 
 

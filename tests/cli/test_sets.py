@@ -569,3 +569,49 @@ def test_revert_restores_a_mode_the_patch_changed(tmp_path, capsys):
     assert sgpatch("revert", *args) == 0
     assert (pkg / "srt/a.py").stat().st_mode & 0o777 == 0o644
     assert (pkg / "srt/a.py").read_text() == A
+
+
+# --- a recorded set this run cannot find (issue 22, item 6)
+
+
+def test_status_reports_a_recorded_set_it_cannot_find_and_shows_the_others(tmp_path):
+    """Input: safety-set applied from one folder and a set `mine` (creating srt/mine.py)
+    applied from another passed only then with --patchsets; `status` with the first folder
+    only, `--check` with and without `--set safety-set`, `--json`. Outcome: status exits 0
+    with one line naming `mine` and the hint (--patchsets or $SGPATCH_PATH) and still the
+    table of safety-set; `--check --set safety-set` judges that set alone: 0; `--check` of
+    every recorded set cannot judge `mine`: 2, after the table and the line; the JSON lists
+    it under `unknown_sets`; nothing is written."""
+    from helpers import full_snapshot, make_env, run_cli
+
+    pkg, sets, args = make_env(tmp_path)
+    mine = tmp_path / "mine-sets" / "mine"
+    (mine / "patches").mkdir(parents=True)
+    (mine / "patches" / "0001-mine.patch").write_text(
+        "--- /dev/null\n+++ b/python/sglang/srt/mine.py\n@@ -0,0 +1 @@\n+mine = 1\n"
+    )
+    (mine / "patchset.yaml").write_text(
+        'schema: 1\nname: mine\nsummary: mine\nsglang: ">=0.5.0,<0.6"\npatches:\n'
+        "  - id: m\n    summary: m\n    type: feature\n    upstream: {status: pending}\n"
+        '    variants:\n      - {sglang: ">=0.5.0", patch: patches/0001-mine.patch}\n'
+    )
+    assert run_cli("apply", *args)[0] == 0
+    assert run_cli("apply", "--sglang-dir", str(pkg), "--patchsets", str(mine.parent),
+                   "--set", "mine")[0] == 0  # fmt: skip
+    before = full_snapshot(pkg, with_state=True)
+    base = ("--sglang-dir", str(pkg), "--patchsets", str(sets))
+    note = (
+        "sgpatch: set mine is recorded in the ledger, but this run cannot find it: pass "
+        "--patchsets DIR (the folder it was applied from) or add that folder to $SGPATCH_PATH"
+    )
+    code, out, err = run_cli("status", *base)
+    assert code == 0 and note in err.splitlines() and "patch set safety-set" in out
+    code, out, err = run_cli("status", *base, "--check", "--set", "safety-set")
+    assert code == 0 and "mine" not in err and "patch set safety-set" in out
+    code, out, err = run_cli("status", *base, "--check")
+    assert code == 2 and note in err.splitlines() and "patch set safety-set" in out
+    code, out, _ = run_cli("status", *base, "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["unknown_sets"] == ["mine"]
+    assert [s["set"] for s in doc["sets"]] == ["safety-set"]
+    assert full_snapshot(pkg, with_state=True) == before

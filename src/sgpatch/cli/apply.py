@@ -58,7 +58,7 @@ def run(
         gitmode.require_repo(target)
     options = {"with_ids": tuple(with_ids), "without_ids": tuple(without_ids), "strict": strict,
                "variants_of": None if basis.checked else basis.variants_of}  # fmt: skip
-    job = _Job(target, manifest, options, git_commit)
+    job = _Job(target, manifest, options, git_commit, dry_run)
     plan, code, pre, written = job.decide(*_read_unlocked(job)) if dry_run else _apply(job)
     after = plan.applied() if written else plan
     if as_json:
@@ -78,9 +78,12 @@ def run(
 class _Job:
     """One apply: what it plans (target, set, options) and how it decides on a plan."""
 
-    def __init__(self, target, manifest, options: dict, git_commit: bool) -> None:
+    def __init__(
+        self, target, manifest, options: dict, git_commit: bool, dry_run: bool = False
+    ) -> None:
         self.target, self.manifest, self.options = target, manifest, options
-        self.git_commit = git_commit
+        self.git_commit, self.dry_run = git_commit, dry_run
+        self.noted = False  # the stale sets' notes were said
 
     def plan(self):
         """The ledger as it applies to the tree, and the set planned on it."""
@@ -91,13 +94,16 @@ class _Job:
         return reconciled, plan
 
     def decide(self, reconciled, plan, say: bool = True):
-        """(plan, exit code, preconditions, written: none yet), the notes and the --strict
-        verdict said (`say`); refuses a set that would change files a set applied on top
-        patched."""
+        """(plan, exit code, preconditions, written: none yet), the --strict verdict and the
+        untested-version line said (`say`), and the stale sets' notes when this run will not
+        write (a run that writes says, once written, that their records are dropped); refuses
+        a set that would change files a set applied on top patched."""
         if say:
-            say_notes(reconciled)
             applied_untested(reconciled.ledger.sets.get(plan.name))
         code = _verdict(plan)
+        if not self.noted and (self.dry_run or not self.writes(reconciled, plan, code)):
+            say_notes(reconciled)
+            self.noted = True
         pre = preconditions.for_plan(self.manifest, plan, site_packages(self.target))
         unmet = [x for x in pre if x.verdict == "unmet"]
         if self.options["strict"] and unmet and code == ExitCode.OK:
@@ -157,6 +163,7 @@ def _plan_and_write(job: _Job, reconciled, plan, quiet: bool = False):
     if not job.writes(reconciled, plan, code):
         return decided
     written = _write(job.target, job.manifest, reconciled, plan, job.git_commit)
+    say_notes(reconciled, dropped=True)  # the ledger just written holds none of them
     return plan, code, pre, written
 
 

@@ -83,8 +83,10 @@ def load_ledger(target: Target) -> Reconciled:
     return reconcile(target.root, str(target.version), target.dist_info, stored)
 
 
-def say_notes(reconciled: Reconciled) -> None:
-    for note in reconciled.notes:
+def say_notes(reconciled: Reconciled, dropped: bool = False) -> None:
+    """One line per stale set: what to run (a run that only reads), or, from the run that
+    wrote the ledger without them (`dropped`), that their records are gone: said once."""
+    for note in reconciled.dropped if dropped else reconciled.notes:
         report.err(f"sgpatch: {note}")
 
 

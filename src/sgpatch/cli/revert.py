@@ -52,14 +52,17 @@ def run(
 def _revert(target, set_name, patchsets, force, dry_run, as_json, git_commit) -> int:
     root = target.root
     reconciled = load_ledger(target)
-    say_notes(reconciled)
+    if dry_run:
+        say_notes(reconciled)
     ledger = reconciled.ledger
     record = ledger.sets.get(set_name)
     if record is None:
         if set_name not in reconciled.stored.sets:
             load_set(set_name, tuple(patchsets))  # an unknown name is a typo: exit 2
         if reconciled.stale and not dry_run:  # store the ledger without the stale sets
-            commit(root, state_dir(root), _forget(root, reconciled.stored, ledger))
+            forget = _forget(root, reconciled.stored, ledger)
+            report.warnings(commit(root, state_dir(root), forget))
+            say_notes(reconciled, dropped=True)
         if git_commit:
             from sgpatch.git import mode as gitmode
 
@@ -79,6 +82,7 @@ def _revert(target, set_name, patchsets, force, dry_run, as_json, git_commit) ->
 
             plan = gitmode.revert_plan(target, set_name, record, changes)
         report.warnings(commit(root, state_dir(root), changes))  # last set: no .sgpatch/ left
+        say_notes(reconciled, dropped=True)  # the ledger written holds none of the stale sets
         if plan is not None:
             made = gitmode.finish(target, plan, undo=changes)
             gitmode.report_commits(made)

@@ -32,12 +32,16 @@ def run(
     verbose: bool,
 ) -> int:
     target = open_target(sglang_dir, sglang_version, reader=True)
-    reconciled, rows, found_drift = stable_read(
+    reconciled, rows, found_drift, unknown = stable_read(
         target.root, lambda: _read(target, set_name, patchsets, with_ids)
     )
     say_notes(reconciled)
+    for name in unknown:
+        report.err(f"sgpatch: {_unknown_note(name)}")
     ledger = reconciled.ledger
     code = max((row[3] for row in rows), default=ExitCode.OK)
+    if unknown:  # --check of every recorded set cannot say "done" for one it cannot judge
+        code = max(code, ExitCode.BAD_INPUT)
     docs = []
     for manifest, plan, pre, set_code, basis in rows:
         if not basis.checked:
@@ -64,6 +68,7 @@ def run(
                 "exit_code": int(code if check else ExitCode.OK),
                 "target": report.target_json(target),
                 "sets": docs,
+                "unknown_sets": unknown,
                 "drift": drift.to_json(found_drift),
             }
         )
@@ -75,10 +80,13 @@ def _read(target, set_name: str | None, patchsets: Sequence[Path], with_ids: Seq
     read it again if a writer changed the tree meanwhile."""
     reconciled = load_ledger(target)
     ledger = reconciled.ledger
+    unknown: list[str] = []
     if set_name:
         manifests = [load_set(set_name, tuple(patchsets))]
     else:
-        manifests = _relevant_sets(target, ledger, patchsets)
+        manifests, unknown = _relevant_sets(target, ledger, patchsets)
+    if not manifests and unknown:
+        raise SgpatchError(_unknown_note(", ".join(unknown)))
     if not manifests:
         raise SgpatchError(
             f"no known patch set supports sglang {target.version} ({target.root}); see "
@@ -100,7 +108,15 @@ def _read(target, set_name: str | None, patchsets: Sequence[Path], with_ids: Seq
         touched |= {x for p in plan.patches for f in p.files for x in (f.path, f.source)}
         pre = preconditions.for_plan(manifest, plan, site_packages(target))
         rows.append((manifest, plan, pre, _check_code(plan), basis))
-    return reconciled, rows, drift.check(target.root, target.dist_info, ledger, touched)
+    found_drift = drift.check(target.root, target.dist_info, ledger, touched)
+    return reconciled, rows, found_drift, unknown
+
+
+def _unknown_note(names: str) -> str:
+    return (
+        f"set {names} is recorded in the ledger, but this run cannot find it: pass --patchsets "
+        "DIR (the folder it was applied from) or add that folder to $SGPATCH_PATH"
+    )
 
 
 def _check_code(plan) -> ExitCode:
@@ -114,18 +130,22 @@ def _check_code(plan) -> ExitCode:
     return ExitCode.OK
 
 
-def _relevant_sets(target, ledger, patchsets: Sequence[Path]) -> list[SetManifest]:
-    """Every set in the ledger, else every known set that supports this version or names it
+def _relevant_sets(
+    target, ledger, patchsets: Sequence[Path]
+) -> tuple[list[SetManifest], list[str]]:
+    """Every set in the ledger that this run can find (in applied order) and the names of
+    those it cannot; with no ledger, every known set that supports this version or names it
     as a snapshot it was checked on (each manifest is read once)."""
+    known = find_sets(tuple(patchsets))
     if ledger.sets:
-        return [load_set(name, tuple(patchsets)) for name in ledger.sets]  # applied order
-    found = sorted(find_sets(tuple(patchsets)).items())
-    manifests = [load_manifest(path / "patchset.yaml") for _, path in found]
+        found = [load_set(n, tuple(patchsets)) for n in ledger.sets if n in known]
+        return found, [n for n in ledger.sets if n not in known]
+    manifests = [load_manifest(path / "patchset.yaml") for _, path in sorted(known.items())]
     return [
         m
         for m in manifests
         if set_supports(m, target.version) or nearest.checked(m, target.version)
-    ]
+    ], []
 
 
 def _applied_json(record) -> dict | None:

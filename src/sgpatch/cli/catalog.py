@@ -7,15 +7,24 @@ from pathlib import Path
 from typing import Any
 
 from sgpatch.ops import report
-from sgpatch.patchset.manifest import PatchSpec, SetManifest, find_sets, load_manifest, load_set
+from sgpatch.patchset.manifest import (
+    PatchSpec,
+    SetManifest,
+    find_sets,
+    load_manifest,
+    load_set,
+    shadow_note,
+)
 from sgpatch.patchset.probe import describe
 
 
 def list_sets(patchsets: Sequence[Path], as_json: bool) -> int:
-    sets = [
-        load_manifest(path / "patchset.yaml")
-        for _, path in sorted(find_sets(tuple(patchsets)).items())
-    ]
+    found = sorted(find_sets(tuple(patchsets)).items())
+    for name, path in found:
+        note = shadow_note(name, path)
+        if note is not None:
+            report.err(note)
+    sets = [load_manifest(path / "patchset.yaml") for _, path in found]
     if as_json:
         report.emit_json(
             {

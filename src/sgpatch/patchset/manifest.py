@@ -7,10 +7,12 @@ author wrote (`since: 0.6` stays "0.6", not the float 0.6).
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import re
 import stat
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -20,6 +22,7 @@ from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from sgpatch.errors import bad_input, unsafe
+from sgpatch.patchset.hygiene import refuse_others_writable, refuse_writable_inside
 from sgpatch.patchset.probe import (
     REGEX_FLAGS,
     AllProbe,
@@ -277,6 +280,7 @@ class _Checker:
                 self.fail(node, field, problem, is_unsafe=True)
         if not path.is_file():
             self.fail(node, field, f"patch file {rel!r} not found in {_display(self.base_dir)}")
+        refuse_writable_inside(self.base_dir, rel, f"patch file {rel} of {self.shown}")
         return path
 
 
@@ -821,27 +825,48 @@ def find_sets(
 
     Search order: `--patchsets DIR` (each a set or a folder of sets; must exist), then
     `$SGPATCH_PATH` (os.pathsep-separated; missing entries are skipped, like $PATH), then the
-    bundled sets.
+    bundled sets. A folder on the way, a set folder or its manifest that other users may write
+    is refused (exit 4, sgpatch.patchset.hygiene).
     """
     env = os.environ if environ is None else environ
-    found: dict[str, Path] = {}
+    places: list[tuple[Path, str]] = []
     for extra in extra_dirs:
         directory = Path(extra).expanduser()
         if not directory.is_dir():
             raise bad_input(f"--patchsets {directory}: not a directory")
-        for name, path in _sets_in(directory):
-            found.setdefault(name, path.absolute())
+        places.append((directory, f"--patchsets {directory}"))
     for entry in env.get(ENV_SGPATCH_PATH, "").split(os.pathsep):
-        if entry.strip():
-            directory = Path(entry.strip()).expanduser()
-            if directory.is_dir():
-                for name, path in _sets_in(directory):
-                    found.setdefault(name, path.absolute())
-    bundled = bundled_dir()
-    if bundled.is_dir():
-        for name, path in _sets_in(bundled):
-            found.setdefault(name, path.absolute())
+        directory = Path(entry.strip()).expanduser()
+        if entry.strip() and directory.is_dir():
+            places.append((directory, f"patch set folder {directory} (from ${ENV_SGPATCH_PATH})"))
+    if bundled_dir().is_dir():
+        places.append((bundled_dir(), f"the shipped patch sets' folder {bundled_dir()}"))
+    found: dict[str, Path] = {}
+    for directory, what in places:
+        refuse_others_writable(directory, what)
+        for name, path in _sets_in(directory):
+            if name not in found:
+                refuse_others_writable(path / MANIFEST_NAME, f"patch set {name} ({what})")
+                found[name] = path.absolute()
     return found
+
+
+def shadowed(name: str, path: Path) -> Path | None:
+    """The shipped set that a set found at `path` under the same name hides, if any."""
+    shipped = bundled_dir() / name
+    if (shipped / MANIFEST_NAME).is_file() and Path(path).resolve() != shipped.resolve():
+        return shipped
+    return None
+
+
+def shadow_note(name: str, path: Path) -> str | None:
+    """One line for a user set that hides the shipped set of its name (None if it does not)."""
+    if shadowed(name, path) is None:
+        return None
+    return (
+        f"sgpatch: note: set {name} from {path} shadows the shipped set of that name; "
+        "this run uses yours"
+    )
 
 
 def load_set(
@@ -852,6 +877,10 @@ def load_set(
     if name not in sets:
         known = ", ".join(sorted(sets)) or "none"
         raise bad_input(f"unknown patch set {name!r} (known: {known})")
+    note = shadow_note(name, sets[name])
+    if note is not None:
+        with contextlib.suppress(OSError, AttributeError):  # stderr closed or gone
+            sys.stderr.write(note + "\n")
     return load_manifest(sets[name] / MANIFEST_NAME)
 
 
@@ -868,4 +897,5 @@ __all__ = [
     "load_set",
     "select_variant",
     "set_supports",
+    "shadow_note",
 ]

@@ -615,3 +615,68 @@ def test_status_reports_a_recorded_set_it_cannot_find_and_shows_the_others(tmp_p
     assert code == 0 and doc["unknown_sets"] == ["mine"]
     assert [s["set"] for s in doc["sets"]] == ["safety-set"]
     assert full_snapshot(pkg, with_state=True) == before
+
+
+# --- apply's last line matches what it did (issue 22, item 9)
+
+OPTIONAL_PE = """  - id: pe
+    summary: pe
+    type: feature
+    optional: true
+    upstream: {status: pending}
+    variants:
+      - {sglang: ">=0.5.0", patch: patches/0005-pe.patch}
+"""
+
+
+def _with_optional(tmp_path):
+    from helpers import make_env, manifest, write_set
+
+    pkg, sets, args = make_env(tmp_path)
+    write_set(sets, manifest(OPTIONAL_PE))
+    (sets / "safety-set" / "patches" / "0005-pe.patch").write_text(
+        "--- /dev/null\n+++ b/python/sglang/srt/extra/e.py\n@@ -0,0 +1 @@\n+e = 1\n"
+    )
+    return pkg, args
+
+
+def test_apply_with_an_edited_file_says_the_next_step(tmp_path):
+    """Input: the set applied, a line appended to srt/a.py by hand, then `apply --with pe`.
+    Outcome: exit 1, nothing written, and the last line names the edited patch and the next
+    step (`sgpatch revert --set safety-set --force`, then apply again); following it works:
+    revert --force exits 0 keeping the edit, and the apply exits 0."""
+    from helpers import full_snapshot, run_cli
+
+    pkg, args = _with_optional(tmp_path)
+    assert run_cli("apply", *args)[0] == 0
+    a = pkg / "srt" / "a.py"
+    a.write_text(a.read_text() + "# my edit\n")
+    before = full_snapshot(pkg, with_state=True)
+    code, _, err = run_cli("apply", *args, "--with", "pe")
+    assert code == 1 and full_snapshot(pkg, with_state=True) == before
+    assert err.splitlines()[-1] == (
+        "sgpatch: safety-set: not applied (3 applied, 1 modified, 1 pending); nothing was "
+        "written: pa was edited since sgpatch applied it; `sgpatch revert --set safety-set "
+        "--force` takes the set out and keeps the edit, then apply again"
+    )
+    assert run_cli("revert", *args, "--force")[0] == 0 and "# my edit" in a.read_text()
+    assert run_cli("apply", *args, "--with", "pe")[0] == 0 and "ALPHA5" in a.read_text()
+
+
+def test_apply_without_an_applied_patch_counts_it_as_applied(tmp_path):
+    """Input: the set applied (pa..pd), then `apply --without pb`, `apply --with pe --without
+    pb`. Outcome: each exits 0; the counts in the last line match
+    the table: pb is still applied (leaving it out does not revert it), so `4 applied; 1
+    optional not chosen`, then `5 applied` once pe is applied too."""
+    from helpers import run_cli
+
+    _, args = _with_optional(tmp_path)
+    assert run_cli("apply", *args)[0] == 0
+    code, _, err = run_cli("apply", *args, "--without", "pb")
+    assert code == 0 and "\npb             applied" in err
+    assert err.splitlines()[-1] == (
+        "sgpatch: safety-set: nothing to do (4 applied; 1 optional not chosen)"
+    )
+    code, _, err = run_cli("apply", *args, "--with", "pe", "--without", "pb")
+    assert code == 0
+    assert err.splitlines()[-1] == "sgpatch: safety-set: applied; 1 file(s) written (5 applied)"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from helpers import make_diff, sgpatch
+from helpers import make_diff, run_cli, sgpatch
 from sgpatch.diff.unified import parse_patch, split_lines
 from sgpatch.errors import SgpatchError
 from sgpatch.ops import importer
@@ -175,3 +175,98 @@ def test_a_path_that_climbs_out_of_the_package_is_refused_for_safety(tmp_path, c
     assert code == 4, err
     assert err.splitlines() == [err.splitlines()[0]] and "climbs out of the SGLang package" in err
     assert list(dest.iterdir()) == []
+
+
+# --- odd inputs (issue 22, item 9)
+
+
+@pytest.fixture
+def cached_release(tmp_path, monkeypatch):
+    """Release 1.0 (helpers.V10) in an offline cache; no index, no download."""
+    import helpers as tp
+    from helpers import make_wheel
+    from sgpatch.releases import cache as releases
+
+    monkeypatch.setenv("SGPATCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(releases, "_pip_index_versions", lambda pre: (_ for _ in ()).throw(OSError))
+    make_wheel(tmp_path / "cache" / "wheels", "1.0", tp.release_files(tp.V10, "1.0"))
+    new = tp.V10.replace("x = 1\n", "x = 12345  # a_distinctive_change_here\n")
+    diff = make_diff(tp.V10, new, "python/sglang/srt/mod.py")
+    return diff
+
+
+def _mail(subject: str, diff: str) -> str:
+    return (
+        "From 1234567890abcdef1234567890abcdef12345678 Mon Sep 17 00:00:00 2001\n"
+        f"From: A <a@example.com>\nDate: Mon, 1 Jan 2024 00:00:00 +0000\nSubject: {subject}\n"
+        f"\nWhy.\n---\n{diff}--\n2.39.5\n"
+    )
+
+
+def test_a_subject_with_control_characters_makes_a_readable_set(tmp_path, cached_release):
+    """Input: a format-patch whose Subject holds a BEL and an escape sequence. Outcome: exit 0;
+    the set's manifest loads back, its summary and the patch header's Subject hold spaces where
+    the control characters were (no control character anywhere in either file)."""
+    mail = tmp_path / "in.patch"
+    mail.write_text(_mail("[PATCH] Fix\x07 the\x1b[31m thing", cached_release))
+    dest = tmp_path / "dest"
+    code, _, err = run_cli("import", "--name", "s", "--sglang-version", "1.0", "--dest",
+                           str(dest), str(mail))  # fmt: skip
+    assert code == 0, err
+    manifest = load_manifest(dest / "s" / "patchset.yaml")
+    assert manifest.patches[0].summary == "Fix the [31m thing"
+    texts = [(dest / "s" / "patchset.yaml").read_text(), manifest.patches[0].variants[0].patch]
+    header = texts[1].read_text().split("\n", 1)[0]
+    assert header == "Subject: [PATCH] Fix the [31m thing"
+    assert not any(c in texts[0] + header for c in "\x07\x1b")
+
+
+def test_a_manifest_import_cannot_read_back_is_its_own_bug_named_as_dest(
+    tmp_path, cached_release, monkeypatch
+):
+    """Input: an import whose manifest text (forced, as a bug would) is not YAML. Outcome: exit
+    70, one line `sgpatch: internal error: sgpatch import wrote a manifest it cannot read back,
+    so nothing was written: DEST/s/patchset.yaml: ...` (never the temporary folder's name);
+    DEST holds nothing (no temporary folder left)."""
+    monkeypatch.setattr(importer, "manifest_text", lambda result: "schema: [\n")
+    mail = tmp_path / "in.patch"
+    mail.write_text(_mail("[PATCH] Fix it", cached_release))
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    code, _, err = run_cli("import", "--name", "s", "--sglang-version", "1.0", "--dest",
+                           str(dest), str(mail))  # fmt: skip
+    assert code == 70 and err.count("\n") == 1
+    assert err.startswith(
+        "sgpatch: internal error: sgpatch import wrote a manifest it cannot read back, so "
+        f"nothing was written: {dest / 's' / 'patchset.yaml'}"
+    )
+    assert "-import-" not in err and list(dest.iterdir()) == []
+
+
+def test_a_failed_import_leaves_no_dest_it_created(tmp_path, cached_release, monkeypatch):
+    """Input: a 300-character --name; then a --dest that does not exist yet where making the
+    temporary folder fails (ENOSPC). Outcome: the first is exit 2 in one line naming --name;
+    the second exit 2 in one line; neither leaves the --dest folder behind."""
+    import errno
+    import tempfile
+
+    mail = tmp_path / "in.patch"
+    mail.write_text(_mail("[PATCH] Fix it", cached_release))
+    dest = tmp_path / "new" / "dest"
+    code, _, err = run_cli("import", "--name", "a" * 300, "--sglang-version", "1.0", "--dest",
+                           str(dest), str(mail))  # fmt: skip
+    assert code == 2 and err.count("\n") == 1 and "300 characters; at most 100" in err
+    assert not (tmp_path / "new").exists()
+
+    real = tempfile.mkdtemp
+
+    def full(*args, **kwargs):  # only import's own temporary folder in DEST fails
+        if "-import-" in str(kwargs.get("prefix", "")):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkdtemp", full)
+    code, _, err = run_cli("import", "--name", "s", "--sglang-version", "1.0", "--dest",
+                           str(dest), str(mail))  # fmt: skip
+    assert code == 2 and err.count("\n") == 1 and "No space left on device" in err
+    assert not dest.exists()

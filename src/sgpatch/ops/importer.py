@@ -21,12 +21,15 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from sgpatch.errors import ExitCode, SgpatchError, bad_input
+from sgpatch.errors import ExitCode, SgpatchError, bad_input, internal
 from sgpatch.ops.plan import FilePlan, Overlay
 from sgpatch.ops.sources import Section, Source
 from sgpatch.patchset.probe import ProbeNode, describe
 
 TYPE = "feature"
+MAX_NAME = 100  # a set's name is a folder name (and part of a temporary one beside it)
+# What YAML cannot hold, even quoted: C0 and C1 controls but tab, DEL, lone surrogates.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
 
 
 @dataclass
@@ -169,6 +172,24 @@ def tree_source(root: Path, version: Version, name: str) -> tuple[Source, dict, 
 # naming, headers, probes
 
 
+def _readable(src: Source) -> Source:
+    """The input with the one-line fields that go into the manifest and the header (subject,
+    author, date, label) made printable: a control character (a BEL in a mail's Subject)
+    becomes a space, whitespace runs fold; YAML could not read the manifest back otherwise."""
+    from dataclasses import replace
+
+    def clean(text: str) -> str:
+        return " ".join(_UNPRINTABLE.sub(" ", text).split())
+
+    return replace(
+        src,
+        subject=clean(src.subject),
+        author=clean(src.author),
+        date=clean(src.date),
+        label=clean(src.label),
+    )
+
+
 def slug(text: str, limit: int = 48) -> str:
     """`[PATCH 2/3] Fix top_p sampling!` -> `fix-top-p-sampling` (a valid patch id)."""
     words = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
@@ -227,6 +248,11 @@ def import_sources(
 
     if not ID_RE.match(name):
         raise bad_input(f"--name {name!r}: must match [a-z0-9][a-z0-9-]* (it names the folder)")
+    if len(name) > MAX_NAME:
+        raise bad_input(
+            f"--name {name[:20]}...: {len(name)} characters; at most {MAX_NAME} (it names a folder)"
+        )
+    sources = [_readable(src) for src in sources]
     overlay = ReleaseOverlay(Path("/nonexistent-sgpatch-release"), version=version)
     taken: set[str] = set()
     out: list[Imported] = []
@@ -383,7 +409,9 @@ def write_set(result: ImportResult, dest: Path) -> tuple[Path, list]:
         dest.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{result.name}-import-", dir=dest))
     except OSError as exc:
-        raise bad_input(f"--dest {dest}: {exc.strerror or exc}") from None
+        if made_dest:
+            shutil.rmtree(dest, ignore_errors=True)
+        raise bad_input(f"--dest {dest}: {exc.strerror or exc}; nothing was written") from None
     try:
         staged = tmp / result.name
         staged.mkdir()
@@ -392,7 +420,7 @@ def write_set(result: ImportResult, dest: Path) -> tuple[Path, list]:
             path = staged / p.file
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(p.data)
-        findings = validate(staged, result.version)
+        findings = validate(staged, result.version, final)
         os.replace(staged, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -403,13 +431,20 @@ def write_set(result: ImportResult, dest: Path) -> tuple[Path, list]:
     return final, findings
 
 
-def validate(set_dir: Path, version: Version) -> list:
-    """Load the written manifest and lint it on `version`; an error there is a bug of import's
-    (exit 3, nothing written), warnings are returned."""
+def validate(set_dir: Path, version: Version, final: Path | None = None) -> list:
+    """Load the written manifest and lint it on `version`; warnings are returned. A manifest
+    that does not load back is import's own bug (exit 70, named as DEST/NAME would be, never
+    as the temporary folder); a lint error exit 3; nothing is written either way."""
     from sgpatch.ops import lint, matrix
     from sgpatch.patchset.manifest import load_manifest
 
-    manifest = load_manifest(set_dir / "patchset.yaml")
+    try:
+        manifest = load_manifest(set_dir / "patchset.yaml")
+    except SgpatchError as exc:
+        shown = exc.message.replace(str(set_dir), str(final or set_dir))
+        raise internal(
+            f"sgpatch import wrote a manifest it cannot read back, so nothing was written: {shown}"
+        ) from None
     rows = matrix.compute(manifest, [version], workers=1)
     findings = lint.check(manifest, rows)
     errors = [f for f in findings if f.level == "error"]

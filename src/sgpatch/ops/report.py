@@ -330,20 +330,37 @@ def show_patch_detail(p, say: Callable[[str], None] = err) -> None:
             say(f"    {e.kind} {where}{text} {e.note}".rstrip())
 
 
+RECORDED = ("applied", "modified")  # in the tree whatever this run selects
+
+
 def state_counts(plan) -> str:
-    """'5 pending, 1 upstream; 1 optional not chosen': the chosen patches counted by state."""
+    """'5 pending, 1 upstream; 1 optional not chosen': the chosen patches counted by state, as
+    the table shows them. A patch already applied counts as applied even when this run leaves
+    it out (--without, an optional one not chosen again): leaving out does not revert it."""
     counts: dict[str, int] = {}
-    for p in plan.patches:
-        if p.selected:
-            counts[p.state] = counts.get(p.state, 0) + 1
-    optional = sum(1 for p in plan.patches if not p.selected and p.optional)
-    left_out = sum(1 for p in plan.patches if not p.selected and not p.optional)
+    counted = [p for p in plan.patches if p.selected or p.state in RECORDED]
+    for p in counted:
+        counts[p.state] = counts.get(p.state, 0) + 1
+    rest = [p for p in plan.patches if p not in counted]
+    optional = sum(1 for p in rest if p.optional)
+    left_out = sum(1 for p in rest if not p.optional)
     parts = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no patches"
     if optional:
         parts += f"; {optional} optional not chosen"
     if left_out:
         parts += f"; {left_out} left out (--without)"
     return parts
+
+
+def _next(plan) -> str:
+    """What to do when apply stopped on a patch edited since sgpatch applied it."""
+    edited = [p.id for p in plan.patches if p.selected and p.state == "modified"]
+    if not edited:
+        return ""
+    return (
+        f": {', '.join(edited)} was edited since sgpatch applied it; `sgpatch revert --set "
+        f"{plan.name} --force` takes the set out and keeps the edit, then apply again"
+    )
 
 
 def status_verdict(plan, code) -> None:
@@ -359,7 +376,7 @@ def apply_summary(plan, code, written, dry_run: bool) -> None:
     """One line a build log can grep: what happened to the set, counted by final state."""
     parts, tail = state_counts(plan), untested_tail(plan)
     if code != 0:
-        err(f"sgpatch: {plan.name}: not applied ({parts}); nothing was written{tail}")
+        err(f"sgpatch: {plan.name}: not applied ({parts}); nothing was written{_next(plan)}{tail}")
     elif dry_run:
         err(f"sgpatch: {plan.name}: dry run ({parts}); nothing was written{tail}")
     elif written:

@@ -81,8 +81,9 @@ def _killed_mid_commit(tmp_path: Path) -> Path:
 
 def test_a_killed_run_can_be_undone_by_hand_with_cat_and_cp(tmp_path: Path) -> None:
     """Input: a commit killed half-way (a.py rewritten, b.py not yet). Outcome: the journal
-    names both files with mode and digest, each followed by its owner; copying each digest's file from journal-originals
-    back (what a person does after `cat .sgpatch/journal`) gives the exact original bytes."""
+    names both files with mode and digest, each followed by its owner; copying each digest's
+    file from journal-originals back (what a person does after `cat .sgpatch/journal`) gives
+    the exact original bytes."""
     state = _killed_mid_commit(tmp_path)
     assert (tmp_path / "srt/a.py").read_bytes() == b"ALPHA\n"
     lines = (state / JOURNAL).read_text().splitlines()

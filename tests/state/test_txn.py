@@ -38,8 +38,8 @@ from helpers import (
 )
 from helpers import run_cli as cli
 from sgpatch.errors import ExitCode, SgpatchError
-from sgpatch.state import ledger as ledger_mod
 from sgpatch.state import journal as journal_mod
+from sgpatch.state import ledger as ledger_mod
 from sgpatch.state import txn
 from sgpatch.state.txn import FileChange, commit, locked, recover, write_journal
 

@@ -9,17 +9,16 @@ from pathlib import Path
 from sgpatch import __version__
 from sgpatch.cli.common import (
     applied_untested,
-    ledger_changes,
     load_ledger,
     open_target,
     say_notes,
     site_packages,
-    stable_read,
 )
 from sgpatch.errors import ExitCode, SgpatchError, bad_input
 from sgpatch.ops import preconditions, report
 from sgpatch.ops.plan import SetPlan, plan_set
 from sgpatch.state import ledger as ledger_mod
+from sgpatch.state.consistent import stable_read
 from sgpatch.state.ledger import PatchRecord, state_dir
 from sgpatch.state.txn import LockBusy, commit, lock_timeout, locked
 
@@ -186,7 +185,7 @@ def _write(target, manifest, reconciled, plan, git_commit: bool) -> list[str]:
         return []
     new = ledger if not plan.changes else _recorded(root, ledger, plan, str(target.version), gplan)
     data = [x for c in plan.changes for x in (c.before, c.after)]
-    changes = [*plan.changes, *ledger_changes(root, reconciled.stored, new, data)]
+    changes = [*plan.changes, *ledger_mod.store_changes(root, reconciled.stored, new, data)]
     report.warnings(commit(root, state_dir(root), changes))
     if gplan is not None:
         from sgpatch.git import mode as gitmode

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -11,11 +10,11 @@ from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ops import report
 from sgpatch.state import ledger as ledger_mod
 from sgpatch.state.folder import interrupted
-from sgpatch.state.ledger import LEDGER, state_dir
+from sgpatch.state.ledger import state_dir
 from sgpatch.tree.target import Target, discover, find_target
 
 if TYPE_CHECKING:
-    from sgpatch.state.ledger import Ledger, SetRecord
+    from sgpatch.state.ledger import SetRecord
     from sgpatch.state.upgrade import Reconciled
 
 T = TypeVar("T")
@@ -90,31 +89,6 @@ def say_notes(reconciled: Reconciled, dropped: bool = False) -> None:
         report.err(f"sgpatch: {note}")
 
 
-def ledger_changes(root: Path, old: Ledger, new: Ledger, data: list[bytes | None]) -> list:
-    """The ledger update and the store (bytes before and after of every file), written in the
-    same transaction as the files. Bytes the new ledger does not name are not stored, and
-    bytes the old one needed and the new one does not are removed (a second apply with --with
-    moves a file's 'after' on; a stale set's records go), so nothing is left behind in
-    `originals/`."""
-    from sgpatch.state.ledger import has_bytes, original_rel, referenced, sha256, unreferenced
-    from sgpatch.state.txn import FileChange, read_bytes
-
-    rel = ledger_mod.ledger_rel()
-    out = [FileChange(rel, read_bytes(root, rel), ledger_mod.dump(new) if new.sets else None)]
-    keep = referenced(new)
-    digests = {sha256(b): b for b in data if b is not None}
-    known = {d: b for d, b in digests.items() if d in keep}
-    for digest, content in sorted(known.items()):
-        if not has_bytes(root, digest):
-            out.append(FileChange(original_rel(digest), None, content, 0o444))
-    for digest in unreferenced(old, new):
-        path = original_rel(digest)
-        current = read_bytes(root, path)
-        if current is not None:
-            out.append(FileChange(path, current, None))
-    return out
-
-
 def applied_untested(record: SetRecord | None) -> None:
     """One stderr line when the ledger says the set was applied to an untested version."""
     if record is not None and record.variants_of:
@@ -126,31 +100,3 @@ def applied_untested(record: SetRecord | None) -> None:
 
 def site_packages(target: Target) -> Path | None:
     return target.root.parent if target.layout == "site-packages" else None
-
-
-def stable_read(root: Path, compute: Callable[[], T], tries: int = 100) -> T:
-    """`compute()` (which reads the ledger and the files) over a tree no writer touched in the
-    meantime: no journal before or after, and the same ledger bytes. A reader takes no lock,
-    so a run that writes meanwhile makes it read again (briefly), never mix two states."""
-    import time
-
-    for _ in range(tries):
-        token = _state_token(root)
-        if token is not None:
-            result = compute()
-            if _state_token(root) == token:
-                return result
-        time.sleep(0.05)
-    raise SgpatchError(
-        f"another sgpatch run kept writing {root} while this one read it; run it again",
-        ExitCode.UNSAFE,
-    )
-
-
-def _state_token(root: Path) -> tuple[bytes | None] | None:
-    """None while a write is in progress (a journal is there), else the ledger's bytes."""
-    from sgpatch.state.folder import journal_path, read_state
-
-    if journal_path(state_dir(root)) is not None:
-        return None
-    return (read_state(state_dir(root) / LEDGER),)

@@ -148,7 +148,6 @@ def _keep_applied(root: Path, set_name: str, patch_id: str, variant: str, res) -
     edit), so `status`, `apply` and `revert` keep working there."""
     from dataclasses import replace
 
-    from sgpatch.cli.common import ledger_changes
     from sgpatch.state.txn import commit, locked, read_bytes
 
     with locked(ledger_mod.state_dir(root)):
@@ -170,7 +169,7 @@ def _keep_applied(root: Path, set_name: str, patch_id: str, variant: str, res) -
         }
         new = ledger.with_set(replace(record, patches=patches, files=files))
         data = [read_bytes(root, path) for path in res.files if path in record.files]
-        commit(root, ledger_mod.state_dir(root), ledger_changes(root, ledger, new, data))
+        commit(root, ledger_mod.state_dir(root), ledger_mod.store_changes(root, ledger, new, data))
 
 
 def diff(paths: Sequence[str], sglang_dir: Path | None, against: str | None, as_json: bool) -> int:

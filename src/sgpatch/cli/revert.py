@@ -60,7 +60,7 @@ def _revert(target, set_name, patchsets, force, dry_run, as_json, git_commit) ->
         if set_name not in reconciled.stored.sets:
             load_set(set_name, tuple(patchsets))  # an unknown name is a typo: exit 2
         if reconciled.stale and not dry_run:  # store the ledger without the stale sets
-            forget = _forget(root, reconciled.stored, ledger)
+            forget = ledger_mod.store_changes(root, reconciled.stored, ledger)
             report.warnings(commit(root, state_dir(root), forget))
             say_notes(reconciled, dropped=True)
         if git_commit:
@@ -73,7 +73,7 @@ def _revert(target, set_name, patchsets, force, dry_run, as_json, git_commit) ->
     _refuse_shared(ledger, set_name, record)
     changes, edited = _restore(root, record, force, set_name, patchsets)
     restored = [c.path for c in changes]
-    changes += _forget(root, reconciled.stored, ledger.without_set(set_name))
+    changes += ledger_mod.store_changes(root, reconciled.stored, ledger.without_set(set_name))
     made = []
     if not dry_run:
         plan = None
@@ -239,23 +239,6 @@ def _merge(root: Path, path: str, record: SetRecord) -> FileChange:
             ExitCode.CONFLICT,
         )
     return FileChange(path, current, merged)
-
-
-def _forget(root: Path, old: Ledger, new: Ledger) -> list[FileChange]:
-    """The ledger's own changes, in the same journaled commit as the files: the new ledger (or
-    none, when no set is left) and the stored bytes no set needs any more (all of them, orphans
-    included, once no set is left)."""
-    rel = ledger_mod.ledger_rel()
-    changes = [FileChange(rel, read_bytes(root, rel), ledger_mod.dump(new) if new.sets else None)]
-    drop = set(ledger_mod.unreferenced(old, new))
-    if not new.sets:
-        drop |= set(ledger_mod.stored(root))
-    for digest in sorted(drop):
-        path = ledger_mod.original_rel(digest)
-        current = read_bytes(root, path)
-        if current is not None:
-            changes.append(FileChange(path, current, None))
-    return changes
 
 
 def _reverse_apply(root, set_name, record, edited, patchsets) -> list[FileChange]:

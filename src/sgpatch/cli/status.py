@@ -11,7 +11,6 @@ from sgpatch.cli.common import (
     open_target,
     say_notes,
     site_packages,
-    stable_read,
 )
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ops import preconditions, report
@@ -19,6 +18,7 @@ from sgpatch.ops.plan import plan_set
 from sgpatch.patchset import nearest
 from sgpatch.patchset.manifest import SetManifest, find_sets, load_manifest, load_set, set_supports
 from sgpatch.state import drift
+from sgpatch.state.consistent import stable_read
 
 
 def run(

@@ -11,14 +11,17 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.state.folder import LEDGER, ORIGINALS, STATE_DIR, read_state
+
+if TYPE_CHECKING:
+    from sgpatch.tree.files import FileChange
 
 SCHEMA = 2  # 2: release per patch, file modes/link targets, git commits, stored after-bytes
 
@@ -365,3 +368,29 @@ def holds(ledger: Ledger, name: str, path: str, digest: str | None) -> bool:
     if any(low.after != high.before for low, high in pairwise(chain)):
         return False
     return digest == chain[-1].after
+
+
+def store_changes(
+    root: Path, old: Ledger, new: Ledger, data: Sequence[bytes | None] = ()
+) -> list[FileChange]:
+    """The ledger update and its store, written in the same transaction as the files: the new
+    ledger (none once no set is left), the bytes before and after of every file (`data`) that
+    the new ledger names and the store lacks, and the removal of what only the old one needed
+    (a second apply with --with moves a file's 'after' on; a stale or reverted set's records
+    go), every stored file once no set is left, orphans included."""
+    from sgpatch.tree.files import FileChange, read_bytes
+
+    rel = ledger_rel()
+    out = [FileChange(rel, read_bytes(root, rel), dump(new) if new.sets else None)]
+    keep = referenced(new)
+    digests = {d: b for b in data if b is not None and (d := sha256(b)) in keep}
+    for digest, content in sorted(digests.items()):
+        if digest is not None and not has_bytes(root, digest):
+            out.append(FileChange(original_rel(digest), None, content, 0o444))
+    drop = set(unreferenced(old, new)) | (set(stored(root)) if not new.sets else set())
+    for digest in sorted(drop):
+        path = original_rel(digest)
+        current = read_bytes(root, path)
+        if current is not None:
+            out.append(FileChange(path, current, None))
+    return out

@@ -22,8 +22,8 @@ PACKAGE_LAYERS: list[tuple[str, set[str]]] = [
     ("diff, tree, releases", {"diff", "tree", "releases"}),
     ("state, placement", {"state", "placement"}),
     ("patchset", {"patchset"}),
-    ("ops", {"ops"}),
-    ("git, port", {"git", "port"}),
+    ("ops, git", {"ops", "git"}),  # apply and revert commit in git mode; git mode uses refresh
+    ("port", {"port"}),
     ("cli", {"cli"}),
 ]
 

@@ -184,22 +184,21 @@ def apply_cmd(
     """
     from sgpatch.cli import apply
 
-    raise typer.Exit(
-        apply.run(
-            set_name,
-            sglang_dir,
-            sglang_version,
-            patchsets or [],
-            with_ids or [],
-            without_ids or [],
-            dry_run,
-            strict,
-            as_json,
-            verbose,
-            git_commit,
-            untested,
-        )
+    opts = apply.ApplyOptions(
+        set_name=set_name,
+        sglang_dir=sglang_dir,
+        sglang_version=sglang_version,
+        patchsets=tuple(patchsets or ()),
+        with_ids=tuple(with_ids or ()),
+        without_ids=tuple(without_ids or ()),
+        dry_run=dry_run,
+        strict=strict,
+        as_json=as_json,
+        verbose=verbose,
+        git_commit=git_commit,
+        untested=untested,
     )
+    raise typer.Exit(apply.run(opts))
 
 
 @app.command("status", short_help="Show each patch's state on an SGLang tree.")

@@ -8,14 +8,12 @@ from typing import TYPE_CHECKING, TypeVar
 
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ops import report
-from sgpatch.state import ledger as ledger_mod
 from sgpatch.state.folder import interrupted
 from sgpatch.state.ledger import state_dir
 from sgpatch.tree.target import Target, discover, find_target
 
 if TYPE_CHECKING:
-    from sgpatch.state.ledger import SetRecord
-    from sgpatch.state.upgrade import Reconciled
+    pass
 
 T = TypeVar("T")
 READER_WAIT = 10.0  # seconds a reader waits for a running writer before saying so
@@ -71,32 +69,3 @@ def open_target(
             ExitCode.UNSAFE,
         ) from None
     return find_target(sglang_dir, sglang_version, root=root)
-
-
-def load_ledger(target: Target) -> Reconciled:
-    """The ledger as it applies to this tree: sets recorded for another release, or whose
-    files a reinstall put back, are dropped (sgpatch.state.upgrade); `say_notes` prints why."""
-    from sgpatch.state.upgrade import reconcile
-
-    stored = ledger_mod.load(target.root)
-    return reconcile(target.root, str(target.version), target.dist_info, stored)
-
-
-def say_notes(reconciled: Reconciled, dropped: bool = False) -> None:
-    """One line per stale set: what to run (a run that only reads), or, from the run that
-    wrote the ledger without them (`dropped`), that their records are gone: said once."""
-    for note in reconciled.dropped if dropped else reconciled.notes:
-        report.err(f"sgpatch: {note}")
-
-
-def applied_untested(record: SetRecord | None) -> None:
-    """One stderr line when the ledger says the set was applied to an untested version."""
-    if record is not None and record.variants_of:
-        report.err(
-            f"sgpatch: {record.name} was applied to untested sglang {record.sglang_version} "
-            f"with the {record.variants_of} variants (apply --untested)"
-        )
-
-
-def site_packages(target: Target) -> Path | None:
-    return target.root.parent if target.layout == "site-packages" else None

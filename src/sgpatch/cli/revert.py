@@ -12,13 +12,14 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from sgpatch.cli.common import load_ledger, open_target, say_notes
+from sgpatch.cli.common import open_target
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ops import merge3, report
 from sgpatch.patchset.manifest import load_set
 from sgpatch.state import ledger as ledger_mod
 from sgpatch.state.ledger import Ledger, SetRecord, has_bytes, read_original, sha256, state_dir
 from sgpatch.state.txn import FileChange, commit, locked, read_bytes
+from sgpatch.state.upgrade import for_target
 
 
 def run(
@@ -51,9 +52,9 @@ def run(
 
 def _revert(target, set_name, patchsets, force, dry_run, as_json, git_commit) -> int:
     root = target.root
-    reconciled = load_ledger(target)
+    reconciled = for_target(target)
     if dry_run:
-        say_notes(reconciled)
+        report.notes(reconciled)
     ledger = reconciled.ledger
     record = ledger.sets.get(set_name)
     if record is None:
@@ -62,7 +63,7 @@ def _revert(target, set_name, patchsets, force, dry_run, as_json, git_commit) ->
         if reconciled.stale and not dry_run:  # store the ledger without the stale sets
             forget = ledger_mod.store_changes(root, reconciled.stored, ledger)
             report.warnings(commit(root, state_dir(root), forget))
-            say_notes(reconciled, dropped=True)
+            report.notes(reconciled, dropped=True)
         if git_commit:
             from sgpatch.git import mode as gitmode
 
@@ -82,7 +83,7 @@ def _revert(target, set_name, patchsets, force, dry_run, as_json, git_commit) ->
 
             plan = gitmode.revert_plan(target, set_name, record, changes)
         report.warnings(commit(root, state_dir(root), changes))  # last set: no .sgpatch/ left
-        say_notes(reconciled, dropped=True)  # the ledger written holds none of the stale sets
+        report.notes(reconciled, dropped=True)  # the ledger written holds none of the stale sets
         if plan is not None:
             made = gitmode.finish(target, plan, undo=changes)
             gitmode.report_commits(made)

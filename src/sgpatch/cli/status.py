@@ -5,13 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from sgpatch.cli.common import (
-    applied_untested,
-    load_ledger,
-    open_target,
-    say_notes,
-    site_packages,
-)
+from sgpatch.cli.common import open_target
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ops import preconditions, report
 from sgpatch.ops.plan import plan_set
@@ -19,6 +13,7 @@ from sgpatch.patchset import nearest
 from sgpatch.patchset.manifest import SetManifest, find_sets, load_manifest, load_set, set_supports
 from sgpatch.state import drift
 from sgpatch.state.consistent import stable_read
+from sgpatch.state.upgrade import for_target
 
 
 def run(
@@ -35,7 +30,7 @@ def run(
     reconciled, rows, found_drift, unknown = stable_read(
         target.root, lambda: _read(target, set_name, patchsets, with_ids)
     )
-    say_notes(reconciled)
+    report.notes(reconciled)
     for name in unknown:
         report.err(f"sgpatch: {_unknown_note(name)}")
     ledger = reconciled.ledger
@@ -56,7 +51,7 @@ def run(
             doc = report.set_json("status", target, plan, pre, set_code)
             docs.append({**doc, "applied_untested": _applied_json(record), "uncommitted": dirty})
         else:
-            applied_untested(record)
+            report.applied_untested(record)
             report.show_set(target, plan, pre, verbose, to_stdout=True)
             report.status_verdict(plan, set_code)
     if found_drift and not as_json:
@@ -78,7 +73,7 @@ def run(
 def _read(target, set_name: str | None, patchsets: Sequence[Path], with_ids: Sequence[str]):
     """Everything status reports, read in one go (ledger, plans, drift) so `stable_read` can
     read it again if a writer changed the tree meanwhile."""
-    reconciled = load_ledger(target)
+    reconciled = for_target(target)
     ledger = reconciled.ledger
     unknown: list[str] = []
     if set_name:
@@ -106,7 +101,7 @@ def _read(target, set_name: str | None, patchsets: Sequence[Path], with_ids: Seq
             variants_of=None if basis.checked else basis.variants_of,
         )
         touched |= {x for p in plan.patches for f in p.files for x in (f.path, f.source)}
-        pre = preconditions.for_plan(manifest, plan, site_packages(target))
+        pre = preconditions.for_plan(manifest, plan, target.site_packages)
         rows.append((manifest, plan, pre, _check_code(plan), basis))
     found_drift = drift.check(target.root, target.dist_info, ledger, touched)
     return reconciled, rows, found_drift, unknown

@@ -383,3 +383,19 @@ def apply_summary(plan, code, written, dry_run: bool) -> None:
         err(f"sgpatch: {plan.name}: applied; {len(written)} file(s) written ({parts}){tail}")
     else:
         err(f"sgpatch: {plan.name}: nothing to do ({parts}){tail}")
+
+
+def notes(reconciled, dropped: bool = False) -> None:  # reconciled: state.upgrade.Reconciled
+    """One line per stale set: what to run (a run that only reads), or, from the run that
+    wrote the ledger without them (`dropped`), that their records are gone: said once."""
+    for note in reconciled.dropped if dropped else reconciled.notes:
+        err(f"sgpatch: {note}")
+
+
+def applied_untested(record) -> None:  # record: state.ledger.SetRecord | None
+    """One stderr line when the ledger says the set was applied to an untested version."""
+    if record is not None and record.variants_of:
+        err(
+            f"sgpatch: {record.name} was applied to untested sglang {record.sglang_version} "
+            f"with the {record.variants_of} variants (apply --untested)"
+        )

@@ -30,6 +30,7 @@ from sgpatch.errors import SgpatchError
 from sgpatch.state.drift import record_hashes
 from sgpatch.state.ledger import FileRecord, Ledger, SetRecord, sha256
 from sgpatch.tree.files import read_bytes
+from sgpatch.tree.target import Target
 
 
 @dataclass(frozen=True)
@@ -225,3 +226,12 @@ def _state_now(root: Path, path: str) -> object:
     except (OSError, SgpatchError):
         return _UNREADABLE
     return ("file", sha256(data), mode)
+
+
+def for_target(target: Target) -> Reconciled:
+    """The ledger as it applies to this tree: sets recorded for another release, or whose
+    files a reinstall put back, are dropped; `ops.report.notes` says why."""
+    from sgpatch.state import ledger as ledger_mod
+
+    stored = ledger_mod.load(target.root)
+    return reconcile(target.root, str(target.version), target.dist_info, stored)

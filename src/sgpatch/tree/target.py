@@ -49,6 +49,12 @@ class Target:
     detected_version: Version | None = None
     detected_source: str | None = None
 
+    @property
+    def site_packages(self) -> Path | None:
+        """The folder the package was installed into (where its environment's packages are),
+        for a site-packages install; None for a checkout."""
+        return self.root.parent if self.layout == "site-packages" else None
+
 
 @dataclass(frozen=True)
 class Found:

@@ -23,6 +23,7 @@ from helpers import (
     make_set,
     make_wheel,
     offline_cache,
+    port_cache,
     port_diff,
     release_files,
     run_cli,
@@ -411,6 +412,21 @@ def test_specifier_arithmetic():
     )
     assert edits.set_widened(SpecifierSet("==0.5.9"), Version("0.5.10")) == (">=0.5.9,<=0.5.10", [])
     assert edits.set_widened(SpecifierSet("==0.5.9"), Version("0.5.8")) == (">=0.5.8,<=0.5.9", [])
+    # one release reads as bounds; `!=` clauses stay (but the one for the release)
+    assert edits.widened(SpecifierSet("==0.5.9"), Version("0.5.10")) == ">=0.5.9,<=0.5.10"
+    assert edits.widened(SpecifierSet("==0.5.9"), Version("0.5.8")) == ">=0.5.8,<=0.5.9"
+    assert edits.widened(SpecifierSet(">=0.5.9,!=0.5.10,<=0.5.10.post1"), Version("0.5.11")) == (
+        ">=0.5.9,!=0.5.10,<=0.5.11"
+    )
+    assert edits.widened(SpecifierSet("~=0.5.9"), Version("0.5.10")) is None
+    # a jump: the releases in between that port did not check are left out
+    known = [Version(v) for v in ("0.5.9", "0.5.10", "0.5.10.post1", "0.5.11", "0.5.12")]
+    got = edits.set_widened(SpecifierSet("==0.5.9"), Version("0.5.12"), known)
+    assert got == (">=0.5.9,!=0.5.10,!=0.5.10.post1,!=0.5.11,<=0.5.12", known[1:4])
+    got = edits.set_widened(SpecifierSet(got[0]), Version("0.5.10.post1"), known)
+    assert got == (">=0.5.9,!=0.5.10,!=0.5.11,<=0.5.12", [])
+    got = edits.set_widened(SpecifierSet("==0.5.12"), Version("0.5.10"), known)
+    assert got == (">=0.5.10,!=0.5.10.post1,!=0.5.11,<=0.5.12", known[2:4])
 
 
 def test_merge_file_clean_and_conflict():
@@ -1047,3 +1063,97 @@ def test_a_patch_that_requires_a_stopped_one_says_so(cache, tmp_path):
     assert second["waiting_for"] == ["first"] and second["files_carried"] == []
     code, _out, err = run_cli("port", "--offline", *args, "--workspace", str(tmp_path / "w2"))
     assert code == 3 and "  second: waiting for first (it requires it)" in err, err
+
+
+# ---------------------------------------------------------------------------------------------
+# a port never claims a release it did not check
+
+
+def lint_and_verify(d: Path) -> tuple[int, int]:
+    """`sgpatch lint` and `sgpatch verify` of the set on every release its range claims."""
+    args = ("--set", "demo", "--patchsets", str(d.parent), "--offline")
+    return run_cli("lint", *args)[0], run_cli("verify", *args)[0]
+
+
+def test_a_jump_port_claims_only_the_releases_it_checked(cache, tmp_path):
+    """Input: the 1.0 set ported straight to 1.3 (1.1 and 1.2 in between, in the cache);
+    `first` fixed by hand, --continue; then `--to 1.1` fills one of the holes. Outcome: the
+    set's range takes in 1.3 and leaves 1.1 and 1.2 out (`!=`), said in the change line;
+    lint and verify pass on every release the range claims (1.0, 1.3); the port to 1.1 drops
+    its `!=1.1` only, and lint and verify pass on 1.0, 1.1 and 1.3."""
+    d = make_set(tmp_path)
+    w = tmp_path / "w"
+    args = ("--set", "demo", "--patchsets", str(d.parent), "--workspace", str(w))
+    code, _doc = sgport(*args, "--to", "1.3")
+    assert code == 3
+    (w / "sglang/srt/mod.py").write_text(
+        V13.replace("        return 1\n", "        return 100\n").replace("y = 3\n", "y = 30\n")
+    )
+    code, doc = sgport("--continue", "--workspace", str(w))
+    assert code == 0, doc
+    m = load_manifest(d / "patchset.yaml")
+    assert str(m.sglang) == ">=1.0,!=1.1,!=1.2,<=1.3"
+    assert any("not ported to 1.1, 1.2" in c for c in doc["steps"][0]["changes"])
+    assert lint_and_verify(d) == (0, 0)
+    code, doc = sgport(*args, "--to", "1.1")
+    assert code == 0, doc
+    assert str(load_manifest(d / "patchset.yaml").sglang) == ">=1.0,!=1.2,<=1.3"
+    assert lint_and_verify(d) == (0, 0)
+
+
+def test_step_stretches_one_variant_over_the_releases_one_file_serves(tmp_path, monkeypatch):
+    """Input: a set made for `==1.0` only (both variants `==1.0`), `--step --to 1.1` over
+    1.0, 1.0.post1 (same files as 1.0) and 1.1 (`first` needs a merge there). Outcome: exit 0;
+    `second`'s one variant becomes `>=1.0,<=1.1` (1.0.post1 inside it, between 1.0 and 1.1),
+    never a `==V` variant per release naming the same file; `first` keeps one variant
+    `>=1.0,<=1.0.post1` for its old file and gets a `==1.1` one for the merged file; the set
+    covers `>=1.0,<=1.1`; lint passes on all three releases."""
+    port_cache(tmp_path, monkeypatch, ("1.0", "1.0.post1", "1.1"))
+    d = make_set(tmp_path)
+    y = d / "patchset.yaml"
+    y.write_text(y.read_text().replace('">=1.0,<1.1"', '"==1.0"'))
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.1", "--step",
+                       "--workspace", str(tmp_path / "w"))  # fmt: skip
+    assert code == 0, doc
+    assert [s["to"] for s in doc["steps"]] == ["1.0.post1", "1.1"]
+    m = load_manifest(y)
+    second = [(str(v.sglang), v.patch.name) for v in m.patch("second").variants]
+    assert second == [(">=1.0,<=1.1", "0002-second.patch")]
+    first = [(str(v.sglang), v.patch.relative_to(d).as_posix()) for v in m.patch("first").variants]
+    assert first == [("==1.1", "patches/1.1/0001-first.patch"),
+                     (">=1.0,<=1.0.post1", "patches/1.0/0001-first.patch")]  # fmt: skip
+    assert str(m.sglang) == ">=1.0,<=1.1"
+    assert run_cli("lint", "--set", "demo", "--patchsets", str(d.parent), "--offline")[0] == 0
+
+
+def test_lint_releases_are_those_whose_patches_change(cache, tmp_path):
+    """Input: the 1.0 set and two edited copies: `first` stretched to 1.1 on its old file
+    (set range too), and `first` given a new file for `>=1.0,<=1.2`. Outcome: --continue
+    lints the first on 1.1 only (1.0 gets what it got), the second on 1.0, 1.1 and 1.2 (1.0
+    gets another file, 1.1 and 1.2 are newly claimed)."""
+    from sgpatch.port.finish import lint_releases
+
+    d = make_set(tmp_path)
+    old = load_manifest(d / "patchset.yaml")
+    known = [Version(v) for v in ("1.0", "1.1", "1.2", "1.3")]
+    text = (d / "patchset.yaml").read_text()
+
+    def edited(name: str, new: str) -> object:
+        e = tmp_path / name / "demo"
+        import shutil
+
+        shutil.copytree(d, e)
+        (e / "patchset.yaml").write_text(new)
+        return load_manifest(e / "patchset.yaml")
+
+    stretched = text.replace('sglang: ">=1.0,<1.1"', 'sglang: ">=1.0,<=1.1"', 1).replace(
+        '{sglang: ">=1.0,<1.1", patch: patches/1.0/0001',
+        '{sglang: ">=1.0,<=1.1", patch: patches/1.0/0001',
+    )
+    assert lint_releases(old, edited("a", stretched), Version("1.1"), known) == [Version("1.1")]
+    refiled = text.replace('sglang: ">=1.0,<1.1"', 'sglang: ">=1.0,<=1.2"', 1).replace(
+        '{sglang: ">=1.0,<1.1", patch: patches/1.0/0001-first.patch}',
+        '{sglang: ">=1.0,<=1.2", patch: patches/1.0/0002-second.patch}',
+    )
+    got = lint_releases(old, edited("b", refiled), Version("1.2"), known)
+    assert got == [Version("1.0"), Version("1.1"), Version("1.2")]

@@ -9,6 +9,7 @@ import json
 import os
 import shlex
 import signal
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,6 @@ from helpers import (
     port_cache,
     run_cli,
 )
-from sgpatch.port import wsfiles
 from sgpatch.port.workspace import locked
 from sgpatch.state import txn
 
@@ -76,9 +76,19 @@ def steps_of(argv: list[str]) -> tuple[int, list[tuple[int, str]]]:
     return code, log
 
 
-def reference(tmp: Path) -> tuple[dict, dict, int, int, list, list]:
-    """The uninterrupted run: port (exit 3), the fix, --continue (exit 0). Returns the set's
-    files, W's tree, and how many write steps `port` and `--continue` took (with their log)."""
+@dataclass(frozen=True)
+class Reference:
+    """The uninterrupted run: the set's files and W's tree at the end, and the write steps
+    `port` and `--continue` took (step number, what it wrote)."""
+
+    set_files: dict[str, bytes]
+    tree: dict[str, bytes]
+    port_log: list[tuple[int, str]]
+    cont_log: list[tuple[int, str]]
+
+
+def reference(tmp: Path) -> Reference:
+    """port (exit 3), the fix, --continue (exit 0), nobody interrupting."""
     d = make_set(tmp)
     w = tmp / "w"
     code, port_log = steps_of(port_args(d, w))
@@ -86,19 +96,21 @@ def reference(tmp: Path) -> tuple[dict, dict, int, int, list, list]:
     (w / "sglang/srt/mod.py").write_text(FIXED)
     code, cont_log = steps_of(cont(w))
     assert code == 0
-    return files_of(d), tree_of(w), len(cont_log), len(port_log), port_log, cont_log
+    return Reference(files_of(d), tree_of(w), port_log, cont_log)
 
 
-def points(log: list[tuple[int, str]], total: int) -> list[int]:
-    """Fixed points spread over a run: the first write, the state folder made whole, a tree
-    list, a carry, the lists, the set's files (the last writes), the very last step."""
-    picks = {1, total}
-    for want in ("/marker", "/tree", "before/", "/todo", "patches/1.2/", "patchset.yaml"):
-        hits = [n for n, what in log if want in what]
-        if hits:
-            picks.add(hits[0])
-    picks.add(total // 2)
-    return sorted(p for p in picks if 1 <= p <= total)
+def points(log: list[tuple[int, str]], few: bool = False) -> list[int]:
+    """Fixed points of a run's writes: the first; the state folder made whole; the tree
+    list; a carry; the lists; staging the set, writing its patch file and its manifest,
+    marking W finished; the middle one; the last. `few`: only those named by a file."""
+    picks = set() if few else {1, len(log), len(log) // 2}
+    wants = ("/marker", "/tree", "before/", "/todo", "/finishing/", "demo/patches/1.2/",
+             "demo/patchset.yaml", "/finished")  # fmt: skip
+    for want in wants:
+        hit = next((n for n, what in log if want in what), None)
+        if hit is not None:
+            picks.add(hit)
+    return sorted(p for p in picks if 1 <= p <= len(log))
 
 
 def finish_after(d: Path, w: Path, fixed: bool) -> None:
@@ -123,8 +135,8 @@ def test_a_port_interrupted_at_any_point_is_continued(cache, tmp_path, sig):
     picks it up from W (or, killed before W was a workspace, the same port again does), the
     fix and --continue finish it, and the set and W end byte for byte as in a run nobody
     interrupted; never --abort."""
-    want_set, want_tree, _n, n_port, port_log, _c = reference(tmp_path / "ref")
-    for at in points(port_log, n_port) if sig == "KILL" else points(port_log, n_port)[1:-1]:
+    ref = reference(tmp_path / "ref")
+    for at in points(ref.port_log, few=sig != "KILL"):
         run = tmp_path / f"{sig}-{at}"
         d = make_set(run)
         w = run / "w"
@@ -133,8 +145,8 @@ def test_a_port_interrupted_at_any_point_is_continued(cache, tmp_path, sig):
             ("exit", 130) if sig == "INT" else ("killed", getattr(signal, f"SIG{sig}"))
         ), at
         finish_after(d, w, fixed=False)
-        assert files_of(d) == want_set, at
-        assert tree_of(w) == want_tree, at
+        assert files_of(d) == ref.set_files, at
+        assert tree_of(w) == ref.tree, at
 
 
 @pytest.mark.parametrize("sig", ["KILL", "INT"])
@@ -144,9 +156,8 @@ def test_a_continue_interrupted_at_any_point_is_continued(cache, tmp_path, sig):
     patch file and manifest, the last step. Outcome: the fix in W is never lost or changed;
     the next --continue finishes, and the set ends byte for byte as in a run nobody
     interrupted."""
-    want_set, want_tree, n_all, n_port, _p, cont_log = reference(tmp_path / "ref")
-    n_cont = n_all
-    for at in points(cont_log, n_cont):
+    ref = reference(tmp_path / "ref")
+    for at in points(ref.cont_log, few=sig != "KILL"):
         run = tmp_path / f"{sig}-{at}"
         d = make_set(run)
         w = run / "w"
@@ -156,8 +167,8 @@ def test_a_continue_interrupted_at_any_point_is_continued(cache, tmp_path, sig):
         assert (how, code) in (("exit", 130), ("killed", signal.SIGKILL)), at
         assert (w / "sglang/srt/mod.py").read_text() == FIXED, at
         finish_after(d, w, fixed=True)
-        assert files_of(d) == want_set, at
-        assert tree_of(w) == want_tree, at
+        assert files_of(d) == ref.set_files, at
+        assert tree_of(w) == ref.tree, at
 
 
 def test_the_hook_works_through_the_real_cli(cache, tmp_path):
@@ -167,8 +178,7 @@ def test_the_hook_works_through_the_real_cli(cache, tmp_path):
     import subprocess
     import sys
 
-    _s, _t, _n, n_port, port_log, _c = reference(tmp_path / "ref")
-    at = next(n for n, what in port_log if what.endswith("/tree"))
+    at = next(n for n, what in reference(tmp_path / "ref").port_log if what.endswith("/tree"))
     d = make_set(tmp_path / "run")
     w = tmp_path / "run" / "w"
     env = {**os.environ, txn.KILL_ENV: str(at)}

@@ -50,11 +50,11 @@ def run(a: Args) -> int:
 def _run(a: Args) -> int:
     from sgpatch import port
 
-    assert a.workspace is not None or not (a.abort or a.cont)
-    if a.abort:
-        return _aborted(a, port.abort(a.workspace, a.force))  # type: ignore[arg-type]
-    if a.cont:
-        return _emit(a, [port.resume(a.workspace)])  # type: ignore[arg-type]
+    w = a.workspace
+    if a.abort and w is not None:  # _check: --abort and --continue have --workspace
+        return _aborted(a, port.abort(w, a.force))
+    if a.cont and w is not None:
+        return _emit(a, [port.resume(w)])
     if a.to_tree is not None:
         return _onto_tree(a)
     manifest, version = _inputs(a)

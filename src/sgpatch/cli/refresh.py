@@ -82,7 +82,7 @@ def _say(
                 "changed": res.changed,
                 "written": res.changed and not dry_run,
                 "how": res.how,
-                "split_from": res.split,
+                "split_from": res.split if res.how == "split" else None,
                 "split_to": res.split_to,
                 "old_variant": _rel(res.old_file, set_dir),
                 "shared_by": list(res.shared_by),
@@ -102,16 +102,16 @@ def _say(
 def _new_file_said(res: Refreshed, version: Version, set_dir: Path) -> str:
     """Why refresh wrote a new file, and how the release now gets it."""
     old = _rel(res.old_file, set_dir)
-    others = f"; {old} is also named by {', '.join(res.shared_by)}" if res.shared_by else ""
+    also = f", which {', '.join(res.shared_by)} also names," if res.shared_by else ""
     if res.how == "split":
         return (
-            f"written for {version} only (new variant '=={version}'): the variant it came from "
-            f"('{res.split}', {old}) also serves other releases: it now leaves {version} out "
-            f"('{res.split_to}'), its file stays as it was{others}"
+            f"written for {version} only (new variant '=={version}'): the variant it came from, "
+            f"'{res.split}', also serves other releases and now leaves {version} out "
+            f"('{res.split_to}'); {old}{also} stays as it was"
         )
     return (
-        f"written for {version} (its variant now points at it, not at {old}){others}: "
-        f"{old} stays as it was"
+        f"written for {version}: its variant '{res.split}' now points at it; {old}{also} "
+        "stays as it was"
     )
 
 

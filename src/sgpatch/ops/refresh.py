@@ -284,7 +284,7 @@ class Refreshed:
     data: bytes  # its new content
     changed: bool  # differs from what is on disk
     files: tuple[str, ...]
-    split: str | None = None  # the old variant's range, when the new file is split off it
+    split: str | None = None  # the refreshed variant's range, when a new file is written
     how: str = "in place"  # in place | split | repointed
     index: int = 0  # the refreshed variant's place in the patch's variants
     old_file: Path | None = None  # the file it came from (split, repointed)
@@ -345,8 +345,8 @@ def refresh(
         return Refreshed(patch_id, target, data, True, tuple(files), str(variant.sglang),
                          "split", index, variant.patch, leaving_out(variant.sglang, version),
                          shared)  # fmt: skip
-    return Refreshed(patch_id, target, data, True, tuple(files), None, "repointed", index,
-                     variant.patch, None, shared)  # fmt: skip
+    return Refreshed(patch_id, target, data, True, tuple(files), str(variant.sglang),
+                     "repointed", index, variant.patch, None, shared)  # fmt: skip
 
 
 def shared_by(manifest, variant) -> tuple[str, ...]:

@@ -125,11 +125,11 @@ def _edits(ctx: Context, text: str) -> tuple[str, dict[str, bytes], list[str]]:
                 text, ctx.manifest.path, spec.id, edits.exact(ctx.to), why
             )
     if not _snapshot(ctx) and not ctx.manifest.sglang.contains(ctx.to, prereleases=True):
-        spec, holes = edits.set_widened(ctx.manifest.sglang, ctx.to, ctx.known)
+        wide, holes = edits.set_widened(ctx.manifest.sglang, ctx.to, ctx.known)
         left = (f" (not ported to {', '.join(map(str, holes))}: `--step` carries the set "
                 "through every release in between)") if holes else ""  # fmt: skip
-        changes.append(f"set sglang {str(ctx.manifest.sglang)!r} -> {spec!r}{left}")
-        text = manifest_text.set_set_spec(text, ctx.manifest.path, spec)
+        changes.append(f"set sglang {str(ctx.manifest.sglang)!r} -> {wide!r}{left}")
+        text = manifest_text.set_set_spec(text, ctx.manifest.path, wide)
     return text, files, changes
 
 

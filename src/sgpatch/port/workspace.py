@@ -55,6 +55,7 @@ __all__ = ["PKG", "STATE", "Workspace", "digest", "kill_point", "read", "rmtree"
 
 LOCK = ".sgpatch-port.lock"
 NEW_STATE = ".sgpatch-port.new-"  # the state folder being made (renamed to STATE whole)
+OLD_STATE = ".sgpatch-port.old-"  # the state folder being removed (renamed from STATE whole)
 OURS_AT_TOP = (STATE, LOCK)  # names in W that are sgpatch's own, never a person's
 MARKER = "sgpatch port workspace\n"
 PHASES = ("start", "carry", "stopped", "planned", "finishing", "finished")
@@ -67,7 +68,7 @@ class Workspace:
     def __init__(self, top: Path) -> None:
         self.top = Path(os.path.abspath(top))
         self._tree: dict[str, str] | None = None
-        self._journal = None  # journal.Journal of the step under way
+        self._journal: journal.Journal | None = None  # of the step under way
 
     @property
     def root(self) -> Path:
@@ -91,7 +92,7 @@ class Workspace:
             return
         from sgpatch import interrupts
 
-        self._journal = journal.Journal(self.top, name)
+        self._journal = current = journal.Journal(self.top, name)
         try:
             yield
         except BaseException:
@@ -99,8 +100,8 @@ class Workspace:
             with interrupts.deferred():  # a second Ctrl-C must not cut the rollback short
                 self.recover()
             raise
-        self._journal.commit()
         self._journal = None
+        current.commit()
 
     def recover(self) -> list[str]:
         """Put back what an interrupted step wrote (journal.recover); the tree files left as
@@ -269,16 +270,21 @@ def check_free(top: Path) -> None:
     if not ws.is_ours():
         raise bad_input(f"--workspace {top}: exists and is not a port workspace; give a new folder")
     if ws.is_live():
+        onto = (ws.get_raw("onto") or "?").strip()
         raise unsafe(
-            f"--workspace {top}: a port is in progress there ({(ws.get_raw('onto') or '?').strip()}); "
+            f"--workspace {top}: a port is in progress there ({onto}); "
             f"finish it with {ws.continue_hint()} or drop it with "
             f"`sgpatch port --abort --workspace {shlex.quote(str(ws.top))}`"
         )
 
 
 def _others(top: Path) -> list[str]:
-    """Names in W besides sgpatch's lock and a state folder it was making when it stopped."""
-    return sorted(n for n in os.listdir(top) if n != LOCK and not n.startswith(NEW_STATE))
+    """Names in W besides sgpatch's lock and a state folder it was making or removing when
+    it stopped."""
+    return sorted(n for n in os.listdir(top) if n != LOCK and not n.startswith(_LEFTOVER))
+
+
+_LEFTOVER = (NEW_STATE, OLD_STATE)
 
 
 def make_top(top: Path) -> bool:
@@ -305,7 +311,7 @@ def claim(top: Path, made: bool, identity: dict[str, str]) -> Workspace:
     if _others(ws.top):  # a finished workspace of ours
         made = remove(ws, keep_top=True) or made
     for name in os.listdir(ws.top):
-        if name.startswith(NEW_STATE):
+        if name.startswith(_LEFTOVER):
             rmtree(ws.top / name)
     new = ws.top / f"{NEW_STATE}{secrets.token_hex(4)}"
     os.mkdir(new, 0o755)
@@ -331,6 +337,8 @@ def _begun(top: Path) -> str:
     """A port killed while it made the state folder: say so, and what to run again."""
     with suppress(OSError):
         for name in sorted(os.listdir(top)):
+            if name.startswith(OLD_STATE):
+                return " (an --abort was interrupted there; run the port again, or remove W)"
             if name.startswith(NEW_STATE):
                 command = read(top / name, "command")
                 again = f": `{command.decode('utf-8', 'replace').strip()}`" if command else ""
@@ -384,7 +392,14 @@ def remove(ws: Workspace, keep_top: bool = False) -> bool:
     _prune(ws.top / PKG)
     for dist in ws.top.glob(f"{PKG}-*.dist-info"):
         _prune(dist)
-    rmtree(ws.top / STATE)
+    old = ws.top / f"{OLD_STATE}{secrets.token_hex(4)}"
+    if (ws.top / STATE).is_dir() and not (ws.top / STATE).is_symlink():
+        kill_point()
+        os.rename(ws.top / STATE, old)  # whole: W is a workspace, or holds only leftovers
+    rmtree(ws.top / STATE)  # a symlink planted there: unlinked
+    for name in os.listdir(ws.top):
+        if name.startswith(_LEFTOVER):
+            rmtree(ws.top / name)
     if keep_top:
         return made
     with suppress(OSError):

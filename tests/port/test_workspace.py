@@ -43,9 +43,10 @@ def tree_of(w: Path) -> dict[str, bytes]:
     return files_of(w / "sglang")
 
 
-def port_args(d: Path, w: Path, to: str = "1.2") -> list[str]:
-    return ["port", "--offline", "--set", "demo", "--patchsets", str(d.parent), "--to", to,
-            "--workspace", str(w)]  # fmt: skip
+def port_args(d: Path, w: Path | None, to: str = "1.2") -> list[str]:
+    """`port` of the demo set (into `w`; None: a new temporary folder)."""
+    args = ["port", "--offline", "--set", "demo", "--patchsets", str(d.parent), "--to", to]
+    return args if w is None else [*args, "--workspace", str(w)]
 
 
 def cont(w: Path) -> list[str]:
@@ -394,3 +395,53 @@ def test_abort_json_names_the_edits_and_where_they_went(cache, tmp_path):
     assert code == 0 and doc["state"] == "aborted"
     assert doc["edits"] == ["sglang/srt/mod.py"]
     assert doc["kept_in"] == str(tmp_path / "w.aborted-1")
+
+
+def test_ctrl_c_names_the_workspace_and_the_command_that_goes_on(cache, tmp_path, monkeypatch):
+    """Input: a port without --workspace (a new temporary W), Ctrl-C at its first carry.
+    Outcome: exit 130 and one line naming that W and the --continue command; the command,
+    run as printed, goes on (exit 3: the stop)."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    d = make_set(tmp_path / "run")
+    at = next(n for n, what in reference(tmp_path / "ref").port_log if "before/" in what)
+    monkeypatch.setenv(txn.KILL_ENV, str(at))
+    monkeypatch.setenv(txn.SIGNAL_ENV, "INT")
+    txn._steps = 0
+    code, _out, err = run_cli(*port_args(d, None))
+    monkeypatch.delenv(txn.KILL_ENV)
+    assert code == 130, err
+    (line,) = err.splitlines()
+    (w,) = tmp_path.glob("sgpatch-port-demo-1.2-*")
+    assert line.startswith(f"sgpatch port: interrupted; {w} is as its last whole step left it")
+    command = line.split("`")[1]
+    assert command == f"sgpatch port --continue --workspace {w}"
+    assert run_cli(*shlex.split(command)[1:])[0] == 3
+
+
+def test_an_abort_killed_at_any_point_loses_no_edit_and_wedges_nothing(cache, tmp_path):
+    """Input: a stopped port with a hand edit, `--abort --force` killed at fixed points: the
+    copy aside, removing the tree, removing the state. Outcome: the edit is always kept (in W
+    or in a `w.aborted-N`); W is either still a workspace (--abort --force again: exit 0) or
+    holds only sgpatch's leftovers, which a new port into W clears (exit 3)."""
+    d, w = stopped(tmp_path / "ref")
+    (w / "sglang/srt/mod.py").write_text(FIXED)
+    _code, log = steps_of(["port", "--abort", "--force", "--workspace", str(w)])
+    rename = next(n for n, what in log if what.endswith("/remove"))
+    for at in sorted({1, len(log) // 2, rename, len(log)}):
+        run = tmp_path / f"kill-{at}"
+        d, w = stopped(run)
+        (w / "sglang/srt/mod.py").write_text(FIXED)
+        assert fork_cli(["port", "--abort", "--force", "--workspace", str(w)], kill_at=at) == (
+            "killed",
+            signal.SIGKILL,
+        ), at
+        kept = [p.read_text() for p in run.glob("w*/sglang/srt/mod.py")]
+        assert FIXED in kept, at
+        code, _out, err = run_cli("port", "--abort", "--force", "--workspace", str(w))
+        if code == 2:
+            code, _out, err = run_cli(*port_args(d, w))
+            assert code == 3, (at, err)
+        else:
+            assert code == 0, (at, err)

@@ -36,15 +36,38 @@ def run(a: Args) -> int:
     _check(a)
     try:
         return _run(a)
-    except interrupts.Interrupted:  # W is as its last whole step left it (journal.py)
-        if a.workspace is not None and not a.abort:
-            w = a.workspace.absolute()
-            report.err(
-                f"sgpatch port: interrupted; {w} is as its last whole step left it: "
-                f"`sgpatch port --continue --workspace {shlex.quote(str(w))}` goes on"
-            )
-            return interrupts.EXIT
-        raise
+    except interrupts.Interrupted as e:  # W is as its last whole step left it (journal.py)
+        from sgpatch.port import InterruptedIn
+
+        line = _interrupted(a, e.workspace if isinstance(e, InterruptedIn) else a.workspace)
+        if line is None:
+            raise  # nothing of a port in W yet: the plain line
+        report.err(line)
+        return interrupts.EXIT
+
+
+def _interrupted(a: Args, top: Path | None) -> str | None:
+    """What to type after Ctrl-C: go on with --continue (W is a workspace), or run --abort
+    again; None when W holds no port (interrupted before it began)."""
+    from sgpatch.errors import SgpatchError
+    from sgpatch.port.workspace import Workspace
+
+    if top is None:
+        return None
+    ws = Workspace(top)
+    try:
+        ours = ws.is_ours()
+    except SgpatchError:
+        return None
+    w = shlex.quote(str(ws.top))
+    if not ours:
+        return None
+    if a.abort:
+        return f"sgpatch port --abort: interrupted; again: `sgpatch port --abort --workspace {w}`"
+    return (
+        f"sgpatch port: interrupted; {ws.top} is as its last whole step left it: "
+        f"`sgpatch port --continue --workspace {w}` goes on"
+    )
 
 
 def _run(a: Args) -> int:

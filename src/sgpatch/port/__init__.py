@@ -21,10 +21,19 @@ from pathlib import Path
 from packaging.version import Version
 
 from sgpatch.errors import ExitCode, bad_input
+from sgpatch.interrupts import Interrupted
 from sgpatch.patchset.manifest import SetManifest
 from sgpatch.patchset.manifest_text import insert_first_variant, set_set_spec, set_variant_spec
 from sgpatch.port.edits import capped, set_widened
 from sgpatch.port.merge import merge_file
+
+
+class InterruptedIn(Interrupted):
+    """Ctrl-C during a port into `workspace` (a temporary one too): the CLI's line names it."""
+
+    def __init__(self, workspace: Path) -> None:
+        super().__init__(str(workspace))
+        self.workspace = workspace
 
 
 @dataclass
@@ -115,11 +124,15 @@ def port(
         else:
             check_free(workspace)
             made = make_top(workspace)
-        with locked(workspace):
-            ctx = sequencer.start(manifest, to, workspace, offline=offline, without=without,
-                                  made=made, known=known, to_tree=to_tree)  # fmt: skip
-            sequencer.run_todo(ctx)
-            return _conclude(ctx, finish)
+        try:
+            with locked(workspace):
+                ctx = sequencer.start(manifest, to, workspace, offline=offline,
+                                      without=without, made=made, known=known,
+                                      to_tree=to_tree)  # fmt: skip
+                sequencer.run_todo(ctx)
+                return _conclude(ctx, finish)
+        except Interrupted:
+            raise InterruptedIn(workspace) from None
 
 
 def resume(workspace: Path) -> Report:
@@ -262,6 +275,7 @@ def steps(manifest: SetManifest, to: Version, known: Sequence[Version]) -> list[
 
 
 __all__ = [
+    "InterruptedIn",
     "Report",
     "abort",
     "capped",

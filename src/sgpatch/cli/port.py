@@ -36,7 +36,7 @@ def run(a: Args) -> int:
     _check(a)
     try:
         return _run(a)
-    except interrupts.Interrupted as e:  # W is as its last whole step left it (journal.py)
+    except interrupts.Interrupted as e:  # W is as its last whole step left it (port/undo.py)
         from sgpatch.port import InterruptedIn
 
         line = _interrupted(a, e.workspace if isinstance(e, InterruptedIn) else a.workspace)

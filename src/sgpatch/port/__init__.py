@@ -7,7 +7,8 @@
     walk(...)    --step: one port per release between the set's nearest release and the target
 
 Modules: source (releases, variants, merge bases), carry (per-hunk carry), merge (git
-merge-file and the checks on a merged file), workspace (W and its state files), sequencer
+merge-file and the checks on a merged file), workspace (W, its state files, its lock), wsfiles
+(W's files, never through a symlink), undo (a step all or nothing), sequencer
 (todo/done/needs-a-hand), stopped (--continue, --abort), finish (manifest edits, lint), edits
 (text edits, ranges).
 """

@@ -36,7 +36,7 @@ from sgpatch.state.folder import TMP_SUFFIX
 
 def reopen(top: Path) -> tuple[Context, list[str]]:
     """The live workspace's context (under its lock); an interrupted step is put back first
-    (journal.recover: returns the tree files left as the person edited them since). The set
+    (undo.recover: returns the tree files left as the person edited them since). The set
     must be the one the port began on, unchanged (`bound_set`)."""
     ws = existing(top)
     kept = ws.recover()

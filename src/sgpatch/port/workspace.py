@@ -14,7 +14,7 @@ in `.git/rebase-merge/`):
     command       the port command that began it (for the hints that say "port again")
     phase         start | carry | stopped | planned | finishing | finished: what the next
                   --continue does first
-    journal/      present while a step writes: what each file held before (`journal.py`)
+    journal/      present while a step writes: what each file held before (`undo.py`)
     todo          patches still to carry (or with files still waiting), in order
     partial       what the patches on todo with some files carried have so far
     done          carried patches: id, outcome, where from
@@ -48,7 +48,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from sgpatch.errors import SgpatchError, bad_input, unsafe
-from sgpatch.port import journal
+from sgpatch.port import undo
 from sgpatch.port.wsfiles import PKG, STATE, digest, kill_point, read, rmtree, write
 
 __all__ = ["PKG", "STATE", "Workspace", "digest", "kill_point", "read", "rmtree", "write"]
@@ -63,12 +63,12 @@ PHASES = ("start", "carry", "stopped", "planned", "finishing", "finished")
 
 class Workspace:
     """W: the release tree and the sequencer state (every state file is plain text). Inside
-    `step(...)` every write is journaled first, so a step is all or nothing (journal.py)."""
+    `step(...)` every write is journaled first, so a step is all or nothing (undo.py)."""
 
     def __init__(self, top: Path) -> None:
         self.top = Path(os.path.abspath(top))
         self._tree: dict[str, str] | None = None
-        self._journal: journal.Journal | None = None  # of the step under way
+        self._journal: undo.Journal | None = None  # of the step under way
 
     @property
     def root(self) -> Path:
@@ -86,13 +86,13 @@ class Workspace:
     def step(self, name: str) -> Iterator[None]:
         """One step of the port: its writes land whole or not at all. On an error or Ctrl-C
         inside, W is put back as the step found it; killed, the next run puts it back
-        (journal.recover). Nested steps are part of the outer one."""
+        (undo.recover). Nested steps are part of the outer one."""
         if self._journal is not None:
             yield
             return
         from sgpatch import interrupts
 
-        self._journal = current = journal.Journal(self.top, name)
+        self._journal = current = undo.Journal(self.top, name)
         try:
             yield
         except BaseException:
@@ -104,9 +104,9 @@ class Workspace:
         current.commit()
 
     def recover(self) -> list[str]:
-        """Put back what an interrupted step wrote (journal.recover); the tree files left as
+        """Put back what an interrupted step wrote (undo.recover); the tree files left as
         the person edited them since."""
-        kept = journal.recover(self.top)
+        kept = undo.recover(self.top)
         self._tree = None
         return kept
 

@@ -1,4 +1,4 @@
-"""The undo journal of a port step (sgpatch.port.journal): all of a step's writes or none."""
+"""The undo journal of a port step (sgpatch.port.undo): all of a step's writes or none."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sgpatch.errors import ExitCode, SgpatchError
-from sgpatch.port import journal
+from sgpatch.port import undo
 from sgpatch.port.workspace import STATE, Workspace
 
 
@@ -57,12 +57,12 @@ def test_a_step_that_ends_keeps_its_writes_and_no_journal(ws):
     with ws.step("test"):
         ws.write_pkg("srt/a.py", b"a = 2\n")
     assert (ws.root / "srt/a.py").read_bytes() == b"a = 2\n"
-    assert not (ws.top / journal.DIR).exists()
+    assert not (ws.top / undo.DIR).exists()
 
 
 def killed_half_way(ws: Workspace) -> None:
     """What a SIGKILL after some of a step's writes leaves: the journal, never committed."""
-    j = journal.Journal(ws.top, "test")
+    j = undo.Journal(ws.top, "test")
     ws._journal = j
     ws.write_pkg("srt/a.py", b"a = 2\n")
     ws.write_pkg("srt/new.py", b"new\n")
@@ -98,7 +98,7 @@ def test_a_last_line_cut_short_is_a_write_that_never_began(ws):
     Outcome: the whole lines are put back; the cut one is left out."""
     before = files_of(ws.top)
     killed_half_way(ws)
-    with (ws.top / journal.INDEX).open("a") as f:
+    with (ws.top / undo.INDEX).open("a") as f:
         f.write("-\tabc\tsglang/srt/ne")
     Workspace(ws.top).recover()
     assert files_of(ws.top) == before
@@ -110,7 +110,7 @@ def test_a_damaged_journal_is_refused_in_one_line(ws, line):
     file with no first one, a line cut in two). Outcome: exit 4, one line naming the index and
     the --abort command; nothing put back."""
     killed_half_way(ws)
-    (ws.top / journal.INDEX).write_text(line)
+    (ws.top / undo.INDEX).write_text(line)
     before = files_of(ws.top)
     with pytest.raises(SgpatchError) as e:
         Workspace(ws.top).recover()

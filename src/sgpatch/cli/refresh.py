@@ -169,10 +169,9 @@ def _keep_applied(root: Path, set_name: str, patch_id: str, variant: str, res) -
         record = ledger.sets.get(set_name)
         if record is None or record.patch(patch_id) is None:
             return  # refreshed from a tree the set was not applied to by sgpatch
+        sha = ledger_mod.sha256(res.data) or ""  # res.data is bytes: never None
         patches = tuple(
-            replace(p, variant=variant, patch_sha256=ledger_mod.sha256(res.data))
-            if p.id == patch_id
-            else p
+            replace(p, variant=variant, patch_sha256=sha) if p.id == patch_id else p
             for p in record.patches
         )
         files = {

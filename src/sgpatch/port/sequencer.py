@@ -24,7 +24,7 @@ from sgpatch.ops.plan import package_mapper
 from sgpatch.patchset.manifest import SetManifest
 from sgpatch.port import snapshots
 from sgpatch.port import source as src
-from sgpatch.port.carry import NO_BASE, CarriedPatch, Labels, carry_patch
+from sgpatch.port.carry import NO_BASE, CarriedPatch, Labels, Reader, carry_patch
 from sgpatch.port.merge import marker_lines
 from sgpatch.port.workspace import PKG, STATE, Workspace, claim, digest
 
@@ -503,11 +503,12 @@ def _paths(fp, mapper) -> set[str]:
     return {mapper(p) for p in (fp.source, fp.target) if p != DEV_NULL}
 
 
-def _rel(path: Path, base: Path) -> str:
+def _rel(path: Path | None, base: Path) -> str:
+    assert path is not None  # a variant port carries from has a patch file
     return Path(path).relative_to(base).as_posix()
 
 
-def _base_reader(ctx: Context, version: Version, index: int) -> tuple[object, str]:
+def _base_reader(ctx: Context, version: Version, index: int) -> tuple[Reader | None, str]:
     """(a reader of the merge base, "") or (None, why the base release cannot be read: then
     a hunk that needs a merge is a problem that says so)."""
     try:

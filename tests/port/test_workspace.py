@@ -445,3 +445,21 @@ def test_an_abort_killed_at_any_point_loses_no_edit_and_wedges_nothing(cache, tm
             assert code == 3, (at, err)
         else:
             assert code == 0, (at, err)
+
+
+def test_a_new_port_never_clears_edits_in_a_finished_workspace(cache, tmp_path):
+    """Input: a port that finished by itself (to 1.1), then an edit in its W, then a new port
+    into that W. Outcome: exit 4 in one line naming the edited file and the --abort --force
+    command; W byte for byte as it was; after that command, the new port runs (exit 0)."""
+    d = make_set(tmp_path)
+    w = tmp_path / "w"
+    assert run_cli(*port_args(d, w, "1.1"))[0] == 0
+    (w / "sglang/srt/other.py").write_text("mine = 1\n")
+    before = files_of(w)
+    code, _out, err = run_cli(*port_args(d, w, "1.1"))
+    assert code == 4
+    (line,) = err.splitlines()
+    assert "sglang/srt/other.py" in line and f"sgpatch port --abort --force --workspace {w}" in line
+    assert files_of(w) == before
+    assert run_cli("port", "--abort", "--force", "--workspace", str(w))[0] == 0
+    assert run_cli(*port_args(d, w, "1.1"))[0] == 0

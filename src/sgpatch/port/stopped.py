@@ -30,6 +30,7 @@ from sgpatch.port.workspace import (
     keep_aside,
     left_in,
     remove,
+    shown,
 )
 from sgpatch.state.folder import TMP_SUFFIX
 
@@ -310,10 +311,9 @@ def abort(top: Path, force: bool = False) -> Aborted:
     ws.recover()
     edits = hand_edits(ws)
     if edits and not force:
-        shown = ", ".join(edits[:5]) + (f" and {len(edits) - 5} more" if len(edits) > 5 else "")
         w = shlex.quote(str(ws.top))
         raise unsafe(
-            f"--workspace {top}: --abort would delete your edits of {shown}; keep them with "
+            f"--workspace {top}: --abort would delete your edits of {shown(edits)}; keep them with "
             f"`sgpatch port --abort --force --workspace {w}` (copied to {ws.top}.aborted-N "
             f"first), or go on with {ws.continue_hint()}"
         )

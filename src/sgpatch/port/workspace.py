@@ -276,6 +276,20 @@ def check_free(top: Path) -> None:
             f"finish it with {ws.continue_hint()} or drop it with "
             f"`sgpatch port --abort --workspace {shlex.quote(str(ws.top))}`"
         )
+    edits = hand_edits(ws)
+    if edits:  # a finished workspace is cleared for the new port: never over someone's edit
+        w = shlex.quote(str(ws.top))
+        raise unsafe(
+            f"--workspace {top}: the finished port there holds your edits of {shown(edits)}; "
+            f"keep them with `sgpatch port --abort --force --workspace {w}` (copied to "
+            f"{ws.top}.aborted-N), then port again"
+        )
+
+
+def shown(rels: list[str], most: int = 5) -> str:
+    """A list of files for a one-line message."""
+    more = f" and {len(rels) - most} more" if len(rels) > most else ""
+    return ", ".join(rels[:most]) + more
 
 
 def _others(top: Path) -> list[str]:

@@ -487,3 +487,42 @@ def sgpatch_as(
         check=False,
         **drop,  # type: ignore[arg-type]
     )
+
+
+def port_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, versions=("1.0", "1.1", "1.2", "1.3")
+) -> Path:
+    """A private release cache holding synthetic releases (1.0: V10, 1.1: V11, 1.2/1.3: V12,
+    any other: V10); downloads fail loudly."""
+    c = offline_cache(tmp_path, monkeypatch)
+    texts = {"1.0": V10, "1.1": V11, "1.2": V12, "1.3": V13}
+    for v in versions:
+        make_wheel(c / "wheels", v, release_files(texts.get(v, V10), v))
+    return c
+
+
+def fork_cli(argv: Sequence[str], kill_at: int | None = None, sig: str = "KILL") -> tuple[str, int]:
+    """sgpatch in a forked child (output dropped), sent signal `sig` at write step `kill_at`
+    (the test-only hook of sgpatch.state.txn, which port's workspace writes count in too).
+    Returns ("killed", signal number) or ("exit", code): a SIGKILL is a real crash (no
+    `finally`, no flush)."""
+    from sgpatch.state import txn
+
+    pid = os.fork()
+    if pid == 0:  # the child: never return into pytest
+        code = 99
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)
+            os.dup2(null, 2)
+            if kill_at is not None:
+                os.environ[txn.KILL_ENV] = str(kill_at)
+                os.environ[txn.SIGNAL_ENV] = sig
+            txn._steps = 0
+            code = sgpatch(*argv)
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return "killed", os.WTERMSIG(status)
+    return "exit", os.WEXITSTATUS(status)

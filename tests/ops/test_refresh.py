@@ -115,6 +115,7 @@ def test_refresh_splits_a_variant_that_serves_other_releases(tmp_path, monkeypat
     m = load_manifest(yaml_path)
     first = m.patch("first")
     assert str(first.variants[0].sglang) == "==1.0" and str(first.variants[0].base) == "1.0"
+    assert str(first.variants[1].sglang) == ">=1.0,!=1.0,<1.2"  # no longer claims 1.0
     assert b"return 101" in first.variants[0].patch.read_bytes()
     assert select_variant(first, releases.Version("1.1")).patch.read_bytes() == old
     mod.write_text(mod.read_text().replace("return 101", "return 102"))
@@ -122,3 +123,81 @@ def test_refresh_splits_a_variant_that_serves_other_releases(tmp_path, monkeypat
                    "first", "--sglang-dir", str(pkg))[0] == 0  # fmt: skip
     assert b"return 102" in load_manifest(yaml_path).patch("first").variants[0].patch.read_bytes()
     assert len(load_manifest(yaml_path).patch("first").variants) == 2
+
+
+def shared_file_env(tmp_path, monkeypatch):
+    """Releases 1.0 and 1.1 in a private cache (the index unreachable), the demo set with
+    `first`'s one file named by two variants, `==1.0` and `==1.1` (what `port --step` used to
+    write), applied to a 1.0 tree whose mod.py is then edited."""
+    import helpers as tp
+    from sgpatch.releases import cache as releases
+
+    monkeypatch.setenv("SGPATCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(releases, "_pip_index_versions", lambda pre: (_ for _ in ()).throw(OSError))
+    for v, text in (("1.0", tp.V10), ("1.1", tp.V10)):
+        tp.make_wheel(tmp_path / "cache" / "wheels", v, tp.release_files(text, v))
+    d = tp.make_set(tmp_path)
+    y = d / "patchset.yaml"
+    one = '{sglang: ">=1.0,<1.1", patch: patches/1.0/0001-first.patch}'
+    two = (
+        '{sglang: "==1.0", patch: patches/1.0/0001-first.patch}\n'
+        '      - {sglang: "==1.1", patch: patches/1.0/0001-first.patch}'
+    )
+    y.write_text(
+        y.read_text()
+        .replace(one, two)
+        .replace('sglang: ">=1.0,<1.1"\npatches', 'sglang: ">=1.0,<=1.1"\npatches')
+    )
+    tp.apply_to(tmp_path, d.parent, "1.0", tp.V10)
+    pkg = tmp_path / "tree-1.0" / "sglang"
+    mod = pkg / "srt/mod.py"
+    mod.write_text(mod.read_text().replace("return 100", "return 101"))
+    return d, pkg
+
+
+def test_refresh_re_points_an_exact_variant_whose_file_another_names(tmp_path, monkeypatch):
+    """Input: `first`'s file named by `==1.0` and `==1.1`; the 1.0 tree edited; refresh on it.
+    Outcome: exit 0; the shared file is not rewritten; a new file for 1.0 (`-2`), and the
+    `==1.0` variant is re-pointed at it (still two variants: nothing shadowed); 1.1 gets the
+    old file as before; the line says so, naming the other variant; --json `how` repointed."""
+    import json
+
+    from helpers import run_cli
+    from sgpatch.patchset.manifest import load_manifest, select_variant
+    from sgpatch.releases import cache as releases
+
+    d, pkg = shared_file_env(tmp_path, monkeypatch)
+    shared = d / "patches/1.0/0001-first.patch"
+    old = shared.read_bytes()
+    code, out, err = run_cli("refresh", "--set", "demo", "--patchsets", str(d.parent),
+                             "--patch", "first", "--sglang-dir", str(pkg), "--json")  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["how"] == "repointed" and doc["variant"] == "patches/1.0/0001-first-2.patch"
+    assert doc["old_variant"] == "patches/1.0/0001-first.patch"
+    assert doc["shared_by"] == ["first ==1.1"]
+    assert shared.read_bytes() == old
+    first = load_manifest(d / "patchset.yaml").patch("first")
+    assert [(str(v.sglang), v.patch.name) for v in first.variants] == [
+        ("==1.0", "0001-first-2.patch"),
+        ("==1.1", "0001-first.patch"),
+    ]
+    assert b"return 101" in first.variants[0].patch.read_bytes()
+    assert select_variant(first, releases.Version("1.1")).patch.read_bytes() == old
+
+
+def test_refresh_says_how_the_release_gets_its_new_file(tmp_path, monkeypatch):
+    """Input: as above, without --json. Outcome: one line naming the new file, that its
+    variant now points at it, and that the old file (also named by `first ==1.1`) stays."""
+    from helpers import run_cli
+
+    d, pkg = shared_file_env(tmp_path, monkeypatch)
+    code, _out, err = run_cli("refresh", "--set", "demo", "--patchsets", str(d.parent),
+                              "--patch", "first", "--sglang-dir", str(pkg))  # fmt: skip
+    assert code == 0, err
+    (line,) = err.splitlines()
+    assert line == (
+        "sgpatch refresh: demo/first: patches/1.0/0001-first-2.patch written for 1.0: its "
+        "variant '==1.0' now points at it; patches/1.0/0001-first.patch, which first ==1.1 "
+        "also names, stays as it was"
+    )

@@ -23,6 +23,7 @@ from helpers import (
     make_set,
     make_wheel,
     offline_cache,
+    port_cache,
     port_diff,
     release_files,
     run_cli,
@@ -215,11 +216,18 @@ def test_a_symlink_in_the_workspace_is_not_followed(cache, tmp_path):
 
 
 def test_the_set_changed_since_the_port_began(cache, tmp_path):
-    """Input: the manifest edited between the port and --continue. Outcome: exit 2."""
+    """Input: the manifest edited between the port and --continue. Outcome: exit 4, one line
+    naming the set and the abort command as it works; W and the set untouched."""
     d, w, _code, _ = start_conflict(tmp_path)
     with (d / "patchset.yaml").open("a") as f:
         f.write("# edited\n")
-    assert run_cli("port", "--continue", "--workspace", str(w))[0] == 2
+    before, set_before = snapshot(w), snapshot(d)
+    code, _out, err = run_cli("port", "--continue", "--workspace", str(w))
+    assert code == 4, err
+    (line,) = err.splitlines()
+    assert "the set changed since the port began" in line
+    assert f"`sgpatch port --abort --workspace {w}`" in line
+    assert snapshot(w) == before and snapshot(d) == set_before
 
 
 # ---------------------------------------------------------------------------------------------
@@ -311,8 +319,8 @@ def test_backport_to_an_older_release(cache, tmp_path):
 def test_step_walks_release_by_release_and_stops_where_a_hand_is_needed(cache, tmp_path):
     """Input: --step --to 1.3 from a set made on 1.0. Outcome: 1.1 is ported and written, 1.2
     stops (exit 3) with its workspace; the set then covers 1.1 and is consistent (lint-clean
-    on 1.1); after the fix and --continue, a second --step carries 1.3 as it is: a `==1.3`
-    variant pointing at the 1.2 file (an `==` range is not stretched)."""
+    on 1.1); after the fix and --continue, a second --step carries 1.3 as it is: the `==1.2`
+    variant is stretched to `>=1.2,<=1.3` (one variant for the releases one file serves)."""
     d = make_set(tmp_path)
     w = tmp_path / "w"
     args = ("--set", "demo", "--patchsets", str(d.parent), "--workspace", str(w))
@@ -332,8 +340,10 @@ def test_step_walks_release_by_release_and_stops_where_a_hand_is_needed(cache, t
     code, doc = sgport(*args, "--to", "1.3", "--step")
     assert code == 0, doc
     assert by_id(doc)["first"]["as_is"]
-    first = load_manifest(d / "patchset.yaml").patch("first").variants[0]
-    assert str(first.sglang) == "==1.3" and first.patch == d / "patches/1.2/0001-first.patch"
+    first = load_manifest(d / "patchset.yaml").patch("first").variants
+    assert str(first[0].sglang) == ">=1.2,<=1.3"
+    assert first[0].patch == d / "patches/1.2/0001-first.patch"
+    assert [v.patch for v in first].count(first[0].patch) == 1
 
 
 def test_steps_either_direction(cache, tmp_path):
@@ -393,13 +403,30 @@ def test_specifier_arithmetic():
     assert edits.widened(SpecifierSet(">=0.5.9,<0.5.10"), Version("0.5.8")) == ">=0.5.8,<0.5.10"
     assert edits.widened(SpecifierSet(">=0.5.9"), Version("0.5.10")) is None
     assert edits.set_widened(SpecifierSet(">=0.5.9,<0.5.10"), Version("0.5.16")) == (
-        ">=0.5.9,<=0.5.16"
+        ">=0.5.9,<=0.5.16",
+        [],
     )
     assert edits.set_widened(SpecifierSet(">=0.5.9,<0.5.10"), Version("0.5.1")) == (
-        ">=0.5.1,<0.5.10"
+        ">=0.5.1,<0.5.10",
+        [],
     )
-    assert edits.set_widened(SpecifierSet("==0.5.9"), Version("0.5.10")) == ">=0.5.9,<=0.5.10"
-    assert edits.set_widened(SpecifierSet("==0.5.9"), Version("0.5.8")) == ">=0.5.8,<=0.5.9"
+    assert edits.set_widened(SpecifierSet("==0.5.9"), Version("0.5.10")) == (">=0.5.9,<=0.5.10", [])
+    assert edits.set_widened(SpecifierSet("==0.5.9"), Version("0.5.8")) == (">=0.5.8,<=0.5.9", [])
+    # one release reads as bounds; `!=` clauses stay (but the one for the release)
+    assert edits.widened(SpecifierSet("==0.5.9"), Version("0.5.10")) == ">=0.5.9,<=0.5.10"
+    assert edits.widened(SpecifierSet("==0.5.9"), Version("0.5.8")) == ">=0.5.8,<=0.5.9"
+    assert edits.widened(SpecifierSet(">=0.5.9,!=0.5.10,<=0.5.10.post1"), Version("0.5.11")) == (
+        ">=0.5.9,!=0.5.10,<=0.5.11"
+    )
+    assert edits.widened(SpecifierSet("~=0.5.9"), Version("0.5.10")) is None
+    # a jump: the releases in between that port did not check are left out
+    known = [Version(v) for v in ("0.5.9", "0.5.10", "0.5.10.post1", "0.5.11", "0.5.12")]
+    got = edits.set_widened(SpecifierSet("==0.5.9"), Version("0.5.12"), known)
+    assert got == (">=0.5.9,!=0.5.10,!=0.5.10.post1,!=0.5.11,<=0.5.12", known[1:4])
+    got = edits.set_widened(SpecifierSet(got[0]), Version("0.5.10.post1"), known)
+    assert got == (">=0.5.9,!=0.5.10,!=0.5.11,<=0.5.12", [])
+    got = edits.set_widened(SpecifierSet("==0.5.12"), Version("0.5.10"), known)
+    assert got == (">=0.5.10,!=0.5.10.post1,!=0.5.11,<=0.5.12", known[2:4])
 
 
 def test_merge_file_clean_and_conflict():
@@ -915,15 +942,17 @@ def test_a_backport_to_before_a_patch_s_file_existed_makes_it_n_a(cache, tmp_pat
 
 
 class Killed(BaseException):
-    """A kill at a chosen write (BaseException: nothing catches it, as nothing survives -9)."""
+    """A failure at a chosen write (BaseException, as Ctrl-C is: nothing catches it)."""
 
 
 @pytest.mark.parametrize("at", ["carried", "todo", "joined"])
-def test_a_step_killed_mid_write_is_refused_at_continue(cache, tmp_path, monkeypatch, at):
-    """Input: a port killed while it writes: inside a carry (W's file written, `carried/ID` not
-    yet), between `done` and `todo` of one save, or while --continue records a joined edit.
-    Outcome: the next --continue exits 4 with one line saying a step was interrupted (its
-    state is never read as a hand edit or as a patch on two lists); --abort removes W."""
+def test_a_step_that_fails_mid_write_is_put_back(cache, tmp_path, monkeypatch, at):
+    """Input: a port that fails while it writes: inside a carry (W's file written, `carried/ID`
+    not yet), between `done` and `todo` of one save, or while --continue records a joined
+    edit. Outcome: the step is put back as it was before it (state files byte for byte; the
+    person's edits in W untouched), and the next --continue redoes it and goes on: exit 3 (the
+    port's stop) or 0 (the fixed --continue); never --abort. (A real SIGKILL at fixed points:
+    tests/port/test_workspace.py.)"""
     from sgpatch.port import snapshots
     from sgpatch.port.workspace import Workspace
 
@@ -932,7 +961,7 @@ def test_a_step_killed_mid_write_is_refused_at_continue(cache, tmp_path, monkeyp
     w = tmp_path / "w"
     args = ("port", "--offline", "--set", "demo", "--patchsets", str(d.parent), "--to", "1.4",
             "--workspace", str(w))  # fmt: skip
-    real_add, real_lines = snapshots.add_carried, Workspace.put_lines
+    real_add, real_lines, real_put = snapshots.add_carried, Workspace.put_lines, snapshots.put
 
     def add_carried(ws, pid, rels):
         if pid == "second":
@@ -945,22 +974,27 @@ def test_a_step_killed_mid_write_is_refused_at_continue(cache, tmp_path, monkeyp
             raise Killed
         return real_lines(self, name, lines)
 
+    want = 3
     if at == "joined":
         assert run_cli(*args)[0] == 3
         (w / "sglang/srt/mod.py").write_text(FIXED12)
         (w / "sglang/srt/other.py").write_text(OTHER.replace("return 1\n", "return 7\n") + "\n")
         monkeypatch.setattr(snapshots, "put", lambda *a: (_ for _ in ()).throw(Killed()))
-        args = ("port", "--continue", "--workspace", str(w))
+        args, want = ("port", "--continue", "--workspace", str(w)), 0
     elif at == "carried":
         monkeypatch.setattr(snapshots, "add_carried", add_carried)
     else:
         monkeypatch.setattr(Workspace, "put_lines", put_lines)
+    before = snapshot(w) if w.exists() else None
     with pytest.raises(Killed):
         run_cli(*args)
-    monkeypatch.undo()
+    if before is not None:
+        assert snapshot(w) == before
+    monkeypatch.setattr(snapshots, "add_carried", real_add)
+    monkeypatch.setattr(Workspace, "put_lines", real_lines)
+    monkeypatch.setattr(snapshots, "put", real_put)
     code, _out, err = run_cli("port", "--continue", "--workspace", str(w))
-    assert code == 4 and "was interrupted there" in err and "--abort" in err, err
-    assert run_cli("port", "--abort", "--workspace", str(w))[0] == 0 and not w.exists()
+    assert code == want, err
 
 
 def test_abort_of_a_workspace_with_a_damaged_tree_list(cache, tmp_path):
@@ -1029,3 +1063,97 @@ def test_a_patch_that_requires_a_stopped_one_says_so(cache, tmp_path):
     assert second["waiting_for"] == ["first"] and second["files_carried"] == []
     code, _out, err = run_cli("port", "--offline", *args, "--workspace", str(tmp_path / "w2"))
     assert code == 3 and "  second: waiting for first (it requires it)" in err, err
+
+
+# ---------------------------------------------------------------------------------------------
+# a port never claims a release it did not check
+
+
+def lint_set(d: Path) -> int:
+    """`sgpatch lint` of the set on every release its range claims (verify too: the real
+    jump test, tests/real/test_port_real.py)."""
+    return run_cli("lint", "--set", "demo", "--patchsets", str(d.parent), "--offline")[0]
+
+
+def test_a_jump_port_claims_only_the_releases_it_checked(cache, tmp_path):
+    """Input: the 1.0 set ported straight to 1.3 (1.1 and 1.2 in between, in the cache);
+    `first` fixed by hand, --continue; then `--to 1.1` fills one of the holes. Outcome: the
+    set's range takes in 1.3 and leaves 1.1 and 1.2 out (`!=`), said in the change line;
+    lint passes on every release the range claims (1.0, 1.3); the port to 1.1 drops
+    its `!=1.1` only, and lint passes on 1.0, 1.1 and 1.3."""
+    d = make_set(tmp_path)
+    w = tmp_path / "w"
+    args = ("--set", "demo", "--patchsets", str(d.parent), "--workspace", str(w))
+    code, _doc = sgport(*args, "--to", "1.3")
+    assert code == 3
+    (w / "sglang/srt/mod.py").write_text(
+        V13.replace("        return 1\n", "        return 100\n").replace("y = 3\n", "y = 30\n")
+    )
+    code, doc = sgport("--continue", "--workspace", str(w))
+    assert code == 0, doc
+    m = load_manifest(d / "patchset.yaml")
+    assert str(m.sglang) == ">=1.0,!=1.1,!=1.2,<=1.3"
+    assert any("not ported to 1.1, 1.2" in c for c in doc["steps"][0]["changes"])
+    assert lint_set(d) == 0
+    code, doc = sgport(*args, "--to", "1.1")
+    assert code == 0, doc
+    assert str(load_manifest(d / "patchset.yaml").sglang) == ">=1.0,!=1.2,<=1.3"
+    assert lint_set(d) == 0
+
+
+def test_step_stretches_one_variant_over_the_releases_one_file_serves(tmp_path, monkeypatch):
+    """Input: a set made for `==1.0` only (both variants `==1.0`), `--step --to 1.1` over
+    1.0, 1.0.post1 (same files as 1.0) and 1.1 (`first` needs a merge there). Outcome: exit 0;
+    `second`'s one variant becomes `>=1.0,<=1.1` (1.0.post1 inside it, between 1.0 and 1.1),
+    never a `==V` variant per release naming the same file; `first` keeps one variant
+    `>=1.0,<=1.0.post1` for its old file and gets a `==1.1` one for the merged file; the set
+    covers `>=1.0,<=1.1`; lint passes on all three releases."""
+    port_cache(tmp_path, monkeypatch, ("1.0", "1.0.post1", "1.1"))
+    d = make_set(tmp_path)
+    y = d / "patchset.yaml"
+    y.write_text(y.read_text().replace('">=1.0,<1.1"', '"==1.0"'))
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.1", "--step",
+                       "--workspace", str(tmp_path / "w"))  # fmt: skip
+    assert code == 0, doc
+    assert [s["to"] for s in doc["steps"]] == ["1.0.post1", "1.1"]
+    m = load_manifest(y)
+    second = [(str(v.sglang), v.patch.name) for v in m.patch("second").variants]
+    assert second == [(">=1.0,<=1.1", "0002-second.patch")]
+    first = [(str(v.sglang), v.patch.relative_to(d).as_posix()) for v in m.patch("first").variants]
+    assert first == [("==1.1", "patches/1.1/0001-first.patch"),
+                     (">=1.0,<=1.0.post1", "patches/1.0/0001-first.patch")]  # fmt: skip
+    assert str(m.sglang) == ">=1.0,<=1.1"
+    assert run_cli("lint", "--set", "demo", "--patchsets", str(d.parent), "--offline")[0] == 0
+
+
+def test_lint_releases_are_those_whose_patches_change(cache, tmp_path):
+    """Input: the 1.0 set and two edited copies: `first` stretched to 1.1 on its old file
+    (set range too), and `first` given a new file for `>=1.0,<=1.2`. Outcome: --continue
+    lints the first on 1.1 only (1.0 gets what it got), the second on 1.0, 1.1 and 1.2 (1.0
+    gets another file, 1.1 and 1.2 are newly claimed)."""
+    from sgpatch.port.finish import lint_releases
+
+    d = make_set(tmp_path)
+    old = load_manifest(d / "patchset.yaml")
+    known = [Version(v) for v in ("1.0", "1.1", "1.2", "1.3")]
+    text = (d / "patchset.yaml").read_text()
+
+    def edited(name: str, new: str) -> object:
+        e = tmp_path / name / "demo"
+        import shutil
+
+        shutil.copytree(d, e)
+        (e / "patchset.yaml").write_text(new)
+        return load_manifest(e / "patchset.yaml")
+
+    stretched = text.replace('sglang: ">=1.0,<1.1"', 'sglang: ">=1.0,<=1.1"', 1).replace(
+        '{sglang: ">=1.0,<1.1", patch: patches/1.0/0001',
+        '{sglang: ">=1.0,<=1.1", patch: patches/1.0/0001',
+    )
+    assert lint_releases(old, edited("a", stretched), Version("1.1"), known) == [Version("1.1")]
+    refiled = text.replace('sglang: ">=1.0,<1.1"', 'sglang: ">=1.0,<=1.2"', 1).replace(
+        '{sglang: ">=1.0,<1.1", patch: patches/1.0/0001-first.patch}',
+        '{sglang: ">=1.0,<=1.2", patch: patches/1.0/0002-second.patch}',
+    )
+    got = lint_releases(old, edited("b", refiled), Version("1.2"), known)
+    assert got == [Version("1.0"), Version("1.1"), Version("1.2")]

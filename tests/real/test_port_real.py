@@ -279,6 +279,44 @@ def test_port_step_from_059_walks_every_release(tmp_path, capsys):
     assert [f for f in lint.check(m, rows) if f.level == "error"] == []
 
 
+def test_a_jump_port_claims_only_the_releases_it_checked(tmp_path, capsys):
+    """Input: the set as it was at 0.5.9, made `==0.5.9`, ported straight to 0.5.12 (0.5.10,
+    0.5.10.post1 and 0.5.11 in between); what needs a hand fixed with the shipped set's files,
+    --continue until the set is written. Outcome: the set's range takes in 0.5.12 and leaves
+    the three releases in between out (`!=`), saying so; `sgpatch lint` and `sgpatch verify`
+    pass on every release the range claims (0.5.9 and 0.5.12); every variant is bounded."""
+    sets = tmp_path / "sets"
+    set_dir = only_059(sets)
+    y = set_dir / "patchset.yaml"
+    y.write_text(y.read_text().replace('">=0.5.9,<0.5.10"', '"==0.5.9"'))
+    w = tmp_path / "w"
+    code, doc = port_json(capsys, sets, "0.5.12", w)
+    ref = applied_tree(tmp_path / "shipped", SHIPPED, "0.5.12")
+    shipped_m = load_manifest(SHIPPED / "patchset.yaml")
+    for _ in range(3):  # a fix may reopen another patch (lint on the release): fix that too
+        if code != 3:
+            break
+        for p in doc["steps"][-1]["patches"]:
+            if p["outcome"] == "conflict":
+                v = select_variant(shipped_m.patch(p["id"]), Version("0.5.12"))
+                names = {pr["file"] for pr in p["problems"]} | set(touched(v.patch))
+                fix_with(w, {rel: _shipped_bytes(ref, "0.5.12", rel) for rel in names})
+        code, doc = continue_json(capsys, w)
+    assert code == 0, doc
+    m = load_manifest(y)
+    assert str(m.sglang) == ">=0.5.9,!=0.5.10,!=0.5.10.post1,!=0.5.11,<=0.5.12"
+    changes = doc["steps"][-1]["changes"]
+    assert any("not ported to 0.5.10, 0.5.10.post1, 0.5.11" in c for c in changes), changes
+    for spec in m.patches:
+        for v in spec.variants:
+            assert any(c.operator in ("<", "<=", "==") for c in v.sglang), (spec.id, v.sglang)
+    args = ("--set", SET, "--patchsets", str(sets), "--offline")
+    assert sgpatch("lint", *args) == 0, capsys.readouterr().err
+    assert sgpatch("verify", *args, "--json") == 0
+    verified = json.loads(capsys.readouterr().out)
+    assert sorted(r["release"] for r in verified["releases"]) == ["0.5.12", "0.5.9"]
+
+
 # ---------------------------------------------------------------------------------------------
 # real third-party stacks (tests/data/stacks): nobody here wrote them
 

@@ -526,13 +526,21 @@ def port_cmd(
             "image's package): its variants name that snapshot only.",
         ),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="With --abort: keep your edits in W.aborted-N next to W, then abort."
+        ),
+    ] = False,
 ) -> None:
     """Carry a patch set to another SGLang release, like a rebase.
 
     Every hunk that places exactly is kept, only the others are merged three-way, into a
     workspace holding the release's tree; fix what needs a hand there, then --continue (or
     --abort). Exit 0 carried and the set written, 3 conflicts left in the workspace (the set
-    unchanged), 2 bad input, 4 a port already in progress in the workspace.
+    unchanged), 2 bad input, 4 refused for safety (a port in progress there, another run
+    holding the workspace, the set changed since the port began, hand edits --abort would
+    delete).
 
     --to-tree DIR ports onto a tree that is not a release (docs/tracking-main.md): it is kept
     in the release cache as a snapshot, each patch is carried from the variant of the nearest
@@ -556,6 +564,7 @@ def port_cmd(
                 offline,
                 as_json,
                 to_tree,
+                force,
             )
         )
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,25 +24,70 @@ class Args:
     offline: bool
     as_json: bool
     to_tree: Path | None = None
+    force: bool = False
+
+
+SCHEMA = 3
 
 
 def run(a: Args) -> int:
-    from sgpatch import port
+    from sgpatch import interrupts
 
     _check(a)
+    try:
+        return _run(a)
+    except interrupts.Interrupted as e:  # W is as its last whole step left it (port/undo.py)
+        from sgpatch.port import InterruptedIn
+
+        line = _interrupted(a, e.workspace if isinstance(e, InterruptedIn) else a.workspace)
+        if line is None:
+            raise  # nothing of a port in W yet: the plain line
+        report.err(line)
+        return interrupts.EXIT
+
+
+def _interrupted(a: Args, top: Path | None) -> str | None:
+    """What to type after Ctrl-C: go on with --continue (W is a workspace), or run --abort
+    again; None when W holds no port (interrupted before it began)."""
+    from sgpatch.errors import SgpatchError
+    from sgpatch.port.workspace import Workspace
+
+    if top is None:
+        return None
+    ws = Workspace(top)
+    try:
+        ours = ws.is_ours()
+    except SgpatchError:
+        return None
+    w = shlex.quote(str(ws.top))
+    if not ours:
+        return None
     if a.abort:
-        return _aborted(a, port.abort(a.workspace))
-    if a.cont:
-        return _emit(a, [port.resume(a.workspace)])
+        return f"sgpatch port --abort: interrupted; again: `sgpatch port --abort --workspace {w}`"
+    return (
+        f"sgpatch port: interrupted; {ws.top} is as its last whole step left it: "
+        f"`sgpatch port --continue --workspace {w}` goes on"
+    )
+
+
+def _run(a: Args) -> int:
+    from sgpatch import port
+
+    w = a.workspace
+    if a.abort and w is not None:  # _check: --abort and --continue have --workspace
+        return _aborted(a, port.abort(w, a.force))
+    if a.cont and w is not None:
+        return _emit(a, [port.resume(w)])
     if a.to_tree is not None:
         return _onto_tree(a)
-    manifest, version, workspace = _inputs(a)
+    manifest, version = _inputs(a)
     if a.step:
-        reps = port.walk(manifest, version, workspace, offline=a.offline, without=a.without)
+        reps = port.walk(manifest, version, a.workspace, offline=a.offline, without=a.without)
         return _emit(a, reps)
     rep = port.port(
-        manifest, version, workspace, offline=a.offline, without=a.without, finish=not a.no_finish
-    )
+        manifest, version, a.workspace, offline=a.offline, without=a.without,
+        finish=not a.no_finish,
+    )  # fmt: skip
     return _emit(a, [rep])
 
 
@@ -54,6 +100,8 @@ def _check(a: Args) -> None:
         raise bad_input(f"--{'continue' if a.cont else 'abort'} needs --workspace W")
     if (a.cont or a.abort) and (a.set_name or a.to or a.step or a.to_tree):
         raise bad_input("--continue/--abort take only --workspace (the port's state is there)")
+    if a.force and not a.abort:
+        raise bad_input("--force goes with --abort only (keep the hand edits aside, then abort)")
     if a.to is not None and a.to_tree is not None:
         raise bad_input("--to VERSION and --to-tree DIR: choose one")
     if a.to_tree is not None and a.step:
@@ -66,8 +114,6 @@ def _check(a: Args) -> None:
 
 
 def _inputs(a: Args):
-    import tempfile
-
     from packaging.version import InvalidVersion, Version
 
     from sgpatch.errors import bad_input
@@ -79,17 +125,11 @@ def _inputs(a: Args):
         raise bad_input(f"--to {a.to!r}: not a PEP 440 version") from None
     if version.local or version.is_prerelease:
         raise bad_input(f"--to {a.to}: port carries a set to a final release (no rc, dev, +local)")
-    manifest = load_set(a.set_name or "", tuple(a.patchsets))
-    workspace = a.workspace
-    if workspace is None:
-        workspace = Path(tempfile.mkdtemp(prefix=f"sgpatch-port-{manifest.name}-{version}-"))
-    return manifest, version, workspace
+    return load_set(a.set_name or "", tuple(a.patchsets)), version
 
 
 def _onto_tree(a: Args) -> int:
     """`--to-tree DIR`: keep the tree as a snapshot, carry from the nearest variants."""
-    import tempfile
-
     from sgpatch import port
     from sgpatch.patchset.manifest import load_set
     from sgpatch.port.onto_tree import prepare
@@ -97,32 +137,34 @@ def _onto_tree(a: Args) -> int:
     assert a.to_tree is not None
     manifest = load_set(a.set_name or "", tuple(a.patchsets))
     tree = prepare(manifest, a.to_tree, a.offline)
-    workspace = a.workspace or Path(
-        tempfile.mkdtemp(prefix=f"sgpatch-port-{manifest.name}-{tree.onto}-")
-    )
     if not a.as_json:
         report.err(
             f"sgpatch port: {tree.root} is sglang {tree.version}, not a release: carrying "
             f"{manifest.name} from its {tree.variants_of} variants; the tree is kept as snapshot "
             f"{tree.onto} ({tree.archive})"
         )
-    rep = port.port(manifest, tree.onto, workspace, offline=a.offline, without=a.without,
-                    finish=not a.no_finish, known=tree.known)  # fmt: skip
+    rep = port.port(manifest, tree.onto, a.workspace, offline=a.offline, without=a.without,
+                    finish=not a.no_finish, known=tree.known, to_tree=a.to_tree)  # fmt: skip
     extra = {"tree": {"root": str(tree.root), "version": str(tree.version),
                       "snapshot": str(tree.onto), "variants_of": str(tree.variants_of),
                       "kept": str(tree.archive)}}  # fmt: skip
     return _emit(a, [rep], extra)
 
 
-def _aborted(a: Args, left: list[str]) -> int:
+def _aborted(a: Args, done) -> int:
+    w = a.workspace.absolute() if a.workspace is not None else None
     if a.as_json:
         report.emit_json(
-            {"command": "port", "schema": 3, "exit_code": 0, "state": "aborted",
-             "workspace": str(a.workspace), "left": left}
+            {"command": "port", "schema": SCHEMA, "exit_code": 0, "state": "aborted",
+             "workspace": str(w), "left": done.left, "edits": done.edits,
+             "kept_in": None if done.kept_in is None else str(done.kept_in)}
         )  # fmt: skip
-    else:
-        kept = f" (kept what others put there: {', '.join(left)})" if left else ""
-        report.err(f"sgpatch port --abort: removed {a.workspace}{kept}; the set is unchanged")
+        return 0
+    if done.kept_in is not None:
+        report.err(f"sgpatch port --abort: kept your edits in {done.kept_in}: "
+                   f"{', '.join(done.edits)}")  # fmt: skip
+    kept = f" (kept what others put there: {', '.join(done.left)})" if done.left else ""
+    report.err(f"sgpatch port --abort: removed {w}{kept}; the set is unchanged")
     return 0
 
 
@@ -130,7 +172,7 @@ def _emit(a: Args, reps, extra: dict | None = None) -> int:
     code = int(reps[-1].exit_code)
     if a.as_json:
         report.emit_json(
-            {"command": "port", "schema": 3, "exit_code": code, **(extra or {}),
+            {"command": "port", "schema": SCHEMA, "exit_code": code, **(extra or {}),
              "steps": [r.json() for r in reps]}
         )  # fmt: skip
         return code
@@ -153,15 +195,17 @@ def _human(rep) -> None:
         report.err("  to fix:")
         for f in rep.fix:
             report.err(f"    {f}")
+        w = shlex.quote(rep.workspace)
         report.err(
             f"sgpatch port: stopped: fix the files above in {rep.workspace}, then "
-            f"`sgpatch port --continue --workspace {rep.workspace}` (or --abort); the set is "
-            "unchanged"
+            f"`sgpatch port --continue --workspace {w}` (or drop the port: "
+            f"`sgpatch port --abort --workspace {w}`); the set is unchanged"
         )
     elif rep.state == "planned":
-        report.err(f"sgpatch port: carried; `sgpatch port --continue --workspace {rep.workspace}`")
+        w = shlex.quote(rep.workspace)
+        report.err(f"sgpatch port: carried; `sgpatch port --continue --workspace {w}`")
     else:
-        what = ", ".join(rep.written) if rep.written else "nothing to change"
+        what = f"wrote {', '.join(rep.written)}" if rep.written else "nothing to change"
         report.err(f"sgpatch port: {rep.set} -> {rep.to}: {what} (workspace kept)")
 
 

@@ -48,10 +48,12 @@ def run(
     rel = res.variant.relative_to(manifest.base_dir).as_posix()
     if not dry_run and res.changed:
         _write(res.variant, res.data)
-        if res.split is not None:
-            _split_variant(manifest, patch_id, target.version, rel)
+        if res.how != "in place":
+            text = manifest.path.read_text(encoding="utf-8")
+            new = rf.manifest_edit(text, manifest.path, res, target.version, rel)
+            _write(manifest.path, new.encode("utf-8"))
         _keep_applied(target.root, manifest.name, patch_id, rel, res)
-    _say(res, manifest.name, patch_id, rel, target.version, dry_run, as_json)
+    _say(res, manifest.name, patch_id, rel, target.version, dry_run, as_json, manifest.base_dir)
     return int(ExitCode.OK)
 
 
@@ -63,6 +65,7 @@ def _say(
     version: Version,
     dry_run: bool,
     as_json: bool,
+    set_dir: Path,
 ) -> None:
     """What refresh did: the --json document, the dry run's patch on stdout, or one line."""
     if as_json:
@@ -78,7 +81,11 @@ def _say(
                 "files": list(res.files),
                 "changed": res.changed,
                 "written": res.changed and not dry_run,
-                "split_from": res.split,
+                "how": res.how,
+                "split_from": res.split if res.how == "split" else None,
+                "split_to": res.split_to,
+                "old_variant": _rel(res.old_file, set_dir),
+                "shared_by": list(res.shared_by),
             }
         )
     elif dry_run:
@@ -87,12 +94,29 @@ def _say(
         report.err(f"sgpatch refresh: {set_name}/{patch_id}: {rel} {what} (dry run)")
     else:
         what = "refreshed" if res.changed else "unchanged"
-        if res.split is not None:
-            what = (
-                f"written for {version} only (new variant '=={version}'): the "
-                f"variant it came from ({res.split}) also serves other releases and stays as it was"
-            )
+        if res.changed and res.how != "in place":
+            what = _new_file_said(res, version, set_dir)
         report.err(f"sgpatch refresh: {set_name}/{patch_id}: {rel} {what}")
+
+
+def _new_file_said(res: Refreshed, version: Version, set_dir: Path) -> str:
+    """Why refresh wrote a new file, and how the release now gets it."""
+    old = _rel(res.old_file, set_dir)
+    also = f", which {', '.join(res.shared_by)} also names," if res.shared_by else ""
+    if res.how == "split":
+        return (
+            f"written for {version} only (new variant '=={version}'): the variant it came from, "
+            f"'{res.split}', also serves other releases and now leaves {version} out "
+            f"('{res.split_to}'); {old}{also} stays as it was"
+        )
+    return (
+        f"written for {version}: its variant '{res.split}' now points at it; {old}{also} "
+        "stays as it was"
+    )
+
+
+def _rel(path: Path | None, base: Path) -> str | None:
+    return None if path is None else path.relative_to(base).as_posix()
 
 
 def _known_releases() -> list:
@@ -115,17 +139,6 @@ def _write(path: Path, data: bytes) -> None:
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     os.replace(tmp, path)
-
-
-def _split_variant(manifest, patch_id: str, version, rel: str) -> None:
-    """Insert `{sglang: "==V", patch: REL, base: "V"}` first (a text edit; comments kept)."""
-    from sgpatch.patchset.manifest_text import insert_first_variant
-    from sgpatch.port.edits import exact
-
-    public = type(version)(version.public)
-    text = manifest.path.read_text(encoding="utf-8")
-    new = insert_first_variant(text, manifest.path, patch_id, exact(public), rel, str(public))
-    _write(manifest.path, new.encode("utf-8"))
 
 
 def _refuse_stacked(ledger, set_name: str, files: Sequence[str]) -> None:
@@ -155,10 +168,9 @@ def _keep_applied(root: Path, set_name: str, patch_id: str, variant: str, res) -
         record = ledger.sets.get(set_name)
         if record is None or record.patch(patch_id) is None:
             return  # refreshed from a tree the set was not applied to by sgpatch
+        sha = ledger_mod.sha256(res.data) or ""  # res.data is bytes: never None
         patches = tuple(
-            replace(p, variant=variant, patch_sha256=ledger_mod.sha256(res.data))
-            if p.id == patch_id
-            else p
+            replace(p, variant=variant, patch_sha256=sha) if p.id == patch_id else p
             for p in record.patches
         )
         files = {

@@ -274,16 +274,22 @@ def changed_files(root: Path, version) -> list[str]:
 
 @dataclass(frozen=True)
 class Refreshed:
-    """A patch file in canonical form, and whether that differs from disk. `split` names the
-    range of the variant it came from when that variant also serves other releases: then
-    `variant` is a new file for this release only, and the old one stays as it was."""
+    """A patch file in canonical form, and whether that differs from disk. A file that also
+    serves other releases (its variant's range admits another release, or another variant
+    names the same file) is never rewritten: `variant` is then a new file for this release,
+    and `how` says how the manifest points the release at it (docs/porting.md, refresh)."""
 
     patch_id: str
     variant: Path  # the patch file to write (absolute)
     data: bytes  # its new content
     changed: bool  # differs from what is on disk
     files: tuple[str, ...]
-    split: str | None = None  # the old variant's range, when the new file is split off it
+    split: str | None = None  # the refreshed variant's range, when a new file is written
+    how: str = "in place"  # in place | split | repointed
+    index: int = 0  # the refreshed variant's place in the patch's variants
+    old_file: Path | None = None  # the file it came from (split, repointed)
+    split_to: str | None = None  # split: the old variant's range without this release
+    shared_by: tuple[str, ...] = ()  # the other variants naming the old file ("ID RANGE")
 
 
 def refresh(
@@ -300,9 +306,10 @@ def refresh(
     A patch file is a diff against the pristine release. `others` are the parsed patches of the
     same set applied on the tree besides this one (from the ledger): their changes are taken
     out of each file first, reversed with the engine, so a file two patches touch does not
-    end up in both (exit 3 if one cannot be taken out cleanly). A changed variant that also
-    serves another of the `known` releases is not rewritten (those releases were never checked
-    against the edit): the new content goes to `patches/<version>/<name>` (split)."""
+    end up in both (exit 3 if one cannot be taken out cleanly). A changed file that also
+    serves another release is not rewritten (that release was never checked against the
+    edit): the new content goes to `patches/<version>/<name>`, and the variant of this
+    release is pointed at it (`_new_file`)."""
     from sgpatch.diff.unified import read_patch
     from sgpatch.patchset.manifest import select_variant
 
@@ -324,13 +331,65 @@ def refresh(
         )
     data = render(old.header, diff)
     current = variant.patch.read_bytes()
-    if data == current or not serves_others(variant.sglang, version, known):
-        return Refreshed(patch_id, variant.patch, data, data != current, tuple(files))
+    index = spec.variants.index(variant)
+    shared = shared_by(manifest, variant)
+    wider = serves_others(variant.sglang, version, known)
+    if data == current or not (shared or wider):
+        return Refreshed(patch_id, variant.patch, data, data != current, tuple(files),
+                         index=index)  # fmt: skip
     if _numbers_blanked(data) == _numbers_blanked(current):
         # only the @@ line numbers moved: the file as it is gives the same result here
-        return Refreshed(patch_id, variant.patch, current, False, tuple(files))
+        return Refreshed(patch_id, variant.patch, current, False, tuple(files), index=index)
     target = split_path(manifest.base_dir, version, variant.patch.name, data)
-    return Refreshed(patch_id, target, data, True, tuple(files), split=str(variant.sglang))
+    if wider:
+        return Refreshed(patch_id, target, data, True, tuple(files), str(variant.sglang),
+                         "split", index, variant.patch, leaving_out(variant.sglang, version),
+                         shared)  # fmt: skip
+    return Refreshed(patch_id, target, data, True, tuple(files), str(variant.sglang),
+                     "repointed", index, variant.patch, None, shared)  # fmt: skip
+
+
+def shared_by(manifest, variant) -> tuple[str, ...]:
+    """The other variants of the set (any patch) that name `variant`'s patch file."""
+    return tuple(
+        f"{spec.id} {v.sglang}"
+        for spec in manifest.patches
+        for v in spec.variants
+        if v is not variant and v.patch is not None and v.patch == variant.patch
+    )
+
+
+def leaving_out(spec, version) -> str:
+    """`spec` with `!=version` added: every other release keeps what it had (a moved bound
+    would change what a post or pre release of it gets)."""
+    from packaging.specifiers import Specifier
+    from packaging.version import Version
+
+    here = Version(Version(str(version)).public)
+    clauses = [*spec, Specifier(f"!={here}")]
+    lower = sorted((c for c in clauses if c.operator in (">=", ">", "==", "~=", "===")), key=str)
+    rest = sorted((c for c in clauses if c not in lower), key=str)
+    return ",".join(str(c) for c in [*lower, *rest])
+
+
+def manifest_edit(text: str, path: Path, res: Refreshed, version, rel: str) -> str:
+    """The manifest text pointing the release at the new file `rel` (set-relative): a split
+    range leaves the release out and a `==V` variant comes first; a variant serving only the
+    release (and sharing its file with another) is re-pointed, never shadowed."""
+    from packaging.version import Version
+
+    from sgpatch.patchset import manifest_text as mt
+
+    public = str(Version(Version(str(version)).public))
+    if res.how == "split":
+        assert res.split_to is not None
+        text = mt.set_variant_spec(text, path, res.patch_id, res.index, res.split_to)
+        return mt.insert_first_variant(text, path, res.patch_id, f"=={public}", rel, public)
+    if res.how == "repointed":
+        text = mt.set_variant_value(text, path, res.patch_id, res.index, "patch", rel)
+        return mt.set_variant_value(text, path, res.patch_id, res.index, "base", public,
+                                    only_if_present=True)  # fmt: skip
+    return text
 
 
 def _numbers_blanked(data: bytes) -> bytes:

@@ -113,6 +113,30 @@ def set_variant_spec(text: str, path: Path, patch_id: str, index: int, spec: str
     return _replace(text, get(items[index], "sglang"), spec)
 
 
+def set_variant_value(
+    text: str,
+    path: Path,
+    patch_id: str,
+    index: int,
+    key: str,
+    value: str,
+    *,
+    only_if_present: bool = False,
+) -> str:
+    """Replace the `key:` value of the patch's variant number `index` (0-based); a key the
+    variant lacks is added to its flow mapping (`{...}`), or left out with `only_if_present`."""
+    items = get(patch_item(compose(text, path), patch_id), "variants").value
+    node = get(items[index], key)
+    if node is not None:
+        return _replace(text, node, value)
+    if only_if_present:
+        return text
+    if not items[index].flow_style:
+        raise SgpatchError(f"{path}: variant {index + 1} of {patch_id} must be a {{...}} to edit")
+    end = items[index].end_mark.index - 1  # the closing brace
+    return text[:end].rstrip() + f', {key}: "{value}"' + text[end:]
+
+
 def insert_first_variant(
     text: str, path: Path, patch_id: str, spec: str, patch_rel: str, base: str | None = None
 ) -> str:

@@ -7,7 +7,8 @@
     walk(...)    --step: one port per release between the set's nearest release and the target
 
 Modules: source (releases, variants, merge bases), carry (per-hunk carry), merge (git
-merge-file and the checks on a merged file), workspace (W and its state files), sequencer
+merge-file and the checks on a merged file), workspace (W, its state files, its lock), wsfiles
+(W's files, never through a symlink), undo (a step all or nothing), sequencer
 (todo/done/needs-a-hand), stopped (--continue, --abort), finish (manifest edits, lint), edits
 (text edits, ranges).
 """
@@ -21,10 +22,19 @@ from pathlib import Path
 from packaging.version import Version
 
 from sgpatch.errors import ExitCode, bad_input
+from sgpatch.interrupts import Interrupted
 from sgpatch.patchset.manifest import SetManifest
 from sgpatch.patchset.manifest_text import insert_first_variant, set_set_spec, set_variant_spec
 from sgpatch.port.edits import capped, set_widened
 from sgpatch.port.merge import merge_file
+
+
+class InterruptedIn(Interrupted):
+    """Ctrl-C during a port into `workspace` (a temporary one too): the CLI's line names it."""
+
+    def __init__(self, workspace: Path) -> None:
+        super().__init__(str(workspace))
+        self.workspace = workspace
 
 
 @dataclass
@@ -38,11 +48,12 @@ class Report:
     patches: list = field(default_factory=list)  # sequencer.Outcome
     waiting: list[str] = field(default_factory=list)
     fix: list[str] = field(default_factory=list)
-    written: list[str] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)  # absolute paths
     changes: list[str] = field(default_factory=list)
     lint: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # hand edits --continue took, and where
+    set_dir: str = ""  # the real path of the set's folder (where --continue writes)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -62,6 +73,7 @@ class Report:
             "lint": self.lint,
             "warnings": self.warnings,
             "notes": self.notes,
+            "set_dir": self.set_dir,
         }
 
 
@@ -86,74 +98,121 @@ def _outcome_json(o) -> dict:
 def port(
     manifest: SetManifest,
     to: Version,
-    workspace: Path,
+    workspace: Path | None,
     *,
     offline: bool = False,
     without: Sequence[str] = (),
     finish: bool = True,
     known: Sequence[Version] | None = None,
+    to_tree: Path | None = None,
 ) -> Report:
-    """Carry the set to `to` in `workspace`; finish by itself when nothing needs a hand.
-    `known`: where variants may come from, when not the releases (sgpatch.port.onto_tree)."""
+    """Carry the set to `to` in `workspace` (None: a new temporary folder); finish by itself
+    when nothing needs a hand. The release is checked and fetched before W is made or cleared
+    (sequencer.prepare); W's lock is held throughout. `known`: where variants may come from,
+    when not the releases; `to_tree`: the tree a snapshot `to` came from
+    (sgpatch.port.onto_tree)."""
+    import tempfile
+
     from sgpatch.port import sequencer
+    from sgpatch.port.workspace import check_free, locked, make_top
     from sgpatch.releases import cache as releases
 
     with releases.cache_only(offline):
-        ctx = sequencer.start(
-            manifest, to, workspace, offline=offline, without=without, known=known
-        )
-        sequencer.run_todo(ctx)
-        return _conclude(ctx, finish)
+        known = sequencer.prepare(manifest, to, offline=offline, without=without, known=known)
+        if workspace is None:
+            prefix = f"sgpatch-port-{manifest.name}-{to}-"
+            workspace, made = Path(tempfile.mkdtemp(prefix=prefix)), True
+        else:
+            check_free(workspace)
+            made = make_top(workspace)
+        try:
+            with locked(workspace):
+                ctx = sequencer.start(manifest, to, workspace, offline=offline,
+                                      without=without, made=made, known=known,
+                                      to_tree=to_tree)  # fmt: skip
+                sequencer.run_todo(ctx)
+                return _conclude(ctx, finish)
+        except Interrupted:
+            raise InterruptedIn(workspace) from None
 
 
 def resume(workspace: Path) -> Report:
-    """--continue: take the fixes, carry what waited, finish (exit 3 while anything is left)."""
+    """--continue: redo an interrupted step, take the fixes, carry what waited, finish (exit
+    3 while anything is left). What it does first is the workspace's phase (docs/porting.md)."""
     from sgpatch.port import sequencer
     from sgpatch.port import stopped as resume_mod
+    from sgpatch.port.workspace import existing, locked
     from sgpatch.releases import cache as releases
 
-    ctx = resume_mod.reopen(workspace)
-    with releases.cache_only(ctx.offline):
-        left = resume_mod.unresolved(ctx)
-        if left:
-            rep = _report(ctx, "stopped")
-            rep.fix = left
-            return rep
-        notes = resume_mod.take_fixed(ctx)
-        sequencer.run_todo(ctx)
-        rep = _conclude(ctx, True)
+    existing(workspace)  # no lock file is made in a folder that is no workspace
+    with locked(workspace):
+        ctx, kept = resume_mod.reopen(workspace)
+        notes = [f"{rel}: kept as you edited it after the step that was interrupted there"
+                 for rel in kept]  # fmt: skip
+        with releases.cache_only(ctx.offline):
+            phase = ctx.ws.phase
+            if phase == "finishing":
+                return _finished_again(ctx, notes)
+            if phase == "start":
+                sequencer.lay_out(ctx)
+            elif phase in ("stopped", "planned"):
+                left = resume_mod.unresolved(ctx)
+                if left:
+                    rep = _report(ctx, "stopped")
+                    rep.fix, rep.notes = left, notes
+                    return rep
+                notes += resume_mod.take_fixed(ctx)
+            sequencer.run_todo(ctx)
+            rep = _conclude(ctx, True)
     rep.notes = notes + rep.notes
     return rep
 
 
-def abort(workspace: Path) -> list[str]:
+def abort(workspace: Path, force: bool = False):
+    """--abort: W's lock held, hand edits refused (or kept aside with `force`), W removed."""
     from sgpatch.port import stopped as resume_mod
+    from sgpatch.port.workspace import existing, locked
 
-    return resume_mod.abort(workspace)
+    existing(workspace)
+    with locked(workspace):
+        return resume_mod.abort(workspace, force)
 
 
 def _conclude(ctx, finish: bool) -> Report:
     from sgpatch.port.finish import finish as write_set
-    from sgpatch.port.workspace import running
 
-    if ctx.ws.lines("needs-a-hand") or ctx.ws.lines("todo"):
-        running(ctx.ws, None)
+    ws = ctx.ws
+    if ws.lines("needs-a-hand") or ws.lines("todo"):
+        with ws.step("stopped"):
+            ws.set_phase("stopped")
         return _report(ctx, "stopped")
     if not finish:
-        running(ctx.ws, None)
+        with ws.step("planned"):
+            ws.set_phase("planned")
         return _report(ctx, "planned")
     done = write_set(ctx)
-    if done.by_patch:
+    if done.lint:
         from sgpatch.port.sequencer import reopen_for_lint
 
-        reopen_for_lint(ctx.ws, done.by_patch, [s.id for s in ctx.manifest.patches])
+        reopen_for_lint(ws, done.by_patch, [s.id for s in ctx.manifest.patches])
     rep = _report(ctx, "stopped" if done.lint else "finished")
     rep.written, rep.changes, rep.lint, rep.warnings = (
         done.written, done.changes, done.lint, done.warnings,
     )  # fmt: skip
     if done.lint:  # the reopened patches' lines, and what lint says about no patch in particular
         rep.fix = ctx.ws.lines("fix") + [f"lint: {m}" for m in done.lint if m.startswith("- ")]
-    running(ctx.ws, None)
+    return rep
+
+
+def _finished_again(ctx, notes: list[str]) -> Report:
+    """--continue after a kill while the set was written: write what is staged."""
+    from sgpatch.port.finish import write_staged
+
+    written = write_staged(ctx)
+    rep = _report(ctx, "finished")
+    rep.written, rep.notes = written, notes
+    rep.changes = ctx.ws.lines("finishing/changes")
+    rep.warnings = ctx.ws.lines("finishing/warnings")
     return rep
 
 
@@ -175,13 +234,13 @@ def _report(ctx, state: str) -> Report:
         if o.outcome == "waiting":
             o.waiting_for = [r for r in ctx.manifest.patch(o.id).requires if r in unfinished]
     return Report(ctx.manifest.name, str(ctx.to), str(ws.top), state, outs, q.todo,
-                  ws.lines("fix"))  # fmt: skip
+                  ws.lines("fix"), set_dir=str(ctx.manifest.base_dir))  # fmt: skip
 
 
 def walk(
     manifest: SetManifest,
     to: Version,
-    workspace: Path,
+    workspace: Path | None,
     *,
     offline: bool = False,
     without: Sequence[str] = (),
@@ -197,6 +256,7 @@ def walk(
     for version in path:
         manifest = load_manifest(manifest.path)  # each step sees the variants the last wrote
         rep = port(manifest, version, workspace, offline=offline, without=without)
+        workspace = Path(rep.workspace)  # the next step goes into the same W
         reports.append(rep)
         if rep.exit_code != ExitCode.OK:
             break
@@ -216,6 +276,7 @@ def steps(manifest: SetManifest, to: Version, known: Sequence[Version]) -> list[
 
 
 __all__ = [
+    "InterruptedIn",
     "Report",
     "abort",
     "capped",

@@ -21,18 +21,18 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.errors import ExitCode, SgpatchError, unsafe
 from sgpatch.patchset import manifest_text
-from sgpatch.patchset.manifest import PatchSpec, load_manifest, select_variant
+from sgpatch.patchset.manifest import PatchSpec, SetManifest, load_manifest, select_variant
 from sgpatch.port import edits
 from sgpatch.port import source as src
 from sgpatch.port.sequencer import Context, Outcome
-from sgpatch.port.workspace import write
+from sgpatch.port.workspace import digest, write
 
 
 @dataclass
 class Finished:
-    """What --continue wrote (set-relative), the manifest changes it made, and lint's word."""
+    """What --continue wrote (absolute paths), the manifest changes it made, and lint's word."""
 
     written: list[str] = field(default_factory=list)
     changes: list[str] = field(default_factory=list)
@@ -42,6 +42,9 @@ class Finished:
 
 
 def finish(ctx: Context) -> Finished:
+    """Write the set: the edits worked out and linted in a scratch copy first (on every
+    release whose patches they change); then staged in W (`finishing/`), then copied into
+    the set (`write_staged`), so a kill at any point is finished by the next --continue."""
     text = ctx.manifest.path.read_text(encoding="utf-8")
     new_text, files, changes = _edits(ctx, text)
     out = Finished(changes=changes)
@@ -53,15 +56,52 @@ def finish(ctx: Context) -> Finished:
     for rel, data in files.items():
         current = (base / rel).read_bytes() if (base / rel).is_file() else None
         if current is not None and current != data:
-            raise SgpatchError(f"{rel}: exists in the set with other content; nothing written")
-    for rel, data in files.items():
-        write(base, rel, data)
-        out.written.append(rel)
-    if new_text != text:
-        write(base, ctx.manifest.path.name, new_text.encode("utf-8"))
-        out.written.append(ctx.manifest.path.name)
-    ctx.ws.put_lines("finished", out.written or ["nothing to write"])
+            raise SgpatchError(
+                f"{base / rel}: exists in the set with other content; nothing written"
+            )
+    ws = ctx.ws
+    if digest(ctx.manifest.path.read_bytes()) != (ws.get("set-sha256") or "").strip():
+        raise unsafe(f"{ctx.manifest.path}: the set changed since the port began; "
+                     f"{ws.abort_hint()}")  # fmt: skip
+    with ws.step("stage the set"):
+        for rel, data in files.items():
+            ws.put_bytes(f"finishing/files/{rel}", data)
+        ws.put_lines("finishing/files.list", files)
+        ws.put_bytes("finishing/patchset.yaml", new_text.encode("utf-8"))
+        ws.put("finishing/sha256", digest(new_text.encode("utf-8")) + "\n")
+        ws.put_lines("finishing/changes", changes)
+        ws.put_lines("finishing/warnings", out.warnings)
+        ws.set_phase("finishing")
+    out.written = write_staged(ctx)
     return out
+
+
+def write_staged(ctx: Context) -> list[str]:
+    """Copy the staged files into the set, the manifest last, then mark W finished; returns
+    the absolute path of every file written. Again after a kill: a file that already holds
+    what is staged is left, anything else in the way is refused (the set changed)."""
+    ws, base = ctx.ws, ctx.manifest.base_dir
+    manifest = ctx.manifest.path
+    written = []
+    for rel in ws.lines("finishing/files.list"):
+        data = ws.get_bytes(f"finishing/files/{rel}")
+        if data is None:
+            raise ws.damaged(f"finishing/files/{rel}", "missing")
+        if (base / rel).is_file() and (base / rel).read_bytes() != data:
+            raise unsafe(f"{base / rel}: changed while the port wrote the set; {ws.abort_hint()}")
+        write(base, rel, data)
+        written.append(str(base / rel))
+    new = ws.get_bytes("finishing/patchset.yaml")
+    if new is None:
+        raise ws.damaged("finishing/patchset.yaml", "missing")
+    if digest(new) != (ws.get("set-sha256") or "").strip():  # the port changes the manifest
+        if manifest.read_bytes() != new:  # else written already, before a kill
+            write(base, manifest.name, new)
+        written.append(str(manifest))
+    with ws.step("finished"):
+        ws.put_lines("finished", written or ["nothing to write"])
+        ws.set_phase("finished")
+    return written
 
 
 def _edits(ctx: Context, text: str) -> tuple[str, dict[str, bytes], list[str]]:
@@ -85,9 +125,11 @@ def _edits(ctx: Context, text: str) -> tuple[str, dict[str, bytes], list[str]]:
                 text, ctx.manifest.path, spec.id, edits.exact(ctx.to), why
             )
     if not _snapshot(ctx) and not ctx.manifest.sglang.contains(ctx.to, prereleases=True):
-        spec = edits.set_widened(ctx.manifest.sglang, ctx.to)
-        changes.append(f"set sglang {str(ctx.manifest.sglang)!r} -> {spec!r}")
-        text = manifest_text.set_set_spec(text, ctx.manifest.path, spec)
+        wide, holes = edits.set_widened(ctx.manifest.sglang, ctx.to, ctx.known)
+        left = (f" (not ported to {', '.join(map(str, holes))}: `--step` carries the set "
+                "through every release in between)") if holes else ""  # fmt: skip
+        changes.append(f"set sglang {str(ctx.manifest.sglang)!r} -> {wide!r}{left}")
+        text = manifest_text.set_set_spec(text, ctx.manifest.path, wide)
     return text, files, changes
 
 
@@ -192,7 +234,8 @@ def _free(base: Path, rel: str, data: bytes) -> str:
 
 
 def _lint(ctx: Context, text: str, files: dict[str, bytes]):
-    """Lint the edited set on the target release, in a scratch copy."""
+    """Lint the edited set in a scratch copy, on the target and on every other release the
+    edits change: a port never claims a release nobody checked (lint_releases)."""
     from sgpatch.ops import lint, matrix
 
     with tempfile.TemporaryDirectory(prefix="sgpatch-port-lint-") as tmp:
@@ -203,7 +246,8 @@ def _lint(ctx: Context, text: str, files: dict[str, bytes]):
             (d / rel).parent.mkdir(parents=True, exist_ok=True)
             (d / rel).write_bytes(data)
         edited = load_manifest(d / ctx.manifest.path.name)
-        rows = matrix.compute(edited, [ctx.to], workers=1)
+        versions = lint_releases(ctx.manifest, edited, ctx.to, ctx.known)
+        rows = matrix.compute(edited, versions, workers=1)
         found = lint.check(edited, rows)
     fmt = [f"{f.patch or '-'} [{f.release or '-'}]: {f.message}" for f in found]
     errors = [m for f, m in zip(found, fmt, strict=True) if f.level == "error"]
@@ -213,3 +257,33 @@ def _lint(ctx: Context, text: str, files: dict[str, bytes]):
             by_patch.setdefault(f.patch, []).append(f.message)
     warnings = [m for f, m in zip(found, fmt, strict=True) if f.level != "error"]
     return errors, list(dict.fromkeys(warnings)), by_patch  # once each (two variants, one file)
+
+
+def lint_releases(old: SetManifest, new: SetManifest, to: Version, known) -> list[Version]:
+    """The releases to lint the edited set on: `to`, and every known release the edited set
+    claims where it did not before, or where some patch now gets another variant (another
+    file or bytes, n/a, base or probe) than before. A release where every patch gets what it
+    got is not linted again: lint's result there cannot have changed."""
+    out = {to}
+    for v in known:
+        if not new.sglang.contains(v, prereleases=True):
+            continue
+        if not old.sglang.contains(v, prereleases=True) or any(
+            _served(old, a, v) != _served(new, b, v)
+            for a, b in zip(old.patches, new.patches, strict=True)
+        ):
+            out.add(v)
+    return sorted(out)
+
+
+def _served(m: SetManifest, spec: PatchSpec, v: Version) -> tuple:
+    """What release `v` gets of the patch: its variant's file (set-relative, and its bytes),
+    n/a reason, base, and the probes that judge it."""
+    var = select_variant(spec, v)
+    if var is None:
+        return (None, spec.probe)
+    data = None
+    if var.patch is not None:
+        rel = var.patch.relative_to(m.base_dir).as_posix()
+        data = (rel, digest(var.patch.read_bytes()) if var.patch.is_file() else None)
+    return (data, var.na, var.base, getattr(var, "probe", None), spec.probe)

@@ -24,11 +24,11 @@ from sgpatch.ops.plan import package_mapper
 from sgpatch.patchset.manifest import SetManifest
 from sgpatch.port import snapshots
 from sgpatch.port import source as src
-from sgpatch.port.carry import NO_BASE, CarriedPatch, Labels, carry_patch
+from sgpatch.port.carry import NO_BASE, CarriedPatch, Labels, Reader, carry_patch
 from sgpatch.port.merge import marker_lines
 from sgpatch.port.workspace import PKG, STATE, Workspace, claim, digest
 
-FORMAT = "2"  # of the state files: 2 = carried file by file (carried/, fixing/, after/, partial)
+FORMAT = "3"  # of the state files: 3 = steps journaled, phase, the set bound by its real path
 OUTCOMES = ("carried", "fixed", "upstream", "n/a", "skipped", "conflict")
 _HOW = re.compile(r"-|kept (\d{1,9}), merged (\d{1,9})")
 PORTED_LINE = "Ported to {to} by sgpatch port (from {variant}, made on {base})"
@@ -92,6 +92,71 @@ class Context:
 # start
 
 
+def prepare(
+    manifest: SetManifest,
+    to: Version,
+    *,
+    offline: bool,
+    without: Sequence[str] = (),
+    known: Sequence[Version] | None = None,
+) -> list[Version]:
+    """Everything a port checks and fetches before it creates or clears W, so a failure here
+    leaves W as it was: the ids of --without, the release (on the index, or in the cache
+    offline), its wheel, and (online) the wheels of the merge bases. Returns the versions port
+    knows: `known` when given (the versions variants may come from when not the releases: a
+    snapshot, sgpatch.port.onto_tree), else the releases."""
+    from sgpatch.releases import cache as releases
+
+    for pid in without:
+        manifest.patch(pid)  # unknown ids are bad input
+    given = known is not None
+    known = list(known) if known is not None else src.known_releases(offline)
+    if not given and to not in known:
+        if offline:
+            raise bad_input(
+                f"--offline: sglang {to} is not in the release cache; `sgpatch fetch {to}`"
+            )
+        raise bad_input(f"--to {to}: not a release of sglang on the package index")
+    releases.wheel_path(to)
+    releases.record(to)
+    if not offline:  # a base that cannot be fetched is the carry's problem (it says why)
+        bases = {s.base for spec in manifest.patches if (s := src.source_of(spec, to, known))}
+        releases.fetch(sorted(bases - {to}), keep_going=True)
+    return known
+
+
+def identity(
+    manifest: SetManifest,
+    to: Version,
+    top: Path,
+    offline: bool,
+    without: Sequence[str],
+    known,
+    to_tree: Path | None = None,
+) -> dict[str, str]:
+    """The state files that say which port this is (workspace.claim writes them whole)."""
+    import os
+    import shlex
+
+    path = Path(os.path.realpath(manifest.path))
+    onto = ["--to", str(to)] if to_tree is None else ["--to-tree", os.path.abspath(to_tree)]
+    again = ["sgpatch", "port", "--set", path.parent.name, "--patchsets", str(path.parent),
+             *onto, "--workspace", str(Path(os.path.abspath(top)))]  # fmt: skip
+    again += ["--offline"] * offline + [a for pid in without for a in ("--without", pid)]
+    return {
+        "command": shlex.join(again),  # first: a kill right after still leaves what to rerun
+        "format": FORMAT,
+        "set": str(path),
+        "set-dir": str(path.parent),
+        "set-name": manifest.name,
+        "set-sha256": digest(path.read_bytes()),
+        "onto": str(to),
+        "offline": "yes" if offline else "no",
+        "known": "".join(f"{v}\n" for v in known) or "\n",  # --continue decides on the same
+        "without": "".join(f"{p}\n" for p in without) or "\n",
+    }
+
+
 def start(
     manifest: SetManifest,
     to: Version,
@@ -99,40 +164,68 @@ def start(
     *,
     offline: bool,
     without: Sequence[str] = (),
+    made: bool = False,
     known: Sequence[Version] | None = None,
+    to_tree: Path | None = None,
 ) -> Context:
-    """Lay out W for `to`, record the state, settle probes and skips; nothing carried yet.
-    `known`: the versions variants may come from, when not the releases (a snapshot,
-    sgpatch.port.onto_tree)."""
-    from sgpatch.releases import cache as releases
+    """Claim W (under its lock), record which port this is, lay out the release and settle
+    probes and skips; nothing carried yet. `manifest` is read from its real path: the set
+    --continue writes is the one named here. `known`: the versions variants may come from
+    (prepare); `to_tree`: the tree a snapshot came from (`port --to-tree`, for the hints)."""
+    import os
 
-    for pid in without:
-        manifest.patch(pid)  # unknown ids are bad input
-    given = known is not None
-    known = list(known) if known is not None else src.known_releases(offline)
-    if offline and not given and to not in known:
-        raise bad_input(f"--offline: sglang {to} is not in the release cache; `sgpatch fetch {to}`")
-    ws = claim(top)
+    from sgpatch.patchset.manifest import load_manifest
+
+    known = list(src.known_releases(offline) if known is None else known)
+    manifest = load_manifest(Path(os.path.realpath(manifest.path)))
+    ws = claim(top, made, identity(manifest, to, top, offline, without, known, to_tree))
     ctx = Context(manifest, to, ws, known, offline=offline)
-    ws.put("format", f"{FORMAT}\n")
-    ws.put("set", f"{manifest.path}\n")
-    ws.put("set-sha256", digest(manifest.path.read_bytes()) + "\n")
-    ws.put("onto", f"{to}\n")
-    ws.put("offline", "yes\n" if offline else "no\n")
-    ws.put_lines("known", map(str, known))  # --continue decides on the same releases
-    releases.copy_tree(to, ws.top)
-    ws.save_tree(_tree_of(ws, to))
-    done = [_settled(ctx, spec, without) for spec in manifest.patches]
-    ws.put_lines("done", (o.line() for o in done if o is not None))
-    ws.put_lines("todo", (s.id for s, o in zip(manifest.patches, done, strict=True) if o is None))
-    ws.put_lines("needs-a-hand", [])
-    ws.put_lines("partial", [])
+    lay_out(ctx)
     return ctx
 
 
-def _tree_of(ws: Workspace, to: Version) -> dict[str, str]:
-    """Every file the release copy put into W, with its sha256: from the wheel's verified
-    RECORD, hashing only what it does not list (what --abort removes)."""
+def lay_out(ctx: Context) -> None:
+    """The rest of the start, from the state alone (so --continue redoes it after a kill):
+    the release's tree into W, the tree list, the patches decided before any carrying, the
+    lists. Ends with the phase `carry`."""
+    ws = ctx.ws
+    _lay_tree(ws, ctx.to)
+    without = ws.lines("without")
+    done = [_settled(ctx, spec, without) for spec in ctx.manifest.patches]
+    ws.put_lines("done", (o.line() for o in done if o is not None))
+    ws.put_lines("todo", (s.id for s, o in zip(ctx.manifest.patches, done, strict=True)
+                          if o is None))  # fmt: skip
+    ws.put_lines("needs-a-hand", [])
+    ws.put_lines("partial", [])
+    ws.set_phase("carry")
+
+
+def _lay_tree(ws: Workspace, to: Version) -> None:
+    """The release's files into W: copied aside into the state folder, listed in `tree`, then
+    each of its top folders renamed into W (a rename is whole). A kill leaves each folder of
+    the release complete in W or absent; laid out again, only the absent ones are copied."""
+    import os
+
+    from sgpatch.port.workspace import kill_point, rmtree
+    from sgpatch.releases import cache as releases
+
+    tops = {name.split("/", 1)[0] for name in releases.record(to)}
+    if all(os.path.lexists(ws.top / t) for t in tops) and ws.lines("tree"):
+        return
+    stage = ws.top / STATE / "stage"
+    rmtree(stage)
+    releases.copy_tree(to, stage)
+    ws.save_tree({**ws.tree(), **_tree_of(stage, to)})
+    for child in sorted(stage.iterdir()):
+        if not os.path.lexists(ws.top / child.name):
+            kill_point()
+            os.rename(child, ws.top / child.name)
+    rmtree(stage)
+
+
+def _tree_of(top: Path, to: Version) -> dict[str, str]:
+    """Every file of the release copy under `top`, top-relative, with its sha256: from the
+    wheel's verified RECORD, hashing only what it does not list (what --abort removes)."""
     import base64
     import os
 
@@ -144,11 +237,9 @@ def _tree_of(ws: Workspace, to: Version) -> dict[str, str]:
         if alg == "sha256":
             record[name] = base64.urlsafe_b64decode(b64 + "=" * (-len(b64) % 4)).hex()
     tree = {}
-    for dirpath, dirs, files in os.walk(ws.top, followlinks=False):
-        if Path(dirpath) == ws.top:
-            dirs[:] = [d for d in dirs if d != STATE]
+    for dirpath, _dirs, files in os.walk(top, followlinks=False):
         for name in files:
-            rel = Path(dirpath, name).relative_to(ws.top).as_posix()
+            rel = Path(dirpath, name).relative_to(top).as_posix()
             tree[rel] = record.get(rel) or digest(Path(dirpath, name).read_bytes())
     return tree
 
@@ -177,8 +268,8 @@ def _na_note(ctx: Context, spec, created: frozenset[str]) -> str:
     if na.here_too:
         return f"n/a on {na.release}, and none of its files is in {ctx.to} either"
     why = f"{na.present[0]} is in {ctx.to}" if na.present else "the set has no patch file for it"
-    return (f"n/a on {na.release}, but {why}: the set needs a variant for {ctx.to} (--abort, "
-            "add one, port again)")  # fmt: skip
+    return (f"n/a on {na.release}, but {why}: the set needs a variant for {ctx.to}: add one, "
+            f"then {ctx.ws.abort_hint()}")  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
@@ -260,22 +351,25 @@ def run_todo(ctx: Context) -> list[Outcome]:
     unfinished = {o.id for o in q.stopped}
     pending, q.todo = q.todo, []
     for n, pid in enumerate(pending):
-        out = _step(ctx, q.partial.get(pid), pid, blocked, unfinished)
-        left = snapshots.unfinished(ws, pid)
-        q.partial.pop(pid, None)
-        if out.outcome == "conflict":
-            q.stopped.append(out)
-        elif left:
-            if snapshots.carried(ws, pid):
-                q.partial[pid] = out
-            q.todo.append(pid)
-        else:
-            q.done.append(out)
-        if left or out.outcome == "conflict":
-            unfinished.add(pid)
-            blocked |= left
-        q.save(ws, q.todo + pending[n + 1 :])  # a crash leaves the lists meaningful
-    q.save(ws)
+        with ws.step(f"carry {pid}"):  # all of it or nothing: a kill redoes this patch
+            out = _step(ctx, q.partial.get(pid), pid, blocked, unfinished)
+            left = snapshots.unfinished(ws, pid)
+            q.partial.pop(pid, None)
+            if out.outcome == "conflict":
+                q.stopped.append(out)
+            elif left:
+                if snapshots.carried(ws, pid):
+                    q.partial[pid] = out
+                q.todo.append(pid)
+            else:
+                q.done.append(out)
+            if left or out.outcome == "conflict":
+                unfinished.add(pid)
+                blocked |= left
+            q.save(ws, q.todo + pending[n + 1 :])
+    if not pending:
+        with ws.step("lists"):
+            q.save(ws)
     return q.stopped
 
 
@@ -409,11 +503,12 @@ def _paths(fp, mapper) -> set[str]:
     return {mapper(p) for p in (fp.source, fp.target) if p != DEV_NULL}
 
 
-def _rel(path: Path, base: Path) -> str:
+def _rel(path: Path | None, base: Path) -> str:
+    assert path is not None  # a variant port carries from has a patch file
     return Path(path).relative_to(base).as_posix()
 
 
-def _base_reader(ctx: Context, version: Version, index: int) -> tuple[object, str]:
+def _base_reader(ctx: Context, version: Version, index: int) -> tuple[Reader | None, str]:
     """(a reader of the merge base, "") or (None, why the base release cannot be read: then
     a hunk that needs a merge is a problem that says so)."""
     try:
@@ -477,6 +572,11 @@ def reopen_for_lint(ws: Workspace, errors: dict[str, list[str]], order: Sequence
     """Patches lint finds wrong on the release go back to needs-a-hand: the files they wrote
     last (and files no patch owns) can be edited, and --continue takes their diff again and
     lints again."""
+    with ws.step("reopen for lint"):
+        _reopen_for_lint(ws, errors, order)
+
+
+def _reopen_for_lint(ws: Workspace, errors: dict[str, list[str]], order: Sequence[str]) -> None:
     q = Queue.load(ws)
     for o in [o for o in q.done if o.id in errors]:
         files = ws.lines(f"files/{o.id}") or ["-"]
@@ -487,3 +587,4 @@ def reopen_for_lint(ws: Workspace, errors: dict[str, list[str]], order: Sequence
     q.done = [o for o in q.done if o.id not in errors]
     q.sort(order)  # the first stopped patch is the first in the set (hand edits join it)
     q.save(ws)
+    ws.set_phase("stopped")

@@ -9,6 +9,8 @@ removes what sgpatch wrote.
 
 from __future__ import annotations
 
+import shlex
+from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -19,31 +21,34 @@ from sgpatch.port import snapshots
 from sgpatch.port import source as src
 from sgpatch.port.merge import marker_lines, merge_file, python_problem
 from sgpatch.port.sequencer import FORMAT, Context, Queue, stopped_of, write_patch
-from sgpatch.port.workspace import PKG, RUNNING, Workspace, digest, existing, remove, running
+from sgpatch.port.workspace import (
+    PKG,
+    Workspace,
+    digest,
+    existing,
+    hand_edits,
+    keep_aside,
+    left_in,
+    remove,
+    shown,
+)
 from sgpatch.state.folder import TMP_SUFFIX
 
 
-def reopen(top: Path) -> Context:
-    """The live workspace's context; the set must not have changed since the port began."""
+def reopen(top: Path) -> tuple[Context, list[str]]:
+    """The live workspace's context (under its lock); an interrupted step is put back first
+    (undo.recover: returns the tree files left as the person edited them since). The set
+    must be the one the port began on, unchanged (`bound_set`)."""
     ws = existing(top)
-    if not ws.is_live():
-        raise bad_input(f"--workspace {top}: that port already finished; nothing to continue")
+    kept = ws.recover()
     if (ws.get("format") or "").strip() != FORMAT:
         raise bad_input(
             f"--workspace {top}: made by an older sgpatch (its state cannot be continued); "
-            "`sgpatch port --abort` it and port again"
+            f"{ws.abort_hint()}"
         )
-    path = Path((ws.get("set") or "").strip())
-    if not path.is_file() or digest(path.read_bytes()) != (ws.get("set-sha256") or "").strip():
-        raise bad_input(
-            f"{path}: the set changed since the port began; `sgpatch port --abort` and port again"
-        )
-    step = ws.get(RUNNING)
-    if step is not None:
-        raise unsafe(
-            f"--workspace {top}: a port step ({step.strip() or '?'}) was interrupted there, so its "
-            f"state may be half-written; `sgpatch port --abort --workspace {top}` and port again"
-        )
+    if not ws.is_live():
+        raise bad_input(f"--workspace {top}: that port already finished; nothing to continue")
+    path = bound_set(ws)
     try:
         to = Version((ws.get("onto") or "").strip())
     except InvalidVersion:
@@ -53,7 +58,37 @@ def reopen(top: Path) -> Context:
         known = sorted(Version(v) for v in ws.lines("known"))
     except InvalidVersion:
         raise ws.damaged("known", "not a list of versions") from None
-    return Context(load_manifest(path), to, ws, known, offline=offline)
+    return Context(load_manifest(path), to, ws, known, offline=offline), kept
+
+
+def bound_set(ws: Workspace) -> Path:
+    """The manifest --continue may write: the one the port began on. The state names it by
+    its real path, the real path of its folder, its name and its digest; anything else (a
+    path that is not real, files that disagree, another set, edits since; while the set is
+    being written, the digest of what is written is the other one allowed) is refused, exit
+    4, one line."""
+    import os
+
+    path, folder = Path((ws.get("set") or "").strip()), (ws.get("set-dir") or "").strip()
+    real = path.is_absolute() and str(path.parent) == folder
+    real = real and os.path.realpath(path) == str(path) and os.path.realpath(folder) == folder
+
+    def refused(why: str) -> SgpatchError:
+        return unsafe(f"--workspace {ws.top}: {why}; {ws.abort_hint()}")
+
+    if not real:
+        raise refused(f"its state names the set {path} in {folder or '?'}, not one real path")
+    if not path.is_file():
+        raise refused(f"{path}, the set the port began on, is gone")
+    allowed = {(ws.get("set-sha256") or "").strip()}
+    if ws.phase == "finishing":
+        allowed.add((ws.get("finishing/sha256") or "").strip())
+    if digest(path.read_bytes()) not in allowed:
+        raise refused(f"{path}: the set changed since the port began")
+    name = (ws.get("set-name") or "").strip()
+    if load_manifest(path).name != name:
+        raise refused(f"{path} is not the set {name} the port began on")
+    return path
 
 
 def unresolved(ctx: Context) -> list[str]:
@@ -106,7 +141,13 @@ def take_fixed(ctx: Context) -> list[str]:
     q = Queue.load(ws)
     order = [s.id for s in ctx.manifest.patches]
     joins = _joins(ctx, q, order)  # may refuse: nothing is written before this
-    running(ws, "--continue")
+    with ws.step("take the fixes"):  # W's files are only read: a kill redoes all of it
+        notes = _take_fixes(ctx, q, joins, order)
+    return notes
+
+
+def _take_fixes(ctx: Context, q: Queue, joins: dict, order: list[str]) -> list[str]:
+    ws = ctx.ws
     notes = _take_edits(ctx, q, joins)
     writers = _last_writers(ctx, q.stopped)  # the same after each patch below: fixing -> carried
     for o in q.stopped:
@@ -125,6 +166,7 @@ def take_fixed(ctx: Context) -> list[str]:
     q.stopped = []
     q.sort(order)
     q.save(ws)
+    ws.set_phase("carry")
     return notes
 
 
@@ -135,7 +177,7 @@ def _joins(ctx: Context, q: Queue, order: list[str]) -> dict:
     if edited and not q.stopped:  # after --no-finish: no patch to take it; never drop it
         raise SgpatchError(
             f"{PKG}/{edited[0]} was edited, but no patch is stopped to take the edit; undo it "
-            "(or --abort, and port again)",
+            f"(or drop the port: {ctx.ws.abort_hint()})",
             ExitCode.CONFLICT,
         )
     return {rel: _join(ctx, q.stopped[0].id, rel, order) for rel in edited}
@@ -220,8 +262,7 @@ def _moved(rel: str, wrote: bytes | None, now: bytes | None, old: bytes | None, 
 def _overlap(rel: str, who: str, why: str) -> SgpatchError:
     return SgpatchError(
         f"{PKG}/{rel} was edited, but later patches ({who}) carried their changes there "
-        f"already and the edit cannot be put under them ({why}); undo the edit, or --abort and "
-        "port again",
+        f"already and the edit cannot be put under them ({why}); undo that part of the edit",
         ExitCode.CONFLICT,
     )
 
@@ -252,6 +293,30 @@ def changed_by_hand(ws: Workspace) -> list[str]:
     return sorted(set(out))
 
 
-def abort(top: Path) -> list[str]:
-    """Remove the workspace (what sgpatch wrote); return what was left there by others."""
-    return remove(existing(top))
+@dataclass(frozen=True)
+class Aborted:
+    """What --abort did: what others put in W (kept there), the hand edits it kept aside and
+    where (`W.aborted-N`, with --force)."""
+
+    left: list[str]
+    edits: list[str]
+    kept_in: Path | None
+
+
+def abort(top: Path, force: bool = False) -> Aborted:
+    """Remove the workspace (what sgpatch wrote). Files sgpatch wrote that a person edited
+    are never deleted silently: without `force` that is refused (exit 4, naming them); with
+    it they are copied to `W.aborted-N` next to W first."""
+    ws = existing(top)
+    ws.recover()
+    edits = hand_edits(ws)
+    if edits and not force:
+        w = shlex.quote(str(ws.top))
+        raise unsafe(
+            f"--workspace {top}: --abort would delete your edits of {shown(edits)}; keep them with "
+            f"`sgpatch port --abort --force --workspace {w}` (copied to {ws.top}.aborted-N "
+            f"first), or go on with {ws.continue_hint()}"
+        )
+    kept_in = keep_aside(ws, edits) if edits else None
+    remove(ws)
+    return Aborted(left_in(ws), edits, kept_in)

@@ -3,11 +3,18 @@ state as small named files in `W/.sgpatch-port/` that a person can `cat` (as git
 in `.git/rebase-merge/`):
 
     marker        this is a workspace sgpatch made (nothing else is ever cleared or removed)
-    running       present while a step writes (a crash leaves it: --continue refuses)
     format        the state files' format (--continue refuses another)
-    set           the patchset.yaml being ported; set-sha256: its digest when the port began
+    set, set-dir, set-name, set-sha256
+                  the manifest being ported (its real path), the real path of its folder, the
+                  set's name and the manifest's digest when the port began: --continue writes
+                  to that set only (docs/porting.md)
     onto          the target release; offline: whether releases come from the cache only
     known         the releases port knew when it began (--continue decides on the same)
+    without       the patches left out with --without; made: whether sgpatch made W itself
+    command       the port command that began it (for the hints that say "port again")
+    phase         start | carry | stopped | planned | finishing | finished: what the next
+                  --continue does first
+    journal/      present while a step writes: what each file held before (`undo.py`)
     todo          patches still to carry (or with files still waiting), in order
     partial       what the patches on todo with some files carried have so far
     done          carried patches: id, outcome, where from
@@ -21,7 +28,10 @@ in `.git/rebase-merge/`):
                   listed in before/<id>.absent, after/<id>.absent): its new file is their diff
     patches/      the new patch file of each finished patch
     merge/<id>/   the merge inputs of a patch's merged files (<file>.base, <file>.theirs)
+    finishing/    the set's new files while --continue writes them into the set
     finished      present once the set was written
+
+`W/.sgpatch-port.lock` is the workspace's lock: one writer at a time (`locked`).
 
 Every file is read and written relative to a directory descriptor opened without following
 symlinks, so a symlink planted in W is refused (exit 4), never followed.
@@ -30,105 +40,75 @@ symlinks, so a symlink planted in W is refused (exit 4), never followed.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import secrets
+import shlex
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from sgpatch.errors import ExitCode, SgpatchError, bad_input, unsafe
-from sgpatch.state.folder import TMP_SUFFIX
+from sgpatch.errors import SgpatchError, bad_input, unsafe
+from sgpatch.port import undo
+from sgpatch.port.wsfiles import PKG, STATE, digest, kill_point, read, rmtree, write
 
-STATE = ".sgpatch-port"
+__all__ = ["PKG", "STATE", "Workspace", "digest", "kill_point", "read", "rmtree", "write"]
+
+LOCK = ".sgpatch-port.lock"
+NEW_STATE = ".sgpatch-port.new-"  # the state folder being made (renamed to STATE whole)
+OLD_STATE = ".sgpatch-port.old-"  # the state folder being removed (renamed from STATE whole)
+OURS_AT_TOP = (STATE, LOCK)  # names in W that are sgpatch's own, never a person's
 MARKER = "sgpatch port workspace\n"
-PKG = "sglang"
-_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
-
-
-def _parts(rel: str) -> list[str]:
-    parts = [p for p in PurePosixPath(rel).parts if p not in ("", ".")]
-    if not parts or ".." in parts or rel.startswith("/"):
-        raise unsafe(f"refusing workspace path {rel!r}")
-    return parts
-
-
-@contextmanager
-def _dir(top: Path, parts: list[str], create: bool) -> Iterator[int]:
-    """A descriptor of top/parts..., each component opened without following symlinks."""
-    fd = os.open(top, _DIR)
-    try:
-        for part in parts:
-            try:
-                nxt = os.open(part, _DIR, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                with suppress(FileExistsError):  # made meanwhile: fine, opened next
-                    os.mkdir(part, 0o755, dir_fd=fd)
-                nxt = os.open(part, _DIR, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-        yield fd
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            where = f"{top}/{'/'.join(parts)}"
-            raise unsafe(f"{where}: a symlink or file in the way; not following it") from None
-        raise
-    finally:
-        os.close(fd)
-
-
-def read(top: Path, rel: str) -> bytes | None:
-    """Bytes of top/rel (None: absent); a symlink anywhere on the way is refused."""
-    *dirs, name = _parts(rel)
-    try:
-        with _dir(top, dirs, create=False) as d:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=d)
-            with os.fdopen(fd, "rb") as f:
-                return f.read()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise unsafe(f"{top}/{rel} is a symlink; not following it") from None
-        raise SgpatchError(f"{top}/{rel}: cannot read: {exc.strerror}") from None
-
-
-def write(top: Path, rel: str, data: bytes | None) -> None:
-    """Replace top/rel with `data` (None: remove it) through an unpredictable temp name."""
-    *dirs, name = _parts(rel)
-    if data is None:
-        with suppress(FileNotFoundError), _dir(top, dirs, create=False) as d:
-            os.unlink(name, dir_fd=d)  # absent, or its folder is: nothing to remove
-        return
-    with _dir(top, dirs, create=True) as d:
-        tmp = f".{name}.{secrets.token_hex(6)}{TMP_SUFFIX}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=d)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, name, src_dir_fd=d, dst_dir_fd=d)
-        except BaseException:
-            os.unlink(tmp, dir_fd=d)
-            raise
-
-
-def digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+PHASES = ("start", "carry", "stopped", "planned", "finishing", "finished")
 
 
 class Workspace:
-    """W: the release tree and the sequencer state (every state file is plain text)."""
+    """W: the release tree and the sequencer state (every state file is plain text). Inside
+    `step(...)` every write is journaled first, so a step is all or nothing (undo.py)."""
 
     def __init__(self, top: Path) -> None:
         self.top = Path(os.path.abspath(top))
         self._tree: dict[str, str] | None = None
+        self._journal: undo.Journal | None = None  # of the step under way
 
     @property
     def root(self) -> Path:
         """The package root (`--sglang-dir W` finds it too)."""
         return self.top / PKG
+
+    # writes ------------------------------------------------------------------------------
+    def write(self, rel: str, data: bytes | None) -> None:
+        """Every write of W (tree and state) goes here: noted in the step's journal first."""
+        if self._journal is not None:
+            self._journal.note(rel, data)
+        write(self.top, rel, data)
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        """One step of the port: its writes land whole or not at all. On an error or Ctrl-C
+        inside, W is put back as the step found it; killed, the next run puts it back
+        (undo.recover). Nested steps are part of the outer one."""
+        if self._journal is not None:
+            yield
+            return
+        from sgpatch import interrupts
+
+        self._journal = current = undo.Journal(self.top, name)
+        try:
+            yield
+        except BaseException:
+            self._journal = None
+            with interrupts.deferred():  # a second Ctrl-C must not cut the rollback short
+                self.recover()
+            raise
+        self._journal = None
+        current.commit()
+
+    def recover(self) -> list[str]:
+        """Put back what an interrupted step wrote (undo.recover); the tree files left as
+        the person edited them since."""
+        kept = undo.recover(self.top)
+        self._tree = None
+        return kept
 
     # state files -------------------------------------------------------------------------
     def get(self, name: str) -> str | None:
@@ -140,13 +120,27 @@ class Workspace:
 
     def damaged(self, name: str, why: str) -> SgpatchError:
         """A state file that is not as sgpatch wrote it: refused, never guessed at."""
-        return unsafe(
-            f"{self.top}/{STATE}/{name}: damaged ({why}); "
-            f"`sgpatch port --abort --workspace {self.top}` and port again"
-        )
+        return unsafe(f"{self.top}/{STATE}/{name}: damaged ({why}); {self.abort_hint()}")
+
+    def abort_hint(self) -> str:
+        """What to type to drop this workspace and begin again."""
+        again = self.get_raw("command")
+        then = f", then `{again.strip()}`" if again else " and port again"
+        return f"`sgpatch port --abort --workspace {shlex.quote(str(self.top))}`{then}"
+
+    def continue_hint(self) -> str:
+        return f"`sgpatch port --continue --workspace {shlex.quote(str(self.top))}`"
+
+    def get_raw(self, name: str) -> str | None:
+        """A state file for a message: never refused (None when absent or unreadable)."""
+        try:
+            data = read(self.top, f"{STATE}/{name}")
+        except SgpatchError:
+            return None
+        return None if data is None else data.decode("utf-8", "replace")
 
     def put(self, name: str, text: str | None) -> None:
-        write(self.top, f"{STATE}/{name}", None if text is None else text.encode("utf-8"))
+        self.write(f"{STATE}/{name}", None if text is None else text.encode("utf-8"))
 
     def lines(self, name: str) -> list[str]:
         return [ln for ln in (self.get(name) or "").splitlines() if ln.strip()]
@@ -158,7 +152,24 @@ class Workspace:
         return read(self.top, f"{STATE}/{name}")
 
     def put_bytes(self, name: str, data: bytes | None) -> None:
-        write(self.top, f"{STATE}/{name}", data)
+        self.write(f"{STATE}/{name}", data)
+
+    def put_editable(self, name: str, data: bytes) -> None:
+        """A state file a person may edit during a stop (listed in `tree`, so --abort keeps
+        their edit of it as it keeps an edited tree file)."""
+        self.put_bytes(name, data)
+        self.tree()[f"{STATE}/{name}"] = digest(data)
+
+    @property
+    def phase(self) -> str:
+        phase = (self.get("phase") or "").strip()
+        if phase not in PHASES:
+            raise self.damaged("phase", f"not one of {', '.join(PHASES)}")
+        return phase
+
+    def set_phase(self, phase: str) -> None:
+        assert phase in PHASES
+        self.put("phase", f"{phase}\n")
 
     # the tree ----------------------------------------------------------------------------
     def read_pkg(self, rel: str) -> bytes | None:
@@ -166,7 +177,7 @@ class Workspace:
 
     def write_pkg(self, rel: str, data: bytes | None) -> None:
         """Write a file of the tree (remembered in `tree` at the next save_tree)."""
-        write(self.top, f"{PKG}/{rel}", data)
+        self.write(f"{PKG}/{rel}", data)
         tree = self.tree()
         if data is None:
             tree.pop(f"{PKG}/{rel}", None)
@@ -195,54 +206,198 @@ class Workspace:
         return self.is_ours() and self.get("finished") is None
 
 
-RUNNING = "running"  # present while a step writes: a crash leaves it, --continue refuses
+# ---------------------------------------------------------------------------------------------
+# one writer at a time
 
 
-def running(ws: Workspace, step: str | None) -> None:
-    """Say that `step` is writing the workspace (None: it finished, the state is whole)."""
-    ws.put(RUNNING, None if step is None else f"{step}\n")
+@contextmanager
+def locked(top: Path) -> Iterator[None]:
+    """Hold W's lock (`W/.sgpatch-port.lock`) for a whole command: a second `port` into W,
+    `--continue` or `--abort` while it is held exits 4 at once, in one line. The lock file is
+    opened without following a symlink first, and must still be the file the name leads to
+    once locked (--abort removes it, holding the lock, as the last thing in W)."""
+    from filelock import FileLock, Timeout
+
+    path = Path(os.path.abspath(top)) / LOCK
+    try:
+        pin = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise unsafe(f"{path} is a symlink; not following it") from None
+        raise SgpatchError(f"cannot take the lock {path}: {exc.strerror}") from None
+    lock = FileLock(str(path), timeout=0, thread_local=False, preserve_lock_file=True)
+    try:
+        try:
+            lock.acquire()
+        except Timeout:
+            raise _busy(top) from None
+        try:
+            st = os.stat(path, follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        if st is None or not os.path.samestat(st, os.fstat(pin)):
+            lock.release()
+            raise _busy(top)
+        try:
+            yield
+        finally:
+            lock.release()
+    finally:
+        os.close(pin)
 
 
-def claim(top: Path) -> Workspace:
-    """W for a new port: a new folder, an empty one, or a finished workspace sgpatch made
-    (cleared first). A live workspace (a port in progress) or anything else is refused."""
+def _busy(top: Path) -> SgpatchError:
+    return unsafe(
+        f"--workspace {top}: another sgpatch port is writing there (it holds "
+        f"{Path(os.path.abspath(top)) / LOCK}); wait for it to end, then run this again"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# making, finding and removing a workspace
+
+
+def check_free(top: Path) -> None:
+    """Refuse a W a new port may not use, before anything is written: a symlink, a file, a
+    folder holding what sgpatch did not make, or a live workspace (a port in progress)."""
     ws = Workspace(top)
     if os.path.islink(ws.top):
         raise unsafe(f"--workspace {top}: is a symlink; not following it")
     if ws.top.exists() and not ws.top.is_dir():
         raise bad_input(f"--workspace {top}: exists and is not a folder")
-    if ws.top.is_dir() and any(ws.top.iterdir()):
-        if not ws.is_ours():
-            raise bad_input(
-                f"--workspace {top}: exists and is not a port workspace; give a new folder"
-            )
-        if ws.is_live():
-            raise SgpatchError(
-                f"--workspace {top}: a port is in progress there ({ws.get('onto') or '?'}); "
-                "finish it with --continue or drop it with --abort",
-                ExitCode.UNSAFE,
-            )
-        remove(ws)
-    ws.top.mkdir(parents=True, exist_ok=True)
-    write(ws.top, f"{STATE}/{RUNNING}", b"port\n")  # before the marker: never live and whole
-    write(ws.top, f"{STATE}/marker", MARKER.encode())
+    if not ws.top.is_dir() or not _others(ws.top):
+        return
+    if not ws.is_ours():
+        raise bad_input(f"--workspace {top}: exists and is not a port workspace; give a new folder")
+    if ws.is_live():
+        onto = (ws.get_raw("onto") or "?").strip()
+        raise unsafe(
+            f"--workspace {top}: a port is in progress there ({onto}); "
+            f"finish it with {ws.continue_hint()} or drop it with "
+            f"`sgpatch port --abort --workspace {shlex.quote(str(ws.top))}`"
+        )
+    edits = hand_edits(ws)
+    if edits:  # a finished workspace is cleared for the new port: never over someone's edit
+        w = shlex.quote(str(ws.top))
+        raise unsafe(
+            f"--workspace {top}: the finished port there holds your edits of {shown(edits)}; "
+            f"keep them with `sgpatch port --abort --force --workspace {w}` (copied to "
+            f"{ws.top}.aborted-N), then port again"
+        )
+
+
+def shown(rels: list[str], most: int = 5) -> str:
+    """A list of files for a one-line message."""
+    more = f" and {len(rels) - most} more" if len(rels) > most else ""
+    return ", ".join(rels[:most]) + more
+
+
+def _others(top: Path) -> list[str]:
+    """Names in W besides sgpatch's lock and a state folder it was making or removing when
+    it stopped."""
+    return sorted(n for n in os.listdir(top) if n != LOCK and not n.startswith(_LEFTOVER))
+
+
+_LEFTOVER = (NEW_STATE, OLD_STATE)
+
+
+def make_top(top: Path) -> bool:
+    """Make W if it does not exist; True when this call made it (--abort removes only a W
+    that sgpatch made, never a folder the user made)."""
+    try:
+        os.mkdir(top, 0o755)
+    except FileExistsError:
+        return False
+    except FileNotFoundError:
+        Path(top).parent.mkdir(parents=True, exist_ok=True)
+        return make_top(top)
+    return True
+
+
+def claim(top: Path, made: bool, identity: dict[str, str]) -> Workspace:
+    """W for a new port, under its lock: checked again (check_free), a finished workspace
+    sgpatch made cleared first, then the state folder written whole: made aside, renamed
+    into place with every identity file in it, so W either is a workspace that knows its set
+    and release, or holds nothing of a port (a kill in between leaves only a hidden folder
+    the next port clears)."""
+    check_free(top)
+    ws = Workspace(top)
+    if _others(ws.top):  # a finished workspace of ours
+        made = remove(ws, keep_top=True) or made
+    for name in os.listdir(ws.top):
+        if name.startswith(_LEFTOVER):
+            rmtree(ws.top / name)
+    new = ws.top / f"{NEW_STATE}{secrets.token_hex(4)}"
+    os.mkdir(new, 0o755)
+    files = {**identity, "made": "yes" if made else "no", "phase": "start", "marker": MARKER}
+    for name, text in files.items():
+        write(new, name, text.encode("utf-8") if text.endswith("\n") else f"{text}\n".encode())
+    kill_point()
+    os.rename(new, ws.top / STATE)
     return ws
 
 
 def existing(top: Path) -> Workspace:
-    """A live workspace for --continue / --abort (exit 2 if there is none)."""
+    """A workspace for --continue / --abort (exit 2 if there is none)."""
     ws = Workspace(top)
     if os.path.islink(ws.top):
         raise unsafe(f"--workspace {top}: is a symlink; not following it")
     if not ws.top.is_dir() or not ws.is_ours():
-        raise bad_input(f"--workspace {top}: no port workspace there")
+        raise bad_input(f"--workspace {top}: no port workspace there{_begun(ws.top)}")
     return ws
 
 
-def remove(ws: Workspace) -> list[str]:
+def _begun(top: Path) -> str:
+    """A port killed while it made the state folder: say so, and what to run again."""
+    with suppress(OSError):
+        for name in sorted(os.listdir(top)):
+            if name.startswith(OLD_STATE):
+                return " (an --abort was interrupted there; run the port again, or remove W)"
+            if name.startswith(NEW_STATE):
+                command = read(top / name, "command")
+                again = f": `{command.decode('utf-8', 'replace').strip()}`" if command else ""
+                return f" (a port was interrupted before it began there; run it again{again})"
+    return ""
+
+
+def hand_edits(ws: Workspace) -> list[str]:
+    """W-relative files sgpatch wrote that hold other bytes now: a person's edits, which
+    --abort must never delete silently."""
+    out = []
+    for rel, sha in sorted(ws.tree().items()):
+        try:
+            data = read(ws.top, rel)
+        except SgpatchError:
+            continue  # a damaged line or a symlink: not followed, not removed either
+        if data is not None and digest(data) != sha:
+            out.append(rel)
+    return out
+
+
+def keep_aside(ws: Workspace, rels: list[str]) -> Path:
+    """Copy `rels` (W-relative) to a new folder next to W, `W.aborted-N` (the first N free):
+    the one place --abort writes outside W."""
+    n = 1
+    while True:
+        dest = ws.top.with_name(f"{ws.top.name}.aborted-{n}")
+        try:
+            os.mkdir(dest, 0o755)
+            break
+        except FileExistsError:
+            n += 1
+    for rel in rels:
+        data = read(ws.top, rel)
+        if data is not None:
+            write(dest, rel, data)
+    return dest
+
+
+def remove(ws: Workspace, keep_top: bool = False) -> bool:
     """Remove what sgpatch wrote (the tree files it lists, its state) and the folders that
-    leaves empty; files someone else put there stay. Symlinks are unlinked, never followed."""
-    left: list[str] = []
+    leaves empty; files someone else put there stay. W itself goes only when sgpatch made it
+    and nothing is left (never a folder the user made), and never with `keep_top`. Symlinks
+    are unlinked, never followed. Returns whether sgpatch had made W."""
+    made = (ws.get_raw("made") or "").strip() == "yes"
     for path in set(ws.tree()):
         try:
             write(ws.top, path, None)
@@ -251,12 +406,27 @@ def remove(ws: Workspace) -> list[str]:
     _prune(ws.top / PKG)
     for dist in ws.top.glob(f"{PKG}-*.dist-info"):
         _prune(dist)
-    _remove_state(ws.top / STATE)
-    try:
-        ws.top.rmdir()
-    except OSError:
-        left = sorted(p.name for p in ws.top.iterdir()) if ws.top.is_dir() else []
-    return left
+    old = ws.top / f"{OLD_STATE}{secrets.token_hex(4)}"
+    if (ws.top / STATE).is_dir() and not (ws.top / STATE).is_symlink():
+        kill_point()
+        os.rename(ws.top / STATE, old)  # whole: W is a workspace, or holds only leftovers
+    rmtree(ws.top / STATE)  # a symlink planted there: unlinked
+    for name in os.listdir(ws.top):
+        if name.startswith(_LEFTOVER):
+            rmtree(ws.top / name)
+    if keep_top:
+        return made
+    with suppress(OSError):
+        os.unlink(ws.top / LOCK)  # held by this run: the last of W it removes
+    if made and not _others(ws.top):
+        with suppress(OSError):
+            ws.top.rmdir()
+    return made
+
+
+def left_in(ws: Workspace) -> list[str]:
+    """What is left in W after `remove` (what others put there)."""
+    return _others(ws.top) if ws.top.is_dir() else []
 
 
 def _prune(top: Path) -> None:
@@ -266,15 +436,3 @@ def _prune(top: Path) -> None:
     for dirpath, _dirs, _files in os.walk(top, topdown=False, followlinks=False):
         with suppress(OSError):
             os.rmdir(dirpath)
-
-
-def _remove_state(state: Path) -> None:
-    if state.is_symlink():
-        state.unlink()
-        return
-    if not state.is_dir():
-        return
-    for dirpath, dirs, files in os.walk(state, topdown=False, followlinks=False):
-        for name in files + [d for d in dirs if os.path.islink(os.path.join(dirpath, d))]:
-            os.unlink(os.path.join(dirpath, name))
-        os.rmdir(dirpath)

@@ -15,7 +15,9 @@ still there and the next run finishes it. See docs/safety.md for the guarantees 
 Test-only hooks (environment variables, never set them in production):
   SGPATCH_TEST_KILL_AT=N   SIGKILL this process right before its N-th write step (1-based; a step
                            is one temp-file write, os.replace, unlink, or journal removal, in
-                           commit and in recover alike). Used by the fault-injection tests.
+                           commit and in recover alike; port's workspace writes count too, via
+                           `kill_point`). Used by the fault-injection tests.
+  SGPATCH_TEST_SIGNAL=S    send signal S (INT, TERM, ...) there instead of KILL.
 Supported knob:
   SGPATCH_LOCK_TIMEOUT=S   seconds to wait for another run's lock before exit 4 (default 30).
 """
@@ -66,6 +68,11 @@ def _step() -> None:
     if kill_at and str(_steps) in (s.strip() for s in kill_at.split(",")):
         name = os.environ.get(SIGNAL_ENV, "KILL")
         os.kill(os.getpid(), getattr(signal, f"SIG{name}"))
+
+
+def kill_point() -> None:
+    """One write step of another writer (port's workspace): the same test-only hook."""
+    _step()
 
 
 def _check_state_dir(state_dir: Path) -> None:

@@ -1,0 +1,119 @@
+"""The undo journal of a port step (sgpatch.port.undo): all of a step's writes or none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.port import undo
+from sgpatch.port.workspace import STATE, Workspace
+
+
+def files_of(d: Path) -> dict[str, bytes]:
+    return {p.relative_to(d).as_posix(): p.read_bytes() for p in d.rglob("*") if p.is_file()}
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    """A workspace folder with one tree file and one state file."""
+    w = Workspace(tmp_path / "w")
+    (w.top / "sglang/srt").mkdir(parents=True)
+    (w.top / "sglang/srt/a.py").write_bytes(b"a = 1\n")
+    (w.top / STATE).mkdir()
+    (w.top / STATE / "todo").write_bytes(b"first\n")
+    return w
+
+
+class Boom(BaseException):
+    pass
+
+
+def half_step(ws: Workspace) -> None:
+    """A step that changes a tree file twice, makes one, removes one, writes state, and then
+    fails."""
+    with ws.step("test"):
+        ws.write_pkg("srt/a.py", b"a = 2\n")
+        ws.write_pkg("srt/a.py", b"a = 3\n")
+        ws.write_pkg("srt/new.py", b"new\n")
+        ws.put("todo", None)
+        ws.put("done", "first\n")
+        raise Boom
+
+
+def test_a_step_that_fails_is_put_back_byte_for_byte(ws):
+    """Input: a step that rewrites, creates and removes files, then raises.
+    Outcome: every file is as before the step (the created one gone, the removed one back);
+    no journal left."""
+    before = files_of(ws.top)
+    with pytest.raises(Boom):
+        half_step(ws)
+    assert files_of(ws.top) == before
+
+
+def test_a_step_that_ends_keeps_its_writes_and_no_journal(ws):
+    """Input: a step that writes and ends. Outcome: the writes stay; the journal is gone."""
+    with ws.step("test"):
+        ws.write_pkg("srt/a.py", b"a = 2\n")
+    assert (ws.root / "srt/a.py").read_bytes() == b"a = 2\n"
+    assert not (ws.top / undo.DIR).exists()
+
+
+def killed_half_way(ws: Workspace) -> None:
+    """What a SIGKILL after some of a step's writes leaves: the journal, never committed."""
+    j = undo.Journal(ws.top, "test")
+    ws._journal = j
+    ws.write_pkg("srt/a.py", b"a = 2\n")
+    ws.write_pkg("srt/new.py", b"new\n")
+    ws.put("todo", None)
+    ws._journal = None
+
+
+def test_a_killed_step_is_put_back_by_the_next_run(ws):
+    """Input: a step killed half-way (its journal left). Outcome: recover puts every file
+    back and removes the journal; a second recover does nothing."""
+    before = files_of(ws.top)
+    killed_half_way(ws)
+    assert files_of(ws.top) != before
+    assert Workspace(ws.top).recover() == []
+    assert files_of(ws.top) == before
+    assert Workspace(ws.top).recover() == []
+
+
+def test_a_tree_file_the_person_edited_after_the_kill_is_kept(ws):
+    """Input: a step killed after writing a.py; then the person edits a.py (and not new.py).
+    Outcome: recover leaves a.py as the person left it and names it; new.py (as the step
+    wrote it) and the state are put back."""
+    killed_half_way(ws)
+    (ws.root / "srt/a.py").write_bytes(b"mine\n")
+    assert Workspace(ws.top).recover() == ["sglang/srt/a.py"]
+    assert (ws.root / "srt/a.py").read_bytes() == b"mine\n"
+    assert not (ws.root / "srt/new.py").exists()
+    assert (ws.top / STATE / "todo").read_bytes() == b"first\n"
+
+
+def test_a_last_line_cut_short_is_a_write_that_never_began(ws):
+    """Input: a killed step whose index ends in half a line (the kill hit the append).
+    Outcome: the whole lines are put back; the cut one is left out."""
+    before = files_of(ws.top)
+    killed_half_way(ws)
+    with (ws.top / undo.INDEX).open("a") as f:
+        f.write("-\tabc\tsglang/srt/ne")
+    Workspace(ws.top).recover()
+    assert files_of(ws.top) == before
+
+
+@pytest.mark.parametrize("line", ["x\t-\tsglang/a.py\n", "=\t-\tsglang/never.py\n", "1\t-\n"])
+def test_a_damaged_journal_is_refused_in_one_line(ws, line):
+    """Input: a journal index with a line sgpatch never writes (a bad tag, a later write of a
+    file with no first one, a line cut in two). Outcome: exit 4, one line naming the index and
+    the --abort command; nothing put back."""
+    killed_half_way(ws)
+    (ws.top / undo.INDEX).write_text(line)
+    before = files_of(ws.top)
+    with pytest.raises(SgpatchError) as e:
+        Workspace(ws.top).recover()
+    assert e.value.code == ExitCode.UNSAFE and "\n" not in e.value.message
+    assert "journal/index: damaged" in e.value.message and "--abort --workspace" in e.value.message
+    assert files_of(ws.top) == before

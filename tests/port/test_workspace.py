@@ -1,0 +1,465 @@
+"""The port workspace survives people and accidents (sgpatch.port.workspace, journal, stopped):
+a kill or Ctrl-C at fixed points of `port` and `--continue` leaves W resumable, --abort keeps
+hand edits, W is made only after the release is checked, one writer at a time, and
+--continue writes only to the set the port began on. Synthetic releases, --offline."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from helpers import (
+    V12,
+    fork_cli,
+    make_set,
+    port_cache,
+    run_cli,
+)
+from sgpatch.port.workspace import locked
+from sgpatch.state import txn
+
+FIXED = V12.replace("        return 1\n", "        return 100\n").replace(
+    "    y = 3\n", "    y = 30\n"
+)
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return port_cache(tmp_path, monkeypatch)
+
+
+def files_of(d: Path) -> dict[str, bytes]:
+    return {p.relative_to(d).as_posix(): p.read_bytes() for p in d.rglob("*") if p.is_file()}
+
+
+def tree_of(w: Path) -> dict[str, bytes]:
+    """W's release tree (not the state): what a person sees and edits."""
+    return files_of(w / "sglang")
+
+
+def port_args(d: Path, w: Path | None, to: str = "1.2") -> list[str]:
+    """`port` of the demo set (into `w`; None: a new temporary folder)."""
+    args = ["port", "--offline", "--set", "demo", "--patchsets", str(d.parent), "--to", to]
+    return args if w is None else [*args, "--workspace", str(w)]
+
+
+def cont(w: Path) -> list[str]:
+    return ["port", "--continue", "--workspace", str(w)]
+
+
+def steps_of(argv: list[str]) -> tuple[int, list[tuple[int, str]]]:
+    """Run in-process and count its write steps: (exit code, [(step, what it wrote)]), read
+    off the test hook itself (sgpatch.state.txn counts every workspace write). The same run
+    always takes the same steps, so a step number is a fixed point."""
+    import sys
+
+    log: list[tuple[int, str]] = []
+    real = txn._step
+
+    def step() -> None:
+        real()
+        caller = sys._getframe(3)  # write/append -> wsfiles.kill_point -> txn.kill_point
+        where = caller.f_locals.get("rel") or caller.f_code.co_name
+        log.append((txn._steps, f"{Path(caller.f_locals.get('top', '?')).name}/{where}"))
+
+    txn._steps = 0
+    txn._step = step
+    try:
+        code = run_cli(*argv)[0]
+    finally:
+        txn._step = real
+    return code, log
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The uninterrupted run: the set's files and W's tree at the end, and the write steps
+    `port` and `--continue` took (step number, what it wrote)."""
+
+    set_files: dict[str, bytes]
+    tree: dict[str, bytes]
+    port_log: list[tuple[int, str]]
+    cont_log: list[tuple[int, str]]
+
+
+def reference(tmp: Path) -> Reference:
+    """port (exit 3), the fix, --continue (exit 0), nobody interrupting."""
+    d = make_set(tmp)
+    w = tmp / "w"
+    code, port_log = steps_of(port_args(d, w))
+    assert code == 3
+    (w / "sglang/srt/mod.py").write_text(FIXED)
+    code, cont_log = steps_of(cont(w))
+    assert code == 0
+    return Reference(files_of(d), tree_of(w), port_log, cont_log)
+
+
+def points(log: list[tuple[int, str]], few: bool = False) -> list[int]:
+    """Fixed points of a run's writes: the first; the state folder made whole; the tree
+    list; a carry; the lists; staging the set, writing its patch file and its manifest,
+    marking W finished; the middle one; the last. `few`: only those named by a file."""
+    picks = set() if few else {1, len(log), len(log) // 2}
+    wants = ("/marker", "/tree", "before/", "/todo", "/finishing/", "demo/patches/1.2/",
+             "demo/patchset.yaml", "/finished")  # fmt: skip
+    for want in wants:
+        hit = next((n for n, what in log if want in what), None)
+        if hit is not None:
+            picks.add(hit)
+    return sorted(p for p in picks if 1 <= p <= len(log))
+
+
+def finish_after(d: Path, w: Path, fixed: bool) -> None:
+    """What a person does after an interruption: --continue (or, when the port had not made
+    W a workspace yet, the same port again), fix, --continue; never --abort."""
+    code, _out, err = run_cli(*cont(w))
+    if code == 2:  # killed before W was a workspace: nothing of a port is there to go on with
+        assert "a port was interrupted before it began there; run it again" in err, err
+        code, _out, err = run_cli(*port_args(d, w))
+    if not fixed:
+        assert code == 3, err
+        (w / "sglang/srt/mod.py").write_text(FIXED)
+        code, _out, err = run_cli(*cont(w))
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("sig", ["KILL", "INT", "TERM"])
+def test_a_port_interrupted_at_any_point_is_continued(cache, tmp_path, sig):
+    """Input: `port --to 1.2` (where `first` stops) killed (SIGKILL), Ctrl-C'd (SIGINT) or
+    terminated (SIGTERM) at fixed points of its writes: the first write, the state folder,
+    the tree list, a carry, the lists, the last step. Outcome: each time the next --continue
+    picks it up from W (or, killed before W was a workspace, the same port again does), the
+    fix and --continue finish it, and the set and W end byte for byte as in a run nobody
+    interrupted; never --abort."""
+    ref = reference(tmp_path / "ref")
+    for at in points(ref.port_log, few=sig != "KILL"):
+        run = tmp_path / f"{sig}-{at}"
+        d = make_set(run)
+        w = run / "w"
+        how, code = fork_cli(port_args(d, w), kill_at=at, sig=sig)
+        assert (how, code) == (
+            ("exit", 130) if sig == "INT" else ("killed", getattr(signal, f"SIG{sig}"))
+        ), at
+        finish_after(d, w, fixed=False)
+        assert files_of(d) == ref.set_files, at
+        assert tree_of(w) == ref.tree, at
+
+
+@pytest.mark.parametrize("sig", ["KILL", "INT"])
+def test_a_continue_interrupted_at_any_point_is_continued(cache, tmp_path, sig):
+    """Input: the stopped port fixed in W, then `--continue` killed or Ctrl-C'd at fixed
+    points: taking the fix, the new patch file, the lists, staging the set, writing the set's
+    patch file and manifest, the last step. Outcome: the fix in W is never lost or changed;
+    the next --continue finishes, and the set ends byte for byte as in a run nobody
+    interrupted."""
+    ref = reference(tmp_path / "ref")
+    for at in points(ref.cont_log, few=sig != "KILL"):
+        run = tmp_path / f"{sig}-{at}"
+        d = make_set(run)
+        w = run / "w"
+        assert run_cli(*port_args(d, w))[0] == 3
+        (w / "sglang/srt/mod.py").write_text(FIXED)
+        how, code = fork_cli(cont(w), kill_at=at, sig=sig)
+        assert (how, code) in (("exit", 130), ("killed", signal.SIGKILL)), at
+        assert (w / "sglang/srt/mod.py").read_text() == FIXED, at
+        finish_after(d, w, fixed=True)
+        assert files_of(d) == ref.set_files, at
+        assert tree_of(w) == ref.tree, at
+
+
+def test_the_hook_works_through_the_real_cli(cache, tmp_path):
+    """Input: `python -m sgpatch port` as a real process, with SGPATCH_TEST_KILL_AT at the
+    write that makes the state folder whole. Outcome: it dies by SIGKILL; --continue goes on
+    (exit 3, the stop), W holds a workspace."""
+    import subprocess
+    import sys
+
+    at = next(n for n, what in reference(tmp_path / "ref").port_log if what.endswith("/tree"))
+    d = make_set(tmp_path / "run")
+    w = tmp_path / "run" / "w"
+    env = {**os.environ, txn.KILL_ENV: str(at)}
+    p = subprocess.run([sys.executable, "-m", "sgpatch", *port_args(d, w)], env=env,
+                       capture_output=True, check=False)  # fmt: skip
+    assert p.returncode == -signal.SIGKILL, p.stderr
+    assert run_cli(*cont(w))[0] == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# --abort keeps what a person did
+
+
+def stopped(tmp_path: Path) -> tuple[Path, Path]:
+    d = make_set(tmp_path)
+    w = tmp_path / "w"
+    assert run_cli(*port_args(d, w))[0] == 3
+    return d, w
+
+
+def test_abort_with_hand_edits_refuses_then_keeps_them_aside(cache, tmp_path):
+    """Input: a stopped port, mod.py half fixed by hand; `--abort`, then `--abort --force`
+    (twice over, the second time on a new port). Outcome: --abort exits 4 in one line naming
+    sglang/srt/mod.py and the --force command, W byte for byte as it was; --force exits 0,
+    says where it kept the edit: `w.aborted-1/sglang/srt/mod.py` holds it, W is gone; the
+    next forced abort keeps its edits in `w.aborted-2`. Nothing else is written outside W."""
+    d, w = stopped(tmp_path)
+    (w / "sglang/srt/mod.py").write_text(FIXED + "# half done\n")
+    before = files_of(w)
+    code, _out, err = run_cli("port", "--abort", "--workspace", str(w))
+    assert code == 4
+    (line,) = err.splitlines()
+    assert "sglang/srt/mod.py" in line and f"sgpatch port --abort --force --workspace {w}" in line
+    assert files_of(w) == before
+    outside = sorted(p.name for p in tmp_path.iterdir() if p != w)
+    code, _out, err = run_cli("port", "--abort", "--force", "--workspace", str(w))
+    assert code == 0, err
+    aside = tmp_path / "w.aborted-1"
+    assert f"kept your edits in {aside}: sglang/srt/mod.py" in err
+    assert (aside / "sglang/srt/mod.py").read_text() == FIXED + "# half done\n"
+    assert files_of(aside) == {"sglang/srt/mod.py": (FIXED + "# half done\n").encode()}
+    assert not w.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*outside, "w.aborted-1"])
+    assert run_cli(*port_args(d, w))[0] == 3
+    (w / "sglang/srt/other.py").write_text("mine = 1\n")
+    assert run_cli("port", "--abort", "--force", "--workspace", str(w))[0] == 0
+    assert files_of(tmp_path / "w.aborted-2") == {"sglang/srt/other.py": b"mine = 1\n"}
+
+
+def test_abort_never_removes_a_folder_the_user_made(cache, tmp_path):
+    """Input: an empty folder the user made, given as --workspace; the port stops; --abort.
+    Outcome: what sgpatch wrote is gone, the folder stays (empty)."""
+    d = make_set(tmp_path)
+    w = tmp_path / "mine"
+    w.mkdir()
+    assert run_cli(*port_args(d, w))[0] == 3
+    assert run_cli("port", "--abort", "--workspace", str(w))[0] == 0
+    assert w.is_dir() and list(w.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# checked before W is made
+
+
+def test_a_release_the_index_lacks_leaves_w_as_it_was(cache, tmp_path, monkeypatch):
+    """Input: `port --to 1.9` (online: the index lists 1.0-1.3 and 1.4, no 1.9), into a new
+    folder and into an empty folder; then `--to 1.4`, on the index but not downloadable.
+    Outcome: exit 2, one line each; the new folder is never made, the empty one stays empty:
+    no lock, no state, nothing to --abort."""
+    from sgpatch.releases import cache as releases
+
+    listing = "sglang (1.4)\nAvailable versions: 1.4, 1.3, 1.2, 1.1, 1.0\n"
+    monkeypatch.setattr(releases, "_pip_index_versions", lambda pre: listing)
+    d = make_set(tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for to in ("1.9", "1.4"):
+        for w in (tmp_path / "new", empty):
+            args = [a for a in port_args(d, w, to) if a != "--offline"]
+            code, _out, err = run_cli(*args)
+            assert code == 2, err
+            assert err.count("\n") == 1 and ("1.9" in err or "1.4" in err), err
+            assert not (tmp_path / "new").exists() and list(empty.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# one writer at a time
+
+
+def test_a_second_writer_is_refused_in_one_line(cache, tmp_path):
+    """Input: a stopped port whose lock another run holds (this test, then a forked process
+    holding it): --continue, --abort and a new port into W. Outcome: each exits 4 with one
+    line saying another sgpatch port is writing there (the new port: that a port is in
+    progress there); W is untouched; once the lock is free, --continue goes on (exit 3:
+    nothing fixed yet)."""
+    d, w = stopped(tmp_path)
+    before = files_of(w)
+    with locked(w):
+        for argv in (cont(w), ["port", "--abort", "--workspace", str(w)], port_args(d, w)):
+            code, _out, err = run_cli(*argv)
+            assert code == 4, err
+            (line,) = err.splitlines()
+            assert "another sgpatch port is writing there" in line or (
+                argv[1] != "--continue" and "a port is in progress there" in line
+            )
+    assert files_of(w) == before
+    r, wr = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            with locked(w):
+                os.write(wr, b"x")
+                os.read(os.open(os.devnull, os.O_RDONLY), 1)
+                import time
+
+                time.sleep(2)
+        finally:
+            os._exit(0)
+    os.read(r, 1)
+    code, _out, err = run_cli(*cont(w))
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    assert code == 4 and "another sgpatch port is writing there" in err
+    assert run_cli(*cont(w))[0] == 3
+
+
+def test_two_continues_at_once_write_the_variant_once(cache, tmp_path):
+    """Input: the fixed workspace, then two forked --continue runs started together. Outcome:
+    one writes the set (exit 0); the other is refused (exit 4) or finds the port finished
+    (exit 2); the manifest has `first`'s new variant once."""
+    d, w = stopped(tmp_path)
+    (w / "sglang/srt/mod.py").write_text(FIXED)
+    pids = []
+    for _ in range(2):
+        pid = os.fork()
+        if pid == 0:
+            code = 99
+            try:
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, 1)
+                os.dup2(null, 2)
+                code = run_cli(*cont(w))[0]
+            finally:
+                os._exit(code)
+        pids.append(pid)
+    codes = sorted(os.WEXITSTATUS(os.waitpid(p, 0)[1]) for p in pids)
+    assert codes[0] == 0 and codes[1] in (2, 4), codes
+    assert (d / "patchset.yaml").read_text().count("patches/1.2/0001-first.patch") == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# the set --continue writes
+
+
+def test_continue_writes_only_the_set_the_port_began_on(cache, tmp_path):
+    """Input: a stopped port; its `set` state file pointed at a copy of the set (same
+    manifest, same digest) elsewhere; then the set's folder reached through a symlink that is
+    moved to the copy. Outcome: --continue exits 4 in one line with the --abort command as it
+    works, both sets byte for byte as they were; put back, --continue names the absolute path
+    of every file it writes."""
+    import shutil
+
+    d, w = stopped(tmp_path)
+    copy = tmp_path / "elsewhere" / "demo"
+    shutil.copytree(d, copy)
+    state = w / ".sgpatch-port/set"
+    real = state.read_text()
+    state.write_text(f"{copy / 'patchset.yaml'}\n")
+    (w / "sglang/srt/mod.py").write_text(FIXED)
+    before, copy_before = files_of(d), files_of(copy)
+    code, _out, err = run_cli(*cont(w))
+    assert code == 4, err
+    (line,) = err.splitlines()
+    assert f"`sgpatch port --abort --workspace {w}`" in line
+    assert files_of(d) == before and files_of(copy) == copy_before
+    state.write_text(real)
+    code, _out, err = run_cli(*cont(w))
+    assert code == 0, err
+    new = d / "patches/1.2/0001-first.patch"
+    assert f"wrote {new}, {d / 'patchset.yaml'} (workspace kept)" in err
+    assert files_of(copy) == copy_before
+
+
+def test_every_hint_is_a_command_that_works_as_written(cache, tmp_path):
+    """Input: a stopped port (human output); the commands the stop line prints. Outcome: the
+    --continue command runs as printed (exit 3: nothing fixed), the --abort command too
+    (exit 0); a damaged state file's hint names `--abort --workspace W` and the port command,
+    which also run as printed."""
+    d = make_set(tmp_path)
+    w = tmp_path / "w w"
+    code, _out, err = run_cli(*port_args(d, w))
+    assert code == 3
+    last = err.splitlines()[-1]
+    commands = [c for c in last.split("`")[1::2] if c.startswith("sgpatch ")]
+    assert [c.split()[2] for c in commands] == ["--continue", "--abort"]
+    assert run_cli(*shlex.split(commands[0])[1:])[0] == 3
+    (w / ".sgpatch-port/onto").write_text("not a version\n")
+    code, _out, err = run_cli(*cont(w))
+    assert code == 4
+    hints = [c for c in err.split("`")[1::2] if c.startswith("sgpatch ")]
+    assert [c.split()[2] for c in hints] == ["--abort", "--set"]
+    assert run_cli(*shlex.split(hints[0])[1:])[0] == 0
+    assert run_cli(*shlex.split(hints[1])[1:])[0] == 3
+
+
+def test_abort_json_names_the_edits_and_where_they_went(cache, tmp_path):
+    """Input: a stopped port with an edit, `--abort --force --json`. Outcome: one document:
+    state aborted, `edits` the edited files, `kept_in` the aside folder."""
+    _d, w = stopped(tmp_path)
+    (w / "sglang/srt/mod.py").write_text(FIXED)
+    code, out, _err = run_cli("port", "--abort", "--force", "--json", "--workspace", str(w))
+    doc = json.loads(out)
+    assert code == 0 and doc["state"] == "aborted"
+    assert doc["edits"] == ["sglang/srt/mod.py"]
+    assert doc["kept_in"] == str(tmp_path / "w.aborted-1")
+
+
+def test_ctrl_c_names_the_workspace_and_the_command_that_goes_on(cache, tmp_path, monkeypatch):
+    """Input: a port without --workspace (a new temporary W), Ctrl-C at its first carry.
+    Outcome: exit 130 and one line naming that W and the --continue command; the command,
+    run as printed, goes on (exit 3: the stop)."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    d = make_set(tmp_path / "run")
+    at = next(n for n, what in reference(tmp_path / "ref").port_log if "before/" in what)
+    monkeypatch.setenv(txn.KILL_ENV, str(at))
+    monkeypatch.setenv(txn.SIGNAL_ENV, "INT")
+    txn._steps = 0
+    code, _out, err = run_cli(*port_args(d, None))
+    monkeypatch.delenv(txn.KILL_ENV)
+    assert code == 130, err
+    (line,) = err.splitlines()
+    (w,) = tmp_path.glob("sgpatch-port-demo-1.2-*")
+    assert line.startswith(f"sgpatch port: interrupted; {w} is as its last whole step left it")
+    command = line.split("`")[1]
+    assert command == f"sgpatch port --continue --workspace {w}"
+    assert run_cli(*shlex.split(command)[1:])[0] == 3
+
+
+def test_an_abort_killed_at_any_point_loses_no_edit_and_wedges_nothing(cache, tmp_path):
+    """Input: a stopped port with a hand edit, `--abort --force` killed at fixed points: the
+    copy aside, removing the tree, removing the state. Outcome: the edit is always kept (in W
+    or in a `w.aborted-N`); W is either still a workspace (--abort --force again: exit 0) or
+    holds only sgpatch's leftovers, which a new port into W clears (exit 3)."""
+    d, w = stopped(tmp_path / "ref")
+    (w / "sglang/srt/mod.py").write_text(FIXED)
+    _code, log = steps_of(["port", "--abort", "--force", "--workspace", str(w)])
+    rename = next(n for n, what in log if what.endswith("/remove"))
+    for at in sorted({1, len(log) // 2, rename, len(log)}):
+        run = tmp_path / f"kill-{at}"
+        d, w = stopped(run)
+        (w / "sglang/srt/mod.py").write_text(FIXED)
+        assert fork_cli(["port", "--abort", "--force", "--workspace", str(w)], kill_at=at) == (
+            "killed",
+            signal.SIGKILL,
+        ), at
+        kept = [p.read_text() for p in run.glob("w*/sglang/srt/mod.py")]
+        assert FIXED in kept, at
+        code, _out, err = run_cli("port", "--abort", "--force", "--workspace", str(w))
+        if code == 2:
+            code, _out, err = run_cli(*port_args(d, w))
+            assert code == 3, (at, err)
+        else:
+            assert code == 0, (at, err)
+
+
+def test_a_new_port_never_clears_edits_in_a_finished_workspace(cache, tmp_path):
+    """Input: a port that finished by itself (to 1.1), then an edit in its W, then a new port
+    into that W. Outcome: exit 4 in one line naming the edited file and the --abort --force
+    command; W byte for byte as it was; after that command, the new port runs (exit 0)."""
+    d = make_set(tmp_path)
+    w = tmp_path / "w"
+    assert run_cli(*port_args(d, w, "1.1"))[0] == 0
+    (w / "sglang/srt/other.py").write_text("mine = 1\n")
+    before = files_of(w)
+    code, _out, err = run_cli(*port_args(d, w, "1.1"))
+    assert code == 4
+    (line,) = err.splitlines()
+    assert "sglang/srt/other.py" in line and f"sgpatch port --abort --force --workspace {w}" in line
+    assert files_of(w) == before
+    assert run_cli("port", "--abort", "--force", "--workspace", str(w))[0] == 0
+    assert run_cli(*port_args(d, w, "1.1"))[0] == 0

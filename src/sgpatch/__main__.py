@@ -67,7 +67,7 @@ def main() -> None:
         from sgpatch.cli.app import main as cli_main
 
         cli_main()
-        code: object = 0
+        code: int | str | None = 0
     except SystemExit as exc:
         code = exc.code
     except Exception as exc:  # the CLI itself could not start (an import failed): still one line
@@ -101,7 +101,7 @@ def _internal_error(exc: Exception) -> int:
     return 70
 
 
-def _end(code: object) -> None:
+def _end(code: int | str | None) -> None:
     """Exit with `code`. After a short command (cli.SHORT_COMMANDS: everything it wrote is
     closed, flushed and fsynced by then) with nothing registered to run at exit, skip the
     interpreter's teardown: a last garbage collection over every object start-up made, then

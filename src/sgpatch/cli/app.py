@@ -268,18 +268,17 @@ def revert_cmd(
     """
     from sgpatch.cli import revert
 
-    raise typer.Exit(
-        revert.run(
-            set_name,
-            sglang_dir,
-            sglang_version,
-            patchsets or [],
-            force,
-            dry_run,
-            as_json,
-            git_commit,
-        )
+    opts = revert.RevertOptions(
+        set_name=set_name,
+        sglang_dir=sglang_dir,
+        sglang_version=sglang_version,
+        patchsets=tuple(patchsets or ()),
+        force=force,
+        dry_run=dry_run,
+        as_json=as_json,
+        git_commit=git_commit,
     )
+    raise typer.Exit(revert.run(opts))
 
 
 @app.command("list", short_help="List the known patch sets and the releases they support.")

@@ -18,7 +18,7 @@ import pytest
 from sgpatch.diff.unified import Patch, parse_patch, split_lines
 from sgpatch.errors import SgpatchError
 from sgpatch.placement.engine import FileResult, apply_hunks
-from sgpatch.releases import cache as releases
+from sgpatch.releases import download
 
 
 def make_diff(old: str, new: str, path: str = "f.py", n: int = 3) -> str:
@@ -285,7 +285,7 @@ def offline_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     def no_network(version: str, dest: Path) -> Path:
         raise SgpatchError(f"test tried to download sglang=={version}")
 
-    monkeypatch.setattr(releases, "_pip_download", no_network)
+    monkeypatch.setattr(download, "_pip_download", no_network)
     return c
 
 

@@ -90,13 +90,15 @@ def test_refresh_splits_a_variant_that_serves_other_releases(tmp_path, monkeypat
     a new file for 1.0 with a `==1.0` variant inserted first (base 1.0), the message says so;
     on 1.1 the set still selects the old file. A refresh on a variant serving only the tree's
     release rewrites it in place."""
+    from packaging.version import Version
+
     import helpers as tp
     from helpers import make_wheel, run_cli
     from sgpatch.patchset.manifest import load_manifest, select_variant
-    from sgpatch.releases import cache as releases
+    from sgpatch.releases import index
 
     monkeypatch.setenv("SGPATCH_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(releases, "_pip_index_versions", lambda pre: (_ for _ in ()).throw(OSError))
+    monkeypatch.setattr(index, "_pip_index_versions", lambda pre: (_ for _ in ()).throw(OSError))
     for v, text in (("1.0", tp.V10), ("1.1", tp.V11)):
         make_wheel(tmp_path / "cache" / "wheels", v, tp.release_files(text, v))
     d = tp.make_set(tmp_path)
@@ -117,7 +119,7 @@ def test_refresh_splits_a_variant_that_serves_other_releases(tmp_path, monkeypat
     assert str(first.variants[0].sglang) == "==1.0" and str(first.variants[0].base) == "1.0"
     assert str(first.variants[1].sglang) == ">=1.0,!=1.0,<1.2"  # no longer claims 1.0
     assert b"return 101" in first.variants[0].patch.read_bytes()
-    assert select_variant(first, releases.Version("1.1")).patch.read_bytes() == old
+    assert select_variant(first, Version("1.1")).patch.read_bytes() == old
     mod.write_text(mod.read_text().replace("return 101", "return 102"))
     assert run_cli("refresh", "--set", "demo", "--patchsets", str(d.parent), "--patch",
                    "first", "--sglang-dir", str(pkg))[0] == 0  # fmt: skip

@@ -11,13 +11,13 @@ gets is its own writable copy, so tests may patch it freely.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from sgpatch.releases import cache as releases
+from sgpatch.releases.record import hex_sha256
 
 ReleaseTree = Callable[..., Path]
 
@@ -51,9 +51,9 @@ def release_tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReleaseTr
 
 
 def _hex(record_hash: str) -> str:
-    alg, _, b64 = record_hash.partition("=")
-    assert alg == "sha256", f"unexpected RECORD hash {record_hash!r}"
-    return base64.urlsafe_b64decode(b64 + "=" * (-len(b64) % 4)).hex()
+    digest = hex_sha256(record_hash)
+    assert digest is not None, f"unexpected RECORD hash {record_hash!r}"
+    return digest
 
 
 @pytest.fixture

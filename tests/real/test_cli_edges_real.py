@@ -18,6 +18,7 @@ import pytest
 import sgpatch
 from sgpatch.patchset.manifest import bundled_dir
 from sgpatch.releases import cache as releases
+from sgpatch.releases import download
 
 SET = "kimi-eagle3-sm120"
 SGPATCH = str(Path(sys.executable).with_name("sgpatch"))
@@ -242,7 +243,7 @@ def test_port_offline_means_offline(tmp_path, monkeypatch, capsys):
     def no_download(*args, **kwargs):
         raise AssertionError("port --offline tried to download")
 
-    monkeypatch.setattr(releases, "_pip_download", no_download)
+    monkeypatch.setattr(download, "_pip_download", no_download)
     monkeypatch.setenv(releases.CACHE_ENV, str(tmp_path / "empty-cache"))
     for target in ("0.5.23", "0.5.0"):
         code = sgpatch("port", "--set", SET, "--patchsets", str(sets), "--to", target, "--offline")

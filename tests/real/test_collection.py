@@ -22,13 +22,15 @@ REPO = Path(__file__).resolve().parents[2]
 # a collection that needs either exits non-zero instead of quietly collecting something else.
 _NO_CACHE_NO_INDEX = """
 import sys
-from sgpatch.releases import cache as releases
+from sgpatch.releases import cache, download, index
 
 def refuse(*args, **kwargs):
     raise RuntimeError("collection read the release cache or the package index")
 
-for name in ("_cached_wheels", "_download", "_pip_download", "_pip_index_versions"):
-    setattr(releases, name, refuse)
+for module, name in ((download, "cached_wheels"), (cache, "cached_wheels"),
+                     (download, "_download"), (download, "_pip_download"),
+                     (index, "_pip_index_versions")):
+    setattr(module, name, refuse)
 
 import pytest
 sys.exit(pytest.main(sys.argv[1:]))

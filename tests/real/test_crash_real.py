@@ -130,8 +130,8 @@ def world(tmp_path_factory, _no_disk_flush):
     base = tmp_path_factory.mktemp("crash")
     pristine = base / "pristine"
     pkg = releases.copy_tree(VERSION, pristine, "site-packages", members)
-    # the subset must behave like the full release: same states on the shared pristine tree
-    full = releases.pristine_tree(VERSION, "site-packages")
+    # the subset must behave like the full release: same states on a full pristine tree
+    full = releases.copy_tree(VERSION, base / "full", "site-packages")
     assert states(pkg) == states(full)
     patched = base / "patched"
     ppkg = fresh(pristine, patched)

@@ -44,20 +44,7 @@ def pip_upgrade(site: Path, old: str, new: str) -> None:
     for dirpath, _dirs, _files in sorted(os.walk(site, topdown=False)):
         if Path(dirpath) != site and not os.listdir(dirpath):
             os.rmdir(dirpath)
-    src = releases.pristine_tree(new).parent
-    for child in src.iterdir():
-        if child.is_dir():
-            shutil.copytree(
-                child, site / child.name, copy_function=shutil.copyfile, dirs_exist_ok=True
-            )
-        else:
-            shutil.copyfile(child, site / child.name)
-    for dirpath, _dirs, files in os.walk(site):
-        os.chmod(dirpath, 0o755)
-        for f in files:
-            p = os.path.join(dirpath, f)
-            if not os.path.islink(p):
-                os.chmod(p, 0o644)
+    releases.copy_tree(new, site, "site-packages")  # writes NEW's files, as pip does
 
 
 def test_upgrade_from_0_5_9_to_0_5_10_under_an_applied_set(release_tree, record_sha):

@@ -13,6 +13,8 @@ from packaging.version import Version
 from helpers import WHEEL_FILES, _digest, _move, make_wheel, offline_cache
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.releases import cache as releases
+from sgpatch.releases import download, wheels
+from sgpatch.releases import index as index_mod
 
 
 @pytest.fixture
@@ -51,53 +53,113 @@ def test_bad_version_is_bad_input(cache: Path) -> None:
 
 
 def test_corrupted_member_is_refused(cache: Path) -> None:
-    make_wheel(cache / "wheels", record_overrides={"sglang/_version.py": _digest(b"other\n")})
+    whl = make_wheel(cache / "wheels", record_overrides={"sglang/_version.py": _digest(b"other\n")})
     with pytest.raises(SgpatchError, match=r"_version\.py does not match its RECORD hash"):
-        releases.wheel_path("9.9.9")
+        releases.verify_wheel(whl)
 
 
 def test_member_missing_from_record_is_refused(cache: Path) -> None:
-    make_wheel(cache / "wheels", unlisted={"sglang/sneaky.py": b"x = 1\n"})
+    whl = make_wheel(cache / "wheels", unlisted={"sglang/sneaky.py": b"x = 1\n"})
     with pytest.raises(SgpatchError, match=r"sneaky\.py is not listed"):
-        releases.wheel_path("9.9.9")
+        releases.verify_wheel(whl)
 
 
 def test_record_entry_missing_from_zip_is_refused(cache: Path) -> None:
-    make_wheel(cache / "wheels", record_overrides={"sglang/gone.py": _digest(b"")})
+    whl = make_wheel(cache / "wheels", record_overrides={"sglang/gone.py": _digest(b"")})
     with pytest.raises(SgpatchError, match=r"RECORD lists sglang/gone\.py"):
-        releases.wheel_path("9.9.9")
+        releases.verify_wheel(whl)
 
 
 def test_not_a_zip_is_refused(cache: Path) -> None:
     (cache / "wheels").mkdir(parents=True)
     (cache / "wheels" / "sglang-9.9.9-py3-none-any.whl").write_bytes(b"<html>rate limited</html>")
     with pytest.raises(SgpatchError, match="not a readable wheel"):
-        releases.wheel_path("9.9.9")
+        releases.verify_wheel(cache / "wheels" / "sglang-9.9.9-py3-none-any.whl")
 
 
 def test_unsafe_member_path_is_refused(cache: Path) -> None:
-    make_wheel(cache / "wheels", files={**WHEEL_FILES, "../evil.py": b"x\n"})
+    whl = make_wheel(cache / "wheels", files={**WHEEL_FILES, "../evil.py": b"x\n"})
     with pytest.raises(SgpatchError, match="unsafe member path") as e:
-        releases.wheel_path("9.9.9")
+        releases.verify_wheel(whl)
     assert e.value.code == ExitCode.UNSAFE
 
 
 def test_verification_is_stamped_and_redone_when_the_wheel_changes(
-    cache: Path, monkeypatch: pytest.MonkeyPatch
+    cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Input: a verified wheel, read again; then replaced by a damaged one (new mtime).
+    Outcome: the stamp spares the second check; the damaged wheel fails its check, is said in
+    one line and removed from the cache, and a new download is tried."""
     whl = make_wheel(cache / "wheels")
     releases.wheel_path("9.9.9")
     calls = []
-    real_verify = releases.verify_wheel
-    monkeypatch.setattr(releases, "verify_wheel", lambda p: calls.append(p) or real_verify(p))
+    real_verify = wheels.verify_wheel
+    monkeypatch.setattr(wheels, "verify_wheel", lambda p: calls.append(p) or real_verify(p))
     releases.wheel_path("9.9.9")
     assert calls == []  # stamp matches: no re-hash
     make_wheel(cache / "wheels", record_overrides={"sglang/__init__.py": _digest(b"")})
     st = whl.stat()
     os.utime(whl, ns=(st.st_atime_ns, st.st_mtime_ns + 10_000_000))
-    with pytest.raises(SgpatchError, match="does not match"):
+    with pytest.raises(SgpatchError, match=r"test tried to download sglang==9\.9\.9"):
         releases.wheel_path("9.9.9")
     assert calls == [whl]
+    assert "__init__.py does not match its RECORD hash; removed it from the cache" in (
+        capsys.readouterr().err
+    )
+    assert not whl.exists()
+
+
+def _stamp_as_verified(whl: Path) -> None:
+    """What the stamp of a wheel verified earlier says (the wheel changed behind its back)."""
+    st = whl.stat()
+    (whl.parent / ".verified").mkdir(exist_ok=True)
+    (whl.parent / ".verified" / f"{whl.name}.ok").write_text(f"{st.st_size} {st.st_mtime_ns}\n")
+
+
+def test_a_file_read_from_the_cache_is_checked_against_record_on_first_read(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Input: a wheel whose stamp says verified but whose _version.py no longer matches its
+    RECORD row. Outcome: reading another file hashes only that file and works; reading
+    _version.py (or laying a tree, which reads it) is one line naming the file, exit 4, the
+    wheel is removed and no half tree is left."""
+    from sgpatch.releases import record
+
+    whl = make_wheel(cache / "wheels", record_overrides={"sglang/_version.py": _digest(b"x")})
+    _stamp_as_verified(whl)
+    hashed: list[int] = []
+    real = record.digest
+    monkeypatch.setattr(record, "digest", lambda alg, data: hashed.append(1) or real(alg, data))
+    assert releases.read_member("9.9.9", "srt/models/kimi_k25.py").startswith(b"class Kimi")
+    releases.read_member("9.9.9", "srt/models/kimi_k25.py")
+    assert len(hashed) == 1  # only the file read, once per run
+    with pytest.raises(SgpatchError, match=r"_version\.py does not match its RECORD hash") as e:
+        releases.lay("9.9.9", tmp_path / "t", "site-packages")
+    assert e.value.code == ExitCode.UNSAFE
+    assert not (tmp_path / "t").exists() and not whl.exists()
+
+
+def test_links_and_special_files_in_a_wheel_are_refused(cache: Path, tmp_path: Path) -> None:
+    """Input: a wheel (RECORD correct) whose member says it is a symbolic link in its mode
+    bits. Outcome: verification refuses it in one line (exit 4); copying the release from
+    the cache (offline) says so too, drops the wheel, and writes nothing."""
+    import stat
+    import zipfile
+
+    whl = make_wheel(cache / "wheels")
+    with zipfile.ZipFile(whl) as zf:
+        items = [(i, zf.read(i)) for i in zf.infolist()]
+    with zipfile.ZipFile(whl, "w") as zf:
+        for info, data in items:
+            if info.filename == "sglang/bin/run.sh":
+                info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            zf.writestr(info, data)
+    with pytest.raises(SgpatchError, match=r"run\.sh is not a regular file") as e:
+        releases.verify_wheel(whl)
+    assert e.value.code == ExitCode.UNSAFE
+    with releases.cache_only(), pytest.raises(SgpatchError, match=r"run\.sh is not a regular"):
+        releases.copy_tree("9.9.9", tmp_path / "t")  # the cached wheel fails its check
+    assert not (tmp_path / "t").exists() and not whl.exists()
 
 
 def test_read_member_accepts_wheel_and_package_relative_paths(cache: Path) -> None:
@@ -154,20 +216,35 @@ def test_extract_unknown_layout(cache: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("layout", ["site-packages", "checkout"])
-def test_pristine_tree_is_shared_read_only_and_copies_are_writable(
+def test_copy_tree_writes_a_writable_tree_and_the_cache_keeps_only_wheels(
     cache: Path, tmp_path: Path, layout: releases.Layout
 ) -> None:
+    """Input: a cached wheel, copy_tree in either layout, twice. Outcome: each copy holds the
+    wheel's bytes, is writable (files and folders), and the cache holds nothing but wheels/
+    (no unpacked tree: deleting it is a plain rm -rf)."""
     make_wheel(cache / "wheels")
-    pristine = releases.pristine_tree("9.9.9", layout)
-    assert pristine.is_relative_to(cache / "trees" / f"9.9.9-{layout}")
-    assert releases.pristine_tree("9.9.9", layout) == pristine
-    assert not (pristine / "_version.py").stat().st_mode & 0o222
     copy = releases.copy_tree("9.9.9", tmp_path / "work", layout)
-    assert copy.name == "sglang"
+    again = releases.copy_tree("9.9.9", tmp_path / "again", layout)
+    assert copy.name == "sglang" and again.name == "sglang"
     (copy / "_version.py").write_bytes(b"edited\n")  # writable
     (copy / "srt" / "new.py").write_bytes(b"")  # directories writable too
-    assert (pristine / "_version.py").read_bytes() == WHEEL_FILES["sglang/_version.py"]
+    assert (again / "_version.py").read_bytes() == WHEEL_FILES["sglang/_version.py"]
     assert (copy.parent / "sglang-9.9.9.dist-info").is_dir() == (layout == "site-packages")
+    assert sorted(os.listdir(cache)) == ["wheels"]
+
+
+def test_lay_reports_every_file_with_its_record_sha256(cache: Path, tmp_path: Path) -> None:
+    """Input: lay of the fake release (site-packages). Outcome: every file written is listed,
+    relative to the folder, with the sha256 hashlib gives for its bytes."""
+    import hashlib
+
+    make_wheel(cache / "wheels")
+    laid = releases.lay("9.9.9", tmp_path / "t", "site-packages")
+    on_disk = {p.relative_to(tmp_path / "t").as_posix() for p in (tmp_path / "t").rglob("*")
+               if p.is_file()}  # fmt: skip
+    assert set(laid.files) == on_disk
+    for rel, sha in laid.files.items():
+        assert hashlib.sha256((tmp_path / "t" / rel).read_bytes()).hexdigest() == sha
 
 
 def test_copy_tree_with_members_skips_the_full_tree(cache: Path, tmp_path: Path) -> None:
@@ -189,7 +266,7 @@ def test_missing_wheel_is_downloaded_verified_and_moved_in(
         calls.append(version)
         return _move(built, dest)
 
-    monkeypatch.setattr(releases, "_pip_download", fake_download)
+    monkeypatch.setattr(download, "_pip_download", fake_download)
     path = releases.wheel_path("9.9.10")
     assert path == cache / "wheels" / "sglang-9.9.10-py3-none-any.whl"
     assert calls == ["9.9.10"]
@@ -204,7 +281,7 @@ def test_corrupt_download_never_enters_the_cache(
         tmp_path / "index", version="9.9.10", record_overrides={"sglang/__init__.py": _digest(b"")}
     )
     monkeypatch.setattr(
-        releases,
+        download,
         "_pip_download",
         lambda v, dest: _move(built, dest),
     )
@@ -224,7 +301,7 @@ def test_pip_download_command_and_error(tmp_path: Path, monkeypatch: pytest.Monk
 
     monkeypatch.setattr(subprocess, "run", fake_run)
     with pytest.raises(SgpatchError, match=r"cannot download sglang==0\.0\.1: ERROR: No matching"):
-        releases._pip_download("0.0.1", tmp_path)
+        download._pip_download("0.0.1", tmp_path)
     cmd = seen[0]
     assert cmd[1:4] == ["-m", "pip", "download"]
     assert "--no-deps" in cmd and "--only-binary=:all:" in cmd and "sglang==0.0.1" in cmd
@@ -238,7 +315,7 @@ Available versions: 0.6.0rc1, 0.5.23, 0.5.22.dev1, 0.5.10.post1, 0.5.10, 0.5.9, 
 
 
 def test_index_versions_parses_pip_output(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(releases, "_pip_index_versions", lambda pre: PIP_INDEX)
+    monkeypatch.setattr(index_mod, "_pip_index_versions", lambda pre: PIP_INDEX)
     got = releases.index_versions()
     assert got == [Version(v) for v in ["0.5.9", "0.5.10", "0.5.10.post1", "0.5.23"]]
     pre = releases.index_versions(">=0.5.20", prereleases=True)
@@ -255,8 +332,8 @@ def test_listing_asks_the_index_for_the_same_target_as_downloading(monkeypatch) 
         seen.append(cmd)
         return subprocess.CompletedProcess(cmd, 0, PIP_INDEX, "")
 
-    monkeypatch.setattr(releases.subprocess, "run", run)
-    releases._pip_index_versions(False)
+    monkeypatch.setattr(index_mod.subprocess, "run", run)
+    index_mod._pip_index_versions(False)
     (cmd,) = seen
     assert cmd[1:5] == ["-m", "pip", "index", "versions"] and cmd[-1] == "sglang"
     assert tuple(cmd[5:-1]) == releases.PIP_TARGET_FLAGS
@@ -269,7 +346,7 @@ def test_index_versions_falls_back_to_cached_wheels(
     def offline(pre: bool) -> str:
         raise subprocess.CalledProcessError(1, "pip")
 
-    monkeypatch.setattr(releases, "_pip_index_versions", offline)
+    monkeypatch.setattr(index_mod, "_pip_index_versions", offline)
     with pytest.raises(SgpatchError, match="index is unreachable"):
         releases.index_versions()
     make_wheel(cache / "wheels", version="0.5.9")
@@ -344,7 +421,7 @@ def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
             raise SgpatchError(f"cannot download sglang=={version}: ERROR: No matching dist")
         return _move(make_wheel(tmp_path / "index" / version, version=version), dest)
 
-    monkeypatch.setattr(releases, "_pip_download", fake_download)
+    monkeypatch.setattr(download, "_pip_download", fake_download)
     return calls
 
 
@@ -413,8 +490,8 @@ import sys
 from pathlib import Path
 sys.path.insert(0, {str(Path(__file__).parents[1])!r})
 from helpers import make_wheel, _move
-from sgpatch.releases import cache as releases
-releases._pip_download = lambda v, dest: _move(make_wheel(Path({str(tmp_path)!r}) / v, v), dest)
+from sgpatch.releases import cache as releases, download
+download._pip_download = lambda v, dest: _move(make_wheel(Path({str(tmp_path)!r}) / v, v), dest)
 releases.fetch(["9.9.10", "9.9.11"])
 print("rich" in sys.modules)
 """

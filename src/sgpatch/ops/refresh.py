@@ -218,8 +218,7 @@ def pristine_bytes(version, rel: str) -> bytes | None:
     """The release's own bytes for a package-relative path, None if the release lacks it."""
     from sgpatch.releases import cache as releases
 
-    name = releases._member_name(rel)
-    if name not in releases.record(version):
+    if not releases.has_member(version, rel):
         return None
     return releases.read_member(version, rel)
 

@@ -13,7 +13,6 @@ Black-box on purpose: what is checked is what users run, not an in-process short
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
@@ -199,10 +198,9 @@ def record_differences(root: Path, version: str) -> list[str]:
 
 def _hex(record_hash: str) -> str:
     """RECORD's "sha256=<urlsafe base64>" as hexdigest (empty for a file without a hash)."""
-    alg, _, b64 = record_hash.partition("=")
-    if alg != "sha256" or not b64:
-        return ""
-    return base64.urlsafe_b64decode(b64 + "=" * (-len(b64) % 4)).hex()
+    from sgpatch.releases.record import hex_sha256
+
+    return hex_sha256(record_hash) or ""
 
 
 def to_json(check: ReleaseCheck) -> dict:

@@ -52,10 +52,10 @@ def pristine(version: Version) -> Reader:
     """A reader of one release's files (package-relative; None when the release lacks one)."""
     from sgpatch.releases import cache as releases
 
-    names = releases.record(version)
+    releases.wheel_path(version)  # a release that cannot be had fails here, not on a read
 
     def read(rel: str) -> bytes | None:
-        if releases._member_name(rel) not in names:
+        if not releases.has_member(version, rel):
             return None
         return releases.read_member(version, rel)
 

@@ -1,0 +1,62 @@
+"""Which SGLang releases exist: `pip index versions sglang`, or the cache when offline."""
+
+from __future__ import annotations
+
+import logging
+import re
+import subprocess
+import sys
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from sgpatch.errors import SgpatchError
+from sgpatch.releases import folder
+from sgpatch.releases.download import PACKAGE, PIP_TARGET_FLAGS, cached_versions
+
+log = logging.getLogger("sgpatch.releases.cache")
+
+
+def _pip_index_versions(prereleases: bool) -> str:
+    """Raw `pip index versions sglang` output (stdout); raises OSError/CalledProcessError."""
+    cmd = [sys.executable, "-m", "pip", "index", "versions", *PIP_TARGET_FLAGS, PACKAGE]
+    if prereleases:
+        cmd.append("--pre")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
+    return proc.stdout
+
+
+def _parse_index_output(text: str) -> list[Version]:
+    m = re.search(r"^Available versions:(.*)$", text, re.MULTILINE)
+    if m is None:
+        raise ValueError("no 'Available versions:' line")
+    out = []
+    for tok in m.group(1).split(","):
+        try:
+            out.append(Version(tok.strip()))
+        except InvalidVersion:
+            continue
+    return out
+
+
+def index_versions(spec: str = ">=0.5.5,<0.6", *, prereleases: bool = False) -> list[Version]:
+    """Releases on the package index matching `spec`, ascending; rc/dev only if asked.
+
+    If the index cannot be reached, the cached wheels stand in (with a logged warning), so offline
+    runs still know which releases they can test.
+    """
+    try:
+        spec_set = SpecifierSet(spec)
+    except InvalidSpecifier:
+        raise SgpatchError(f"not a PEP 440 version specifier: {spec!r}") from None
+    try:
+        found = _parse_index_output(_pip_index_versions(prereleases))
+    except (OSError, ValueError, subprocess.SubprocessError) as e:
+        found = cached_versions()
+        log.warning("package index unreachable (%s); using %d cached wheels", e, len(found))
+        if not found:
+            raise SgpatchError(
+                f"cannot list sglang releases: the index is unreachable and {folder.wheels_dir()} "
+                "holds no wheels"
+            ) from None
+    return sorted({v for v in found if spec_set.contains(v, prereleases=prereleases)})

@@ -1,0 +1,180 @@
+"""Odd release-cache layouts: each is one line and exit 2, nothing written, nothing left in /tmp."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from helpers import make_wheel, offline_cache, run_cli
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty cache (downloads fail loudly) and a private temp folder to check for leftovers."""
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    return offline_cache(tmp_path, monkeypatch)
+
+
+@contextlib.contextmanager
+def _no_hang(seconds: int = 20):
+    """A FIFO opened for reading blocks forever: fail the test instead."""
+
+    def stop(*_args):
+        raise TimeoutError("sgpatch blocked on something in the cache")
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _fetch(tmp_path: Path) -> tuple[int, str]:
+    with _no_hang():
+        code, _out, err = run_cli("fetch", "9.9.9", "--dest", str(tmp_path / "tree"))
+    return code, err
+
+
+def _one_line(err: str, *words: str) -> None:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert all(w in lines[0] for w in words), err
+
+
+def _layouts(cache: Path) -> dict[str, tuple[object, str]]:
+    """name -> (make the odd layout, what the line names)."""
+    wheels = cache / "wheels"
+    whl = wheels / "sglang-9.9.9-py3-none-any.whl"
+
+    def cache_a_file():
+        cache.write_text("not a folder\n")
+
+    def wheels_a_file():
+        cache.mkdir()
+        wheels.write_text("not a folder\n")
+
+    def verified_a_file():
+        make_wheel(wheels)
+        (wheels / ".verified").write_text("not a folder\n")
+
+    def wheel_dangling_link():
+        wheels.mkdir(parents=True)
+        whl.symlink_to(cache / "gone.whl")
+
+    def wheel_fifo():
+        wheels.mkdir(parents=True)
+        os.mkfifo(whl)
+
+    def stamp_fifo():
+        make_wheel(wheels)
+        (wheels / ".verified").mkdir()
+        os.mkfifo(wheels / ".verified" / f"{whl.name}.ok")
+
+    def lock_a_link():
+        wheels.mkdir(parents=True)
+        (cache / "precious").write_text("keep me\n")
+        (wheels / ".sglang-9.9.9.lock").symlink_to(cache / "precious")
+
+    return {
+        "cache-a-file": (cache_a_file, f"{cache} is a file"),
+        "wheels-a-file": (wheels_a_file, f"{wheels} is a file"),
+        "verified-a-file": (verified_a_file, f"{wheels / '.verified'} is a file"),
+        "wheel-dangling-link": (wheel_dangling_link, f"{whl} is a symbolic link"),
+        "wheel-fifo": (wheel_fifo, f"{whl} is a FIFO"),
+        "stamp-fifo": (stamp_fifo, "is a FIFO"),
+        "lock-a-link": (lock_a_link, "lock is a symbolic link"),
+    }
+
+
+@pytest.mark.parametrize("name", list(_layouts(Path("/x"))))
+def test_an_odd_cache_layout_is_one_line_and_exit_2(cache: Path, tmp_path: Path, name: str):
+    """Input: `sgpatch fetch 9.9.9 --dest D` with the cache laid out oddly: $SGPATCH_CACHE a
+    file, wheels/ a file, wheels/.verified a file, the wheel a dangling link or a FIFO, its
+    stamp a FIFO, the download lock a link to another file. Outcome: one line naming the path
+    and what is there, exit 2, no traceback, no hang; --dest is not made, nothing is left in
+    the temp folder, the cache is byte-identical (the lock's target untouched)."""
+    from helpers import tree_snapshot
+
+    make, says = _layouts(cache)[name]
+    make()  # type: ignore[operator]
+    before = tree_snapshot(tmp_path / "cache") if (tmp_path / "cache").is_dir() else None
+    code, err = _fetch(tmp_path)
+    assert code == 2
+    _one_line(err, "release cache:", says)
+    assert not (tmp_path / "tree").exists()
+    assert os.listdir(tmp_path / "tmp") == []
+    if before is not None:
+        assert tree_snapshot(tmp_path / "cache") == before
+    if name == "lock-a-link":
+        assert (cache / "precious").read_text() == "keep me\n"
+
+
+def _as_nobody(work) -> tuple[int, str]:
+    """Run `work()` (-> (code, stderr)) in a forked child that dropped root for nobody, as CI
+    (root) must to test an unwritable folder; modules are imported by the parent first."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.close(r)
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            code, err = work()
+            os.write(w, f"{code}\n{err}".encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        got = f.read()
+    os.waitpid(pid, 0)
+    code, _, err = got.partition("\n")
+    return int(code or -1), err
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to nobody")
+def test_an_unwritable_cache_reads_what_it_has_and_says_it_cannot_download(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Input: a cache nobody can only read, holding 9.9.9 (never stamped), and a fetch of the
+    missing 9.9.10, both as nobody. Outcome: 9.9.9 is verified and written to --dest (exit 0;
+    the cache unchanged, no stamp); 9.9.10 is one line saying the cache cannot be written and
+    how to point $SGPATCH_CACHE elsewhere, exit 2, nothing created anywhere."""
+    from helpers import tree_snapshot
+
+    top = Path(tempfile.mkdtemp(prefix="sgpatch-test-ro-"))
+    try:
+        os.chmod(top, 0o755)
+        cache, out = top / "cache", top / "out"
+        make_wheel(cache / "wheels")
+        out.mkdir()
+        os.chmod(out, 0o777)
+        monkeypatch.setenv("SGPATCH_CACHE", str(cache))
+        assert run_cli("fetch", "9.9.9", "--dest", str(top / "warm"))[0] == 0  # imports, as root
+        (cache / "wheels" / ".verified" / "sglang-9.9.9-py3-none-any.whl.ok").unlink()
+        before = tree_snapshot(cache)
+
+        def fetch(version: str, dest: Path):
+            code, _o, err = run_cli("fetch", version, "--dest", str(dest))
+            return code, err
+
+        code, err = _as_nobody(lambda: fetch("9.9.9", out / "t"))
+        assert code == 0, err
+        assert (out / "t" / "sglang" / "_version.py").is_file()
+        code, err = _as_nobody(lambda: fetch("9.9.10", out / "u"))
+        assert code == 2
+        _one_line(err, "release cache: cannot write", "Permission denied", "$SGPATCH_CACHE")
+        assert not (out / "u").exists()
+        assert tree_snapshot(cache) == before
+    finally:
+        import shutil
+
+        shutil.rmtree(top, ignore_errors=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 from sgpatch.diff.unified import FilePatch, Patch, decode, encode, split_lines
 from sgpatch.ops.plan import FilePlan, Overlay, package_mapper, plan_patch
 from sgpatch.placement.engine import HunkResult, apply_hunks
-from sgpatch.port.merge import marker_lines, merge_file, python_problem
+from sgpatch.port.merge import marker_lines, merge_file, python_problems
 
 Reader = Callable[[str], "bytes | None"]
 
@@ -109,14 +109,13 @@ def carry_patch(
         (fplan,) = plan_patch(here.fork(), one, mapper, fuzz=0)
         mine = here.read(fplan.source) if fplan.action == "rename" else before
         done = _carry_file(fp, fplan, (before, mine), there or no_base, one, labels)
-        done = _checked(done)
         out.append(done)
         if done.source is not None:
             here.write(done.source, None)
         here.write(done.path, done.after)
         if there is not None and path in paths[n + 1 :]:
             plan_patch(there, one, mapper, fuzz=0)  # the file comes again: the base moves on
-    return CarriedPatch(pid, tuple(out))
+    return CarriedPatch(pid, _checked(out))
 
 
 def _carry_file(fp, fplan: FilePlan, now, there, one: Patch, labels: Labels) -> CarriedFile:
@@ -204,14 +203,18 @@ def _whole_reason(fplan: FilePlan, mine: bytes | None, n: int) -> str:
     return f"{n} conflict(s) in the three-way merge of the whole file"
 
 
-def _checked(done: CarriedFile) -> CarriedFile:
-    """A carried Python file must compile and must not define a name twice in one body."""
-    if done.problem is not None:
-        return done
-    problem = python_problem(done.path, done.after, done.before)
-    if problem is None:
-        return done
-    return replace(done, problem=problem, hunks=done.kept + done.merged)
+def _checked(files: list[CarriedFile]) -> tuple[CarriedFile, ...]:
+    """A carried Python file must compile and must not define a name twice in one body. The
+    files carried without a problem are checked together (in parallel where that helps: the
+    check never changes what the next file of the patch reads)."""
+    todo = [n for n, f in enumerate(files) if f.problem is None]
+    found = python_problems([(files[n].path, files[n].after, files[n].before) for n in todo])
+    out = list(files)
+    for n, problem in zip(todo, found, strict=True):
+        if problem is not None:
+            done = files[n]
+            out[n] = replace(done, problem=problem, hunks=done.kept + done.merged)
+    return tuple(out)
 
 
 def _hunk_list(idx: tuple[int, ...]) -> str:

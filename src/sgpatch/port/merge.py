@@ -76,6 +76,50 @@ def python_problem(path: str, data: bytes | None, release: bytes | None) -> str 
     return None
 
 
+_PARALLEL_BYTES = 200_000  # below this much Python to parse, a worker costs more than it saves
+_pool: list = []  # the one worker pool of this process, made on first need
+
+
+def python_problems(files: list[tuple[str, bytes | None, bytes | None]]) -> list[str | None]:
+    """`python_problem` of each (path, data, release), in order. Parsing is CPU-bound: with
+    more than one core and enough Python to parse, the files are checked in forked workers
+    (one pool per process, reused by every patch and step), the biggest first."""
+    work = [i for i, (p, d, _r) in enumerate(files) if d is not None and p.endswith(".py")]
+    size = sum(len(files[i][1] or b"") for i in work)
+    pool = _workers() if len(work) > 1 and size >= _PARALLEL_BYTES else None
+    if pool is None:
+        return [python_problem(*f) for f in files]
+    out: list[str | None] = [None] * len(files)
+    work.sort(key=lambda i: -len(files[i][1] or b""))
+    for i, why in zip(work, pool.map(_problem_of, [files[i] for i in work]), strict=True):
+        out[i] = why
+    return out
+
+
+def _problem_of(item: tuple[str, bytes | None, bytes | None]) -> str | None:
+    return python_problem(*item)
+
+
+def _workers():
+    """A fork pool of one worker per core (None: one core, or threads running, where a fork
+    is unsafe); shut down when the process exits."""
+    import threading
+
+    if _pool:
+        return _pool[0]
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if (cores or 1) < 2 or threading.active_count() > 1:
+        return None
+    import atexit
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(min(cores or 2, 4), mp_context=multiprocessing.get_context("fork"))
+    atexit.register(pool.shutdown, wait=False, cancel_futures=True)
+    _pool.append(pool)
+    return pool
+
+
 def _unparsable(data: bytes) -> bool:
     try:
         ast.parse(data)

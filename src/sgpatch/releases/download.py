@@ -13,6 +13,7 @@ and for a batch (`fetch`, `matrix`, `lint`) a final line; on a terminal a rich p
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import subprocess
@@ -57,12 +58,18 @@ def release(version: str | Version) -> Version:
 
 def cached_wheels() -> dict[Version, Path]:
     """Cached sglang wheels by release; pure-python wheels win over binary ones (same sources).
-    A link, FIFO or folder named like a wheel is one line (never opened)."""
-    found: dict[Version, Path] = {}
+    A link, FIFO or folder named like a wheel is one line (never opened). The listing is kept
+    while the folder's mtime stays (an entry added or removed changes it)."""
     where = folder.wheels_dir()
     folder.drop_old_trees()
     if not folder.folder(where, make=False):
-        return found
+        return {}
+    return dict(_listing(where, where.stat().st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=4)
+def _listing(where: Path, _mtime_ns: int) -> dict[Version, Path]:
+    found: dict[Version, Path] = {}
     for p in sorted(
         where.glob(f"{PACKAGE}-*.whl"), key=lambda p: ("none-any" not in p.name, p.name)
     ):
@@ -243,16 +250,26 @@ def wheel_path(version: str | Version) -> Path:
     return _download(rel)
 
 
+_checked: set[tuple[Path, int, int]] = set()  # (path, size, mtime) this process verified
+
+
 def _verify_cached(path: Path) -> str | None:
-    """None when the wheel checks out (once per size and mtime: its stamp says so), else why
-    not."""
+    """None when the wheel checks out (once per size and mtime: its stamp says so, and this
+    process remembers it), else why not."""
+    st = folder.regular_file(path)
+    key = (path, st.st_size, st.st_mtime_ns) if st is not None else None
+    if key in _checked:
+        return None
     if wheels.checked_stamp(path):
+        _checked.add(key)  # type: ignore[arg-type]
         return None
     try:
         wheels.verify_wheel(path)
     except SgpatchError as e:
         return e.message
     wheels.write_stamp(path)
+    if key is not None:
+        _checked.add(key)
     return None
 
 

@@ -39,6 +39,25 @@ def _parse_index_output(text: str) -> list[Version]:
     return out
 
 
+_answers: dict[tuple[object, bool], list[Version] | Exception] = {}
+
+
+def _asked(prereleases: bool) -> list[Version]:
+    """The index's releases, asked once per process (`pip index versions` takes seconds; a
+    process that lists releases several times, as the tests running sgpatch in-process do,
+    gets the same answer). A failure is remembered too: the cache stands in each time."""
+    key = (_pip_index_versions, prereleases)  # a test that swaps the function asks anew
+    if key not in _answers:
+        try:
+            _answers[key] = _parse_index_output(_pip_index_versions(prereleases))
+        except (OSError, ValueError, subprocess.SubprocessError) as e:
+            _answers[key] = e
+    got = _answers[key]
+    if isinstance(got, Exception):
+        raise got
+    return list(got)
+
+
 def index_versions(spec: str = ">=0.5.5,<0.6", *, prereleases: bool = False) -> list[Version]:
     """Releases on the package index matching `spec`, ascending; rc/dev only if asked.
 
@@ -50,7 +69,7 @@ def index_versions(spec: str = ">=0.5.5,<0.6", *, prereleases: bool = False) -> 
     except InvalidSpecifier:
         raise SgpatchError(f"not a PEP 440 version specifier: {spec!r}") from None
     try:
-        found = _parse_index_output(_pip_index_versions(prereleases))
+        found = _asked(prereleases)
     except (OSError, ValueError, subprocess.SubprocessError) as e:
         found = cached_versions()
         log.warning("package index unreachable (%s); using %d cached wheels", e, len(found))

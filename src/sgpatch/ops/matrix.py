@@ -8,6 +8,7 @@ and lets the releases run in parallel over the cores.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tempfile
@@ -151,8 +152,8 @@ def plan_release(set_dir: str, release: str, members: Sequence[str]) -> Row:
     from sgpatch.releases import cache as releases
     from sgpatch.tree.target import find_target
 
-    manifest = load_manifest(Path(set_dir) / "patchset.yaml")
-    with tempfile.TemporaryDirectory(prefix=f"sgpatch-matrix-{release}-") as tmp:
+    manifest = _manifest(Path(set_dir) / "patchset.yaml")
+    with tempfile.TemporaryDirectory(prefix=f"sgpatch-matrix-{release}-", dir=_scratch()) as tmp:
         try:
             root = releases.extract(release, Path(tmp), "site-packages", _member_filter(members))
             return _row(manifest, root, find_target(root).version, release)
@@ -236,6 +237,26 @@ def compute_trees(manifest: SetManifest, trees: Sequence[Path]) -> list[Row]:
 def row_label(row: Row) -> str:
     """The first column: the release, or a tree's version marked as such."""
     return f"{row.release} (tree)" if row.tree else row.release
+
+
+def _manifest(path: Path) -> SetManifest:
+    """The set, loaded once per worker (a worker plans a share of the releases) and again
+    only if its file changes."""
+    st = path.stat()
+    return _loaded(path, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _loaded(path: Path, _size: int, _mtime_ns: int) -> SetManifest:
+    return load_manifest(path)
+
+
+def _scratch() -> str | None:
+    """Where the minimal trees go: memory (/dev/shm) when it is a writable folder, as
+    creating and removing ~100 small files per release costs a journaled disk far more;
+    else the usual temp folder."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
 
 
 def _probes_after(manifest: SetManifest, plan, root: Path) -> dict[str, bool]:

@@ -14,8 +14,10 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)  ## venv with sgpatch (editable) and the test tools
 
+# pytest-xdist workers: the suite is CPU-bound, one per core
+TEST_WORKERS ?= 2
 test: $(STAMP)  ## the whole suite, real-release tests included (wheels cached in ~/.cache/sgpatch)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) -v
 
 test-fast: $(STAMP)  ## unit tests only
 	$(PY) -m pytest -m "not real"

@@ -46,12 +46,52 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
         releases.set_reporter(None)
 
 
+_prefetch_seconds: list[float] = []
+
+
+def _runs_real_tests(config: pytest.Config) -> bool:
+    """Whether this run selects tests under tests/real (by path and by `-m`)."""
+    if "not real" in (config.getoption("markexpr", "") or ""):
+        return False
+    real = Path(__file__).parent / "real"
+    args = [Path(a.split("::")[0]).resolve() for a in config.args] or [real.parent]
+    return any(a == real or real in a.parents or a in real.parents for a in args)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """With workers (`make test` runs `pytest -n 2`), the controller fills the release cache
+    before any test starts: the workers' output is not shown as it happens, so a download in
+    one would look like a hung suite, and the download time is reported on its own line."""
+    config = session.config
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return
+    if not _runs_real_tests(config):
+        return
+    import time
+
+    from real.intent import RELEASES
+
+    terminal = config.pluginmanager.getplugin("terminalreporter")
+    before = len(releases.downloaded())
+    releases.set_reporter(terminal.write_line if terminal is not None else None)
+    start = time.monotonic()
+    try:
+        releases.fetch(RELEASES)
+    finally:
+        releases.set_reporter(None)
+    if len(releases.downloaded()) > before:
+        _real_downloads.extend(releases.downloaded()[before:])
+        _prefetch_seconds.append(time.monotonic() - start)
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
-    """The final line: how much this run downloaded, and where the cache is."""
+    """The final line: how much this run downloaded, in how long, and where the cache is."""
     got = _real_downloads
     if got:
         size = sum(d.size for d in got) / 1e6
+        took = sum(_prefetch_seconds) or sum(d.seconds for d in got)
         terminalreporter.write_line(
-            f"sgpatch: downloaded {len(got)} SGLang wheel(s), {size:.1f} MB, into "
-            f"{releases.cache_dir()} (${releases.CACHE_ENV} moves it)"
+            f"sgpatch: downloaded {len(got)} SGLang wheel(s), {size:.1f} MB in {took:.0f} s "
+            f"(part of the time above), into {releases.cache_dir()} (${releases.CACHE_ENV} "
+            "moves it)"
         )

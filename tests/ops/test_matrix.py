@@ -20,14 +20,14 @@ from helpers import (
     release_files,
     run_cli,
 )
-from sgpatch.ops.matrix import _member_filter
+from sgpatch.ops.matrix import member_filter
 
 
 def test_member_filter_keeps_exactly_the_files_some_pattern_names():
     """Input: wheel member names and patterns (a file, a glob, a ** glob). Outcome: a member is
     kept when any pattern matches its whole package-relative path, and dist-info keeps only
     METADATA and RECORD; no pattern keeps nothing."""
-    keep = _member_filter(["srt/a.py", "srt/models/*.py", "**/conf.py"])
+    keep = member_filter(["srt/a.py", "srt/models/*.py", "**/conf.py"])
     names = {
         "sglang/srt/a.py": True,
         "sglang/srt/a.pyc": False,
@@ -39,7 +39,7 @@ def test_member_filter_keeps_exactly_the_files_some_pattern_names():
         "sglang-0.5.9.dist-info/WHEEL": False,
     }
     assert {n: keep(n) for n in names} == names
-    assert not _member_filter([])("sglang/srt/a.py")
+    assert not member_filter([])("sglang/srt/a.py")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -92,7 +92,7 @@ def continue_json(capsys, w: Path) -> tuple[int, dict]:
 def applied_tree(tmp: Path, set_dir: Path, version: str, name: str = SET) -> Path:
     """`sgpatch apply` of the set (optional patches included) to the files of a fresh tree."""
     manifest = load_manifest(set_dir / "patchset.yaml")
-    members = matrix._member_filter(matrix.needed_files(manifest))
+    members = matrix.member_filter(matrix.needed_files(manifest))
     root = releases.extract(version, tmp / "tree", "site-packages", members)
     with_opt = [a for p in manifest.patches if p.optional for a in ("--with", p.id)]
     args = ["apply", "--set", name, "--sglang-dir", str(root), "--patchsets", str(set_dir.parent)]

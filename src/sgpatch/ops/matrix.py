@@ -86,7 +86,8 @@ class Row:
     variants_of: str | None = None  # not checked on: the version whose variants planned it
 
 
-def _probe_files(node) -> list[str]:
+def probe_files(node) -> list[str]:
+    """The files (globs, package-relative) a probe reads."""
     if node is None:
         return []
     if isinstance(node, RegexProbe):
@@ -94,9 +95,9 @@ def _probe_files(node) -> list[str]:
     if isinstance(node, SymbolProbe):
         return [node.file, str(PurePosixPath(node.file).parent / "*.py")]
     if isinstance(node, (AllProbe, AnyProbe)):
-        return [f for n in node.nodes for f in _probe_files(n)]
+        return [f for n in node.nodes for f in probe_files(n)]
     if isinstance(node, NotProbe):
-        return _probe_files(node.node)
+        return probe_files(node.node)
     return []
 
 
@@ -106,7 +107,7 @@ def needed_files(manifest: SetManifest) -> list[str]:
 
     out = {"_version.py", "version.py", "__init__.py"}
     for spec in manifest.patches:
-        out.update(_probe_files(spec.probe))
+        out.update(probe_files(spec.probe))
         for v in spec.variants:
             if v.patch is None:
                 continue
@@ -119,7 +120,8 @@ def needed_files(manifest: SetManifest) -> list[str]:
     return sorted(out)
 
 
-def _member_filter(patterns: Sequence[str]):
+def member_filter(patterns: Sequence[str]):
+    """A wheel-member filter keeping the files `patterns` (package-relative globs) name."""
     # one alternation, one match per wheel member (thousands of them, ~50 patterns for a stack)
     either = re.compile("|".join(f"(?:{_glob_re(p)})" for p in patterns) or "(?!)")
 
@@ -155,7 +157,7 @@ def plan_release(set_dir: str, release: str, members: Sequence[str]) -> Row:
     manifest = _manifest(Path(set_dir) / "patchset.yaml")
     with tempfile.TemporaryDirectory(prefix=f"sgpatch-matrix-{release}-", dir=_scratch()) as tmp:
         try:
-            root = releases.extract(release, Path(tmp), "site-packages", _member_filter(members))
+            root = releases.extract(release, Path(tmp), "site-packages", member_filter(members))
             return _row(manifest, root, find_target(root).version, release)
         except SgpatchError as exc:
             return Row(release, {}, error=exc.message)
@@ -209,7 +211,7 @@ def plan_tree(manifest: SetManifest, tree: Path, members: Sequence[str]) -> Row:
     from sgpatch.releases.snapshot import tree_files
 
     root, version = tree_version(tree)
-    keep = _member_filter(members)
+    keep = member_filter(members)
     with tempfile.TemporaryDirectory(prefix="sgpatch-matrix-tree-") as tmp:
         pkg = Path(tmp) / "sglang"
         for rel, path in tree_files(root).items():

@@ -93,7 +93,7 @@ def _plan_on(manifest: SetManifest, spec: PatchSpec, version: Version, tmp: Path
     from sgpatch.releases import cache as releases
     from sgpatch.state.ledger import Ledger
 
-    members = matrix._member_filter(matrix.needed_files(manifest))
+    members = matrix.member_filter(matrix.needed_files(manifest))
     root = releases.extract(version, tmp, "site-packages", members)
     optional = tuple(p.id for p in manifest.patches if p.optional)
     plan = plan_set(manifest, root, version, Ledger(), with_ids=optional)

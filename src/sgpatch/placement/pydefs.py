@@ -71,13 +71,15 @@ def defined_twice(
     the same as one of the target's in that scope counts as already there. Raises SyntaxError
     or ValueError when `new` does not parse; a target that does not parse counts as empty."""
     new_tree = ast.parse(new)
+    new_defs, new_excess = _scan(new_tree)
+    if not new_excess:
+        return ()  # nothing repeated: the target need not be parsed (half the cost in port)
     old_tree: ast.Module | None = None
     if target is not None:
         try:
             old_tree = ast.parse(target)
         except (SyntaxError, ValueError):
             old_tree = None
-    new_defs, new_excess = _scan(new_tree)
     old_defs, old_excess = _scan(old_tree) if old_tree is not None else ({}, {})
     out = []
     for key in sorted(new_excess):

@@ -34,7 +34,7 @@ from sgpatch.releases.download import (
 )
 from sgpatch.releases.folder import CACHE_ENV, cache_dir
 from sgpatch.releases.index import index_versions
-from sgpatch.releases.trees import LAYOUTS, Laid, Layout, copy_tree, extract, lay
+from sgpatch.releases.trees import LAYOUTS, Laid, Laying, Layout, copy_tree, extract, lay
 from sgpatch.releases.wheels import Wheel, verify_wheel
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "PIP_TARGET_FLAGS",
     "Download",
     "Laid",
+    "Laying",
     "Layout",
     "cache_dir",
     "cache_only",

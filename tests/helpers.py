@@ -276,6 +276,18 @@ def _move(wheel: Path, dest: Path) -> Path:
     return dest / wheel.name
 
 
+def fake_index(monkeypatch: pytest.MonkeyPatch, listing: str | None = None) -> None:
+    """`pip index versions` answers `listing` (its stdout), or (None) cannot reach the index,
+    so the release cache stands in."""
+
+    def answer(_pre: bool) -> str:
+        if listing is None:
+            raise OSError("no index in the tests")
+        return listing
+
+    monkeypatch.setattr("sgpatch.releases.index._pip_index_versions", answer)
+
+
 def offline_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """$SGPATCH_CACHE pointed at an empty tmp_path/cache; any download fails loudly (shared
     with tests/test_port.py, which fills it with wheels)."""

@@ -184,11 +184,10 @@ def test_a_path_that_climbs_out_of_the_package_is_refused_for_safety(tmp_path, c
 def cached_release(tmp_path, monkeypatch):
     """Release 1.0 (helpers.V10) in an offline cache; no index, no download."""
     import helpers as tp
-    from helpers import make_wheel
-    from sgpatch.releases import cache as releases
+    from helpers import fake_index, make_wheel
 
     monkeypatch.setenv("SGPATCH_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(releases, "_pip_index_versions", lambda pre: (_ for _ in ()).throw(OSError))
+    fake_index(monkeypatch)
     make_wheel(tmp_path / "cache" / "wheels", "1.0", tp.release_files(tp.V10, "1.0"))
     new = tp.V10.replace("x = 1\n", "x = 12345  # a_distinctive_change_here\n")
     diff = make_diff(tp.V10, new, "python/sglang/srt/mod.py")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from packaging.version import Version
 
 from sgpatch.diff.unified import parse_patch, split_lines
 from sgpatch.ops import refresh as rf
@@ -132,10 +133,10 @@ def shared_file_env(tmp_path, monkeypatch):
     `first`'s one file named by two variants, `==1.0` and `==1.1` (what `port --step` used to
     write), applied to a 1.0 tree whose mod.py is then edited."""
     import helpers as tp
-    from sgpatch.releases import cache as releases
+    from helpers import fake_index
 
     monkeypatch.setenv("SGPATCH_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(releases, "_pip_index_versions", lambda pre: (_ for _ in ()).throw(OSError))
+    fake_index(monkeypatch)
     for v, text in (("1.0", tp.V10), ("1.1", tp.V10)):
         tp.make_wheel(tmp_path / "cache" / "wheels", v, tp.release_files(text, v))
     d = tp.make_set(tmp_path)
@@ -166,7 +167,6 @@ def test_refresh_re_points_an_exact_variant_whose_file_another_names(tmp_path, m
 
     from helpers import run_cli
     from sgpatch.patchset.manifest import load_manifest, select_variant
-    from sgpatch.releases import cache as releases
 
     d, pkg = shared_file_env(tmp_path, monkeypatch)
     shared = d / "patches/1.0/0001-first.patch"
@@ -185,7 +185,7 @@ def test_refresh_re_points_an_exact_variant_whose_file_another_names(tmp_path, m
         ("==1.1", "0001-first.patch"),
     ]
     assert b"return 101" in first.variants[0].patch.read_bytes()
-    assert select_variant(first, releases.Version("1.1")).patch.read_bytes() == old
+    assert select_variant(first, Version("1.1")).patch.read_bytes() == old
 
 
 def test_refresh_says_how_the_release_gets_its_new_file(tmp_path, monkeypatch):

@@ -249,10 +249,10 @@ def test_a_release_the_index_lacks_leaves_w_as_it_was(cache, tmp_path, monkeypat
     folder and into an empty folder; then `--to 1.4`, on the index but not downloadable.
     Outcome: exit 2, one line each; the new folder is never made, the empty one stays empty:
     no lock, no state, nothing to --abort."""
-    from sgpatch.releases import cache as releases
+    from helpers import fake_index
 
     listing = "sglang (1.4)\nAvailable versions: 1.4, 1.3, 1.2, 1.1, 1.0\n"
-    monkeypatch.setattr(releases, "_pip_index_versions", lambda pre: listing)
+    fake_index(monkeypatch, listing)
     d = make_set(tmp_path)
     empty = tmp_path / "empty"
     empty.mkdir()

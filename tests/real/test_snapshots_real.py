@@ -34,7 +34,7 @@ KIMI, SIZES, WORLD, FUSION, NOMC, AUX = (
     "sm120-symm-mem-two-shot-no-multicast",
     "eagle3-aux-capture-allreduce-fusion",
 )
-MEMBERS = matrix._member_filter(matrix.needed_files(load_manifest(SHIPPED / "patchset.yaml")))
+MEMBERS = matrix.member_filter(matrix.needed_files(load_manifest(SHIPPED / "patchset.yaml")))
 
 # (the release whose files the tree holds, the label it gets, the variants it is planned with,
 # the patches that conflict with those variants there)

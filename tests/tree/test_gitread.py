@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 import helpers as tp
-from helpers import OTHER, full_snapshot, git, make_wheel, root_only, run_cli
-from sgpatch.releases import cache as releases
+from helpers import OTHER, fake_index, full_snapshot, git, make_wheel, root_only, run_cli
 from sgpatch.tree import gitread
 
 HOOKS = (
@@ -103,7 +102,7 @@ def release_cache(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("SGPATCH_CACHE", str(cache))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setattr(releases, "_pip_index_versions", lambda pre: (_ for _ in ()).throw(OSError))
+    fake_index(monkeypatch)
     make_wheel(cache / "wheels", "1.0", tp.release_files(tp.V10, "1.0"))
     return cache
 

@@ -96,15 +96,6 @@ def python_problems(files: list[tuple[str, bytes | None, bytes | None]]) -> list
     return out
 
 
-def start_workers() -> None:
-    """Fork the check workers now, before a thread starts (a fork beside a running thread is
-    unsafe, so later they could not be made): port calls it before W is laid in the
-    background."""
-    pool = _workers()
-    if pool is not None:
-        pool.submit(int).result()  # a fork context spawns every worker at the first task
-
-
 def _problem_of(item: tuple[str, bytes | None, bytes | None]) -> str | None:
     return python_problem(*item)
 

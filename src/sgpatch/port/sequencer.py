@@ -201,8 +201,10 @@ def lay_out(ctx: Context) -> None:
 
 
 def _lay_tree(ws: Workspace, to: Version) -> None:
-    """The release's files into W: copied aside into the state folder, listed in `tree`, then
-    each of its top folders renamed into W (a rename is whole). A kill leaves each folder of
+    """The release's files into W: written aside into the state folder straight from the
+    verified wheel (no copy of a cached tree, no link into the cache: W is the person's to edit
+    anywhere), listed in `tree` with their sha256 from RECORD (what --abort removes), then each
+    of its top folders renamed into W (a rename is whole). A kill leaves each folder of
     the release complete in W or absent; laid out again, only the absent ones are copied."""
     import os
 
@@ -214,34 +216,13 @@ def _lay_tree(ws: Workspace, to: Version) -> None:
         return
     stage = ws.top / STATE / "stage"
     rmtree(stage)
-    releases.copy_tree(to, stage)
-    ws.save_tree({**ws.tree(), **_tree_of(stage, to)})
+    laid = releases.lay(to, stage, "site-packages")  # one pass from the verified wheel
+    ws.save_tree({**ws.tree(), **laid.files})
     for child in sorted(stage.iterdir()):
         if not os.path.lexists(ws.top / child.name):
             kill_point()
             os.rename(child, ws.top / child.name)
     rmtree(stage)
-
-
-def _tree_of(top: Path, to: Version) -> dict[str, str]:
-    """Every file of the release copy under `top`, top-relative, with its sha256: from the
-    wheel's verified RECORD, hashing only what it does not list (what --abort removes)."""
-    import base64
-    import os
-
-    from sgpatch.releases import cache as releases
-
-    record = {}
-    for name, h in releases.record(to).items():
-        alg, _, b64 = h.partition("=")
-        if alg == "sha256":
-            record[name] = base64.urlsafe_b64decode(b64 + "=" * (-len(b64) % 4)).hex()
-    tree = {}
-    for dirpath, _dirs, files in os.walk(top, followlinks=False):
-        for name in files:
-            rel = Path(dirpath, name).relative_to(top).as_posix()
-            tree[rel] = record.get(rel) or digest(Path(dirpath, name).read_bytes())
-    return tree
 
 
 def _settled(ctx: Context, spec, without: Sequence[str]) -> Outcome | None:

@@ -23,6 +23,7 @@ from sgpatch.releases.download import (
     PIP_TARGET_FLAGS,
     Download,
     cache_only,
+    cached_snapshots,
     cached_versions,
     cached_wheels,
     downloaded,
@@ -34,7 +35,7 @@ from sgpatch.releases.download import (
 )
 from sgpatch.releases.folder import CACHE_ENV, cache_dir
 from sgpatch.releases.index import index_versions
-from sgpatch.releases.trees import LAYOUTS, Laid, Laying, Layout, copy_tree, extract, lay
+from sgpatch.releases.trees import LAYOUTS, Laid, Layout, copy_tree, extract, lay
 from sgpatch.releases.wheels import Wheel, verify_wheel
 
 __all__ = [
@@ -45,10 +46,10 @@ __all__ = [
     "PIP_TARGET_FLAGS",
     "Download",
     "Laid",
-    "Laying",
     "Layout",
     "cache_dir",
     "cache_only",
+    "cached_snapshots",
     "cached_versions",
     "cached_wheels",
     "copy_tree",

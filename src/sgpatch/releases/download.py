@@ -87,6 +87,33 @@ def cached_versions() -> list[Version]:
     return sorted(cached_wheels())
 
 
+def cached_snapshots() -> dict[Version, Path]:
+    """The snapshots `port --to-tree` kept (sgpatch.releases.snapshot), by public version:
+    read like wheels, never listed as releases."""
+    from sgpatch.releases.snapshot import snapshots_dir
+
+    where = snapshots_dir(folder.cache_dir())
+    if not folder.folder(where, make=False):
+        return {}
+    found: dict[Version, Path] = {}
+    for p in sorted(where.glob(f"{PACKAGE}-*.whl")):
+        try:
+            name, ver, _build, _tags = parse_wheel_filename(p.name)
+        except (InvalidWheelFilename, InvalidVersion):
+            continue
+        if name == PACKAGE and ver.is_prerelease and folder.regular_file(p) is not None:
+            found[ver] = p
+    return found
+
+
+def _cached(rel: Version) -> Path | None:
+    """The cached wheel of a release, or the kept snapshot of a pre-release version."""
+    path = cached_wheels().get(rel)
+    if path is None and rel.is_prerelease:
+        path = cached_snapshots().get(rel)
+    return path
+
+
 # ---------------------------------------------------------------------------------------------
 # telling people about downloads
 
@@ -141,7 +168,7 @@ def fetch(versions, *, keep_going: bool = False) -> dict[Version, Path]:
     release that cannot be downloaded is said and left out instead of stopping the batch
     (`matrix` then reports it as that release's error)."""
     rels = list(dict.fromkeys(release(v) for v in versions))
-    cached = cached_wheels()
+    cached = {**cached_snapshots(), **cached_wheels()}
     missing = [r for r in rels if r not in cached]
     failed = _fetch_missing(missing, keep_going) if missing else set()
     return {r: wheel_path(r) for r in rels if r not in failed}
@@ -234,11 +261,13 @@ def wheel_path(version: str | Version) -> Path:
     """The verified cached wheel for `version`, downloading it first if it is missing (or if
     the cached one fails its check: it is removed and fetched again)."""
     rel = release(version)
-    path = cached_wheels().get(rel)
+    path = _cached(rel)
     if path is not None:
         why = _verify_cached(path)
         if why is None:
             return path
+        if path.parent != folder.wheels_dir():  # a snapshot: nothing to download it again from
+            raise SgpatchError(f"{why}; `sgpatch port --to-tree` of its tree keeps it anew")
         wheels.discard(path)
         if _OFFLINE[0]:
             raise SgpatchError(f"{why}; removed it from the cache (--offline: `sgpatch fetch "

@@ -12,9 +12,7 @@ there sgpatch.releases.cache reads it like any cached wheel. docs/tracking-main.
 
 from __future__ import annotations
 
-import base64
 import csv
-import hashlib
 import io
 import os
 import tempfile
@@ -39,7 +37,9 @@ def archive_name(version: Version) -> str:
 
 
 def _digest(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    from sgpatch.releases.record import digest
+
+    return "sha256=" + digest("sha256", data)
 
 
 def tree_files(root: Path) -> dict[str, Path]:
@@ -97,8 +97,9 @@ def _package_record(path: Path) -> dict[str, str] | None:
             text = zf.read(name).decode("utf-8")
     except (OSError, zipfile.BadZipFile, StopIteration, UnicodeDecodeError):
         return None
-    rows = csv.reader(io.StringIO(text))
-    return {r[0]: r[1] for r in rows if len(r) == 3 and r[0].startswith(f"{PACKAGE}/")}
+    from sgpatch.releases.record import rows  # the one RECORD reader
+
+    return {r[0]: r[1] for r in rows(text) if len(r) == 3 and r[0].startswith(f"{PACKAGE}/")}
 
 
 def keep(cache: Path, root: Path, version: Version) -> Path:

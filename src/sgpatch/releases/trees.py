@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -23,12 +22,11 @@ from sgpatch.releases import record as rec
 from sgpatch.releases.download import PACKAGE, wheel_path
 from sgpatch.releases.wheels import Wheel
 
-__all__ = ["LAYOUTS", "Laid", "Laying", "Layout", "copy_tree", "extract", "lay"]
+__all__ = ["LAYOUTS", "Laid", "Layout", "copy_tree", "extract", "lay"]
 
 Layout = Literal["site-packages", "checkout"]
 LAYOUTS: tuple[Layout, ...] = ("site-packages", "checkout")
 _WRITE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclass(frozen=True)
@@ -94,18 +92,13 @@ def _write_members(
     base: Path,
     layout: Layout,
     members: Callable[[str], bool] | None,
-    stop: threading.Event | None = None,
-    flags: int | None = None,
 ) -> dict[str, str]:
-    """Each kept member written under `base`, checked against RECORD first; name -> hex.
-    `stop` set: return at the next file (what was written stays, for the caller to drop)."""
+    """Each kept member written under `base`, checked against RECORD first; name -> hex."""
     made: set[str] = set()
     out: dict[str, str] = {}
     for name, info in wheel.infos.items():
         if not _wanted(name, layout, members):
             continue
-        if stop is not None and stop.is_set():
-            break
         data = wheel.read(name)  # hashed against RECORD on the first read
         target = os.path.join(base, *PurePosixPath(name).parts)
         parent = os.path.dirname(target)
@@ -114,11 +107,7 @@ def _write_members(
             made.add(parent)
         mode = 0o755 if (info.external_attr >> 16) & 0o111 else 0o644
         try:
-            fd = os.open(target, _WRITE if flags is None else flags, mode)
-        except FileExistsError:
-            if flags is None:
-                raise
-            continue  # written meanwhile by the one that owns it (a carried file): kept
+            fd = os.open(target, _WRITE, mode)
         except OSError as e:
             raise SgpatchError(f"cannot write {target}: {e.strerror}") from None
         try:
@@ -139,53 +128,6 @@ def _sha(data: bytes) -> str:
     import hashlib
 
     return hashlib.sha256(data).hexdigest()
-
-
-class Laying:
-    """A site-packages tree of a release being written under `dest`: the members `first` keeps
-    are written before the constructor returns, the others by a background thread (file
-    creation waits on the disk, not on Python, so the caller's own work goes on meanwhile).
-    `files` lists every file the whole tree will hold, with its sha256 from RECORD. Leaving
-    the `with` block (or `wait()`) waits for the thread and raises its error; an exception in
-    the block stops the thread at its next file first."""
-
-    def __init__(self, version: str | Version, dest: Path, first: Callable[[str], bool]) -> None:
-        wheel = Wheel.of(wheel_path(version))
-        self.root = lay(version, dest, "site-packages", first).root
-        rest = [n for n in wheel.infos if _wanted(n, "site-packages", None) and not first(n)]
-        self.files = {n: rec.hex_sha256(wheel.record.get(n, "")) or _sha(wheel.read(n))
-                      for n in wheel.infos if _wanted(n, "site-packages", None)}  # fmt: skip
-        self._stop = threading.Event()
-        self._error: BaseException | None = None
-        names = set(rest)
-        self._thread = threading.Thread(
-            target=self._run, args=(wheel, Path(dest), names.__contains__), daemon=True
-        )
-        self._thread.start()
-
-    def _run(self, wheel: Wheel, dest: Path, keep: Callable[[str], bool]) -> None:
-        try:
-            _write_members(wheel, dest, "site-packages", keep, self._stop, _NEW)
-        except BaseException as e:  # handed to the waiting thread
-            self._error = e
-
-    def wait(self) -> None:
-        self._thread.join()
-        if isinstance(self._error, OSError):
-            err = self._error
-            raise SgpatchError(f"cannot write the release tree: {err.strerror or err}") from None
-        if self._error is not None:
-            raise self._error
-
-    def __enter__(self) -> Laying:
-        return self
-
-    def __exit__(self, kind, _exc, _tb) -> None:
-        if kind is not None:
-            self._stop.set()
-            self._thread.join()
-            return
-        self.wait()
 
 
 def extract(

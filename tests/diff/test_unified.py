@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import make_diff
+from helpers import make_diff, sgpatch
 from sgpatch.diff.unified import decode, encode, parse_patch, split_lines, strip_path
 from sgpatch.errors import ExitCode, SgpatchError
 
@@ -214,3 +214,37 @@ def test_whitespace_damaged_traditional_header_keeps_name_and_epoch():
     )
     fp = parse_patch(diff).files[0]
     assert fp.is_new and fp.target == "b/post image.txt"
+
+
+def test_whitespace_damaged_header_with_several_spaces_names_the_file_as_git_does():
+    """Input: git's t4135 damaged.diff (`+++ b/postimage.txt     2010-08-18 20:13:31.48 -0500`,
+    five spaces for the tab, an epoch old side), and a ctime-stamped one. Outcome: the files
+    are `b/postimage.txt` and `b/post image.txt` (no trailing spaces), both creations."""
+    damaged = (
+        "diff -pruN a/postimage.txt b/postimage.txt\n"
+        "--- a/postimage.txt     1969-12-31 18:00:00.000000000 -0600\n"
+        "+++ b/postimage.txt     2010-08-18 20:13:31.484002255 -0500\n@@ -0,0 +1 @@\n+postimage\n"
+    )
+    fp = parse_patch(damaged).files[0]
+    assert fp.is_new and fp.target == "b/postimage.txt"
+    ctime = (
+        "--- a/post image.txt  Thu Jan  1 00:00:00 1970\n"
+        "+++ b/post image.txt  Wed Aug 18 20:13:31 2010\n@@ -0,0 +1 @@\n+postimage\n"
+    )
+    fp = parse_patch(ctime).files[0]
+    assert fp.is_new and fp.target == "b/post image.txt"
+
+
+def test_damaged_creation_diff_creates_postimage_txt(tmp_path):
+    """Input: t4135's damaged.diff through `sgpatch patch -p1` in an empty folder.
+    Outcome: exit 0, exactly one file, `postimage.txt`, holding `postimage`."""
+    damaged = (
+        "--- a/postimage.txt     1969-12-31 18:00:00.000000000 -0600\n"
+        "+++ b/postimage.txt     2010-08-18 20:13:31.484002255 -0500\n@@ -0,0 +1 @@\n+postimage\n"
+    )
+    (tmp_path / "d.diff").write_text(damaged)
+    work = tmp_path / "w"
+    work.mkdir()
+    assert sgpatch("patch", "-p1", "-d", str(work), str(tmp_path / "d.diff")) == 0
+    assert [p.name for p in work.iterdir()] == ["postimage.txt"]
+    assert (work / "postimage.txt").read_text() == "postimage\n"

@@ -662,3 +662,204 @@ def test_hunk_that_changes_nothing_is_already_applied_not_ambiguous():
     """`-1` / `+1` (GNU's bad-filenames d.diff): both images are one; nothing to do, exit 0."""
     res = run(lines("1"), "--- f\n+++ f\n@@ -1 +1 @@\n-1\n+1\n")
     assert statuses(res) == ["already-applied"] and text(res) == lines("1")
+
+
+# ------------------------------------ Python-aware safety and the nearest original (issue 22)
+
+CLASS = [
+    "class Worker:",
+    "    def a(self):",
+    "        return 1",
+    "",
+    "    def b(self):",
+    "        return 2",
+    "",
+    "",
+    "def helper():",
+    "    return 3",
+]
+METHOD = ["    def h(self, req):", "        out = self.a() + req", "        return out", ""]
+
+
+def _adds_h(target: list[str], fuzz: int = 0, header: str = "class Worker:"):
+    """The patch (made on CLASS): method h inserted between a and b, under `header`."""
+    old = lines(*CLASS)
+    new = lines(*CLASS[:4], *METHOD, *CLASS[4:])
+    diff = make_diff(old, new).replace("@@\n", f"@@ {header}\n", 1)
+    return run(lines(*target), diff, fuzz=fuzz)
+
+
+def test_a_method_the_class_already_has_is_refused_naming_both_places():
+    """Input: upstream added its own `h` (another body) at the end of Worker; the patch's
+    hunk adding h between a and b still matches exactly (fuzz 0). Outcome: refused
+    (ambiguous, exit 4), naming upstream's h (line 8) and where the hunk would add it (4)."""
+    upstream = [*CLASS[:7], "    def h(self, req):", "        return req", "", *CLASS[7:]]
+    res = _adds_h(upstream)
+    (h,) = res.hunks
+    assert h.status == "ambiguous" and not res.ok
+    assert h.reason == (
+        "would define h twice in class Worker: the target already has it at line 8, and this "
+        "hunk adds it at line 4"
+    )
+    assert h.candidates == (1, 8)
+
+
+def test_the_method_already_there_with_a_blank_line_of_difference_is_already_applied():
+    """Input: upstream took the patch's h, with a blank line after its def line, and put it
+    after b; the hunk still fits between a and b at fuzz 0. Outcome: already applied, the
+    file unchanged, the line of upstream's h (8) reported with the scope."""
+    taken = [*CLASS[:7], METHOD[0], "", *METHOD[1:], *CLASS[7:]]
+    res = _adds_h(taken)
+    (h,) = res.hunks
+    assert (h.status, h.line) == ("already-applied", 8) and text(res) == lines(*taken)
+    assert h.reason == (
+        "its added lines are already in class Worker (blank lines and trailing whitespace aside)"
+    )
+
+
+def test_repeats_python_allows_and_files_that_are_not_python_are_applied():
+    """Input: a hunk adding an `x` setter under the `x` property; a hunk adding `def h` to a
+    text file that does not parse as Python and has a `def h` line. Outcome: both applied."""
+    prop = ["class P:", "    @property", "    def x(self):", "        return 1", "", "end = 1"]
+    setter = ["    @x.setter", "    def x(self, v):", "        pass", ""]
+    old = lines(*prop)
+    res = run(old, make_diff(old, lines(*prop[:5], *setter, *prop[5:])))
+    assert statuses(res) == ["applied"]
+    notes = ["notes: def h(x):", "  not python", "def h is here", "x", "y", "z"]
+    old = lines(*notes)
+    new = lines(*notes[:4], "def h(x):", *notes[4:])
+    assert statuses(run(old, make_diff(old, new))) == ["applied"]
+
+
+def _block_patch():
+    """A patch (made on ORIG) adding a 3-line block after `x = prep()` in def build."""
+    orig = ["def build(self):", "    x = prep()", "    y = more()", "", "    z = last()"]
+    orig += ["    w = done()", "    return x, y, z, w"]
+    block = ["    if not self.sym:", "        q = zeros(x)", "        keep(q)"]
+    new = lines(*orig[:4], *block, "", *orig[4:])
+    return orig, block, make_diff(lines(*orig), new).replace("@@\n", "@@ def build(self):\n")
+
+
+def test_a_fuzzy_block_upstream_already_has_just_above_is_already_applied():
+    """Input (slime's wNa16 MoE hunk on 0.5.14): upstream added the same block with a comment
+    line `# add zero param` above it, and edited a line before; fuzz 2 would put the block a
+    second time right after upstream's, recomputing its variables. Outcome: already applied,
+    the file unchanged."""
+    orig, block, diff = _block_patch()
+    target = [orig[0], "    x = prep()  # edited", *orig[2:4], "    # add zero param", *block]
+    target += ["", *orig[4:]]
+    res = run(lines(*target), diff, fuzz=2)
+    assert statuses(res) == ["already-applied"] and text(res) == lines(*target)
+    assert "already in def build" in res.hunks[0].reason
+
+
+def test_one_added_line_found_elsewhere_in_scope_is_refused_at_fuzz():
+    """Input: a fuzzy hunk that adds one line (`keep(q)`), which the function already has
+    elsewhere. Outcome: refused (ambiguous), both lines listed: one line says too little."""
+    orig = ["def f():", "    a = 1", "    b = 2", "    c = 3", "    d = 4", "    e = 5"]
+    orig += ["    keep(q)", "    g = 7"]
+    new = lines(*orig[:3], "    keep(q)", *orig[3:])
+    diff = make_diff(lines(*orig), new).replace("@@\n", "@@ def f():\n")
+    target = [orig[0], "    a = 1  # edited", *orig[2:]]
+    (h,) = run(lines(*target), diff, fuzz=2).hunks
+    assert h.status == "ambiguous" and "its added line is already at line 7" in h.reason
+
+
+def test_lines_the_diff_moves_are_not_evidence_of_already_applied():
+    """Input: a diff moving `if not self.sym:` block from the end of build to the top (one
+    hunk adds it, another removes it), applied with fuzz on a drifted file. Outcome: both
+    hunks applied, the block moved."""
+    orig, block, _ = _block_patch()
+    fill = [f"    n{i} = {i}" for i in range(10)]
+    old = lines(*orig[:-1], *fill, *block, orig[-1])
+    new = lines(*orig[:4], *block, "", *orig[4:-1], *fill, orig[-1])
+    target = old.replace("    x = prep()\n", "    x = prep()  # edited\n")
+    res = run(target, make_diff(old, new), fuzz=2)
+    assert statuses(res) == ["applied", "applied"]
+    assert text(res) == new.replace("    x = prep()\n", "    x = prep()  # edited\n")
+
+
+def _two_copies(header: str | None = "def big(x):"):
+    """def big with a 7-line block at line 52 and the same block 400 lines further; the patch
+    changes `d = c - 3` in the second copy (stated line 459)."""
+    block = ["    a = compute(x)", "    b = a + 1", "    c = b * 2", "    d = c - 3"]
+    block += ["    e = d / 4", "    f = e % 5", "    g = f ** 6"]
+    body = [f"    v{i} = {i}" for i in range(500)]
+    old = ["def big(x):", *body[:50], *block, *body[50:450], *block, *body[450:]]
+    new = list(old)
+    new[461] = "    d = c - 33"
+    diff = make_diff(lines(*old), lines(*new))
+    if header:
+        diff = diff.replace("@@\n", f"@@ {header}\n", 1)
+    return old, diff
+
+
+def test_two_exact_copies_in_the_named_function_the_near_one_wins():
+    """Input: both copies inside `def big` (the header), the original 6 lines from the stated
+    line (6 lines inserted above it, or 6 removed), the copy ~400 lines away. Outcome: the
+    near one is patched (offset +6 / -6), at fuzz 0 and 2."""
+    old, diff = _two_copies()
+    pad = [f"    w{i} = 0" for i in range(6)]
+    for target, offset in ((old[:448] + pad + old[448:], 6), (old[:442] + old[448:], -6)):
+        for fuzz in (0, 2):
+            res = run(lines(*target), diff, fuzz=fuzz)
+            (h,) = res.hunks
+            assert (h.status, h.offset) == ("applied", offset)
+            assert "    d = c - 33\n" in text(res).split("    v449 = 449\n")[1]
+
+
+def test_a_far_exact_copy_never_beats_the_edited_original_near_the_stated_line():
+    """Input: the original (6 lines from the stated line) has its first context line edited
+    upstream, the far copy is exact. Outcome: at fuzz 0 refused, listing the far copy (52)
+    and the original (465); at fuzz 1 and 2 the original is patched (fuzz 1, offset 6); with
+    no header naming the function, refused at fuzz 1 too."""
+    old, diff = _two_copies()
+    target = old[:448] + [f"    w{i} = 0" for i in range(6)] + old[448:]
+    target[464] = "    a = compute(x)  # upstream"
+    (h,) = run(lines(*target), diff).hunks
+    assert h.status == "ambiguous" and h.candidates == (52, 465)
+    assert "most of the hunk is at line 465 (edited)" in h.reason
+    for fuzz in (1, 2):
+        (h,) = run(lines(*target), diff, fuzz=fuzz).hunks
+        assert (h.status, h.line, h.fuzz, h.offset) == ("applied", 465, 1, 6)
+    _, bare = _two_copies(header=None)
+    (h,) = run(lines(*target), bare, fuzz=1).hunks
+    assert h.status == "ambiguous" and set(h.candidates) == {52, 465}
+
+
+def test_two_equally_good_fuzzy_candidates_in_scope_are_refused_and_listed():
+    """Input: two copies of a block in one function, 10 lines apart, each with one outer
+    context line edited (fuzz 1 each). Outcome: refused, both listed, at fuzz 1 and 2."""
+    block = ["    p = 1", "    q = 2", "    r = 3", "    s = 4", "    t = 5", "    u = 6"]
+    block += ["    v = 7"]
+    fill = [f"    f{i} = {i}" for i in range(10)]
+    old = lines("def g():", *block, *fill, *block)
+    new = old.replace("    s = 4\n", "    s = 40\n", 1)
+    diff = make_diff(old, new).replace("@@\n", "@@ def g():\n", 1)
+    target = old.replace("    p = 1\n", "    p = 1  # edited\n")
+    for fuzz in (1, 2):
+        (h,) = run(target, diff, fuzz=fuzz).hunks
+        assert h.status == "ambiguous" and h.candidates == (2, 19), h
+        assert "equally good candidates at lines 2, 19" in h.reason
+
+
+def test_reported_lines_follow_every_earlier_hunk():
+    """Input: 300 hunks on a 3,000-line file, hunk k adding k % 4 lines and removing one,
+    the file drifted by 7 lines at the top. Outcome: every reported line is where that
+    hunk's post-image starts in the result (the linear offset structure agrees with a
+    direct count)."""
+    old_lines = numbered("l", 3000)
+    new_lines: list[str] = []
+    for i, ln in enumerate(old_lines):
+        if i % 10 == 5:
+            new_lines += [f"add{i}_{j}" for j in range((i // 10) % 4)]
+        else:
+            new_lines.append(ln)
+    drift = numbered("top", 7)
+    res = run(lines(*drift, *old_lines), make_diff(lines(*old_lines), lines(*new_lines)))
+    assert text(res) == lines(*drift, *new_lines)
+    out = text(res).splitlines()
+    patch = parse_patch(make_diff(lines(*old_lines), lines(*new_lines)), "t.patch")
+    for h, hunk in zip(res.hunks, patch.files[0].hunks, strict=True):
+        post = [ln.text for ln in hunk.lines if ln.kind != "-"]
+        assert out[h.line - 1 : h.line - 1 + len(post)] == post

@@ -5,11 +5,14 @@ scope refused with both scopes named."""
 
 from __future__ import annotations
 
+import ast
+import json
 import re
+from pathlib import Path
 
 import pytest
 
-from helpers import make_diff
+from helpers import make_diff, run_cli
 from sgpatch.diff.unified import parse_patch, split_lines
 from sgpatch.placement import scope
 from sgpatch.placement.engine import apply_hunks
@@ -150,3 +153,66 @@ def test_rename_copy_and_backup_diffs_on_a_real_tree(release_tree, tmp_path):
     assert sgpatch("patch", "-p0", "-d", str(models), str(tmp_path / "plain.diff")) == 0
     assert (models / "kimi_k25.py").read_text() == edited
     assert (models / "kimi_k25.py.orig").read_text() == original
+
+
+SLIME = Path(__file__).resolve().parents[1] / "data" / "stacks" / "slime"
+EAGLE = "srt/speculative/eagle_worker.py"
+POOL = "srt/mem_cache/memory_pool.py"
+
+
+def _one_file(patch: Path, rel: str) -> str:
+    """The section of a real `git diff` that changes python/sglang/`rel`, as it is."""
+    text = patch.read_text()
+    parts = re.split(r"(?m)^(?=diff --git )", text)
+    (section,) = [p for p in parts if p.startswith(f"diff --git a/python/sglang/{rel} ")]
+    return section
+
+
+def _defs_in(source: str, cls: str, name: str) -> int:
+    tree = ast.parse(source)
+    (node,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls]
+    return sum(1 for n in node.body if isinstance(n, ast.FunctionDef) and n.name == name)
+
+
+def test_fuzz_2_never_adds_a_method_the_class_already_has(release_tree, tmp_path):
+    """Input: slime's 0.5.5.post1 patch of eagle_worker.py and a pristine 0.5.6 tree, where
+    upstream took the whole change: its hunk #4 (adding `update_weights_from_tensor` to
+    EAGLEWorker) is there with one blank line of difference, 26 lines further down, so only
+    fuzz 2 fits it, right after upstream's own copy; `sgpatch patch -p1 --fuzz 2`. (sgpatch
+    used to exit 0 there with the method defined twice.) Outcome: exit 0, every hunk
+    `already-applied`, hunk #4 at upstream's method (line 1013) with its scope named; the file
+    byte-identical, EAGLEWorker defining the method once."""
+    diff = tmp_path / "eagle.patch"
+    diff.write_text(_one_file(SLIME / "0.5.5.post1" / "sglang.patch", EAGLE))
+    root = release_tree("0.5.6", "checkout", members=lambda n: n.endswith(EAGLE))
+    before = (root / EAGLE).read_bytes()
+    top = root.parent.parent
+    code, out, err = run_cli("patch", "-p1", "--fuzz", "2", "-d", str(top), "--json", str(diff))
+    assert code == 0, err
+    (hunks,) = [f["hunks"] for p in json.loads(out)["patches"] for f in p["files"]]
+    assert [h["status"] for h in hunks] == ["already-applied"] * 4
+    assert hunks[3]["line"] == 1013 and "already in class EAGLEWorker" in hunks[3]["reason"]
+    assert (root / EAGLE).read_bytes() == before
+    assert _defs_in(before.decode(), "EAGLEWorker", "update_weights_from_tensor") == 1
+
+
+def test_fuzz_0_refuses_a_second_definition_naming_both_lines(release_tree, tmp_path):
+    """Input: slime's 0.5.10.post1 patch of memory_pool.py on a pristine 0.5.12 tree: its
+    hunk #3 (adding NSATokenToKVPool.get_cpu_copy/load_cpu_copy) matches exactly 184 lines
+    further down, in a class upstream gave its own get_cpu_copy. `sgpatch patch -p1` (fuzz 0).
+    Outcome: exit 4, hunk #3 refused naming upstream's get_cpu_copy (line 2145) and the line
+    the hunk would add it at; the file byte-identical."""
+    diff = tmp_path / "pool.patch"
+    diff.write_text(_one_file(SLIME / "0.5.10.post1" / "sglang.patch", POOL))
+    root = release_tree("0.5.12", "checkout", members=lambda n: n.endswith(POOL))
+    before = (root / POOL).read_bytes()
+    code, out, err = run_cli("patch", "-p1", "-d", str(root.parent.parent), "--json", str(diff))
+    assert code == 4, err
+    (hunks,) = [f["hunks"] for p in json.loads(out)["patches"] for f in p["files"]]
+    third = hunks[2]
+    assert third["status"] == "ambiguous"
+    assert third["reason"].startswith(
+        "would define get_cpu_copy twice in class NSATokenToKVPool: the target already has it "
+        "at line 2145, and this hunk adds it at line "
+    )
+    assert (root / POOL).read_bytes() == before

@@ -419,12 +419,17 @@ def _freeze_file(pf, lines: Sequence[str], name: str) -> FilePatch:  # pf: unidi
     )
 
 
-_DAMAGED_STAMP = r"^(.+?) (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? ?(?:[+-]\d\d:?\d\d)?)$"
+_DAMAGED_STAMP = (  # the name, then the spaces that replaced the tab (any number), then the stamp
+    r"^(.*?\S) +(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? ?(?:[+-]\d\d:?\d\d)?"
+    r"|\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? \d{4})$"
+)
 
 
 def _split_stamp(path: str, stamp: str | None) -> tuple[str, str | None]:
     """A name whose timestamp lost its tab (a whitespace-damaged traditional diff: mail,
-    copy and paste) keeps only the name; the timestamp still counts for `diff -N`."""
+    copy and paste) keeps only the name, without the spaces that stood for the tab (git's
+    t4135: `+++ b/postimage.txt     2010-08-18 ...` names `postimage.txt`); the timestamp
+    (ISO, or ctime as `diff -c` writes it) still counts for `diff -N`."""
     if stamp or path == DEV_NULL:
         return path, stamp
     m = re.match(_DAMAGED_STAMP, path)

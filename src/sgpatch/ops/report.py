@@ -173,7 +173,8 @@ def hunk_line(h: HunkResult, reverse: bool = False, dry_run: bool = False) -> st
         return f"Hunk #{h.index} {verb} at {h.line}{tail}."
     if h.status == "already-applied":
         what = "not applied (nothing to reverse)" if reverse else "already applied"
-        return f"Hunk #{h.index} {what} at {h.line}{tail}."
+        why = f": {h.reason}" if h.reason else "."  # already applied elsewhere in its scope
+        return f"Hunk #{h.index} {what} at {h.line}{tail}{why}"
     if h.status == "ambiguous":
         return f"Hunk #{h.index} REFUSED (ambiguous): {h.reason}"
     return f"Hunk #{h.index} FAILED: {h.reason}"

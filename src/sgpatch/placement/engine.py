@@ -16,10 +16,12 @@ refused too: that is how GNU patch lands code after a `return` in an unrelated f
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from itertools import repeat
+from itertools import accumulate, repeat
+from typing import TYPE_CHECKING
 
 from sgpatch.diff.unified import Hunk, strip_eol
 from sgpatch.placement.match import (
@@ -37,6 +39,9 @@ from sgpatch.placement.match import (
     start,
     ws_key,
 )
+
+if TYPE_CHECKING:
+    from sgpatch.placement.pydefs import Twice
 
 __all__ = [
     "FileResult",
@@ -86,6 +91,7 @@ class _Outcome:
     result: HunkResult
     alternatives: tuple[Place, ...] = ()  # for a plain multi-candidate ambiguity
     expected: int = 0  # where the hunk was expected (for the second pass's vetoes)
+    shown: int | None = None  # input line to report (already applied elsewhere in scope)
 
 
 Drop = tuple[int, int, bool]  # (leading, trailing) context dropped, anchors lifted
@@ -127,9 +133,17 @@ def _find_level(
 
 
 def place_hunk(
-    hunk: Hunk, lines: Sequence[str], idx: LineIndex, expected: int, lo: int, fuzz: int
+    hunk: Hunk,
+    lines: Sequence[str],
+    idx: LineIndex,
+    expected: int,
+    lo: int,
+    fuzz: int,
+    moving: frozenset[str] = frozenset(),
 ) -> _Outcome:
-    """Find where one hunk goes (or why it cannot), without changing anything."""
+    """Find where one hunk goes (or why it cannot), without changing anything. `moving` are
+    the lines (`present.key`) the file's hunks remove: lines a diff moves are not evidence
+    that a hunk adding them is already applied."""
     at_line = _at_expected(hunk, idx, expected, lo)
     if at_line is not None:
         return at_line
@@ -149,15 +163,89 @@ def place_hunk(
             return _equally_good(hunk, level, places, expected)
         cands = tuple(start(pl) + 1 for pl in places)
         loose_match = level == "whitespace" or start(chosen) in loose
+        near = _nearest_original(hunk, idx, chosen, level, levels[n + 1 :], expected, lo)
+        if isinstance(near, HunkResult):
+            return _Outcome(None, near)
+        if near is not None:
+            chosen, n, loose_match = near[0], n + 1 + near[1], near[2]
+            level = levels[n][0]
+            cands = (start(chosen) + 1, *cands)
         veto = _veto(hunk, lines, idx, chosen, level, levels[n:], expected, lo, loose_match)
         if veto is not None:
             return _Outcome(None, veto)
+        if level == "fuzz" and not chosen.new_side:
+            there = _there_in_scope(hunk, idx, chosen, level, moving)
+            if there is not None:
+                return there
         return _Outcome(chosen, _result(hunk, chosen, level, cands, whitespace=loose_match))
     from sgpatch.placement.explain import (
         explain_conflict,  # only for a conflict: off the common path
     )
 
     return _Outcome(None, explain_conflict(hunk, idx, expected, lo))
+
+
+def _far_window(chosen: Place, expected: int) -> int:
+    """How near to the expected line a rival must be for `chosen` to be a far copy of it:
+    the rule for exact copies (every other copy at least 10 times as far and 200 lines
+    further), read from the far side. 0 when `chosen` is not that far."""
+    d = abs(start(chosen) - expected)
+    return min(d // 10, d - 200) if d > 200 else 0
+
+
+def _nearest_original(
+    hunk: Hunk,
+    idx: LineIndex,
+    chosen: Place,
+    found_at: Level,
+    later: list[LevelSpec],
+    expected: int,
+    lo: int,
+) -> tuple[Place, int, bool] | HunkResult | None:
+    """The nearest-original rule never loses to a far copy. When the place found is far from
+    the expected line and the hunk, with more of the allowed tolerance (whitespace, fuzz),
+    also fits clearly nearer (`_far_window`), the near one is the original, edited upstream:
+    it wins when it is the only one there and the header's scope contains it, and otherwise
+    the hunk is refused with both listed. With no tolerance left, a near place where most of
+    the pre-image still is (60%, aligned) refuses the far copy too. Returns (place, index into
+    `later`, whitespace-tolerant), a refusal, or None (the far place stands)."""
+    w = _far_window(chosen, expected)
+    if not w:
+        return None
+    from sgpatch.placement.scope import in_scope
+
+    def scoped(pl: Place) -> bool:
+        return bool(hunk.section_header) and in_scope(hunk, idx, pl)
+
+    near_lo, near_hi = max(lo, expected - w), expected + w
+    far, far_scoped = start(chosen) + 1, scoped(chosen)
+    for k, (level, modes, drops) in enumerate(later):
+        found, loose = _find_level(hunk, idx, modes, drops, lo)
+        near = _independent(hunk, [pl for s, pl in found.items() if near_lo <= s <= near_hi])
+        if not near:
+            continue
+        near_scoped = [pl for pl in near if scoped(pl)]
+        if len(near) == 1 and near_scoped:
+            return near[0], k, level == "whitespace" or start(near[0]) in loose
+        if far_scoped and not near_scoped:
+            return None  # the header names the far copy's scope: scope beats distance
+        lines_at = ", ".join(str(start(pl) + 1) for pl in near[:8])
+        why = (
+            f"the exact copy at line {far} is far from the expected line {expected + 1}, and "
+            f"the hunk also fits near it (line {lines_at}, {level}); the hunk header does not "
+            "single one out"
+        )
+        return _ambiguous(hunk, level, (far, *(start(pl) + 1 for pl in near)), why)
+    for p in range(near_lo, near_hi + 1):
+        if _mostly_there(hunk, idx, p):
+            if far_scoped and not scoped(Place(p, False, 0, 0)):
+                return None
+            why = (
+                f"the exact copy at line {far} is far from the expected line {expected + 1}, "
+                f"and most of the hunk is at line {p + 1} (edited): the original may be there"
+            )
+            return _ambiguous(hunk, found_at, (far, p + 1), why)
+    return None
 
 
 def _at_expected(hunk: Hunk, idx: LineIndex, expected: int, lo: int) -> _Outcome | None:
@@ -308,6 +396,50 @@ def _veto(
     return None
 
 
+def _there_in_scope(
+    hunk: Hunk, idx: LineIndex, place: Place, level: Level, moving: frozenset[str]
+) -> _Outcome | None:
+    """A fuzzy place whose hunk is already applied in its scope (`present.already_there`):
+    upstream took the patch with small edits (a comment line, a blank line), so the exact
+    post-image is nowhere, and applying it would add a second copy (the fuzz trap). Reported
+    already applied when the hunk adds two or more lines; one added line found elsewhere in
+    the scope says too little either way, so that hunk is refused. Lines the diff removes
+    elsewhere (code it moves) do not count."""
+    from sgpatch.placement.present import already_there, key
+    from sgpatch.placement.scope import body_of
+
+    added = [ln.text for ln in hunk.lines if ln.kind == "+" and ln.text.strip()]
+    if not added or any(key(t) in moving for t in added):
+        return None
+    lo, hi, where = body_of(idx, _first_change(hunk, place), _indent(added[0]))
+    at = already_there(hunk, idx.lines, lo, hi)
+    if at is None:
+        return None
+    if len(added) < 2:
+        why = (
+            f"its added line is already at line {at + 1} in {where}, and the fuzzy place is "
+            f"line {start(place) + 1}: cannot tell whether it is applied"
+        )
+        return _Outcome(None, _ambiguous(hunk, level, (start(place) + 1, at + 1), why))
+    return _Outcome(place, _in_scope_result(hunk, level, at, where), shown=at)
+
+
+def _in_scope_result(hunk: Hunk, level: Level, at: int, where: str) -> HunkResult:
+    why = f"its added lines are already in {where} (blank lines and trailing whitespace aside)"
+    return HunkResult(hunk.index, "already-applied", level=level, candidates=(at + 1,), reason=why)
+
+
+def _first_change(hunk: Hunk, place: Place) -> int:
+    """Input line of the hunk's first changed line (or insertion point) at `place`."""
+    lead_ctx, _ = context_edges(hunk)
+    return place.pos + lead_ctx - place.lead
+
+
+def _indent(text: str) -> int:
+    text = text.expandtabs(8)
+    return len(text) - len(text.lstrip())
+
+
 def _deleted_block_still_there(hunk: Hunk, idx: LineIndex, pos: int) -> bool:
     """For a pure deletion, its post-image (context only) can match where the lines to delete
     are still present but edited; most of the pre-image aligned there says so."""
@@ -411,6 +543,18 @@ def _result(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """One hunk's outcome inside apply_hunks: its result, and the place it was found at.
+    `shown` is the input line to report instead of the place's (the hunk is already applied
+    elsewhere in its scope)."""
+
+    result: HunkResult
+    hunk: Hunk
+    place: Place | None
+    shown: int | None = None
+
+
 def apply_hunks(
     lines: Sequence[str], hunks: Sequence[Hunk], *, fuzz: int = 0, reverse: bool = False
 ) -> FileResult:
@@ -419,7 +563,9 @@ def apply_hunks(
     `lines` keep their line endings (see diffs.split_lines). Hunks are placed in order, each after
     the previous one; a refused hunk leaves the others' results intact so every hunk is reported.
     Expected lines are carried forward: the gap between two hunks in the patch is the gap
-    expected in the file, counted from where the previous hunk really was.
+    expected in the file, counted from where the previous hunk really was. A result that would
+    define a def/class name twice in one body where the input did not is checked last
+    (`_defined_twice`). Linear in hunks + lines on the common path (each hunk at its line).
     """
     if reverse:
         hunks = [h.reversed() for h in hunks]
@@ -427,15 +573,33 @@ def apply_hunks(
         # a -U0 diff says nothing about the start or end of the file (git's --unidiff-zero)
         hunks = [replace(h, anchored=False) for h in hunks]
     idx = LineIndex(lines)
-    results: list[tuple[HunkResult, Hunk, Place | None]] = []
+    steps, alternatives = _first_pass(lines, idx, hunks, fuzz)
+    if alternatives:
+        steps = _by_order(steps, alternatives, lines, idx)
+    out, spans = _splice(lines, [(s.place, s.hunk) for s in steps if _spliced(s)])
+    if _may_define_twice(idx, steps):
+        checked = _defined_twice(idx, steps, out, spans)
+        if checked is not steps:
+            steps = checked
+            out, spans = _splice(lines, [(s.place, s.hunk) for s in steps if _spliced(s)])
+    return FileResult(tuple(out), tuple(_reported(steps, spans)))
+
+
+def _first_pass(
+    lines: Sequence[str], idx: LineIndex, hunks: Sequence[Hunk], fuzz: int
+) -> tuple[list[_Step], dict[int, tuple[tuple[Place, ...], int]]]:
+    """Place each hunk in file order, after the previous one; ambiguous ones with several
+    plain candidates are kept for the second pass (by index into the steps)."""
+    steps: list[_Step] = []
     alternatives: dict[int, tuple[tuple[Place, ...], int]] = {}
+    moving = frozenset(ln.text.rstrip() for h in hunks for ln in h.lines if ln.kind == "-")
     lo = 0
     prev_end: int | None = None
     prev_stated_end = 0
     for hunk in hunks:
         stated = hunk.source_start - 1 if hunk.source_length else hunk.source_start
         expected = stated if prev_end is None else prev_end + (stated - prev_stated_end)
-        out = place_hunk(hunk, lines, idx, expected, lo, fuzz)
+        out = place_hunk(hunk, lines, idx, expected, lo, fuzz, moving)
         place = out.place
         if place is not None:
             end = place.pos + len(side(hunk, place.new_side, place.lead, place.trail).texts)
@@ -443,48 +607,190 @@ def apply_hunks(
             prev_end = end + place.trail
             prev_stated_end = stated + hunk.source_length
         elif out.alternatives:
-            alternatives[len(results)] = (out.alternatives, out.expected)
-        results.append((out.result, hunk, place))
-    if alternatives:
-        results = _by_order(results, alternatives, lines, idx)
-    splices = [(pl, h) for r, h, pl in results if pl is not None and r.status == "applied"]
-    out, shifts = _splice(lines, splices)
+            alternatives[len(steps)] = (out.alternatives, out.expected)
+        steps.append(_Step(out.result, hunk, place, out.shown))
+    return steps, alternatives
+
+
+def _spliced(step: _Step) -> bool:
+    return step.place is not None and step.result.status == "applied"
+
+
+def _reported(steps: Sequence[_Step], spans: Sequence[tuple[int, int]]) -> list[HunkResult]:
+    """Each hunk's result with the line where its post-image starts in the result file.
+    Input lines map to result lines through the applied hunks' deltas, in one sorted walk
+    (the steps are in file order and so are the splices): no per-hunk sum over all shifts."""
+    deltas = sorted(
+        (s.place.pos, (b - a) - _consumed(s.hunk, s.place))
+        for s, (a, b) in zip([s for s in steps if _spliced(s)], spans, strict=True)
+        if s.place is not None
+    )
+    starts = [p for p, _ in deltas]
+    sums = list(accumulate((d for _, d in deltas), initial=0))
     final = []
-    for res, hunk, place in results:
-        if place is not None:
-            start = place.pos - place.lead
-            line = start + sum(d for at, d in shifts if at < start) + 1
-            # an empty side's start names the line it follows (`-5,2 +4,0` lands on line 5)
-            stated = hunk.target_start + (0 if hunk.target_length else 1)
-            final.append(HunkResult(**{**res.__dict__, "line": line, "offset": line - stated}))
-        else:
+    for step in steps:
+        res, hunk, place = step.result, step.hunk, step.place
+        if place is None:
             final.append(res)
-    return FileResult(tuple(out), tuple(final))
+            continue
+        start = step.shown if step.shown is not None else place.pos - place.lead
+        line = start + sums[bisect_left(starts, start)] + 1
+        # an empty side's start names the line it follows (`-5,2 +4,0` lands on line 5)
+        stated = hunk.target_start + (0 if hunk.target_length else 1)
+        final.append(replace(res, line=line, offset=line - stated))
+    return final
+
+
+def _consumed(hunk: Hunk, place: Place) -> int:
+    """Input lines a placed hunk replaces (its trimmed pre-image)."""
+    return len(side(hunk, False, place.lead, place.trail, place.free).texts)
+
+
+_DEF_STARTS = ("def ", "class ", "async ")
+
+
+def _may_define_twice(idx: LineIndex, steps: Sequence[_Step]) -> bool:
+    """The cheap trigger for the defined-twice check: an applied hunk adds a def/class line
+    whose name the input already defines somewhere, or that the hunks add twice. Nothing is
+    parsed (and pydefs is not imported) for the many hunks that add no def/class line."""
+    added = [
+        ln.text
+        for s in steps
+        if _spliced(s)
+        for ln in s.hunk.lines
+        if ln.kind == "+" and ln.text.lstrip().startswith(_DEF_STARTS)
+    ]
+    if not added:
+        return False
+    from sgpatch.placement.pydefs import defined_names
+
+    names = [n for t in added for n in defined_names([t])]
+    if len(set(names)) < len(names):
+        return True
+    have = idx.cache.get("defined")
+    if have is None:
+        have = idx.cache["defined"] = defined_names(idx.lines)
+    return bool(set(names) & have)  # type: ignore[operator]
+
+
+def _defined_twice(
+    idx: LineIndex, steps: list[_Step], out: Sequence[str], spans: Sequence[tuple[int, int]]
+) -> list[_Step]:
+    """Python-aware safety at every level: a hunk whose placement makes one body define a
+    def/class name twice where the input did not is already applied when its whole post-image
+    is in that scope (`present.already_there`), and refused (naming both places) otherwise.
+    A file that is not Python (the input does not parse) or whose result does not parse is
+    not this check's business. Returns `steps` itself when nothing changes."""
+    from sgpatch.placement.pydefs import defined_twice, parses
+
+    target = "".join(idx.lines)
+    if not parses(target):
+        return steps
+    owner = _added_lines(steps, spans)  # 1-based result line -> step index
+    try:
+        dups = defined_twice("".join(out), target, added=owner.keys())
+    except (SyntaxError, ValueError):
+        return steps
+    checked = list(steps)
+    for twice in dups:
+        for line in twice.added:
+            i, offset = owner.get(line, (None, 0))
+            if i is not None and checked[i] is steps[i]:
+                checked[i] = _twice_step(idx, steps[i], twice, offset)
+    return checked if any(a is not b for a, b in zip(checked, steps, strict=True)) else steps
+
+
+def _added_lines(
+    steps: Sequence[_Step], spans: Sequence[tuple[int, int]]
+) -> dict[int, tuple[int, int]]:
+    """1-based result lines that applied hunks added: (step index, the line's 0-based row in
+    that hunk's spliced post-image)."""
+    owner: dict[int, tuple[int, int]] = {}
+    spliced = [i for i, s in enumerate(steps) if _spliced(s)]
+    for i, (first, _) in zip(spliced, spans, strict=True):
+        place, hunk = steps[i].place, steps[i].hunk
+        assert place is not None
+        row = 0
+        for ln in hunk.lines[place.lead : len(hunk.lines) - place.trail]:
+            if ln.kind == "+":
+                owner[first + row + 1] = (i, row)
+            if ln.kind != "-":
+                row += 1
+    return owner
+
+
+def _twice_step(idx: LineIndex, step: _Step, twice: Twice, offset: int) -> _Step:
+    """The verdict on one hunk that adds a second definition (at row `offset` of its spliced
+    post-image): already applied in that scope, or refused naming both places."""
+    from sgpatch.placement.present import already_there
+    from sgpatch.placement.scope import body_of
+
+    place, hunk = step.place, step.hunk
+    assert place is not None
+    body = [ln for ln in hunk.lines[place.lead : len(hunk.lines) - place.trail] if ln.kind != "-"]
+    at_input = _input_row(hunk, place, offset)
+    lo, hi, where = body_of(idx, at_input, _indent(body[offset].text))
+    there = already_there(hunk, idx.lines, lo, hi)
+    level = step.result.level
+    if there is not None:
+        return _Step(_in_scope_result(hunk, level, there, where), hunk, place, shown=there)
+    if twice.existing:
+        had = f"the target already has it at line {twice.existing[0]}"
+    else:
+        had = "the patch adds it more than once"
+    why = (
+        f"would define {twice.name} twice in {twice.where}: {had}, and this hunk adds it "
+        f"at line {at_input + 1}"
+    )
+    cands = (start(place) + 1, *twice.existing)
+    return _Step(_ambiguous(hunk, level, cands, why), hunk, None)
+
+
+def _input_row(hunk: Hunk, place: Place, offset: int) -> int:
+    """The input line before which the post-image's `offset`-th body line would go."""
+    row = place.pos
+    seen = 0
+    for ln in hunk.lines[place.lead : len(hunk.lines) - place.trail]:
+        if ln.kind == "-":
+            row += 1
+            continue
+        if seen == offset:
+            return row
+        seen += 1
+        if ln.kind == " ":
+            row += 1
+    return row
 
 
 def _by_order(
-    results: Sequence[tuple[HunkResult, Hunk, Place | None]],
+    steps: Sequence[_Step],
     alternatives: dict[int, tuple[tuple[Place, ...], int]],
     lines: Sequence[str],
     idx: LineIndex,
-) -> list[tuple[HunkResult, Hunk, Place | None]]:
+) -> list[_Step]:
     """Second pass for ambiguous hunks: hunks keep their order and never overlap, so only the
     candidates that leave room for the others can be right. A hunk whose earliest and latest
     order-consistent candidates are one and the same is placed there (two identical hunks in
     one class, two copies of the block: the first goes to the first, the second to the second),
     if it also passes the vetoes any single place must pass."""
-    early = _assign(results, alternatives, forward=True)
-    late = _assign(results, alternatives, forward=False)
-    out = list(results)
-    for i, (_, expected) in alternatives.items():
+    early = _assign(steps, alternatives, forward=True)
+    late = _assign(steps, alternatives, forward=False)
+    out = list(steps)
+    lo, done = 0, 0  # the end of the last placed hunk before i, walked forward once
+    for i, (_, expected) in sorted(alternatives.items()):
+        for q in out[done:i]:
+            if q.place is not None:
+                lo = max(lo, _span(q.hunk, q.place)[1])
+        done = i
         pl = early.get(i)
         if pl is None or late.get(i) is not pl:
             continue
-        res, hunk, _ = results[i]
-        lo = max((_span(h, q)[1] for _, h, q in out[:i] if q is not None), default=0)
+        res, hunk = steps[i].result, steps[i].hunk
         veto = _veto(hunk, lines, idx, pl, res.level, [], expected, lo, loose=False)
         out[i] = (
-            (veto, hunk, None) if veto else (_result(hunk, pl, res.level, res.candidates), hunk, pl)
+            _Step(veto, hunk, None)
+            if veto
+            else _Step(_result(hunk, pl, res.level, res.candidates), hunk, pl)
         )
     return out
 
@@ -494,7 +800,7 @@ def _span(hunk: Hunk, pl: Place) -> tuple[int, int]:
 
 
 def _assign(
-    results: Sequence[tuple[HunkResult, Hunk, Place | None]],
+    steps: Sequence[_Step],
     alternatives: dict[int, tuple[tuple[Place, ...], int]],
     forward: bool,
 ) -> dict[int, Place]:
@@ -502,9 +808,9 @@ def _assign(
     what comes before (forward) or the latest before what comes after; {} if none fits."""
     chosen: dict[int, Place] = {}
     bound: int | None = 0 if forward else None
-    order = range(len(results)) if forward else range(len(results) - 1, -1, -1)
+    order = range(len(steps)) if forward else range(len(steps) - 1, -1, -1)
     for i in order:
-        _, hunk, placed = results[i]
+        hunk, placed = steps[i].hunk, steps[i].place
         if placed is not None or i in alternatives:
             if placed is not None:
                 fits = [placed]
@@ -528,19 +834,23 @@ def _fits(hunk: Hunk, pl: Place, bound: int, forward: bool) -> bool:
 
 
 def _splice(
-    lines: Sequence[str], splices: Sequence[tuple[Place, Hunk]]
+    lines: Sequence[str], splices: Sequence[tuple[Place | None, Hunk]]
 ) -> tuple[list[str], list[tuple[int, int]]]:
-    """Build the result; also return (input position, line delta) per applied hunk."""
+    """Build the result; also return, per splice (in the order given), the span of result
+    lines its body became."""
     eol = dominant_eol(lines)
     out: list[str] = []
-    shifts: list[tuple[int, int]] = []
+    spans: list[tuple[int, int]] = [(0, 0)] * len(splices)
     cur = 0
     n = len(lines)
-    for place, hunk in sorted(splices, key=lambda s: s[0].pos):
+    order = sorted(range(len(splices)), key=lambda k: splices[k][0].pos)  # type: ignore[union-attr]
+    for k in order:
+        place, hunk = splices[k]
+        assert place is not None
         out.extend(lines[cur : place.pos])
+        first = len(out)
         i = place.pos
-        body = hunk.lines[place.lead : len(hunk.lines) - place.trail]
-        for ln in body:
+        for ln in hunk.lines[place.lead : len(hunk.lines) - place.trail]:
             if ln.kind == " ":
                 out.append(lines[i])
                 i += 1
@@ -553,16 +863,14 @@ def _splice(
                 out[-1] = strip_eol(out[-1])
             elif hunk.old_no_eol and not hunk.new_no_eol:
                 out[-1] = strip_eol(out[-1]) + eol
-        added = sum(1 for ln in body if ln.kind == "+")
-        removed = sum(1 for ln in body if ln.kind == "-")
-        shifts.append((place.pos, added - removed))
+        spans[k] = (first, len(out))
         cur = i
     out.extend(lines[cur:])
     if _unended(out):  # only the very last line may lack a line ending
         for k in range(len(out) - 1):
             if not out[k].endswith("\n"):
                 out[k] = out[k] + eol
-    return out, shifts
+    return out, spans
 
 
 def _unended(out: list[str]) -> bool:

@@ -61,6 +61,15 @@ def defined_names(lines: Iterable[str]) -> set[str]:
     return {m.group(1) for ln in lines if (m := _DEF_LINE.match(ln))}
 
 
+def parses(text: str | bytes) -> bool:
+    """Does Python parse it (is it a Python file this rule can read)?"""
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
 def defined_twice(
     new: str | bytes, target: str | bytes | None, added: Collection[int] | None = None
 ) -> tuple[Twice, ...]:
@@ -200,4 +209,4 @@ def _all_defs(body: Sequence[ast.stmt]) -> Iterable[Node]:
             yield from _all_defs(handler.body)
 
 
-__all__ = ["Twice", "defined_names", "defined_twice"]
+__all__ = ["Twice", "defined_names", "defined_twice", "parses"]

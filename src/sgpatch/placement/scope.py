@@ -206,6 +206,17 @@ def outside(hunk: Hunk, idx: LineIndex, place: Place) -> str:
     )
 
 
+def body_of(idx: LineIndex, pos: int, indent: int) -> tuple[int, int, str]:
+    """The body a line indented by `indent` at input line `pos` belongs to, as (start, end,
+    'class Name'): the innermost def/class around `pos` whose keyword line is indented less;
+    else the whole file ('module level', or 'the file' when it is not Python)."""
+    found = blocks_of(idx)
+    for b in enclosing(found, pos):
+        if _indent(idx.lines[b.line]) < indent:
+            return b.start, b.end, f"{b.kind} {b.name}"
+    return 0, len(idx.lines), "module level" if found else "the file"
+
+
 def name_defined(hunk: Hunk, lines: Sequence[str]) -> bool:
     name = _scope_name(hunk)
     if not name:

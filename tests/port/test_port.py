@@ -137,7 +137,8 @@ def test_conflict_stops_with_markers_and_readable_state(cache, tmp_path):
     assert (state / "done").read_text().startswith("second\tcarried\t")
     assert (state / "todo").read_text() == ""
     fix = (state / "fix").read_text()
-    assert fix.startswith("sglang/srt/mod.py (markers at lines ") and "first hunk(s) #2" in fix
+    assert fix.startswith("files to fix in W (then `sgpatch port --continue --workspace ")
+    assert "\n  sglang/srt/mod.py (markers at lines " in fix and "first hunk(s) #2" in fix
     assert (state / "marker").is_file()
     assert by_id(doc)["first"]["outcome"] == "conflict"
     assert doc["steps"][0]["state"] == "stopped"
@@ -679,12 +680,12 @@ def test_an_edit_under_a_later_patch_joins_the_stopped_one(cache, tmp_path):
     }
 
 
-def test_a_lint_error_on_the_release_reopens_the_patch(cache, tmp_path):
+def test_a_probe_the_carried_change_does_not_match_stops_on_the_probe(cache, tmp_path):
     """Input: `second`'s probe looks for `return 43`, which its patch (`return 42`) never
-    writes. Outcome: everything carries, but lint on 1.1 finds the probe false with the set
-    applied: exit 3, nothing written, `second` back in needs-a-hand with the lint message;
-    after the person makes it `return 43` in W, --continue writes `second` as a new 1.1
-    variant and exits 0."""
+    writes. Outcome: everything carries, but the probe is false with the patch applied: exit
+    3 before lint, nothing written, `second` back in needs-a-hand under the probes heading
+    (no line is too short to suggest another); after the person makes it `return 43` in W,
+    --continue writes `second` as a new 1.1 variant and exits 0."""
     probe = "\n    probe: {file: srt/other.py, regex: '^    return 43$'}"
     d = make_set(tmp_path, probe=probe)
     before = snapshot(d)
@@ -693,7 +694,11 @@ def test_a_lint_error_on_the_release_reopens_the_patch(cache, tmp_path):
                        "--workspace", str(w))  # fmt: skip
     assert code == 3 and snapshot(d) == before
     assert by_id(doc)["second"]["outcome"] == "conflict"
-    assert any("lint: " in f and "second" in f for f in doc["steps"][0]["fix"]), doc
+    fix = doc["steps"][0]["fix"]
+    assert fix[0].startswith("probes (") and fix[1].startswith(
+        "  second: the probe is false with the patch applied"
+    ), fix
+    assert "no new one can be suggested" in fix[1]
     (w / "sglang/srt/other.py").write_text("def other():\n    return 43\n")
     code, doc = sgport("--continue", "--workspace", str(w))
     assert code == 0, doc

@@ -250,6 +250,23 @@ def to_yaml(node: ProbeNode, indent: int) -> list[str]:
     raise TypeError(f"cannot write probe {node!r}")  # suggest makes only the forms above
 
 
+SUGGESTED_LINE = "suggested: true  # made by sgpatch from the patch's lines; delete this line if you edit the probe"
+
+
+def probe_lines(node: ProbeNode, indent: int, suggested: bool) -> list[str]:
+    """What goes under `probe:` (block style, `indent` spaces): the probe, and with
+    `suggested` the marker that says sgpatch made it (docs/manifest.md), which lets `port`
+    replace it by a new suggestion when the patch changes."""
+    if not suggested:
+        return to_yaml(node, indent)
+    pad = " " * indent
+    if isinstance(node, RegexProbe):
+        body = [f"{pad}file: {_path(node.file_glob)}", f"{pad}regex: {quote(node.regex)}"]
+    else:
+        body = to_yaml(node, indent)
+    return [pad + SUGGESTED_LINE, *body]
+
+
 def quote(text: str) -> str:
     """A YAML single-quoted scalar (no escapes inside: backslashes stay as they are)."""
     return "'" + text.replace("'", "''") + "'"

@@ -24,7 +24,7 @@ from packaging.version import Version
 from sgpatch.errors import ExitCode, SgpatchError, unsafe
 from sgpatch.patchset import manifest_text
 from sgpatch.patchset.manifest import PatchSpec, SetManifest, load_manifest, select_variant
-from sgpatch.port import edits
+from sgpatch.port import edits, probes
 from sgpatch.port import source as src
 from sgpatch.port.sequencer import Context, Outcome
 from sgpatch.port.workspace import digest, write
@@ -47,6 +47,7 @@ def finish(ctx: Context) -> Finished:
     the set (`write_staged`), so a kill at any point is finished by the next --continue."""
     text = ctx.manifest.path.read_text(encoding="utf-8")
     new_text, files, changes = _edits(ctx, text)
+    new_text = probes.manifest_edits(ctx, new_text, changes)  # the probes settled before
     out = Finished(changes=changes)
     errors, out.warnings, out.by_patch = _lint(ctx, new_text, files)
     if errors:

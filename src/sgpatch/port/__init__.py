@@ -95,6 +95,7 @@ def _outcome_json(o) -> dict:
         "files_waiting": o.waiting_files,
         "waiting_for": o.waiting_for,
         "probe": o.probe,
+        "hunks_dropped": o.dropped,
     }
 
 
@@ -301,6 +302,7 @@ def _report(ctx, state: str) -> Report:
         o.problems = [stopreport.problem_json(ws, o.id, p) for p in o.problems
                       if stopreport.kind(p) == "file"]  # fmt: skip
     for o in outs:
+        o.dropped = stopreport.dropped_json(ws, o.id)
         fixing = set(ws.lines(f"fixing/{o.id}"))
         o.carried_files = sorted(snapshots.carried(ws, o.id))
         o.waiting_files = sorted(snapshots.unfinished(ws, o.id) - fixing)

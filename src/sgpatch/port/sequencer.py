@@ -22,7 +22,7 @@ from sgpatch.diff.unified import DEV_NULL, Patch
 from sgpatch.errors import SgpatchError, bad_input
 from sgpatch.ops.plan import package_mapper
 from sgpatch.patchset.manifest import SetManifest
-from sgpatch.port import snapshots
+from sgpatch.port import snapshots, stopreport
 from sgpatch.port import source as src
 from sgpatch.port.carry import NO_BASE, CarriedPatch, Labels, Reader, carry_patch
 from sgpatch.port.workspace import PKG, STATE, Workspace, claim, digest
@@ -51,6 +51,7 @@ class Outcome:
     waiting_files: list[str] = field(default_factory=list)
     waiting_for: list[str] = field(default_factory=list)  # unfinished patches it `requires`
     probe: dict | None = None  # reported: its probe file in W, and why it stops (stopreport)
+    dropped: list[dict] = field(default_factory=list)  # reported: hunks already there upstream
 
     def line(self) -> str:
         how = f"kept {self.kept}, merged {self.merged}" if self.outcome != "upstream" else "-"
@@ -492,6 +493,7 @@ def _carry_files(ctx: Context, out: Outcome, sorc: src.Source, patch, ready, fol
         ws.write_pkg(f.path, f.after)
     snapshots.put(ws, "after", pid, {r: ws.read_pkg(r) for r in sorted(ready)})
     _keep_merge_inputs(ws, res)
+    stopreport.keep_hunks(ws, pid, res.files)
     problems = problems_of(res)
     bad_files = {p["file"] for p in problems}
     bad = {p for u in file_units(sub) if u & bad_files for p in u}
@@ -499,8 +501,9 @@ def _carry_files(ctx: Context, out: Outcome, sorc: src.Source, patch, ready, fol
     ws.put_lines(f"fixing/{pid}", sorted(bad))
     kept = sum(len(f.kept) for f in res.files)
     merged = sum(len(f.merged) for f in res.files)
+    dropped = sum(len(f.dropped) for f in res.files)
     return Outcome(pid, "conflict" if problems else out.outcome, out.variant, out.release,
-                   out.base, out.as_is and res.ok and not merged, out.kept + kept,
+                   out.base, out.as_is and res.ok and not merged and not dropped, out.kept + kept,
                    out.merged + merged, out.note, problems)  # fmt: skip
 
 

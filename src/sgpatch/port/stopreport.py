@@ -149,3 +149,25 @@ def lint_json(stopped: Sequence) -> list[dict]:
                 field, _, message = p["why"][len(LINT) :].partition(": ")
                 out.append({"patch": o.id, "field": field, "message": message})
     return out
+
+
+def keep_hunks(ws: Workspace, pid: str, files: Sequence) -> None:
+    """Record what the carry found per hunk: the details of each conflicted file's hunks
+    (`hunks/ID/FILE.jsonl`) and the hunks dropped as already there (`dropped/ID`)."""
+    rows = [f"{f.path}\t{n}\t{' / '.join(ev)}" for f in files for n, ev in f.dropped]
+    if rows:
+        ws.put_lines(f"dropped/{pid}", [*ws.lines(f"dropped/{pid}"), *rows])
+    for f in files:
+        if f.details:
+            put_details(ws, pid, f.path, f.details)
+
+
+def dropped_json(ws: Workspace, pid: str) -> list[dict]:
+    """The hunks of `pid` dropped as already there: {file, hunk, evidence}."""
+    out = []
+    for ln in ws.lines(f"dropped/{pid}"):
+        parts = ln.split("\t")
+        if len(parts) != 3 or not parts[1].isdigit() or len(parts[1]) > 9:
+            raise ws.damaged(f"dropped/{pid}", f"line {ln[:60]!r}")
+        out.append({"file": parts[0], "hunk": int(parts[1]), "evidence": parts[2].split(" / ")})
+    return out

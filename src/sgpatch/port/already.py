@@ -1,0 +1,112 @@
+"""A hunk whose whole change upstream already made, in the same scope: dropped, with evidence.
+
+The rule (one function, `already_there`, so the shared placement rule for "already applied in
+scope" can take its place): in the def/class the hunk changes on the base (the innermost one
+that holds its changed lines, by name path), the release's file holds every line the hunk
+adds and has lost every line it removes, counted as a multiset against the base's same scope
+(a line the scope had before does not count as added), blank lines and trailing whitespace
+aside, indentation counting. A hunk that changes nothing but blank lines, or whose scope the
+release lacks (or has twice), or with no changed line of at least 10 characters (too little
+to tell by), is never dropped.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sgpatch.diff.unified import Hunk, strip_eol
+from sgpatch.placement import scope as sc
+
+_DISTINCT = 10
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Where the release already has a hunk's change: its scope, and per added line the line
+    of the release's file that holds it."""
+
+    scope: str
+    lines: tuple[tuple[int, str], ...]  # (1-based line in the release's file, the text)
+    removed: int  # how many removed lines are gone
+
+    def text(self) -> list[str]:
+        out = [f"in {self.scope} of the release's file, every line the hunk adds is there:"]
+        out += [f"  line {n}: {t.strip()}" for n, t in self.lines[:6]]
+        if len(self.lines) > 6:
+            out.append(f"  ... and {len(self.lines) - 6} more")
+        if self.removed:
+            out.append(f"and the {self.removed} line(s) it removes are gone")
+        return out
+
+
+def _key(line: str) -> str:
+    return strip_eol(line).rstrip()
+
+
+def _changed(hunk: Hunk) -> tuple[Counter, Counter]:
+    plus = Counter(_key(ln.text) for ln in hunk.lines if ln.kind == "+" and ln.text.strip())
+    minus = Counter(_key(ln.text) for ln in hunk.lines if ln.kind == "-" and ln.text.strip())
+    return plus, minus
+
+
+def _scope_at(found: Sequence[sc.Block], start: int, end: int) -> list[sc.Block]:
+    """The chain (outermost first) of blocks whose body holds lines start..end."""
+    chain = [b for b in found if b.line < start and end <= b.end]
+    return sorted(chain, key=lambda b: b.depth)
+
+
+def _chain_of(found: Sequence[sc.Block], b: sc.Block) -> tuple[str, ...]:
+    outer = sorted((x for x in found if x.start <= b.line < x.end and x.depth < b.depth),
+                   key=lambda x: x.depth)  # fmt: skip
+    return (*(x.name for x in outer), b.name)
+
+
+def already_there(
+    hunk: Hunk, at: int, base: Sequence[str], release: Sequence[str]
+) -> Evidence | None:
+    """Evidence that `release` (lines) already holds the whole change of `hunk`, which places
+    on `base` (lines) with its pre-image starting at 0-based line `at`; None if it does not."""
+    plus, minus = _changed(hunk)
+    net_plus, net_minus = plus - minus, minus - plus
+    if not net_plus and not net_minus:
+        return None
+    if not any(len(t.strip()) >= _DISTINCT for t in [*net_plus, *net_minus]):
+        return None
+    first = next(i for i, ln in enumerate(hunk.lines) if ln.kind != " ")
+    pre = [ln for ln in hunk.lines[:first] if ln.kind == " "]
+    start = at + len(pre)
+    removed = sum(1 for ln in hunk.lines if ln.kind == "-")
+    end = start + removed
+    changed = [ln.text for ln in hunk.lines if ln.kind != " " and ln.text.strip()]
+    indent = min(len(t) - len(t.lstrip()) for t in changed)
+    found_base = sc.blocks(base)
+    chain = [b for b in _scope_at(found_base, start, max(end, start))
+             if len(base[b.line]) - len(base[b.line].lstrip()) < indent]  # fmt: skip
+    region_base = (0, len(base))
+    region_rel = (0, len(release))
+    where = "module level"
+    if chain:
+        inner = chain[-1]
+        names = _chain_of(found_base, inner)
+        found_rel = sc.blocks(release)
+        same = [b for b in found_rel if b.name == inner.name and _chain_of(found_rel, b) == names]
+        if len(same) != 1:
+            return None
+        region_base, region_rel = (inner.start, inner.end), (same[0].start, same[0].end)
+        where = ".".join(names)
+    b_count = Counter(_key(x) for x in base[region_base[0] : region_base[1]])
+    r_lines = [_key(x) for x in release[region_rel[0] : region_rel[1]]]
+    r_count = Counter(r_lines)
+    for text, n in net_plus.items():
+        if r_count[text] < b_count[text] + n:
+            return None
+    for text, n in net_minus.items():
+        if r_count[text] > b_count[text] - n:
+            return None
+    found: list[tuple[int, str]] = []
+    for text in net_plus:
+        hit = next(i for i, x in enumerate(r_lines) if x == text)
+        found.append((region_rel[0] + hit + 1, text))
+    return Evidence(where, tuple(sorted(found)), sum(net_minus.values()))

@@ -444,12 +444,20 @@ def test_merge_file_clean_and_conflict():
 
 
 def test_python_checks():
-    """Input: a file that does not compile; one defining a method twice; property setters,
-    if/else branches and a duplicate the release already had. Outcome: the first two are
-    problems, the rest are not."""
+    """Input: a file that does not compile; one defining a method twice (with and without the
+    release's copy among them); property setters, if/else branches and a duplicate the release
+    already had. Outcome: the first two are problems, the duplicate named with every line it is
+    defined at and the one that came with the release; the rest are not."""
     assert "does not compile" in merge.python_problem("a.py", b"def f(:\n", b"x = 1\n")
     twice = b"class A:\n    def f(self): pass\n    def f(self): pass\n"
-    assert "A: f" in merge.python_problem("a.py", twice, b"class A:\n    pass\n")
+    assert "A: f is defined twice in class A: line 2 (added) and line 3 (added)" in (
+        merge.python_problem("a.py", twice, b"class A:\n    pass\n")
+    )
+    upstream = b"class A:\n    def f(self):\n        return 1\n"
+    again = upstream + b"\n    def f(self):\n        return 2\n"
+    assert "line 5 (added) and line 2 (already in sglang 1.4 at line 2)" in merge.python_problem(
+        "a.py", again, upstream, "sglang 1.4"
+    )
     assert merge.python_problem("a.py", twice, twice) is None
     setter = (
         b"class A:\n    @property\n    def x(self): pass\n    @x.setter\n    def x(self, v): pass\n"

@@ -42,10 +42,9 @@ def probe_set(tmp_path: Path, probe: str, spec: str = ">=1.0,<1.1") -> Path:
     d = make_set(tmp_path, second=port_diff(OTHER, ANSWER, "srt/other.py"))
     text = (d / "patchset.yaml").read_text().replace(">=1.0,<1.1", spec)
     body = "".join(f"      {ln}\n" for ln in probe.splitlines())
-    text = text.replace("upstream: {status: pending}\n    variants:\n      - {sglang: \""
-                        f"{spec}\", patch: patches/1.0/0002",
-                        "upstream: {status: pending}\n    probe:\n" + body
-                        + f"    variants:\n      - {{sglang: \"{spec}\", patch: patches/1.0/0002")  # fmt: skip
+    second = f'    variants:\n      - {{sglang: "{spec}", patch: patches/1.0/0002'
+    head = "upstream: {status: pending}\n"
+    text = text.replace(head + second, head + "    probe:\n" + body + second)
     (d / "patchset.yaml").write_text(text)
     assert load_manifest(d / "patchset.yaml").patch("second").probe is not None
     return d

@@ -68,6 +68,10 @@ def test_the_scripted_person_finishes_every_real_step(project, a, b, tmp_path):
     plain = loop.plain(project, a, b, r.want, tmp_path / "plain")
     for rel in own:
         assert got[rel] == plain.merged[rel][0], rel
-    trap = {rel for rel in r.conflicts - plain.conflicts if rel in plain.merged
-            and merge.python_problem(rel, plain.merged[rel][0], loop.release_file(b, rel))}  # fmt: skip
+    trap = {
+        rel
+        for rel in r.conflicts - plain.conflicts
+        if rel in plain.merged
+        and merge.python_problem(rel, plain.merged[rel][0], loop.release_file(b, rel))
+    }
     assert len(r.conflicts - trap) <= len(plain.conflicts)

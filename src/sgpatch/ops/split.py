@@ -310,7 +310,11 @@ def _edit(manifest, spec, halves, new_id, summary, by, rest_probe, new_probe) ->
     col = mt.patch_key_indent(text, path, spec.id)
     if rest_probe is not None:
         text = mt.replace_key(
-            text, path, spec.id, "probe", [" " * col + "probe:", *probe_lines(rest_probe, col + 2, True)]
+            text,
+            path,
+            spec.id,
+            "probe",
+            [" " * col + "probe:", *probe_lines(rest_probe, col + 2, True)],
         )
     shares = by == "hunk"
     requires = [spec.id] if shares else []

@@ -250,7 +250,9 @@ def to_yaml(node: ProbeNode, indent: int) -> list[str]:
     raise TypeError(f"cannot write probe {node!r}")  # suggest makes only the forms above
 
 
-SUGGESTED_LINE = "suggested: true  # made by sgpatch from the patch's lines; delete this line if you edit the probe"
+SUGGESTED_LINE = (
+    "suggested: true  # made by sgpatch from the patch's lines; delete this line if you edit it"
+)
 
 
 def probe_lines(node: ProbeNode, indent: int, suggested: bool) -> list[str]:

@@ -599,7 +599,9 @@ def _load_patch(chk: _Checker, node: object, field: str) -> _Loaded:
         chk.boolean(keys["optional"][1], f"{field}.optional") if "optional" in keys else False
     )
     probe, suggested = (
-        _load_top_probe(chk, keys["probe"][1], f"{field}.probe") if "probe" in keys else (None, False)
+        _load_top_probe(chk, keys["probe"][1], f"{field}.probe")
+        if "probe" in keys
+        else (None, False)
     )
     if upstream.status == "merged" and probe is None:
         chk.fail(
@@ -657,7 +659,9 @@ def _load_variant(chk: _Checker, node: object, field: str) -> Variant:
         chk.fail(node, field, "needs exactly one of 'patch' or 'na'")
     for key in ("base", "probe"):
         if key in keys and "patch" not in keys:
-            chk.fail(node, field, f"'{key}' belongs to a variant with a patch file: it needs 'patch'")
+            chk.fail(
+                node, field, f"'{key}' belongs to a variant with a patch file: it needs 'patch'"
+            )
     if "patch" in keys:
         patch = chk.patch_file(keys["patch"][1], f"{field}.patch")
         base = _load_base(chk, keys["base"][1], f"{field}.base") if "base" in keys else None
@@ -703,7 +707,9 @@ def _load_top_probe(chk: _Checker, node: object, field: str) -> tuple[ProbeNode,
 
     if not isinstance(node, yaml.MappingNode):
         return _load_probe(chk, node, field), False
-    marked = [(k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == SUGGESTED]
+    marked = [
+        (k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == SUGGESTED
+    ]
     if not marked:
         return _load_probe(chk, node, field), False
     suggested = chk.boolean(marked[0][1], f"{field}.{SUGGESTED}")

@@ -111,7 +111,7 @@ def carry_patch(
         (fplan,) = plan_patch(here.fork(), one, mapper, fuzz=0)
         mine = here.read(fplan.source) if fplan.action == "rename" else before
         done = _carry_file(fp, fplan, (before, mine), there or no_base, one, labels)
-        done = _checked(done)
+        done = _checked(done, labels.ours)
         out.append(done)
         if done.source is not None:
             here.write(done.source, None)
@@ -305,11 +305,11 @@ def _whole_reason(fplan: FilePlan, mine: bytes | None, n: int) -> str:
     return f"{n} conflict(s) in the three-way merge of the whole file"
 
 
-def _checked(done: CarriedFile) -> CarriedFile:
+def _checked(done: CarriedFile, label: str) -> CarriedFile:
     """A carried Python file must compile and must not define a name twice in one body."""
     if done.problem is not None:
         return done
-    problem = python_problem(done.path, done.after, done.before)
+    problem = python_problem(done.path, done.after, done.before, label)
     if problem is None:
         return done
     return replace(done, problem=problem, hunks=done.kept + done.merged)

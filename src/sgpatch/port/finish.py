@@ -179,6 +179,10 @@ def _carried(ctx: Context, spec, o: Outcome, text: str, files: dict, changes: li
     data = ctx.ws.get_bytes(f"patches/{spec.id}.patch")
     if data is None:
         raise SgpatchError(f"workspace: patches/{spec.id}.patch is missing", ExitCode.BAD_INPUT)
+    if b"\n@@ " not in data and b"\ndiff --git " not in data:  # every hunk already upstream
+        why = f"sglang {to} already has every hunk (sgpatch port dropped them as already there)"
+        changes.append(f"{spec.id}: nothing left to apply on {to}: new n/a variant '=={to}'")
+        return manifest_text.insert_first_na_variant(text, path, spec.id, edits.exact(to), why)
     rel = _free(ctx.manifest.base_dir, f"patches/{to}/{_name(sorc.variant.patch, spec, ctx)}", data)
     files[rel] = data
     changes.append(f"{spec.id}: new variant '=={to}' -> {rel}")

@@ -57,10 +57,13 @@ def marker_lines(data: bytes | None) -> tuple[int, ...]:
     return tuple(n for n, line in enumerate(text, 1) if _MARKER_RE.match(line.rstrip("\r")))
 
 
-def python_problem(path: str, data: bytes | None, release: bytes | None) -> str | None:
+def python_problem(
+    path: str, data: bytes | None, release: bytes | None, label: str = "the release"
+) -> str | None:
     """Why a carried Python file cannot be kept as it is (None: it can). `release` is the file
-    the patch was carried onto: a duplicate it already has is upstream's business. The
-    defined-twice rule is the engine's (`placement.pydefs`), so port and apply agree."""
+    the patch was carried onto (`label` names it: "sglang 0.5.9"): a duplicate it already has
+    is upstream's business. The defined-twice rule is the engine's (`placement.pydefs`), so
+    port and apply agree; it names both places and which one came with the release."""
     if data is None or not path.endswith(".py"):
         return None
     try:
@@ -71,7 +74,7 @@ def python_problem(path: str, data: bytes | None, release: bytes | None) -> str 
         line = getattr(e, "lineno", None)
         return f"does not compile{f' (line {line})' if line else ''}: {getattr(e, 'msg', e)}"
     if dups:
-        where = "; ".join(f"{t.scope or 'module'}: {t.describe('the release')}" for t in dups)
+        where = "; ".join(f"{t.scope or 'module'}: {t.describe(label)}" for t in dups)
         return f"defines the same name twice in one body ({where}): the fuzz trap"
     return None
 

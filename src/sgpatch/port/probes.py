@@ -182,7 +182,7 @@ def value(node: ProbeNode, read: Reader, names: Sequence[str]) -> bool:
 
 
 def problem_on(node: ProbeNode, st: States, names: Sequence[str], to: Version) -> str:
-    """"" when the probe is right for the ported patch on V, else what is wrong."""
+    """ "" when the probe is right for the ported patch on V, else what is wrong."""
     if value(node, st.pristine, names):
         return f"true on the pristine sglang {to} (it would call the patch upstream)"
     if value(node, st.before, names):
@@ -228,9 +228,9 @@ def elsewhere(ctx, spec: PatchSpec, probe: ProbeNode | None) -> list[str]:
     others = []
     for v in ctx.known:
         var = select_variant(spec, v)
-        if v != ctx.to and m.sglang.contains(v, True) and var is not None and var.patch:
-            if var.probe is None:
-                others.append(v)
+        covered = var is not None and var.patch is not None and var.probe is None
+        if v != ctx.to and m.sglang.contains(v, True) and covered:
+            others.append(v)
     if not others or probe is None:
         return []
     text = m.path.read_text(encoding="utf-8")
@@ -309,9 +309,9 @@ def _settle_one(ctx, spec: PatchSpec) -> tuple[str, str]:
     why = problem_on(old, st, _names(old, ctx), ctx.to)
     if not why:
         return "", ""
-    if k is not None and k.probe is not None and k.probe != old:
-        if not problem_on(k.probe, st, _names(k.probe, ctx), ctx.to):
-            return _decide(ctx, spec, k.probe, k.suggested)  # port's suggestion, kept
+    mine = k.probe if k is not None else None
+    if mine is not None and mine != old and not problem_on(mine, st, _names(mine, ctx), ctx.to):
+        return _decide(ctx, spec, mine, bool(k and k.suggested))  # port's suggestion, kept
     new, none_why = suggestion(ctx, pid, st)
     if new is None:
         keep(ws, pid, ctx.to, old, old_suggested, f"no new probe could be suggested: {none_why}")

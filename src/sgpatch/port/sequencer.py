@@ -25,7 +25,7 @@ from sgpatch.patchset.manifest import SetManifest
 from sgpatch.port import snapshots, stopreport
 from sgpatch.port import source as src
 from sgpatch.port.carry import NO_BASE, CarriedPatch, Labels, Reader, carry_patch
-from sgpatch.port.workspace import PKG, STATE, Workspace, claim, digest
+from sgpatch.port.workspace import STATE, Workspace, claim, digest
 
 FORMAT = "3"  # of the state files: 3 = steps journaled, phase, the set bound by its real path
 OUTCOMES = ("carried", "fixed", "upstream", "n/a", "skipped", "conflict")

@@ -53,7 +53,7 @@ def fix_lines(ws: Workspace, stopped: Sequence) -> list[str]:
             if k == "file":
                 files += _file_entry(ws, o.id, p)
             elif k == "probe":
-                probes.append(f"  {o.id}: {p['why'][len(PROBE):]}")
+                probes.append(f"  {o.id}: {p['why'][len(PROBE) :]}")
             else:
                 field, _, message = p["why"][len(LINT) :].partition(": ")
                 lints.append(f"  {o.id} ({field}): {message}")

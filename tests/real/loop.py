@@ -312,3 +312,15 @@ def plain(project: str, a: str, b: str, want: dict, tmp: Path) -> Plain:
         if got != w:
             other.add(r)
     return Plain(conflicts, frozenset(other), out)
+
+
+def written_wrong(r: Loop, p: Plain) -> set[str]:
+    """Files port carried by itself (no stop) that the person had to rewrite although a plain
+    `git merge-file` resolves them cleanly into the project's own bytes: port got wrong what
+    the plain tool got right. The goal is none."""
+    out = set()
+    for rel in r.hand - r.conflicts:
+        merged = p.merged.get(rel)
+        if merged is not None and merged[1] and merged[0] == r.want.get(rel):
+            out.add(rel)
+    return out

@@ -50,7 +50,8 @@ def test_the_scripted_person_finishes_every_real_step(project, a, b, tmp_path):
     gives the project's own B files byte for byte (a name the project's file defines twice
     resolved as the careful person does, CAREFUL; a project's edit port had no stop for,
     OWN_EDITS, equal to the plain merge instead); never more files left in conflict than a
-    plain `git merge-file` leaves, but for a file whose clean merge defines a name twice."""
+    plain `git merge-file` leaves, but for a file whose clean merge defines a name twice; no
+    file that port carried by itself had to be rewritten where the plain merge was right."""
     r = loop.run(project, a, b, tmp_path)
     assert r.exit_code == 0, r.docs[-1]["steps"][-1]["fix"]
     assert r.stops <= 3
@@ -75,3 +76,4 @@ def test_the_scripted_person_finishes_every_real_step(project, a, b, tmp_path):
         and merge.python_problem(rel, plain.merged[rel][0], loop.release_file(b, rel))
     }
     assert len(r.conflicts - trap) <= len(plain.conflicts)
+    assert loop.written_wrong(r, plain) == set()

@@ -42,7 +42,7 @@ def run(
                 "probes": [
                     {
                         "id": p.id,
-                        "probe": describe(probes[p.id]) if probes[p.id] else None,
+                        "probe": describe(pr) if (pr := probes[p.id]) is not None else None,
                         "upstream": r.value if r else None,
                         **({"evidence": report.probe_json(r)["evidence"]} if r else {}),
                     }
@@ -57,8 +57,9 @@ def run(
     for p, r in rows:
         verdict = "no probe" if r is None else ("upstream has it" if r.value else "not upstream")
         report.out(f"{p.id}: {verdict}")
-        if verbose and r is not None:
-            report.out(f"  probe: {describe(probes[p.id])}")
+        probe = probes[p.id]
+        if verbose and r is not None and probe is not None:
+            report.out(f"  probe: {describe(probe)}")
             for e in r.evidence:
                 where = f"{e.file}:{e.line}" if e.line else e.file
                 text = f" {e.text!r}" if e.text else ""

@@ -63,17 +63,43 @@ def _chain_of(found: Sequence[sc.Block], b: sc.Block) -> tuple[str, ...]:
     return (*(x.name for x in outer), b.name)
 
 
+class Files:
+    """The base's and the release's lines of one file, with their def/class blocks read once
+    (tokenizing a 5,000-line file takes tens of milliseconds; a file has many hunks)."""
+
+    def __init__(self, base: Sequence[str], release: Sequence[str]) -> None:
+        self.base, self.release = base, release
+        self._blocks: dict[str, tuple[sc.Block, ...]] = {}
+
+    def counts(self) -> Counter:
+        """Every line of the release's file (as the rule compares them), counted."""
+        if not hasattr(self, "_counts"):
+            self._counts = Counter(_key(x) for x in self.release)
+        return self._counts
+
+    def blocks(self, side: str) -> tuple[sc.Block, ...]:
+        if side not in self._blocks:
+            self._blocks[side] = sc.blocks(self.base if side == "base" else self.release)
+        return self._blocks[side]
+
+
 def already_there(
-    hunk: Hunk, at: int, base: Sequence[str], release: Sequence[str]
+    hunk: Hunk, at: int, base: Sequence[str], release: Sequence[str], files: Files | None = None
 ) -> Evidence | None:
     """Evidence that `release` (lines) already holds the whole change of `hunk`, which places
-    on `base` (lines) with its pre-image starting at 0-based line `at`; None if it does not."""
+    on `base` (lines) with its pre-image starting at 0-based line `at`; None if it does not.
+    `files`: the same two files with their blocks, when the caller asks for many hunks."""
+    files = files or Files(base, release)
     plus, minus = _changed(hunk)
     net_plus, net_minus = plus - minus, minus - plus
     if not net_plus and not net_minus:
         return None
     if not any(len(t.strip()) >= _DISTINCT for t in [*net_plus, *net_minus]):
         return None
+    if net_plus:  # cheap first: each added line must be in the release's file at all
+        everywhere = files.counts()
+        if any(everywhere[t] < n for t, n in net_plus.items()):
+            return None
     first = next(i for i, ln in enumerate(hunk.lines) if ln.kind != " ")
     pre = [ln for ln in hunk.lines[:first] if ln.kind == " "]
     start = at + len(pre)
@@ -81,7 +107,7 @@ def already_there(
     end = start + removed
     changed = [ln.text for ln in hunk.lines if ln.kind != " " and ln.text.strip()]
     indent = min(len(t) - len(t.lstrip()) for t in changed)
-    found_base = sc.blocks(base)
+    found_base = files.blocks("base")
     chain = [b for b in _scope_at(found_base, start, max(end, start))
              if len(base[b.line]) - len(base[b.line].lstrip()) < indent]  # fmt: skip
     region_base = (0, len(base))
@@ -90,7 +116,7 @@ def already_there(
     if chain:
         inner = chain[-1]
         names = _chain_of(found_base, inner)
-        found_rel = sc.blocks(release)
+        found_rel = files.blocks("release")
         same = [b for b in found_rel if b.name == inner.name and _chain_of(found_rel, b) == names]
         if len(same) != 1:
             return None

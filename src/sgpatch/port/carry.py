@@ -188,12 +188,13 @@ def _placed_at(base_lines: list[str], h) -> int | None:
 
 def _already(failing, base_lines: list[str], ours_lines: list[str]):
     """The failing hunks whose whole change the release already has (port.already)."""
-    from sgpatch.port.already import already_there
+    from sgpatch.port.already import Files, already_there
 
     out = []
+    files = Files(base_lines, ours_lines)
     for h in failing:
         at = _placed_at(base_lines, h)
-        ev = already_there(h, at, base_lines, ours_lines) if at is not None else None
+        ev = already_there(h, at, base_lines, ours_lines, files) if at is not None else None
         if ev is not None:
             out.append((h.index, tuple(ev.text())))
     return tuple(out)
@@ -202,10 +203,7 @@ def _already(failing, base_lines: list[str], ours_lines: list[str]):
 def hunk_details(failing, merge_in, labels: Labels, dropped) -> tuple[dict, ...]:
     """Per failing hunk of a conflicted file: merged alone (base + that hunk), the region it
     conflicts on, as upstream changed it (base -> the release) and as the patch changes it."""
-    from sgpatch.placement import scope as sc
-
     base, base_lines, ours = merge_in
-    found = sc.blocks(base_lines)
     out: list[dict] = [
         {"hunk": i, "status": "already there", "evidence": list(ev)} for i, ev in dropped
     ]
@@ -217,7 +215,9 @@ def hunk_details(failing, merge_in, labels: Labels, dropped) -> tuple[dict, ...]
             out.append({**row, "status": "does not place on the base by itself"})
             continue
         size = len(h.before)
-        row["where"] = f"{labels.base} lines {at + 1}-{at + max(size, 1)}, {sc.describe(found, at)}"
+        head = h.section_header.strip() or _funcname_above(base_lines, at)
+        scope = f", in {head}" if head else ""
+        row["where"] = f"{labels.base} lines {at + 1}-{at + max(size, 1)}{scope}"
         alone = encode("".join(apply_hunks(base_lines, (h,)).lines))
         data, n = merge_file(base, ours, alone, (labels.ours, labels.base, labels.theirs))
         blocks = conflict_blocks(data) if n else []
@@ -230,6 +230,16 @@ def hunk_details(failing, merge_in, labels: Labels, dropped) -> tuple[dict, ...]
             mine += mini_diff(b_base, b_theirs)
         out.append({**row, "status": "conflict", "upstream": up, "patch": mine})
     return tuple(sorted(out, key=lambda d: d["hunk"]))
+
+
+def _funcname_above(lines: list[str], at: int) -> str:
+    """The nearest `def`/`class` line above line `at` (what git's funcname would show)."""
+    import re
+
+    for i in range(min(at, len(lines) - 1), -1, -1):
+        if re.match(r"\s*(async\s+)?(def|class)\s+\w", lines[i]):
+            return lines[i].strip().rstrip(":")
+    return ""
 
 
 def conflict_blocks(data: bytes) -> list[tuple[list[str], list[str], list[str]]]:

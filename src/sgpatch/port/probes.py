@@ -25,6 +25,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
@@ -34,6 +35,9 @@ from sgpatch.patchset.probe import AllProbe, ProbeNode, describe, evaluate
 from sgpatch.port import snapshots
 from sgpatch.port import source as src
 from sgpatch.port.workspace import STATE, Workspace, digest
+
+if TYPE_CHECKING:
+    from sgpatch.port.sequencer import Context
 
 DIR = "probes"
 Reader = Callable[[str], "bytes | None"]
@@ -75,7 +79,9 @@ def render(pid: str, to: Version, probe: ProbeNode | None, suggested: bool, note
     return "\n".join(head + body) + "\n"
 
 
-def keep(ws: Workspace, pid: str, to: Version, probe, suggested: bool, note: str = "") -> None:
+def keep(
+    ws: Workspace, pid: str, to: Version, probe: ProbeNode | None, suggested: bool, note: str = ""
+) -> None:
     """Write the probe file and remember its digest (an edit is told by it)."""
     data = render(pid, to, probe, suggested, note).encode("utf-8")
     ws.put_editable(f"{DIR}/{pid}.yaml", data)  # a person's edit of it is kept by --abort
@@ -106,7 +112,7 @@ def carried(spec: PatchSpec, release: Version) -> tuple[ProbeNode | None, bool, 
     return spec.probe, spec.probe_suggested, False
 
 
-def keep_stopped(ctx, stopped: Sequence[str]) -> None:
+def keep_stopped(ctx: Context, stopped: Sequence[str]) -> None:
     """A probe file for every stopped patch that has none yet (what the set has)."""
     for pid in stopped:
         if kept(ctx.ws, pid) is None:
@@ -115,7 +121,7 @@ def keep_stopped(ctx, stopped: Sequence[str]) -> None:
             keep(ctx.ws, pid, ctx.to, probe, suggested)
 
 
-def _source_release(ctx, spec: PatchSpec) -> Version:
+def _source_release(ctx: Context, spec: PatchSpec) -> Version:
     sorc = src.source_of(spec, ctx.to, ctx.known)
     return sorc.release if sorc is not None else ctx.to
 
@@ -134,7 +140,7 @@ class States:
     whole: Reader
 
 
-def states(ctx, pid: str) -> States:
+def states(ctx: Context, pid: str) -> States:
     """Pristine V; W as it was before `pid` and after it (its files from its snapshots, other
     files as the last earlier patch left them); W with the whole set (as it is now)."""
     ws = ctx.ws
@@ -155,7 +161,7 @@ def states(ctx, pid: str) -> States:
     return States(pristine, before, after, ws.read_pkg)
 
 
-def _names(node: ProbeNode, ctx) -> list[str]:
+def _names(node: ProbeNode, ctx: Context) -> list[str]:
     """The files a probe reads: its paths, a glob expanded over the release's and W's files."""
     from sgpatch.ops.suggest import files_of
 
@@ -194,7 +200,7 @@ def problem_on(node: ProbeNode, st: States, names: Sequence[str], to: Version) -
     return ""
 
 
-def suggestion(ctx, pid: str, st: States) -> tuple[ProbeNode | None, str]:
+def suggestion(ctx: Context, pid: str, st: States) -> tuple[ProbeNode | None, str]:
     """A probe from the ported change (the patch's files before and after it, as import
     makes one), its entries that a later patch takes away dropped; or None and why."""
     from sgpatch.ops import suggest
@@ -215,7 +221,7 @@ def suggestion(ctx, pid: str, st: States) -> tuple[ProbeNode | None, str]:
     return (None, f"the suggested probe is {why}") if why else (probe, "")
 
 
-def elsewhere(ctx, spec: PatchSpec, probe: ProbeNode | None) -> list[str]:
+def elsewhere(ctx: Context, spec: PatchSpec, probe: ProbeNode | None) -> list[str]:
     """Where the probe, as the patch's own, would be wrong on another release the patch covers
     (lint's rule there: false on the pristine release, true with the set applied): one line
     per release. Releases whose variant has a probe of its own are not asked."""
@@ -267,7 +273,7 @@ class Settled:
     stops: dict[str, str]
 
 
-def settle(ctx, pids: Sequence[str]) -> Settled:
+def settle(ctx: Context, pids: Sequence[str]) -> Settled:
     """Check the probe of each carried or fixed patch `pids` on V; decide what the set gets
     (`decided/ID`: patch | variant | none), or stop the patch on its probe."""
     notes: list[str] = []
@@ -282,7 +288,7 @@ def settle(ctx, pids: Sequence[str]) -> Settled:
     return Settled(tuple(notes), stops)
 
 
-def _settle_one(ctx, spec: PatchSpec) -> tuple[str, str]:
+def _settle_one(ctx: Context, spec: PatchSpec) -> tuple[str, str]:
     """(a note, why the patch stops on its probe): both "" when the probe stays as it is.
     An edited probe file is the person's word: checked, taken or refused. Otherwise the set's
     probe is kept while it is right; else a suggestion port wrote (and nobody edited) is taken
@@ -327,7 +333,9 @@ def _settle_one(ctx, spec: PatchSpec) -> tuple[str, str]:
                 "edit it, then --continue")  # fmt: skip
 
 
-def _decide(ctx, spec: PatchSpec, probe, suggested: bool) -> tuple[str, str]:
+def _decide(
+    ctx: Context, spec: PatchSpec, probe: ProbeNode | None, suggested: bool
+) -> tuple[str, str]:
     """Where a new probe goes: the patch, when it is right on every other release the patch
     covers; else the variant for V only."""
     wrong = elsewhere(ctx, spec, probe) if probe is not None else []
@@ -340,7 +348,7 @@ def _decide(ctx, spec: PatchSpec, probe, suggested: bool) -> tuple[str, str]:
     return "", ""
 
 
-def _own_variant(ctx, spec: PatchSpec) -> bool:
+def _own_variant(ctx: Context, spec: PatchSpec) -> bool:
     return carried(spec, _source_release(ctx, spec))[2]
 
 
@@ -355,7 +363,7 @@ def decided(ws: Workspace, pid: str) -> tuple[str, ProbeNode | None, bool] | Non
     return lines[0], k.probe, lines[1:2] == ["suggested"]
 
 
-def manifest_edits(ctx, text: str, changes: list[str]) -> str:
+def manifest_edits(ctx: Context, text: str, changes: list[str]) -> str:
     """The manifest with each decided probe written: on the patch, or on its new `==V`
     variant (the first: every patch whose probe goes on a variant has one, see settle)."""
     from sgpatch.ops.suggest import probe_lines

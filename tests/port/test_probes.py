@@ -13,7 +13,7 @@ from packaging.version import Version
 from helpers import V10, make_set, make_wheel, offline_cache, port_diff, release_files, run_cli
 from sgpatch.ops import lint, matrix
 from sgpatch.patchset.manifest import load_manifest, probe_for
-from sgpatch.patchset.probe import RegexProbe
+from sgpatch.patchset.probe import AnyProbe, RegexProbe
 
 OTHER = "def other():\n    return 0\n"
 ANSWER = "def other():\n    return the_answer_to(42)\n"
@@ -94,10 +94,10 @@ def test_a_hand_probe_the_change_does_not_match_stops_with_a_suggestion(cache, t
 
 
 def test_fixing_the_files_so_the_old_probe_matches_keeps_it(cache, tmp_path):
-    """Input: the same stop; the person makes other.py return the_answer_to(43) in W instead.
-    Outcome: --continue exits 0 and the set keeps its own probe (it matches the fixed change);
-    the new 1.1 variant holds the person's line."""
-    probe = r"{file: srt/other.py, regex: 'the_answer_to\(43\)'}"
+    """Input: the same stop (the probe an `any` of two regexes); the person makes other.py
+    return the_answer_to(43) in W instead. Outcome: --continue exits 0 and the set keeps its
+    own probe (it matches the fixed change); the new 1.1 variant holds the person's line."""
+    probe = "any:\n  - {file: srt/other.py, regex: 'the_answer_to\\(43\\)'}\n  - {file: srt/no.py, regex: x}"
     d = probe_set(tmp_path, probe)
     w = tmp_path / "w"
     assert sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.1",
@@ -106,7 +106,9 @@ def test_fixing_the_files_so_the_old_probe_matches_keeps_it(cache, tmp_path):
     code, doc = sgport("--continue", "--workspace", str(w))
     assert code == 0, doc
     spec = load_manifest(d / "patchset.yaml").patch("second")
-    assert spec.probe == RegexProbe("srt/other.py", r"the_answer_to\(43\)")
+    assert spec.probe == AnyProbe(
+        (RegexProbe("srt/other.py", r"the_answer_to\(43\)"), RegexProbe("srt/no.py", "x"))
+    )
     assert "+    return the_answer_to(43)" in spec.variants[0].patch.read_text()
 
 

@@ -220,6 +220,8 @@ def line(o) -> str:
     if o.outcome == "conflict":
         names = [p["file"] for p in o.problems]
         files = ", ".join(names) if len(names) <= 3 else f"{len(names)} files"
+        if not names:
+            files = "its probe" if o.probe and o.probe.get("problem") else "see below"
         return f"{o.id}: needs a hand ({files}){src}"
     if o.outcome == "waiting":
         return f"{o.id}: {_waiting(o)}{src}"

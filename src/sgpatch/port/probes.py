@@ -162,12 +162,13 @@ def states(ctx: Context, pid: str) -> States:
 
 
 def _names(node: ProbeNode, ctx: Context) -> list[str]:
-    """The files a probe reads: its paths, a glob expanded over the release's and W's files."""
-    from sgpatch.ops.suggest import files_of
+    """The files a probe reads (as matrix plans a minimal tree: a symbol probe's folder too,
+    for its base classes), a glob expanded over the release's and W's files."""
+    from sgpatch.ops.matrix import _probe_files
 
     out: set[str] = set()
     everything: list[str] | None = None
-    for f in files_of(node):
+    for f in _probe_files(node):
         if not any(c in f for c in "*?["):
             out.add(f)
             continue

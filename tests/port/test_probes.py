@@ -97,7 +97,10 @@ def test_fixing_the_files_so_the_old_probe_matches_keeps_it(cache, tmp_path):
     """Input: the same stop (the probe an `any` of two regexes); the person makes other.py
     return the_answer_to(43) in W instead. Outcome: --continue exits 0 and the set keeps its
     own probe (it matches the fixed change); the new 1.1 variant holds the person's line."""
-    probe = "any:\n  - {file: srt/other.py, regex: 'the_answer_to\\(43\\)'}\n  - {file: srt/no.py, regex: x}"
+    probe = (
+        "any:\n  - {file: srt/other.py, regex: 'the_answer_to\\(43\\)'}\n"
+        "  - {file: srt/no.py, regex: x}"
+    )
     d = probe_set(tmp_path, probe)
     w = tmp_path / "w"
     assert sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.1",

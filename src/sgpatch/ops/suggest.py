@@ -21,7 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.diff.unified import decode, split_lines, strip_eol
-from sgpatch.patchset.probe import AllProbe, NotProbe, ProbeNode, RegexProbe, evaluate
+from sgpatch.patchset.probe import (
+    AllProbe,
+    AnyProbe,
+    NotProbe,
+    ProbeNode,
+    RegexProbe,
+    SymbolProbe,
+    evaluate,
+)
 
 PER_FILE = 3
 MIN_CHARS = 12  # shorter lines (`return x`, `)`, `else:`) say little about a patch
@@ -233,21 +241,26 @@ def suggest(
 
 
 def to_yaml(node: ProbeNode, indent: int) -> list[str]:
-    """The probe as manifest lines (block style, one flow mapping per regex), `indent` spaces."""
+    """The probe as manifest lines (block style, one flow mapping per leaf), `indent` spaces:
+    every node form (a person's probe that port writes back too)."""
     pad = " " * indent
     if isinstance(node, RegexProbe):
-        return [f"{pad}{{file: {_path(node.file_glob)}, regex: {quote(node.regex)}}}"]
+        word = "absent" if node.absent else "regex"
+        return [f"{pad}{{file: {_path(node.file_glob)}, {word}: {quote(node.regex)}}}"]
+    if isinstance(node, SymbolProbe):
+        return [f"{pad}symbol: {{file: {_path(node.file)}, class: {node.cls}, "
+                f"method: {node.method}}}"]  # fmt: skip
     if isinstance(node, NotProbe):
-        inner = to_yaml(node.node, 0)[0]
-        return [f"{pad}not: {inner}"]
-    if isinstance(node, AllProbe):
-        out = [f"{pad}all:"]
+        inner = to_yaml(node.node, indent + 2)
+        return [f"{pad}not: {inner[0].strip()}"] if len(inner) == 1 else [f"{pad}not:", *inner]
+    if isinstance(node, (AllProbe, AnyProbe)):
+        out = [f"{pad}{'all' if isinstance(node, AllProbe) else 'any'}:"]
         for child in node.nodes:
             lines = to_yaml(child, 0)
             out.append(f"{pad}  - {lines[0]}")
             out += [f"{pad}    {ln}" for ln in lines[1:]]
         return out
-    raise TypeError(f"cannot write probe {node!r}")  # suggest makes only the forms above
+    raise TypeError(f"cannot write probe {node!r}")
 
 
 SUGGESTED_LINE = (

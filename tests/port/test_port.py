@@ -919,8 +919,9 @@ def test_a_patch_n_a_nearby_and_here_stays_n_a(cache, tmp_path):
 def test_a_patch_n_a_nearby_whose_file_is_here_needs_a_variant(cache, tmp_path):
     """Input: as above, ported to 1.8, which has srt/extra.py. Outcome: `third` is n/a with a
     note naming srt/extra.py and saying the set needs a variant for 1.8; nothing n/a is
-    written for it; lint then stops the port (exit 3) on `third` having no variant, and the
-    set is unchanged."""
+    written for it; lint then stops the port (exit 3) on `third` having no variant, listed
+    under the lint heading by patch and field (and in `lint_refusals`); the set is
+    unchanged."""
     files = release_files(V10, "1.8", {"sglang/srt/extra.py": b"def extra():\n    return 0\n"})
     make_wheel(cache / "wheels", "1.8", files)
     d = na_set(tmp_path)
@@ -930,7 +931,11 @@ def test_a_patch_n_a_nearby_whose_file_is_here_needs_a_variant(cache, tmp_path):
     assert code == 3, doc
     note = by_id(doc)["third"]["note"]
     assert "srt/extra.py is in 1.8: the set needs a variant for 1.8" in note
-    assert any("third" in ln for ln in doc["steps"][0]["fix"])
+    fix = doc["steps"][0]["fix"]
+    assert fix[0] == "lint refuses the set as --continue would write it (patch, manifest field):"
+    assert fix[1].startswith("  third (patches[2].variants): no variant of patch 'third'")
+    (refusal,) = doc["steps"][0]["lint_refusals"]
+    assert refusal["patch"] == "third" and refusal["field"] == "patches[2].variants"
     assert snapshot(d) == before
 
 

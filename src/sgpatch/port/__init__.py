@@ -183,6 +183,7 @@ def abort(workspace: Path, force: bool = False):
 
 
 def _conclude(ctx, finish: bool) -> Report:
+    from sgpatch.port import stopreport
     from sgpatch.port.finish import finish as write_set
     from sgpatch.port.sequencer import Queue, reopen
     from sgpatch.port.stopreport import lint_problem, probe_problem
@@ -214,7 +215,9 @@ def _conclude(ctx, finish: bool) -> Report:
     )  # fmt: skip
     rep.notes = list(settled.notes)
     if done.lint:  # the reopened patches' lines, and what lint says about no patch in particular
-        rep.fix = ws.lines("fix") + [f"lint: {m}" for m in done.lint if m.startswith("- ")]
+        rows = [_row_refusal(ctx, m) for m in done.lint if m.startswith("- ")]
+        rep.lint_refusals += rows
+        rep.fix = stopreport.with_lint_rows(ws.lines("fix"), rows)
     return rep
 
 
@@ -228,6 +231,20 @@ def _finished_again(ctx, notes: list[str]) -> Report:
     rep.changes = ctx.ws.lines("finishing/changes")
     rep.warnings = ctx.ws.lines("finishing/warnings")
     return rep
+
+
+def _row_refusal(ctx, message: str) -> dict:
+    """A lint error about a release rather than one patch's cell (`- [V]: ...`), by the patch
+    it names (no variant of patch 'ID' ...: that patch's `variants`), else the set's range."""
+    import re
+
+    text = message.split(": ", 1)[-1]
+    named = re.search(r"no variant of patch '([a-z0-9-]+)'", text)
+    ids = [s.id for s in ctx.manifest.patches]
+    if named and named[1] in ids:
+        return {"patch": named[1], "field": f"patches[{ids.index(named[1])}].variants",
+                "message": text}  # fmt: skip
+    return {"patch": None, "field": "sglang", "message": text}
 
 
 def _stopped(ctx) -> None:

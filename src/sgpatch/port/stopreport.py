@@ -171,3 +171,18 @@ def dropped_json(ws: Workspace, pid: str) -> list[dict]:
             raise ws.damaged(f"dropped/{pid}", f"line {ln[:60]!r}")
         out.append({"file": parts[0], "hunk": int(parts[1]), "evidence": parts[2].split(" / ")})
     return out
+
+
+def with_lint_rows(fix: list[str], rows: Sequence[dict]) -> list[str]:
+    """`fix` with lint's errors about a release (not one patch's cell) under the lint
+    heading, by patch and field."""
+    if not rows:
+        return fix
+    out = list(fix)
+    if LINT_HEAD not in out:
+        out.append(LINT_HEAD)
+    at = out.index(LINT_HEAD) + 1
+    while at < len(out) and out[at].startswith("  "):
+        at += 1
+    lines = [f"  {r['patch'] or 'the set'} ({r['field']}): {r['message']}" for r in rows]
+    return out[:at] + lines + out[at:]

@@ -162,8 +162,11 @@ def resume(workspace: Path) -> Report:
             elif phase in ("stopped", "planned"):
                 left = resume_mod.unresolved(ctx)
                 if left:
+                    from sgpatch.port.stopreport import FILES_HEAD
+
                     rep = _report(ctx, "stopped")
-                    rep.fix, rep.notes = left, notes
+                    rep.fix = [FILES_HEAD.format(top=ctx.ws.top), *(f"  {x}" for x in left)]
+                    rep.notes = notes
                     return rep
                 notes += resume_mod.take_fixed(ctx)
             sequencer.run_todo(ctx)

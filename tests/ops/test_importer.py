@@ -63,7 +63,9 @@ def test_two_diffs_become_two_patches_in_order(release, tmp_path):
     assert "first_added" in manifest.patches[0].probe.regex
     assert "second_added" in manifest.patches[1].probe.regex
     assert all(p.probe_suggested for p in manifest.patches)
-    assert res.manifest.count("      suggested: true  # made by sgpatch") == 2
+    assert (
+        res.manifest.count("      suggested: true  # made from the patch's lines by sgpatch") == 2
+    )
 
 
 def test_a_hunk_that_does_not_apply_is_a_conflict_listing_it(release):

@@ -264,7 +264,7 @@ def to_yaml(node: ProbeNode, indent: int) -> list[str]:
 
 
 SUGGESTED_LINE = (
-    "suggested: true  # made by sgpatch from the patch's lines; delete this line if you edit it"
+    "suggested: true  # made from the patch's lines by sgpatch; delete this line if you edit it"
 )
 
 

@@ -69,7 +69,7 @@ def render(pid: str, to: Version, probe: ProbeNode | None, suggested: bool, note
 
     head = [
         f"# The probe of patch {pid} on sglang {to}: what `probe:` holds in patchset.yaml.",
-        "# Edit it during the stop; `sgpatch port --continue` checks it: false on the pristine",
+        "# Edit it during the stop; --continue checks it: false on the pristine",
         f"# sglang {to} and before the patch, true with the patch and with the whole set applied,",
         "# and right on every other release the patch covers (else it is written for this",
         "# release's variant only). Delete every line but comments for no probe.",

@@ -1,13 +1,12 @@
 """A hunk whose whole change upstream already made, in the same scope: dropped, with evidence.
 
-The rule (one function, `already_there`, so the shared placement rule for "already applied in
-scope" can take its place): in the def/class the hunk changes on the base (the innermost one
-that holds its changed lines, by name path), the release's file holds every line the hunk
-adds and has lost every line it removes, counted as a multiset against the base's same scope
-(a line the scope had before does not count as added), blank lines and trailing whitespace
-aside, indentation counting. A hunk that changes nothing but blank lines, or whose scope the
-release lacks (or has twice), or with no changed line of at least 10 characters (too little
-to tell by), is never dropped.
+"Already applied in scope" is the shared placement rule (`sgpatch.placement.present`: every
+added line there, each run of added lines together and in order, every removed line gone;
+blank lines and trailing whitespace aside; indentation counts). Port asks it about the scope
+the hunk changes: the innermost def/class holding its changed lines on the base (by name
+path), which the release must have exactly once; at module level, the whole file. Port asks
+only about hunks with a real change (added and removed lines that do not just cancel out) and
+at least one changed line of 10 characters or more (too little to tell by otherwise).
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sgpatch.diff.unified import Hunk, strip_eol
+from sgpatch.placement import present
 from sgpatch.placement import scope as sc
 
 _DISTINCT = 10
@@ -110,7 +110,6 @@ def already_there(
     found_base = files.blocks("base")
     chain = [b for b in _scope_at(found_base, start, max(end, start))
              if len(base[b.line]) - len(base[b.line].lstrip()) < indent]  # fmt: skip
-    region_base = (0, len(base))
     region_rel = (0, len(release))
     where = "module level"
     if chain:
@@ -120,19 +119,17 @@ def already_there(
         same = [b for b in found_rel if b.name == inner.name and _chain_of(found_rel, b) == names]
         if len(same) != 1:
             return None
-        region_base, region_rel = (inner.start, inner.end), (same[0].start, same[0].end)
+        region_rel = (same[0].start, same[0].end)
         where = ".".join(names)
-    b_count = Counter(_key(x) for x in base[region_base[0] : region_base[1]])
-    r_lines = [_key(x) for x in release[region_rel[0] : region_rel[1]]]
-    r_count = Counter(r_lines)
-    for text, n in net_plus.items():
-        if r_count[text] < b_count[text] + n:
-            return None
-    for text, n in net_minus.items():
-        if r_count[text] > b_count[text] - n:
-            return None
+    lo, hi = region_rel
+    at_rel = present.already_there(hunk, release, lo, hi)
+    if at_rel is None:
+        return None
     found: list[tuple[int, str]] = []
-    for text in net_plus:
-        hit = next(i for i, x in enumerate(r_lines) if x == text)
-        found.append((region_rel[0] + hit + 1, text))
+    i = at_rel
+    for text in (_key(ln.text) for ln in hunk.lines if ln.kind == "+" and ln.text.strip()):
+        while i < hi and _key(release[i]) != text:
+            i += 1
+        if i < hi:
+            found.append((i + 1, text))
     return Evidence(where, tuple(sorted(found)), sum(net_minus.values()))

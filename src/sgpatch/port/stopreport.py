@@ -57,16 +57,28 @@ def fix_lines(ws: Workspace, stopped: Sequence) -> list[str]:
             else:
                 field, _, message = p["why"][len(LINT) :].partition(": ")
                 lints.append(f"  {o.id} ({field}): {message}")
-    kept = [o.id for o in stopped if ws.get_bytes(f"probes/{o.id}.yaml") is not None]
     asked = {ln.split(":", 1)[0].strip() for ln in probes}
-    probes += [f"  {pid}: {ws.top}/{STATE}/probes/{pid}.yaml (its probe; checked at --continue)"
-               for pid in kept if pid not in asked]  # fmt: skip
+    for o in stopped:
+        k = kept_probe(ws, o.id)
+        if k is not None and o.id not in asked:
+            what = (
+                "its probe" if k.probe is not None else "no probe: write one there if it needs one"
+            )
+            probes.append(f"  {o.id}: {ws.top}/{STATE}/probes/{o.id}.yaml ({what}; checked at "
+                          "--continue)")  # fmt: skip
     out: list[str] = []
     for head, body in ((FILES_HEAD.format(top=ws.top), files), (PROBES_HEAD, probes),
                        (LINT_HEAD, lints)):  # fmt: skip
         if body:
             out += [head, *body]
     return out
+
+
+def kept_probe(ws: Workspace, pid: str):
+    """The patch's probe file as it is (port.probes.kept), None when port wrote none."""
+    from sgpatch.port.probes import kept
+
+    return kept(ws, pid)
 
 
 def _file_entry(ws: Workspace, pid: str, p: dict) -> list[str]:

@@ -59,11 +59,9 @@ def fix_lines(ws: Workspace, stopped: Sequence) -> list[str]:
                 lints.append(f"  {o.id} ({field}): {message}")
     asked = {ln.split(":", 1)[0].strip() for ln in probes}
     for o in stopped:
-        k = kept_probe(ws, o.id)
-        if k is not None and o.id not in asked:
-            what = (
-                "its probe" if k.probe is not None else "no probe: write one there if it needs one"
-            )
+        has = has_probe(ws, o.id)
+        if has is not None and o.id not in asked:
+            what = "its probe" if has else "no probe: write one there if it needs one"
             probes.append(f"  {o.id}: {ws.top}/{STATE}/probes/{o.id}.yaml ({what}; checked at "
                           "--continue)")  # fmt: skip
     out: list[str] = []
@@ -74,11 +72,20 @@ def fix_lines(ws: Workspace, stopped: Sequence) -> list[str]:
     return out
 
 
-def kept_probe(ws: Workspace, pid: str):
-    """The patch's probe file as it is (port.probes.kept), None when port wrote none."""
-    from sgpatch.port.probes import kept
+def has_probe(ws: Workspace, pid: str) -> bool | None:
+    """Whether the patch's probe file holds a probe (None: port wrote no file for it; a file
+    that does not load counts as holding one: --continue names its problem)."""
+    from sgpatch.errors import SgpatchError
+    from sgpatch.patchset.manifest import load_probe_text
 
-    return kept(ws, pid)
+    data = ws.get_bytes(f"probes/{pid}.yaml")
+    if data is None:
+        return None
+    try:
+        probe, _ = load_probe_text(data.decode("utf-8"), ws.top / STATE / f"probes/{pid}.yaml")
+    except (SgpatchError, UnicodeDecodeError):
+        return True
+    return probe is not None
 
 
 def _file_entry(ws: Workspace, pid: str, p: dict) -> list[str]:

@@ -8,7 +8,12 @@ without --continue's lint). It also counts the files a plain merge resolves clea
 carries to different bytes: the target is none ("every file a plain three-way merge resolves
 cleanly is carried byte-identically, and more").
 
-    python bench/port.py [--out docs/benchmarks.md] [--json]
+It then runs the whole loop on each step of the projects' own chains of hand ports
+(tests/real/loop.py, the scripted person: import A, port --to B, at each stop write the
+project's own B files into W, --continue until the set is written) and counts stops and the
+files a person writes, against a plain per-file `git merge-file` of the same stack.
+
+    python bench/port.py [--out docs/benchmarks.md] [--json] [--only P:A:B] [--loop-only]
 """
 
 from __future__ import annotations
@@ -311,6 +316,70 @@ def cache_row() -> dict:
             "entries": sorted(p.name for p in top.iterdir())}  # fmt: skip
 
 
+def loop_step(project: str, a: str, b: str) -> dict:
+    """The scripted person's loop on one step, and the plain merge-file of the same stack."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from real import loop
+
+    with tempfile.TemporaryDirectory(prefix="sgpatch-bench-loop-") as tmp:
+        t0 = time.perf_counter()
+        r = loop.run(project, a, b, Path(tmp))
+        wall = time.perf_counter() - t0
+        plain = loop.plain(project, a, b, r.want, Path(tmp) / "plain")
+        w = r.workspace / "sglang"
+        same = sum(
+            1
+            for rel, data in r.want.items()
+            if ((w / rel).read_bytes() if (w / rel).exists() else None) == data
+        )
+        return {
+            "project": project, "from": a, "to": b, "exit": r.exit_code, "stops": r.stops,
+            "conflicts": len(r.conflicts), "hand": len(r.hand),
+            "plain_conflicts": len(plain.conflicts),
+            "plain_hand": len(plain.conflicts | plain.other_bytes),
+            "wrong": len(loop.written_wrong(r, plain)), "files": len(r.want), "same": same,
+            "careful": sorted(r.careful), "wall": wall,
+        }  # fmt: skip
+
+
+def loop_markdown(rows: list[dict]) -> str:
+    out = [
+        "## The whole port loop (real chains of hand ports)",
+        "",
+        "`python bench/port.py`, second part: each step of the projects' own chains "
+        "(tests/data/stacks: slime 0.5.5.post1 -> ... -> 0.5.15.post1, AReaL 0.5.1.post3 -> "
+        "0.5.2), run by the scripted person of tests/real/loop.py: `sgpatch import` of A's "
+        "stack, `port --to B`, at each stop the project's own B files written into W, "
+        "`--continue`, until the set is written. *stops*: how many times port stopped; "
+        "*conflicts*: files port left to a hand (markers or a Python check); *hand files*: "
+        "every file the person wrote (the conflicts, and the files the project's own port "
+        "changed beyond what port carried); merge-file: the same stack merged file by file "
+        "with plain `git merge-file`, *conflicts* and *hand files* (its conflicts, and the "
+        "files it resolves into other bytes than the project's); *wrong*: files port carried "
+        "by itself that had to be rewritten where merge-file was right (goal 0); *W = "
+        "project's*: files of the step whose bytes in W (= the ported set applied to B) are "
+        "the project's own, of all the files either stack touches.",
+        "",
+        "| stack | A -> B | exit | stops | conflicts | hand files | merge-file conflicts | "
+        "merge-file hand files | wrong | W = project's | wall |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['project']} | {r['from']} -> {r['to']} | {r['exit']} | {r['stops']} | "
+            f"{r['conflicts']} | {r['hand']} | {r['plain_conflicts']} | {r['plain_hand']} | "
+            f"{r['wrong']} | {r['same']} / {r['files']} | {r['wall']:.0f} s |"
+        )
+    total = {k: sum(r[k] for r in rows) for k in ("conflicts", "hand", "plain_conflicts",
+                                                  "plain_hand", "wrong", "stops")}  # fmt: skip
+    out.append(
+        f"| all | {len(rows)} steps | | {total['stops']} | {total['conflicts']} | "
+        f"{total['hand']} | {total['plain_conflicts']} | {total['plain_hand']} | "
+        f"{total['wrong']} | | |"
+    )
+    return "\n".join(out) + "\n"
+
+
 def markdown(rows: list[dict], walk: dict | None = None, cached: dict | None = None) -> str:
     out = [
         "## Port (real third-party stacks)",
@@ -359,8 +428,8 @@ def markdown(rows: list[dict], walk: dict | None = None, cached: dict | None = N
     return "\n".join(out) + "\n"
 
 
-def update_doc(path: Path, section: str) -> None:
-    begin, end = "<!-- port:begin -->", "<!-- port:end -->"
+def update_doc(path: Path, section: str, tag: str = "port") -> None:
+    begin, end = f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
     text = path.read_text() if path.exists() else "# Benchmarks\n"
     block = f"{begin}\n{section}{end}"
     if begin in text and end in text:
@@ -375,15 +444,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--only", help="PROJECT:A:B, one step")
+    ap.add_argument("--loop-only", action="store_true", help="only the whole-loop table")
     args = ap.parse_args(argv)
+    sys.path.insert(0, str(REPO / "tests"))
+    from real.loop import STEPS as LOOP_STEPS
+
     steps = [tuple(args.only.split(":"))] if args.only else STEPS
-    rows = [run_step(*s) for s in steps]
-    walk = None if args.only else run_walk()
+    loops = [s for s in LOOP_STEPS if not args.only or s == tuple(args.only.split(":"))]
+    rows = [] if args.loop_only else [run_step(*s) for s in steps]
+    walk = None if (args.only or args.loop_only) else run_walk()
     cached = cache_row()
-    doc = {"steps": rows, "walk": walk, "cache": cached}
-    print(json.dumps(doc, indent=2) if args.json else markdown(rows, walk, cached))
+    lrows = [loop_step(*s) for s in loops]
+    if args.json:
+        print(json.dumps({"steps": rows, "walk": walk, "cache": cached, "loop": lrows}, indent=2))
+    else:
+        print((markdown(rows, walk, cached) if rows else "") + "\n" + loop_markdown(lrows))
     if args.out:
-        update_doc(args.out, markdown(rows, walk, cached))
+        if rows:
+            update_doc(args.out, markdown(rows, walk, cached))
+        update_doc(args.out, loop_markdown(lrows), "port-loop")
     return 0
 
 

@@ -42,7 +42,7 @@ def test_two_diffs_become_two_patches_in_order(release, tmp_path):
     """Input: diff 1 adds a line to srt/a.py, diff 2 adds another next to it (its context holds
     diff 1's line). Outcome: two patches; the second requires the first; each patch file is
     canonical (a/python/sglang/ paths, a header naming its input); the manifest loads; each
-    probe names its own added line."""
+    probe names its own added line and is marked as sgpatch's suggestion (`suggested: true`)."""
     one = edit(ORIG, 10, "    first_added = configure_the_first_thing()\n")
     two = edit(one, 11, "    second_added = configure_the_second_thing()\n")
     d1 = make_diff(ORIG, one, "python/sglang/srt/a.py")
@@ -62,6 +62,10 @@ def test_two_diffs_become_two_patches_in_order(release, tmp_path):
     assert [str(v.sglang) for p in manifest.patches for v in p.variants] == ["==0.5.9"] * 2
     assert "first_added" in manifest.patches[0].probe.regex
     assert "second_added" in manifest.patches[1].probe.regex
+    assert all(p.probe_suggested for p in manifest.patches)
+    assert (
+        res.manifest.count("      suggested: true  # made from the patch's lines by sgpatch") == 2
+    )
 
 
 def test_a_hunk_that_does_not_apply_is_a_conflict_listing_it(release):

@@ -83,3 +83,20 @@ def test_blocks_from_the_canonical_diff_give_the_same_probe():
     diff = canonical_diff([FileDiff("srt/f.py", BEFORE, AFTER)])
     args = (["srt/f.py"], {"srt/f.py": BEFORE}.get, {"srt/f.py": BEFORE}, {"srt/f.py": AFTER})
     assert suggest(*args, diff).probe == suggest(*args).probe is not None
+
+
+def test_every_probe_form_is_written_and_read_back(tmp_path):
+    """Input: a probe using every node form (all, any, not over all, regex, absent, symbol, a
+    quote in a regex), written as port writes a probe (with and without the suggested marker).
+    Outcome: the manifest's probe loader reads back the very same probe and marker."""
+    from sgpatch.ops.suggest import probe_lines
+    from sgpatch.patchset.manifest import load_probe_text
+    from sgpatch.patchset.probe import AllProbe, AnyProbe, NotProbe, RegexProbe, SymbolProbe
+
+    inner = AllProbe((SymbolProbe("c.py", "C", "m"), RegexProbe("d.py", "it's")))
+    probe = AllProbe(
+        (AnyProbe((RegexProbe("a.py", r"x\d"), RegexProbe("b/*.py", "y", True))), NotProbe(inner))
+    )
+    for suggested in (False, True):
+        text = "\n".join(probe_lines(probe, 0, suggested)) + "\n"
+        assert load_probe_text(text, tmp_path / "p.yaml") == (probe, suggested)

@@ -16,7 +16,9 @@ from sgpatch.patchset.manifest import (
     Variant,
     find_sets,
     load_manifest,
+    load_probe_text,
     load_set,
+    probe_for,
     select_variant,
     set_supports,
 )
@@ -382,6 +384,48 @@ def test_base_is_valid(tmp_path: Path) -> None:
     assert manifest.patches[0].optional is False
     assert manifest.patches[0].requires == ()
     assert manifest.patches[0].probe is None
+
+
+def test_suggested_marker_and_a_variant_s_own_probe(tmp_path: Path) -> None:
+    """Input: a patch probe with `suggested: true`, a variant with its own probe (block style),
+    a probe file's text; then `suggested: "yes"` and a probe on an n/a variant. Outcome: the
+    marker is read (False without it), the variant's probe speaks for its releases and the
+    patch's for the rest (probe_for), a probe file loads alone (comments only: no probe);
+    the two bad forms are refused with file:line and field (exit 2)."""
+    text = BASE.replace(
+        "    upstream: {status: pending}\n",
+        "    upstream: {status: pending}\n    probe:\n      suggested: true\n"
+        "      file: srt/a.py\n      regex: old\n",
+    ).replace(
+        '      - sglang: ">=0.5.9"\n        patch: patches/one.patch\n',
+        '      - sglang: "==0.5.10"\n        patch: patches/one.patch\n'
+        "        probe: {file: srt/a.py, regex: new}\n"
+        '      - sglang: ">=0.5.9"\n        patch: patches/one.patch\n',
+    )
+    spec = load_manifest(make_set(tmp_path, text)).patches[0]
+    assert spec.probe == RegexProbe("srt/a.py", "old") and spec.probe_suggested
+    assert spec.variants[0].probe == RegexProbe("srt/a.py", "new")
+    assert not spec.variants[0].probe_suggested and spec.variants[1].probe is None
+    assert probe_for(spec, Version("0.5.10")) == RegexProbe("srt/a.py", "new")
+    assert probe_for(spec, Version("0.5.9")) == RegexProbe("srt/a.py", "old")
+    f = tmp_path / "probe.yaml"
+    assert load_probe_text("# nothing\n", f) == (None, False)
+    assert load_probe_text("suggested: true\nnot: {file: x.py, regex: y}\n", f) == (
+        NotProbe(RegexProbe("x.py", "y")),
+        True,
+    )
+    bad = text.replace("suggested: true", 'suggested: "yes"')
+    with pytest.raises(SgpatchError) as e:
+        load_manifest(make_set(tmp_path / "b", bad))
+    assert "patches[0].probe.suggested: must be true or false" in e.value.message
+    na = BASE.replace(
+        "        patch: patches/one.patch\n",
+        "        na: gone\n        probe: {file: a.py, regex: x}\n",
+    )
+    with pytest.raises(SgpatchError) as e:
+        load_manifest(make_set(tmp_path / "c", na))
+    assert e.value.code == ExitCode.BAD_INPUT
+    assert "'probe' belongs to a variant with a patch file" in e.value.message
 
 
 def test_good_manifest(tmp_path: Path) -> None:

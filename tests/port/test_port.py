@@ -137,7 +137,8 @@ def test_conflict_stops_with_markers_and_readable_state(cache, tmp_path):
     assert (state / "done").read_text().startswith("second\tcarried\t")
     assert (state / "todo").read_text() == ""
     fix = (state / "fix").read_text()
-    assert fix.startswith("sglang/srt/mod.py (markers at lines ") and "first hunk(s) #2" in fix
+    assert fix.startswith("files to fix in W (then `sgpatch port --continue --workspace ")
+    assert "\n  sglang/srt/mod.py (markers at lines " in fix and "first hunk(s) #2" in fix
     assert (state / "marker").is_file()
     assert by_id(doc)["first"]["outcome"] == "conflict"
     assert doc["steps"][0]["state"] == "stopped"
@@ -443,12 +444,20 @@ def test_merge_file_clean_and_conflict():
 
 
 def test_python_checks():
-    """Input: a file that does not compile; one defining a method twice; property setters,
-    if/else branches and a duplicate the release already had. Outcome: the first two are
-    problems, the rest are not."""
+    """Input: a file that does not compile; one defining a method twice (with and without the
+    release's copy among them); property setters, if/else branches and a duplicate the release
+    already had. Outcome: the first two are problems, the duplicate named with every line it is
+    defined at and the one that came with the release; the rest are not."""
     assert "does not compile" in merge.python_problem("a.py", b"def f(:\n", b"x = 1\n")
     twice = b"class A:\n    def f(self): pass\n    def f(self): pass\n"
-    assert "A: f" in merge.python_problem("a.py", twice, b"class A:\n    pass\n")
+    assert "A: f is defined twice in class A: line 2 (added) and line 3 (added)" in (
+        merge.python_problem("a.py", twice, b"class A:\n    pass\n")
+    )
+    upstream = b"class A:\n    def f(self):\n        return 1\n"
+    again = upstream + b"\n    def f(self):\n        return 2\n"
+    assert "line 5 (added) and line 2 (already in sglang 1.4 at line 2)" in merge.python_problem(
+        "a.py", again, upstream, "sglang 1.4"
+    )
     assert merge.python_problem("a.py", twice, twice) is None
     setter = (
         b"class A:\n    @property\n    def x(self): pass\n    @x.setter\n    def x(self, v): pass\n"
@@ -679,12 +688,12 @@ def test_an_edit_under_a_later_patch_joins_the_stopped_one(cache, tmp_path):
     }
 
 
-def test_a_lint_error_on_the_release_reopens_the_patch(cache, tmp_path):
+def test_a_probe_the_carried_change_does_not_match_stops_on_the_probe(cache, tmp_path):
     """Input: `second`'s probe looks for `return 43`, which its patch (`return 42`) never
-    writes. Outcome: everything carries, but lint on 1.1 finds the probe false with the set
-    applied: exit 3, nothing written, `second` back in needs-a-hand with the lint message;
-    after the person makes it `return 43` in W, --continue writes `second` as a new 1.1
-    variant and exits 0."""
+    writes. Outcome: everything carries, but the probe is false with the patch applied: exit
+    3 before lint, nothing written, `second` back in needs-a-hand under the probes heading
+    (no line is too short to suggest another); after the person makes it `return 43` in W,
+    --continue writes `second` as a new 1.1 variant and exits 0."""
     probe = "\n    probe: {file: srt/other.py, regex: '^    return 43$'}"
     d = make_set(tmp_path, probe=probe)
     before = snapshot(d)
@@ -693,7 +702,11 @@ def test_a_lint_error_on_the_release_reopens_the_patch(cache, tmp_path):
                        "--workspace", str(w))  # fmt: skip
     assert code == 3 and snapshot(d) == before
     assert by_id(doc)["second"]["outcome"] == "conflict"
-    assert any("lint: " in f and "second" in f for f in doc["steps"][0]["fix"]), doc
+    fix = doc["steps"][0]["fix"]
+    assert fix[0].startswith("probes (") and fix[1].startswith(
+        "  second: the probe is false with the patch applied"
+    ), fix
+    assert "no new one can be suggested" in fix[1]
     (w / "sglang/srt/other.py").write_text("def other():\n    return 43\n")
     code, doc = sgport("--continue", "--workspace", str(w))
     assert code == 0, doc
@@ -906,8 +919,9 @@ def test_a_patch_n_a_nearby_and_here_stays_n_a(cache, tmp_path):
 def test_a_patch_n_a_nearby_whose_file_is_here_needs_a_variant(cache, tmp_path):
     """Input: as above, ported to 1.8, which has srt/extra.py. Outcome: `third` is n/a with a
     note naming srt/extra.py and saying the set needs a variant for 1.8; nothing n/a is
-    written for it; lint then stops the port (exit 3) on `third` having no variant, and the
-    set is unchanged."""
+    written for it; lint then stops the port (exit 3) on `third` having no variant, listed
+    under the lint heading by patch and field (and in `lint_refusals`); the set is
+    unchanged."""
     files = release_files(V10, "1.8", {"sglang/srt/extra.py": b"def extra():\n    return 0\n"})
     make_wheel(cache / "wheels", "1.8", files)
     d = na_set(tmp_path)
@@ -917,7 +931,11 @@ def test_a_patch_n_a_nearby_whose_file_is_here_needs_a_variant(cache, tmp_path):
     assert code == 3, doc
     note = by_id(doc)["third"]["note"]
     assert "srt/extra.py is in 1.8: the set needs a variant for 1.8" in note
-    assert any("third" in ln for ln in doc["steps"][0]["fix"])
+    fix = doc["steps"][0]["fix"]
+    assert fix[0] == "lint refuses the set as --continue would write it (patch, manifest field):"
+    assert fix[1].startswith("  third (patches[2].variants): no variant of patch 'third'")
+    (refusal,) = doc["steps"][0]["lint_refusals"]
+    assert refusal["patch"] == "third" and refusal["field"] == "patches[2].variants"
     assert snapshot(d) == before
 
 

@@ -75,9 +75,13 @@ SKIP: dict[tuple[str, str, str], str] = {
     "from the index, the newest release on the index)",
     ("docs/porting.md", "", r"^sgpatch port .*(--to 0\.5\.24|port-0\.5\.24)"): "0.5.24 is not "
     "released; port on real history is tests/real/test_port_real.py",
-    ("docs/porting.md", "", r"^sgpatch port .*(--patchsets \./kset|--workspace w2)"): "the "
-    "executed example runs on the 0.5.9-only copy of the set that tests/real/test_port_real.py "
-    "makes (only_059), and its hand fix; test_port_the_059_set_like_a_rebase runs this flow",
+    (
+        "docs/porting.md",
+        "",
+        r"^sgpatch port .*(--patchsets \./kset|--workspace w2|--workspace w14)",
+    ): "the executed examples run on the 0.5.9-only copy of the set that "
+    "tests/real/test_port_real.py makes (only_059), and their hand fixes; "
+    "test_port_the_059_set_like_a_rebase runs these flows (0.5.10, 0.5.14)",
     ("docs/cli.md", "", r"^sgpatch completion \w+ >"): "installs into the user's shell set-up; "
     "tests/test_cli.py checks each script and what Tab completes",
     ("docs/tracking-main.md", "dockerfile", r""): "a nightly image's RUN line: its commands are "

@@ -105,6 +105,7 @@ def _patch_json(m: SetManifest, p: PatchSpec) -> dict[str, Any]:
                 "sglang": str(v.sglang),
                 "patch": v.patch.relative_to(m.base_dir).as_posix() if v.patch else None,
                 "na": v.na,
+                **({"probe": describe(v.probe)} if v.probe is not None else {}),
             }
             for v in p.variants
         ],

@@ -27,7 +27,7 @@ class Args:
     force: bool = False
 
 
-SCHEMA = 3
+SCHEMA = 4
 
 
 def run(a: Args) -> int:
@@ -192,12 +192,12 @@ def _human(rep) -> None:
     for w in rep.warnings:
         report.err(f"  lint warning: {w}")
     if rep.state == "stopped":
-        report.err("  to fix:")
         for f in rep.fix:
-            report.err(f"    {f}")
+            report.err(f"  {f}")
         w = shlex.quote(rep.workspace)
         report.err(
-            f"sgpatch port: stopped: fix the files above in {rep.workspace}, then "
+            f"sgpatch port: stopped: fix what is listed above (also in "
+            f"{rep.workspace}/.sgpatch-port/fix), then "
             f"`sgpatch port --continue --workspace {w}` (or drop the port: "
             f"`sgpatch port --abort --workspace {w}`); the set is unchanged"
         )
@@ -214,10 +214,14 @@ def line(o) -> str:
     note = f" ({o.note})" if o.note else ""
     if o.outcome in ("carried", "fixed"):
         how = "as it was" if o.as_is else f"{o.kept} hunk(s) kept, {o.merged} merged"
+        if o.dropped:
+            how += f", {len(o.dropped)} dropped (already there upstream: see --json)"
         return f"{o.id}: {o.outcome}, {how}{note}{src}"
     if o.outcome == "conflict":
         names = [p["file"] for p in o.problems]
         files = ", ".join(names) if len(names) <= 3 else f"{len(names)} files"
+        if not names:
+            files = "its probe" if o.probe and o.probe.get("problem") else "see below"
         return f"{o.id}: needs a hand ({files}){src}"
     if o.outcome == "waiting":
         return f"{o.id}: {_waiting(o)}{src}"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sgpatch.cli.common import open_target
 from sgpatch.ops import report
-from sgpatch.patchset.manifest import load_set
+from sgpatch.patchset.manifest import load_set, probe_for
 from sgpatch.patchset.probe import describe, evaluate
 
 
@@ -23,8 +23,11 @@ def run(
     manifest = load_set(set_name, tuple(patchsets))
     untested = _untested(manifest, target.version)
     rows = []
+    chosen = untested.variants_of if untested is not None else target.version
+    probes = {p.id: probe_for(p, chosen) for p in manifest.patches}
     for p in manifest.patches:
-        result = evaluate(p.probe, target.root) if p.probe is not None else None
+        probe = probes[p.id]
+        result = evaluate(probe, target.root) if probe is not None else None
         rows.append((p, result))
     if as_json:
         report.emit_json(
@@ -39,7 +42,7 @@ def run(
                 "probes": [
                     {
                         "id": p.id,
-                        "probe": describe(p.probe) if p.probe else None,
+                        "probe": describe(pr) if (pr := probes[p.id]) is not None else None,
                         "upstream": r.value if r else None,
                         **({"evidence": report.probe_json(r)["evidence"]} if r else {}),
                     }
@@ -54,8 +57,9 @@ def run(
     for p, r in rows:
         verdict = "no probe" if r is None else ("upstream has it" if r.value else "not upstream")
         report.out(f"{p.id}: {verdict}")
-        if verbose and r is not None and p.probe is not None:
-            report.out(f"  probe: {describe(p.probe)}")
+        probe = probes[p.id]
+        if verbose and r is not None and probe is not None:
+            report.out(f"  probe: {describe(probe)}")
             for e in r.evidence:
                 where = f"{e.file}:{e.line}" if e.line else e.file
                 text = f" {e.text!r}" if e.text else ""

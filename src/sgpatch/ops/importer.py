@@ -351,7 +351,7 @@ def _fail(failures: Sequence[str], version: Version) -> None:
 
 def manifest_text(result: ImportResult) -> str:
     """patchset.yaml for the imported set: provenance as comments, one `==V` variant each."""
-    from sgpatch.ops.suggest import quote, to_yaml
+    from sgpatch.ops.suggest import probe_lines, quote
 
     v = result.version
     lines = [
@@ -379,7 +379,7 @@ def manifest_text(result: ImportResult) -> str:
             f"    requires: [{', '.join(p.requires)}]",
         ]
         if p.probe is not None:
-            lines += ["    probe:", *to_yaml(p.probe, 6)]
+            lines += ["    probe:", *probe_lines(p.probe, 6, suggested=True)]
         lines += ["    variants:", f'      - {{sglang: "=={v}", patch: {p.file}}}', ""]
     return "\n".join(lines)
 

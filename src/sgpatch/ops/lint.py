@@ -157,7 +157,7 @@ def _turns_true(spec: PatchSpec, rows: Sequence[Row]) -> Version | None:
 def _since_findings(manifest: SetManifest, spec: PatchSpec, rows: Sequence[Row]) -> list[Finding]:
     """One finding per patch when the first release where the probe turns true disagrees with
     the manifest: before `since`, or on a patch the manifest still calls pending/submitted."""
-    if spec.probe is None:
+    if spec.probe is None and all(v.probe is None for v in spec.variants):
         return []
     first = _turns_true(spec, rows)
     up = spec.upstream

@@ -22,7 +22,7 @@ from packaging.version import Version
 
 from sgpatch.diff.unified import read_patch
 from sgpatch.errors import bad_input
-from sgpatch.patchset.manifest import SetManifest, load_manifest
+from sgpatch.patchset.manifest import SetManifest, load_manifest, probe_for, probes_of
 from sgpatch.patchset.probe import AllProbe, AnyProbe, NotProbe, RegexProbe, SymbolProbe
 
 
@@ -107,7 +107,8 @@ def needed_files(manifest: SetManifest) -> list[str]:
 
     out = {"_version.py", "version.py", "__init__.py"}
     for spec in manifest.patches:
-        out.update(probe_files(spec.probe))
+        for probe in probes_of(spec):
+            out.update(probe_files(probe))
         for v in spec.variants:
             if v.patch is None:
                 continue
@@ -275,11 +276,12 @@ def _probes_after(manifest: SetManifest, plan, root: Path) -> dict[str, bool]:
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(change.after)
-    probes = {spec.id: spec.probe for spec in manifest.patches if spec.probe is not None}
+    version = Version(plan.variants_of or plan.version)
+    probes = {spec.id: probe_for(spec, version) for spec in manifest.patches}
     return {
-        p.id: evaluate(probes[p.id], root).value
+        p.id: evaluate(probe, root).value
         for p in plan.patches
-        if p.state == "pending" and p.id in probes
+        if p.state == "pending" and (probe := probes[p.id]) is not None
     }
 
 

@@ -542,7 +542,7 @@ def _plan_one(
 ) -> PatchPlan:
     """One patch's state, decided in order: the ledger, the variant, the post-image, the
     probe, its requirements, then the engine."""
-    from sgpatch.patchset.manifest import select_variant
+    from sgpatch.patchset.manifest import probe_for, select_variant
     from sgpatch.patchset.probe import evaluate
     from sgpatch.state.ledger import sha256
 
@@ -553,7 +553,8 @@ def _plan_one(
     if record is not None and rec is not None:
         return _plan_recorded(base, record, rec, ledger, overlay)
     variant = select_variant(spec, chosen.variants)
-    probe_result = evaluate(spec.probe, probes.root, probes) if spec.probe is not None else None
+    probe = probe_for(spec, chosen.variants)
+    probe_result = evaluate(probe, probes.root, probes) if probe is not None else None
     if variant is not None and variant.na is not None:
         return PatchPlan(**base, state="n/a", how="n/a", note=variant.na, probe=probe_result)
     if variant is None:

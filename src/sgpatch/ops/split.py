@@ -302,7 +302,7 @@ def split_patch(
 
 
 def _edit(manifest, spec, halves, new_id, summary, by, rest_probe, new_probe) -> str:
-    from sgpatch.ops.suggest import quote, to_yaml
+    from sgpatch.ops.suggest import probe_lines, quote
     from sgpatch.patchset import manifest_text as mt
 
     path = manifest.path
@@ -310,7 +310,11 @@ def _edit(manifest, spec, halves, new_id, summary, by, rest_probe, new_probe) ->
     col = mt.patch_key_indent(text, path, spec.id)
     if rest_probe is not None:
         text = mt.replace_key(
-            text, path, spec.id, "probe", [" " * col + "probe:", *to_yaml(rest_probe, col + 2)]
+            text,
+            path,
+            spec.id,
+            "probe",
+            [" " * col + "probe:", *probe_lines(rest_probe, col + 2, True)],
         )
     shares = by == "hunk"
     requires = [spec.id] if shares else []
@@ -327,7 +331,7 @@ def _edit(manifest, spec, halves, new_id, summary, by, rest_probe, new_probe) ->
     if spec.optional:
         entry.append("  optional: true")
     if new_probe is not None:
-        entry += ["  probe:", *to_yaml(new_probe, 4)]
+        entry += ["  probe:", *probe_lines(new_probe, 4, True)]
     entry.append("  variants:")
     for v in spec.variants:
         if v.patch is None:

@@ -21,7 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.diff.unified import decode, split_lines, strip_eol
-from sgpatch.patchset.probe import AllProbe, NotProbe, ProbeNode, RegexProbe, evaluate
+from sgpatch.patchset.probe import (
+    AllProbe,
+    AnyProbe,
+    NotProbe,
+    ProbeNode,
+    RegexProbe,
+    SymbolProbe,
+    evaluate,
+)
 
 PER_FILE = 3
 MIN_CHARS = 12  # shorter lines (`return x`, `)`, `else:`) say little about a patch
@@ -233,21 +241,45 @@ def suggest(
 
 
 def to_yaml(node: ProbeNode, indent: int) -> list[str]:
-    """The probe as manifest lines (block style, one flow mapping per regex), `indent` spaces."""
+    """The probe as manifest lines (block style, one flow mapping per leaf), `indent` spaces:
+    every node form (a person's probe that port writes back too)."""
     pad = " " * indent
     if isinstance(node, RegexProbe):
-        return [f"{pad}{{file: {_path(node.file_glob)}, regex: {quote(node.regex)}}}"]
+        word = "absent" if node.absent else "regex"
+        return [f"{pad}{{file: {_path(node.file_glob)}, {word}: {quote(node.regex)}}}"]
+    if isinstance(node, SymbolProbe):
+        return [f"{pad}symbol: {{file: {_path(node.file)}, class: {node.cls}, "
+                f"method: {node.method}}}"]  # fmt: skip
     if isinstance(node, NotProbe):
-        inner = to_yaml(node.node, 0)[0]
-        return [f"{pad}not: {inner}"]
-    if isinstance(node, AllProbe):
-        out = [f"{pad}all:"]
+        inner = to_yaml(node.node, indent + 2)
+        return [f"{pad}not: {inner[0].strip()}"] if len(inner) == 1 else [f"{pad}not:", *inner]
+    if isinstance(node, (AllProbe, AnyProbe)):
+        out = [f"{pad}{'all' if isinstance(node, AllProbe) else 'any'}:"]
         for child in node.nodes:
             lines = to_yaml(child, 0)
             out.append(f"{pad}  - {lines[0]}")
             out += [f"{pad}    {ln}" for ln in lines[1:]]
         return out
-    raise TypeError(f"cannot write probe {node!r}")  # suggest makes only the forms above
+    raise TypeError(f"cannot write probe {node!r}")
+
+
+SUGGESTED_LINE = (
+    "suggested: true  # made from the patch's lines by sgpatch; delete this line if you edit it"
+)
+
+
+def probe_lines(node: ProbeNode, indent: int, suggested: bool) -> list[str]:
+    """What goes under `probe:` (block style, `indent` spaces): the probe, and with
+    `suggested` the marker that says sgpatch made it (docs/manifest.md), which lets `port`
+    replace it by a new suggestion when the patch changes."""
+    if not suggested:
+        return to_yaml(node, indent)
+    pad = " " * indent
+    if isinstance(node, RegexProbe):
+        body = [f"{pad}file: {_path(node.file_glob)}", f"{pad}regex: {quote(node.regex)}"]
+    else:
+        body = to_yaml(node, indent)
+    return [pad + SUGGESTED_LINE, *body]
 
 
 def quote(text: str) -> str:

@@ -63,6 +63,8 @@ class Variant:
     na: str | None
     line: int
     base: Version | None = None  # the release the patch file was made on (`base:`, optional)
+    probe: ProbeNode | None = None  # its own probe (`probe:`): replaces the patch's on its releases
+    probe_suggested: bool = False  # that probe is a suggestion no person has edited
 
     @property
     def file(self) -> Path:
@@ -95,6 +97,7 @@ class PatchSpec:
     variants: tuple[Variant, ...]
     environment: tuple[EnvRequirement, ...]
     line: int
+    probe_suggested: bool = False  # `suggested: true`: made by sgpatch, no person has edited it
 
 
 @dataclass(frozen=True)
@@ -595,7 +598,11 @@ def _load_patch(chk: _Checker, node: object, field: str) -> _Loaded:
     optional = (
         chk.boolean(keys["optional"][1], f"{field}.optional") if "optional" in keys else False
     )
-    probe = _load_probe(chk, keys["probe"][1], f"{field}.probe") if "probe" in keys else None
+    probe, suggested = (
+        _load_top_probe(chk, keys["probe"][1], f"{field}.probe")
+        if "probe" in keys
+        else (None, False)
+    )
     if upstream.status == "merged" and probe is None:
         chk.fail(
             keys["upstream"][1],
@@ -622,6 +629,7 @@ def _load_patch(chk: _Checker, node: object, field: str) -> _Loaded:
         variants=variants,
         environment=tuple(environment),
         line=_line(node) or 0,
+        probe_suggested=suggested,
     )
     return spec, require_nodes
 
@@ -645,16 +653,25 @@ def _load_upstream(chk: _Checker, node: object, field: str) -> Upstream:
 
 
 def _load_variant(chk: _Checker, node: object, field: str) -> Variant:
-    keys = chk.mapping(node, field, ("sglang",), ("patch", "na", "base"))
+    keys = chk.mapping(node, field, ("sglang",), ("patch", "na", "base", "probe"))
     sglang = chk.specifier(keys["sglang"][1], f"{field}.sglang")
     if ("patch" in keys) == ("na" in keys):
         chk.fail(node, field, "needs exactly one of 'patch' or 'na'")
-    if "base" in keys and "patch" not in keys:
-        chk.fail(node, field, "'base' names the release a patch file was made on: it needs 'patch'")
+    for key in ("base", "probe"):
+        if key in keys and "patch" not in keys:
+            chk.fail(
+                node, field, f"'{key}' belongs to a variant with a patch file: it needs 'patch'"
+            )
     if "patch" in keys:
         patch = chk.patch_file(keys["patch"][1], f"{field}.patch")
         base = _load_base(chk, keys["base"][1], f"{field}.base") if "base" in keys else None
-        return Variant(sglang=sglang, patch=patch, na=None, line=_line(node) or 0, base=base)
+        probe, suggested = (
+            _load_top_probe(chk, keys["probe"][1], f"{field}.probe")
+            if "probe" in keys
+            else (None, False)
+        )
+        return Variant(sglang=sglang, patch=patch, na=None, line=_line(node) or 0, base=base,
+                       probe=probe, probe_suggested=suggested)  # fmt: skip
     reason = chk.text(keys["na"][1], f"{field}.na").strip()
     return Variant(sglang=sglang, patch=None, na=reason, line=_line(node) or 0)
 
@@ -680,6 +697,58 @@ def _load_env(chk: _Checker, node: object, field: str) -> EnvRequirement:
 
 
 _PROBE_FORMS = "{file, regex}, {file, absent}, {symbol}, {all}, {any} or {not}"
+SUGGESTED = "suggested"  # the marker key a probe sgpatch suggested carries (docs/manifest.md)
+
+
+def _load_top_probe(chk: _Checker, node: object, field: str) -> tuple[ProbeNode, bool]:
+    """A `probe:` value: the probe node, and whether it carries `suggested: true` (a probe
+    sgpatch made that no person has edited since; port may replace it by a new suggestion)."""
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode):
+        return _load_probe(chk, node, field), False
+    marked = [
+        (k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == SUGGESTED
+    ]
+    if not marked:
+        return _load_probe(chk, node, field), False
+    suggested = chk.boolean(marked[0][1], f"{field}.{SUGGESTED}")
+    drop = {id(k) for k, _ in marked}
+    rest = yaml.MappingNode(node.tag, [(k, v) for k, v in node.value if id(k) not in drop],
+                            node.start_mark, node.end_mark, node.flow_style)  # fmt: skip
+    return _load_probe(chk, rest, field), suggested
+
+
+def load_probe_text(text: str, path: Path) -> tuple[ProbeNode | None, bool]:
+    """A probe written on its own (a file holding what `probe:` holds in the manifest, as port
+    keeps a stopped patch's probe in its workspace): (the probe, `suggested: true`?). A file
+    with nothing but comments is no probe (None). Errors name `path:line: probe...` (exit 2)."""
+    import yaml
+
+    shown = _display(path)
+    _check_yaml_limits(text, shown)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:
+        raise bad_input(f"{shown}: invalid YAML: {e}") from None
+    if root is None:
+        return None, False
+    return _load_top_probe(_Checker(path, path.parent), root, "probe")
+
+
+def probe_for(spec: PatchSpec, version: Version) -> ProbeNode | None:
+    """The probe that speaks for `spec` on `version`: the covering variant's own probe when it
+    has one, else the patch's (docs/manifest.md, "A variant's own probe")."""
+    variant = select_variant(spec, version)
+    if variant is not None and variant.probe is not None:
+        return variant.probe
+    return spec.probe
+
+
+def probes_of(spec: PatchSpec) -> list[ProbeNode]:
+    """Every probe the patch has: its own and its variants'."""
+    own = [spec.probe] if spec.probe is not None else []
+    return own + [v.probe for v in spec.variants if v.probe is not None]
 
 
 def _load_probe(chk: _Checker, node: object, field: str) -> ProbeNode:
@@ -894,7 +963,10 @@ __all__ = [
     "bundled_dir",
     "find_sets",
     "load_manifest",
+    "load_probe_text",
     "load_set",
+    "probe_for",
+    "probes_of",
     "select_variant",
     "set_supports",
     "shadow_note",

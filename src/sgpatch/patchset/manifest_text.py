@@ -169,3 +169,45 @@ def _insert_first(text: str, path: Path, patch_id: str, body: str) -> str:
 def set_set_spec(text: str, path: Path, spec: str) -> str:
     """Replace the set's own `sglang:` range."""
     return _replace(text, get(compose(text, path), "sglang"), spec)
+
+
+def set_variant_probe(
+    text: str, path: Path, patch_id: str, index: int, probe_lines: Sequence[str]
+) -> str:
+    """Give the patch's variant number `index` its own `probe:` (lines of what goes under the
+    key, indented from column 0). A one-line flow variant (`- {sglang: ..., patch: ...}`, as
+    port writes them) is rewritten in block style first; a variant that has a probe already
+    gets it replaced."""
+    import yaml
+
+    items = get(patch_item(compose(text, path), patch_id), "variants").value
+    node = items[index]
+    lines = text.splitlines(keepends=True)
+    eol = _eol(text)
+    col = node.start_mark.column
+    pad = " " * col
+    body = [f"{pad}probe:{eol}"] + [f"{pad}  {ln}{eol}" for ln in probe_lines]
+    if node.flow_style:
+        if node.start_mark.line != node.end_mark.line:
+            raise SgpatchError(f"{path}:{node.start_mark.line + 1}: edit this variant by hand")
+        row = lines[node.start_mark.line]
+        keys = []
+        for k, v in node.value:
+            if k.value == "probe":
+                continue
+            raw = text[v.start_mark.index : v.end_mark.index]
+            keys.append(f"{k.value}: {raw}")
+        head = row[:col]
+        block = [f"{head}{keys[0]}{eol}"] + [f"{pad}{kv}{eol}" for kv in keys[1:]]
+        tail = row[node.end_mark.column :].strip()
+        if tail and not tail.startswith("#"):
+            raise SgpatchError(f"{path}:{node.start_mark.line + 1}: edit this variant by hand")
+        at = node.start_mark.line
+        return "".join([*lines[:at], *block, *body, *lines[at + 1 :]])
+    assert isinstance(node, yaml.MappingNode)
+    knode, vnode = _key_node(node, "probe"), get(node, "probe")
+    if knode is not None:
+        start = knode.start_mark.line
+        return "".join([*lines[:start], *body, *lines[_end_line(lines, vnode) :]])
+    at = _end_line(lines, node)
+    return "".join([*lines[:at], *body, *lines[at:]])

@@ -54,6 +54,7 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # hand edits --continue took, and where
     set_dir: str = ""  # the real path of the set's folder (where --continue writes)
+    lint_refusals: list[dict] = field(default_factory=list)  # {patch, field, message}
 
     @property
     def exit_code(self) -> ExitCode:
@@ -71,6 +72,7 @@ class Report:
             "written": self.written,
             "changes": self.changes,
             "lint": self.lint,
+            "lint_refusals": self.lint_refusals,
             "warnings": self.warnings,
             "notes": self.notes,
             "set_dir": self.set_dir,
@@ -92,6 +94,8 @@ def _outcome_json(o) -> dict:
         "files_carried": o.carried_files,
         "files_waiting": o.waiting_files,
         "waiting_for": o.waiting_for,
+        "probe": o.probe,
+        "hunks_dropped": o.dropped,
     }
 
 
@@ -158,8 +162,11 @@ def resume(workspace: Path) -> Report:
             elif phase in ("stopped", "planned"):
                 left = resume_mod.unresolved(ctx)
                 if left:
+                    from sgpatch.port.stopreport import FILES_HEAD
+
                     rep = _report(ctx, "stopped")
-                    rep.fix, rep.notes = left, notes
+                    rep.fix = [FILES_HEAD.format(top=ctx.ws.top), *(f"  {x}" for x in left)]
+                    rep.notes = notes
                     return rep
                 notes += resume_mod.take_fixed(ctx)
             sequencer.run_todo(ctx)
@@ -179,28 +186,41 @@ def abort(workspace: Path, force: bool = False):
 
 
 def _conclude(ctx, finish: bool) -> Report:
+    from sgpatch.port import stopreport
     from sgpatch.port.finish import finish as write_set
+    from sgpatch.port.sequencer import Queue, reopen
+    from sgpatch.port.stopreport import lint_problem, probe_problem
 
-    ws = ctx.ws
+    ws, order = ctx.ws, [s.id for s in ctx.manifest.patches]
     if ws.lines("needs-a-hand") or ws.lines("todo"):
-        with ws.step("stopped"):
-            ws.set_phase("stopped")
+        _stopped(ctx)
         return _report(ctx, "stopped")
     if not finish:
         with ws.step("planned"):
             ws.set_phase("planned")
         return _report(ctx, "planned")
+    settled = _settle_probes(ctx)
+    if settled.stops:
+        reopen(ws, {pid: [probe_problem(why)] for pid, why in settled.stops.items()}, order)
+        _stopped(ctx)
+        rep = _report(ctx, "stopped")
+        rep.notes = list(settled.notes)
+        return rep
     done = write_set(ctx)
     if done.lint:
-        from sgpatch.port.sequencer import reopen_for_lint
-
-        reopen_for_lint(ws, done.by_patch, [s.id for s in ctx.manifest.patches])
+        outs = {o.id: o for o in Queue.load(ws).done}
+        reopen(ws, {pid: [lint_problem(_lint_field(ctx, outs.get(pid), pid, m), m) for m in ms]
+                    for pid, ms in done.by_patch.items()}, order)  # fmt: skip
+        _stopped(ctx)
     rep = _report(ctx, "stopped" if done.lint else "finished")
     rep.written, rep.changes, rep.lint, rep.warnings = (
         done.written, done.changes, done.lint, done.warnings,
     )  # fmt: skip
+    rep.notes = list(settled.notes)
     if done.lint:  # the reopened patches' lines, and what lint says about no patch in particular
-        rep.fix = ctx.ws.lines("fix") + [f"lint: {m}" for m in done.lint if m.startswith("- ")]
+        rows = [_row_refusal(ctx, m) for m in done.lint if m.startswith("- ")]
+        rep.lint_refusals += rows
+        rep.fix = stopreport.with_lint_rows(ws.lines("fix"), rows)
     return rep
 
 
@@ -216,25 +236,102 @@ def _finished_again(ctx, notes: list[str]) -> Report:
     return rep
 
 
+def _row_refusal(ctx, message: str) -> dict:
+    """A lint error about a release rather than one patch's cell (`- [V]: ...`), by the patch
+    it names (no variant of patch 'ID' ...: that patch's `variants`), else the set's range."""
+    import re
+
+    text = message.split(": ", 1)[-1]
+    named = re.search(r"no variant of patch '([a-z0-9-]+)'", text)
+    ids = [s.id for s in ctx.manifest.patches]
+    if named and named[1] in ids:
+        return {"patch": named[1], "field": f"patches[{ids.index(named[1])}].variants",
+                "message": text}  # fmt: skip
+    return {"patch": None, "field": "sglang", "message": text}
+
+
+def _stopped(ctx) -> None:
+    """A stopped port's last writes: a probe file for every stopped patch, the fix list with
+    them in it; then the workspace is whole again."""
+    from sgpatch.port import probes
+    from sgpatch.port.sequencer import Queue
+
+    with ctx.ws.step("stopped"):
+        q = Queue.load(ctx.ws)
+        probes.keep_stopped(ctx, [o.id for o in q.stopped])
+        q.save(ctx.ws)
+        ctx.ws.set_phase("stopped")
+
+
+def _settle_probes(ctx):
+    """Every carried or fixed patch's probe checked on the release (port.probes); a patch
+    whose new probe must go on a variant of its own gets a new patch file for V."""
+    from sgpatch.port import probes
+    from sgpatch.port.sequencer import Queue
+
+    with ctx.ws.step("probes"):  # whole or not at all: a kill checks them again
+        q = Queue.load(ctx.ws)
+        pids = [o.id for o in q.done if o.outcome in ("carried", "fixed")]
+        settled = probes.settle(ctx, pids)
+        flipped = False
+        for o in q.done:
+            d = probes.decided(ctx.ws, o.id) if o.id in pids else None
+            if d is not None and d[0] == "variant" and o.as_is:
+                o.as_is, flipped = False, True
+        if flipped:
+            q.save(ctx.ws)
+    return settled
+
+
+def _lint_field(ctx, o, pid: str, message: str) -> str:
+    """The manifest field a lint refusal is about: the probe (the patch's, or its variant's
+    for this release) or the variant that serves the release."""
+    from sgpatch.port import probes
+
+    i = [s.id for s in ctx.manifest.patches].index(pid)
+    d = probes.decided(ctx.ws, pid)
+    new_variant = o is not None and not o.as_is and o.outcome in ("carried", "fixed")
+    if "probe" in message:
+        on_variant = d is not None and d[0] == "variant" and new_variant
+        return f"patches[{i}].variants[0].probe" if on_variant else f"patches[{i}].probe"
+    if new_variant or o is None:
+        return f"patches[{i}].variants[0]"
+    spec = ctx.manifest.patch(pid)
+    from sgpatch.port.source import source_of
+
+    sorc = source_of(spec, ctx.to, ctx.known)
+    j = spec.variants.index(sorc.variant) if sorc is not None else 0
+    return f"patches[{i}].variants[{j}]"
+
+
 def _report(ctx, state: str) -> Report:
-    from sgpatch.port import snapshots
+    from sgpatch.port import snapshots, stopreport
     from sgpatch.port.sequencer import Outcome, Queue
 
     ws, q = ctx.ws, Queue.load(ctx.ws)
+    refusals = stopreport.lint_json(q.stopped)
     waiting = [q.partial.get(pid) or Outcome(pid, "waiting") for pid in q.todo]
     for o in waiting:
         o.outcome = "waiting"
     order = {s.id: i for i, s in enumerate(ctx.manifest.patches)}
     outs = sorted(q.done + q.stopped + waiting, key=lambda o: order.get(o.id, 0))
     unfinished = set(q.todo) | {o.id for o in q.stopped}
+    stopped = list(q.stopped)
+    for o in stopped:
+        o.probe = stopreport.probe_json(ws, o.id, o.problems)
+        o.problems = [stopreport.problem_json(ws, o.id, p) for p in o.problems
+                      if stopreport.kind(p) == "file"]  # fmt: skip
     for o in outs:
+        o.dropped = stopreport.dropped_json(ws, o.id)
         fixing = set(ws.lines(f"fixing/{o.id}"))
         o.carried_files = sorted(snapshots.carried(ws, o.id))
         o.waiting_files = sorted(snapshots.unfinished(ws, o.id) - fixing)
         if o.outcome == "waiting":
             o.waiting_for = [r for r in ctx.manifest.patch(o.id).requires if r in unfinished]
-    return Report(ctx.manifest.name, str(ctx.to), str(ws.top), state, outs, q.todo,
-                  ws.lines("fix"), set_dir=str(ctx.manifest.base_dir))  # fmt: skip
+    rep = Report(ctx.manifest.name, str(ctx.to), str(ws.top), state, outs, q.todo,
+                 ws.lines("fix"), set_dir=str(ctx.manifest.base_dir))  # fmt: skip
+    rep.lint_refusals = refusals
+    return rep
 
 
 def walk(

@@ -58,6 +58,8 @@ class CarriedFile:
     source: str | None = None  # a rename's old path (removed from the workspace)
     base: bytes | None = None  # the merge's inputs, for the person who fixes it
     theirs: bytes | None = None
+    details: tuple[dict, ...] = ()  # per conflicted hunk: upstream's change, the patch's
+    dropped: tuple[tuple[int, tuple[str, ...]], ...] = ()  # hunks already there: (n, evidence)
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,7 @@ def carry_patch(
         here.write(done.path, done.after)
         if there is not None and path in paths[n + 1 :]:
             plan_patch(there, one, mapper, fuzz=0)  # the file comes again: the base moves on
-    return CarriedPatch(pid, _checked(out))
+    return CarriedPatch(pid, _checked(out, labels.ours))
 
 
 def _carry_file(fp, fplan: FilePlan, now, there, one: Patch, labels: Labels) -> CarriedFile:
@@ -141,29 +143,138 @@ def _lines(data: bytes | None) -> list[str]:
 
 
 def _merge_hunks(fp: FilePatch, fplan: FilePlan, there, exact, labels) -> CarriedFile | None:
-    """Keep the exact hunks, merge only the others (None: fall back to a whole-file merge)."""
+    """Keep the exact hunks, drop the ones upstream already made in the same scope (with the
+    evidence), merge only the others (None: fall back to a whole-file merge)."""
     base = there.read(fplan.path)
     if base is None:
         return None
+    base_lines = _lines(base)
     failing = tuple(h for h in fp.hunks if h.index not in exact)
-    patched = apply_hunks(_lines(base), failing)
-    if not patched.ok:
-        return None
     if all(h.index in exact or h.status != "applied" for h in fplan.hunks):
         ours = fplan.after or b""  # only the exact hunks were applied there already
     else:
         kept = apply_hunks(_lines(fplan.before), tuple(h for h in fp.hunks if h.index in exact))
         ours = encode("".join(kept.lines))
+    dropped = _already(failing, base_lines, _lines(ours))
+    failing = tuple(h for h in failing if h.index not in dict(dropped))
+    if not failing:
+        return CarriedFile(fplan.path, fplan.before, ours, kept=exact, dropped=dropped)
+    patched = apply_hunks(base_lines, failing)
+    if not patched.ok:
+        return None
     theirs = encode("".join(patched.lines))
     data, n = merge_file(base, ours, theirs, (labels.ours, labels.base, labels.theirs))
     idx = tuple(h.index for h in failing)
     if n == 0:
-        return CarriedFile(fplan.path, fplan.before, data, kept=exact, merged=idx)
+        return CarriedFile(fplan.path, fplan.before, data, kept=exact, merged=idx, dropped=dropped)
     why = f"{n} conflict(s) in the three-way merge of hunk(s) {_hunk_list(idx)}"
     return CarriedFile(
         fplan.path, fplan.before, data, kept=exact, problem=why, markers=marker_lines(data),
-        hunks=idx, base=base, theirs=theirs,
+        hunks=idx, base=base, theirs=theirs, dropped=dropped,
+        details=hunk_details(failing, (base, base_lines, ours), labels, dropped),
     )  # fmt: skip
+
+
+def _placed_at(base_lines: list[str], h) -> int | None:
+    """0-based line where the hunk's pre-image starts on the base, placed alone (None: it
+    does not place there by itself)."""
+    res = apply_hunks(base_lines, (h,))
+    r = res.hunks[0]
+    if r.status != "applied" or r.line is None:
+        return None
+    return r.line - 1
+
+
+def _already(failing, base_lines: list[str], ours_lines: list[str]):
+    """The failing hunks whose whole change the release already has (port.already)."""
+    from sgpatch.port.already import Files, already_there
+
+    out = []
+    files = Files(base_lines, ours_lines)
+    for h in failing:
+        at = _placed_at(base_lines, h)
+        ev = already_there(h, at, base_lines, ours_lines, files) if at is not None else None
+        if ev is not None:
+            out.append((h.index, tuple(ev.text())))
+    return tuple(out)
+
+
+def hunk_details(failing, merge_in, labels: Labels, dropped) -> tuple[dict, ...]:
+    """Per failing hunk of a conflicted file: merged alone (base + that hunk), the region it
+    conflicts on, as upstream changed it (base -> the release) and as the patch changes it."""
+    base, base_lines, ours = merge_in
+    out: list[dict] = [
+        {"hunk": i, "status": "already there", "evidence": list(ev)} for i, ev in dropped
+    ]
+    for h in failing:
+        at = _placed_at(base_lines, h)
+        row: dict = {"hunk": h.index, "upstream_label": f"{labels.base} -> {labels.ours}",
+                     "patch_label": labels.theirs}  # fmt: skip
+        if at is None:
+            out.append({**row, "status": "does not place on the base by itself"})
+            continue
+        size = len(h.before)
+        head = h.section_header.strip() or _funcname_above(base_lines, at)
+        scope = f", in {head}" if head else ""
+        row["where"] = f"{labels.base} lines {at + 1}-{at + max(size, 1)}{scope}"
+        alone = encode("".join(apply_hunks(base_lines, (h,)).lines))
+        data, n = merge_file(base, ours, alone, (labels.ours, labels.base, labels.theirs))
+        blocks = conflict_blocks(data) if n else []
+        if not blocks:
+            out.append({**row, "status": "merges alone; conflicts only with the other hunks"})
+            continue
+        up, mine = [], []
+        for b_ours, b_base, b_theirs in blocks:
+            up += mini_diff(b_base, b_ours)
+            mine += mini_diff(b_base, b_theirs)
+        out.append({**row, "status": "conflict", "upstream": up, "patch": mine})
+    return tuple(sorted(out, key=lambda d: d["hunk"]))
+
+
+def _funcname_above(lines: list[str], at: int) -> str:
+    """The nearest `def`/`class` line above line `at` (what git's funcname would show)."""
+    import re
+
+    for i in range(min(at, len(lines) - 1), -1, -1):
+        if re.match(r"\s*(async\s+)?(def|class)\s+\w", lines[i]):
+            return lines[i].strip().rstrip(":")
+    return ""
+
+
+def conflict_blocks(data: bytes) -> list[tuple[list[str], list[str], list[str]]]:
+    """The (ours, base, theirs) lines of each diff3 conflict in a merged file."""
+    from sgpatch.diff.unified import decode
+
+    out = []
+    side: str | None = None
+    cur: dict[str, list[str]] = {}
+    for line in decode(data).split("\n"):
+        if line.startswith("<<<<<<< "):
+            side, cur = "ours", {"ours": [], "base": [], "theirs": []}
+        elif side and line.startswith("||||||| "):
+            side = "base"
+        elif side and line == "=======":
+            side = "theirs"
+        elif side and line.startswith(">>>>>>> "):
+            out.append((cur["ours"], cur["base"], cur["theirs"]))
+            side = None
+        elif side:
+            cur[side].append(line)
+    return out
+
+
+def mini_diff(old: list[str], new: list[str]) -> list[str]:
+    """`old` -> `new` as diff lines (` `, `-`, `+`), small regions only (difflib)."""
+    import difflib
+
+    out: list[str] = []
+    sm = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    for op, i1, i2, j1, j2 in sm.get_opcodes():
+        if op == "equal":
+            out += [f" {x}" for x in old[i1:i2]]
+            continue
+        out += [f"-{x}" for x in old[i1:i2]] + [f"+{x}" for x in new[j1:j2]]
+    return out
 
 
 def _merge_whole(fplan: FilePlan, now, there, one: Patch, labels) -> CarriedFile:
@@ -203,12 +314,13 @@ def _whole_reason(fplan: FilePlan, mine: bytes | None, n: int) -> str:
     return f"{n} conflict(s) in the three-way merge of the whole file"
 
 
-def _checked(files: list[CarriedFile]) -> tuple[CarriedFile, ...]:
+def _checked(files: list[CarriedFile], label: str) -> tuple[CarriedFile, ...]:
     """A carried Python file must compile and must not define a name twice in one body. The
     files carried without a problem are checked together (in parallel where that helps: the
-    check never changes what the next file of the patch reads)."""
+    check never changes what the next file of the patch reads). `label` names the release
+    carried onto, so a duplicate can say which copy came with it."""
     todo = [n for n, f in enumerate(files) if f.problem is None]
-    found = python_problems([(files[n].path, files[n].after, files[n].before) for n in todo])
+    found = python_problems([(files[n].path, files[n].after, files[n].before) for n in todo], label)
     out = list(files)
     for n, problem in zip(todo, found, strict=True):
         if problem is not None:

@@ -24,7 +24,7 @@ from packaging.version import Version
 from sgpatch.errors import ExitCode, SgpatchError, unsafe
 from sgpatch.patchset import manifest_text
 from sgpatch.patchset.manifest import PatchSpec, SetManifest, load_manifest, select_variant
-from sgpatch.port import edits
+from sgpatch.port import edits, probes
 from sgpatch.port import source as src
 from sgpatch.port.sequencer import Context, Outcome
 from sgpatch.port.workspace import digest, write
@@ -47,6 +47,7 @@ def finish(ctx: Context) -> Finished:
     the set (`write_staged`), so a kill at any point is finished by the next --continue."""
     text = ctx.manifest.path.read_text(encoding="utf-8")
     new_text, files, changes = _edits(ctx, text)
+    new_text = probes.manifest_edits(ctx, new_text, changes)  # the probes settled before
     out = Finished(changes=changes)
     errors, out.warnings, out.by_patch = _lint(ctx, new_text, files)
     if errors:
@@ -178,6 +179,10 @@ def _carried(ctx: Context, spec, o: Outcome, text: str, files: dict, changes: li
     data = ctx.ws.get_bytes(f"patches/{spec.id}.patch")
     if data is None:
         raise SgpatchError(f"workspace: patches/{spec.id}.patch is missing", ExitCode.BAD_INPUT)
+    if b"\n@@ " not in data and b"\ndiff --git " not in data:  # every hunk already upstream
+        why = f"sglang {to} already has every hunk (sgpatch port dropped them as already there)"
+        changes.append(f"{spec.id}: nothing left to apply on {to}: new n/a variant '=={to}'")
+        return manifest_text.insert_first_na_variant(text, path, spec.id, edits.exact(to), why)
     rel = _free(ctx.manifest.base_dir, f"patches/{to}/{_name(sorc.variant.patch, spec, ctx)}", data)
     files[rel] = data
     changes.append(f"{spec.id}: new variant '=={to}' -> {rel}")

@@ -57,10 +57,13 @@ def marker_lines(data: bytes | None) -> tuple[int, ...]:
     return tuple(n for n, line in enumerate(text, 1) if _MARKER_RE.match(line.rstrip("\r")))
 
 
-def python_problem(path: str, data: bytes | None, release: bytes | None) -> str | None:
+def python_problem(
+    path: str, data: bytes | None, release: bytes | None, label: str = "the release"
+) -> str | None:
     """Why a carried Python file cannot be kept as it is (None: it can). `release` is the file
-    the patch was carried onto: a duplicate it already has is upstream's business. The
-    defined-twice rule is the engine's (`placement.pydefs`), so port and apply agree."""
+    the patch was carried onto (`label` names it: "sglang 0.5.9"): a duplicate it already has
+    is upstream's business. The defined-twice rule is the engine's (`placement.pydefs`), so
+    port and apply agree; it names both places and which one came with the release."""
     if data is None or not path.endswith(".py"):
         return None
     try:
@@ -71,7 +74,7 @@ def python_problem(path: str, data: bytes | None, release: bytes | None) -> str 
         line = getattr(e, "lineno", None)
         return f"does not compile{f' (line {line})' if line else ''}: {getattr(e, 'msg', e)}"
     if dups:
-        where = "; ".join(f"{t.scope or 'module'}: {t.describe('the release')}" for t in dups)
+        where = "; ".join(f"{t.scope or 'module'}: {t.describe(label)}" for t in dups)
         return f"defines the same name twice in one body ({where}): the fuzz trap"
     return None
 
@@ -80,23 +83,27 @@ _PARALLEL_BYTES = 200_000  # below this much Python to parse, a worker costs mor
 _pool: list = []  # the one worker pool of this process, made on first need
 
 
-def python_problems(files: list[tuple[str, bytes | None, bytes | None]]) -> list[str | None]:
-    """`python_problem` of each (path, data, release), in order. Parsing is CPU-bound: with
-    more than one core and enough Python to parse, the files are checked in forked workers
-    (one pool per process, reused by every patch and step), the biggest first."""
+def python_problems(
+    files: list[tuple[str, bytes | None, bytes | None]], label: str = "the release"
+) -> list[str | None]:
+    """`python_problem` of each (path, data, release), in order (`label` names the release).
+    Parsing is CPU-bound: with more than one core and enough Python to parse, the files are
+    checked in forked workers (one pool per process, reused by every patch and step), the
+    biggest first."""
     work = [i for i, (p, d, _r) in enumerate(files) if d is not None and p.endswith(".py")]
     size = sum(len(files[i][1] or b"") for i in work)
     pool = _workers() if len(work) > 1 and size >= _PARALLEL_BYTES else None
     if pool is None:
-        return [python_problem(*f) for f in files]
+        return [python_problem(*f, label) for f in files]
     out: list[str | None] = [None] * len(files)
     work.sort(key=lambda i: -len(files[i][1] or b""))
-    for i, why in zip(work, pool.map(_problem_of, [files[i] for i in work]), strict=True):
+    items = [(*files[i], label) for i in work]
+    for i, why in zip(work, pool.map(_problem_of, items), strict=True):
         out[i] = why
     return out
 
 
-def _problem_of(item: tuple[str, bytes | None, bytes | None]) -> str | None:
+def _problem_of(item: tuple[str, bytes | None, bytes | None, str]) -> str | None:
     return python_problem(*item)
 
 

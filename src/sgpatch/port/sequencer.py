@@ -22,11 +22,10 @@ from sgpatch.diff.unified import DEV_NULL, Patch
 from sgpatch.errors import SgpatchError, bad_input
 from sgpatch.ops.plan import package_mapper
 from sgpatch.patchset.manifest import SetManifest
-from sgpatch.port import snapshots
+from sgpatch.port import snapshots, stopreport
 from sgpatch.port import source as src
 from sgpatch.port.carry import NO_BASE, CarriedPatch, Labels, Reader, carry_patch
-from sgpatch.port.merge import marker_lines
-from sgpatch.port.workspace import PKG, STATE, Workspace, claim, digest
+from sgpatch.port.workspace import STATE, Workspace, claim, digest
 
 FORMAT = "3"  # of the state files: 3 = steps journaled, phase, the set bound by its real path
 OUTCOMES = ("carried", "fixed", "upstream", "n/a", "skipped", "conflict")
@@ -51,6 +50,8 @@ class Outcome:
     carried_files: list[str] = field(default_factory=list)  # reported, not kept in the line
     waiting_files: list[str] = field(default_factory=list)
     waiting_for: list[str] = field(default_factory=list)  # unfinished patches it `requires`
+    probe: dict | None = None  # reported: its probe file in W, and why it stops (stopreport)
+    dropped: list[dict] = field(default_factory=list)  # reported: hunks already there upstream
 
     def line(self) -> str:
         how = f"kept {self.kept}, merged {self.merged}" if self.outcome != "upstream" else "-"
@@ -231,7 +232,8 @@ def _settled(ctx: Context, spec, without: Sequence[str]) -> Outcome | None:
 
     if spec.id in without:
         return Outcome(spec.id, "skipped", note="left out with --without")
-    if spec.probe is not None and evaluate(spec.probe, ctx.ws.root).value:
+    probe = carried_probe(ctx, spec)
+    if probe is not None and evaluate(probe, ctx.ws.root).value:
         return Outcome(spec.id, "upstream", note=f"the probe matches on pristine sglang {ctx.to}")
     created = src.created_before(ctx.manifest, spec, ctx.to, ctx.known)
     if src.source_of(spec, ctx.to, ctx.known) is None:
@@ -240,6 +242,14 @@ def _settled(ctx: Context, spec, without: Sequence[str]) -> Outcome | None:
     if why is not None:
         return Outcome(spec.id, "n/a", note=why)
     return None
+
+
+def carried_probe(ctx: Context, spec):
+    """The probe of the variant port carries `spec` from (its own, else the patch's)."""
+    from sgpatch.patchset.manifest import probe_for
+
+    sorc = src.source_of(spec, ctx.to, ctx.known)
+    return probe_for(spec, sorc.release) if sorc is not None else spec.probe
 
 
 def _na_note(ctx: Context, spec, created: frozenset[str]) -> str:
@@ -464,6 +474,7 @@ def _carry_files(ctx: Context, out: Outcome, sorc: src.Source, patch, ready, fol
         ws.write_pkg(f.path, f.after)
     snapshots.put(ws, "after", pid, {r: ws.read_pkg(r) for r in sorted(ready)})
     _keep_merge_inputs(ws, res)
+    stopreport.keep_hunks(ws, pid, res.files)
     problems = problems_of(res)
     bad_files = {p["file"] for p in problems}
     bad = {p for u in file_units(sub) if u & bad_files for p in u}
@@ -471,8 +482,9 @@ def _carry_files(ctx: Context, out: Outcome, sorc: src.Source, patch, ready, fol
     ws.put_lines(f"fixing/{pid}", sorted(bad))
     kept = sum(len(f.kept) for f in res.files)
     merged = sum(len(f.merged) for f in res.files)
+    dropped = sum(len(f.dropped) for f in res.files)
     return Outcome(pid, "conflict" if problems else out.outcome, out.variant, out.release,
-                   out.base, out.as_is and res.ok and not merged, out.kept + kept,
+                   out.base, out.as_is and res.ok and not merged and not dropped, out.kept + kept,
                    out.merged + merged, out.note, problems)  # fmt: skip
 
 
@@ -538,34 +550,27 @@ def problems_of(res: CarriedPatch) -> list[dict]:
 
 
 def fix_list(ws: Workspace, stopped: list[Outcome]) -> list[str]:
-    """One line per file to fix: where, which patch and hunks, why."""
-    out = []
-    for o in stopped:
-        for p in o.problems:
-            marks = p.get("markers") or marker_lines(ws.read_pkg(p["file"]))
-            where = f" (markers at lines {', '.join(map(str, marks))})" if marks else ""
-            hunks = ", ".join(f"#{h}" for h in p.get("hunks") or ()) or "-"
-            out.append(f"{PKG}/{p['file']}{where}: {o.id} hunk(s) {hunks}: {p['why']}")
-    return out
+    """What to fix, under a heading per kind (port.stopreport)."""
+    from sgpatch.port.stopreport import fix_lines
+
+    return fix_lines(ws, stopped)
 
 
-def reopen_for_lint(ws: Workspace, errors: dict[str, list[str]], order: Sequence[str]) -> None:
-    """Patches lint finds wrong on the release go back to needs-a-hand: the files they wrote
-    last (and files no patch owns) can be edited, and --continue takes their diff again and
-    lints again."""
-    with ws.step("reopen for lint"):
-        _reopen_for_lint(ws, errors, order)
+def reopen(ws: Workspace, problems: dict[str, list[dict]], order: Sequence[str]) -> None:
+    """Patches that lint, or their probe, finds wrong on the release go back to needs-a-hand
+    with those problems: the files they wrote last (and files no patch owns) can be edited,
+    and --continue takes their diff again and checks again."""
+    with ws.step("reopen"):
+        _reopen(ws, problems, order)
 
 
-def _reopen_for_lint(ws: Workspace, errors: dict[str, list[str]], order: Sequence[str]) -> None:
+def _reopen(ws: Workspace, problems: dict[str, list[dict]], order: Sequence[str]) -> None:
     q = Queue.load(ws)
-    for o in [o for o in q.done if o.id in errors]:
-        files = ws.lines(f"files/{o.id}") or ["-"]
+    for o in [o for o in q.done if o.id in problems]:
         o.outcome, o.as_is = "conflict", False
-        o.problems = [{"file": files[0], "why": f"lint: {m}", "hunks": [], "markers": []}
-                      for m in errors[o.id]]  # fmt: skip
+        o.problems = list(problems[o.id])
         q.stopped.append(o)
-    q.done = [o for o in q.done if o.id not in errors]
+    q.done = [o for o in q.done if o.id not in problems]
     q.sort(order)  # the first stopped patch is the first in the set (hand edits join it)
     q.save(ws)
     ws.set_phase("stopped")

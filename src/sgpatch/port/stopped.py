@@ -97,15 +97,17 @@ def unresolved(ctx: Context) -> list[str]:
     ws, out = ctx.ws, []
     stopped = stopped_of(ws)
     writers = _last_writers(ctx, stopped)
+    label = f"sglang {ctx.to}"
     for o in stopped:
         for rel in sorted(f for f, w in writers.items() if w == o.id):
-            out += _problems(rel, ws.read_pkg(rel), snapshots.get(ws, "before", o.id, [rel])[rel])
+            before = snapshots.get(ws, "before", o.id, [rel])[rel]
+            out += _problems(rel, ws.read_pkg(rel), before, label)
     for rel in _edited(ctx, stopped, writers):
-        out += _problems(rel, ws.read_pkg(rel), _wrote(ctx, rel))
+        out += _problems(rel, ws.read_pkg(rel), _wrote(ctx, rel), label)
     return out
 
 
-def _problems(rel: str, data: bytes | None, before: bytes | None) -> list[str]:
+def _problems(rel: str, data: bytes | None, before: bytes | None, label: str) -> list[str]:
     if data is None:
         return []
     if b"\0" in data[:8192]:
@@ -113,7 +115,7 @@ def _problems(rel: str, data: bytes | None, before: bytes | None) -> list[str]:
     marks = marker_lines(data)
     if marks:
         return [f"{PKG}/{rel}: conflict markers at lines {', '.join(map(str, marks))}"]
-    why = python_problem(rel, data, before)
+    why = python_problem(rel, data, before, label)
     return [f"{PKG}/{rel}: {why}"] if why else []
 
 

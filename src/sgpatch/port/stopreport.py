@@ -1,0 +1,207 @@
+"""What a stopped port tells the person: the `fix` file and the stop's part of `port --json`.
+
+Three kinds of thing stop a patch, each under its own heading in `fix`:
+
+- files to fix in W: markers (with, per conflicted hunk, upstream's change to that region and
+  the patch's, side by side), or a Python check (does not compile, defines a name twice);
+- probes: the patch's probe (`W/.sgpatch-port/probes/ID.yaml`) is wrong for the ported change;
+- lint: the set as --continue would write it fails lint on the release, named by patch id and
+  manifest field.
+
+A problem is recorded in `problems/ID` as `file<TAB>hunks<TAB>why`; a probe or lint problem
+has no file and a `why` that starts with `probe: ` or `lint: FIELD: `.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from sgpatch.port.merge import marker_lines
+from sgpatch.port.workspace import PKG, STATE, Workspace
+
+PROBE, LINT = "probe: ", "lint: "
+FILES_HEAD = "files to fix in W (then `sgpatch port --continue --workspace {top}`):"
+PROBES_HEAD = "probes (the probe files: edit them during the stop; --continue checks them):"
+LINT_HEAD = "lint refuses the set as --continue would write it (patch, manifest field):"
+
+
+def kind(problem: dict) -> str:
+    """file | probe | lint."""
+    if problem.get("file"):
+        return "file"
+    return "lint" if str(problem.get("why", "")).startswith(LINT) else "probe"
+
+
+def lint_problem(field: str, message: str) -> dict:
+    return {"file": "", "why": f"{LINT}{field}: {message}", "hunks": [], "markers": []}
+
+
+def probe_problem(why: str) -> dict:
+    return {"file": "", "why": f"{PROBE}{why}", "hunks": [], "markers": []}
+
+
+def fix_lines(ws: Workspace, stopped: Sequence) -> list[str]:
+    """The `fix` file: a heading per kind, one entry per problem (a file's entry followed by
+    its hunks' details)."""
+    files: list[str] = []
+    probes: list[str] = []
+    lints: list[str] = []
+    for o in stopped:
+        for p in o.problems:
+            k = kind(p)
+            if k == "file":
+                files += _file_entry(ws, o.id, p)
+            elif k == "probe":
+                probes.append(f"  {o.id}: {p['why'][len(PROBE) :]}")
+            else:
+                field, _, message = p["why"][len(LINT) :].partition(": ")
+                lints.append(f"  {o.id} ({field}): {message}")
+    asked = {ln.split(":", 1)[0].strip() for ln in probes}
+    for o in stopped:
+        has = has_probe(ws, o.id)
+        if has is not None and o.id not in asked:
+            what = "its probe" if has else "no probe: write one there if it needs one"
+            probes.append(f"  {o.id}: {ws.top}/{STATE}/probes/{o.id}.yaml ({what}; checked at "
+                          "--continue)")  # fmt: skip
+    out: list[str] = []
+    for head, body in ((FILES_HEAD.format(top=ws.top), files), (PROBES_HEAD, probes),
+                       (LINT_HEAD, lints)):  # fmt: skip
+        if body:
+            out += [head, *body]
+    return out
+
+
+def has_probe(ws: Workspace, pid: str) -> bool | None:
+    """Whether the patch's probe file holds a probe (None: port wrote no file for it; a file
+    that does not load counts as holding one: --continue names its problem)."""
+    from sgpatch.errors import SgpatchError
+    from sgpatch.patchset.manifest import load_probe_text
+
+    data = ws.get_bytes(f"probes/{pid}.yaml")
+    if data is None:
+        return None
+    try:
+        probe, _ = load_probe_text(data.decode("utf-8"), ws.top / STATE / f"probes/{pid}.yaml")
+    except (SgpatchError, UnicodeDecodeError):
+        return True
+    return probe is not None
+
+
+def _file_entry(ws: Workspace, pid: str, p: dict) -> list[str]:
+    marks = p.get("markers") or marker_lines(ws.read_pkg(p["file"]))
+    where = f" (markers at lines {', '.join(map(str, marks))})" if marks else ""
+    hunks = ", ".join(f"#{h}" for h in p.get("hunks") or ()) or "-"
+    out = [f"  {PKG}/{p['file']}{where}: {pid} hunk(s) {hunks}: {p['why']}"]
+    for d in details(ws, pid, p["file"]):
+        out += ["    " + ln for ln in render_detail(d)]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# per-hunk details (what upstream did to the region, what the patch does), kept as JSON lines
+
+
+def put_details(ws: Workspace, pid: str, rel: str, rows: Sequence[dict]) -> None:
+    ws.put_lines(f"hunks/{pid}/{rel}.jsonl", (json.dumps(r, sort_keys=True) for r in rows))
+
+
+def details(ws: Workspace, pid: str, rel: str) -> list[dict]:
+    """The per-hunk details recorded for a stopped file (empty when none were)."""
+    out = []
+    for ln in ws.lines(f"hunks/{pid}/{rel}.jsonl"):
+        try:
+            row = json.loads(ln)
+        except ValueError:
+            raise ws.damaged(f"hunks/{pid}/{rel}.jsonl", f"line {ln[:60]!r}") from None
+        if not isinstance(row, dict):
+            raise ws.damaged(f"hunks/{pid}/{rel}.jsonl", f"line {ln[:60]!r}")
+        out.append(row)
+    return out
+
+
+def render_detail(d: dict) -> list[str]:
+    """One hunk's detail as text: what happened, then upstream's change and the patch's
+    change to the same lines side by side (or the evidence a hunk is already there)."""
+    head = f"hunk #{d.get('hunk')}: {d.get('status')}"
+    if d.get("where"):
+        head += f" ({d['where']})"
+    if d.get("status") == "already there":
+        return [head, *[f"  {e}" for e in d.get("evidence", [])]]
+    left = [f"upstream, {d.get('upstream_label', '')}:", *d.get("upstream", [])]
+    right = [f"the patch, {d.get('patch_label', '')}:", *d.get("patch", [])]
+    return [head, *side_by_side(left, right)]
+
+
+def side_by_side(left: Sequence[str], right: Sequence[str], gap: str = " | ") -> list[str]:
+    width = max((len(s) for s in left), default=0)
+    n = max(len(left), len(right))
+    rows = []
+    for i in range(n):
+        a = left[i] if i < len(left) else ""
+        b = right[i] if i < len(right) else ""
+        rows.append(f"  {a.ljust(width)}{gap}{b}".rstrip())
+    return rows
+
+
+def problem_json(ws: Workspace, pid: str, p: dict) -> dict:
+    """A file problem in --json: the file, why, hunks, markers, and the per-hunk details."""
+    return {**p, "details": details(ws, pid, p["file"])}
+
+
+def probe_json(ws: Workspace, pid: str, problems: Sequence[dict]) -> dict | None:
+    """A patch's probe in --json: its file in W, and why it stops the patch (or null)."""
+    has_file = ws.get_bytes(f"probes/{pid}.yaml") is not None
+    why = [p["why"][len(PROBE) :] for p in problems if kind(p) == "probe"]
+    if not has_file and not why:
+        return None
+    return {"file": f"{ws.top}/{STATE}/probes/{pid}.yaml" if has_file else None,
+            "problem": why[0] if why else None}  # fmt: skip
+
+
+def lint_json(stopped: Sequence) -> list[dict]:
+    """Every lint refusal of the stopped patches: {patch, field, message}."""
+    out = []
+    for o in stopped:
+        for p in o.problems:
+            if kind(p) == "lint":
+                field, _, message = p["why"][len(LINT) :].partition(": ")
+                out.append({"patch": o.id, "field": field, "message": message})
+    return out
+
+
+def keep_hunks(ws: Workspace, pid: str, files: Sequence) -> None:
+    """Record what the carry found per hunk: the details of each conflicted file's hunks
+    (`hunks/ID/FILE.jsonl`) and the hunks dropped as already there (`dropped/ID`)."""
+    rows = [f"{f.path}\t{n}\t{' / '.join(ev)}" for f in files for n, ev in f.dropped]
+    if rows:
+        ws.put_lines(f"dropped/{pid}", [*ws.lines(f"dropped/{pid}"), *rows])
+    for f in files:
+        if f.details:
+            put_details(ws, pid, f.path, f.details)
+
+
+def dropped_json(ws: Workspace, pid: str) -> list[dict]:
+    """The hunks of `pid` dropped as already there: {file, hunk, evidence}."""
+    out = []
+    for ln in ws.lines(f"dropped/{pid}"):
+        parts = ln.split("\t")
+        if len(parts) != 3 or not parts[1].isdigit() or len(parts[1]) > 9:
+            raise ws.damaged(f"dropped/{pid}", f"line {ln[:60]!r}")
+        out.append({"file": parts[0], "hunk": int(parts[1]), "evidence": parts[2].split(" / ")})
+    return out
+
+
+def with_lint_rows(fix: list[str], rows: Sequence[dict]) -> list[str]:
+    """`fix` with lint's errors about a release (not one patch's cell) under the lint
+    heading, by patch and field."""
+    if not rows:
+        return fix
+    out = list(fix)
+    if LINT_HEAD not in out:
+        out.append(LINT_HEAD)
+    at = out.index(LINT_HEAD) + 1
+    while at < len(out) and out[at].startswith("  "):
+        at += 1
+    lines = [f"  {r['patch'] or 'the set'} ({r['field']}): {r['message']}" for r in rows]
+    return out[:at] + lines + out[at:]

@@ -18,6 +18,9 @@ from .intent import CHECKS
 from .test_kimi_eagle3_sm120 import SET, SET_FILES, Cli, members, states
 
 SGPATCH = str(Path(sys.executable).with_name("sgpatch"))
+# the Python the console script runs (its #! line): the one sgpatch's warnings name, which is
+# not always the spelling this process started with (pytest-xdist starts workers as python3)
+SCRIPT_PYTHON = Path(SGPATCH).read_text().splitlines()[0].removeprefix("#!").strip()
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -97,7 +100,7 @@ def test_a_bare_command_inside_a_checkout_uses_it(release_tree) -> None:
         "(--sglang-dir to choose another)"
     )
     assert lines[1] == (
-        f"sgpatch: warning: {sys.executable} imports no sglang; this tree may not be the one "
+        f"sgpatch: warning: {SCRIPT_PYTHON} imports no sglang; this tree may not be the one "
         "that runs"
     )
     # the table and its header line are status's product: stdout
@@ -126,6 +129,6 @@ def test_inside_a_site_packages_folder_python_imports(release_tree) -> None:
     proc = _sgpatch(checkout.parent.parent, "status", "--set", SET, "--check", pythonpath=site)
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.splitlines()[1] == (
-        f"sgpatch: warning: {sys.executable} imports sglang from {site_root.resolve()}, not "
+        f"sgpatch: warning: {SCRIPT_PYTHON} imports sglang from {site_root.resolve()}, not "
         "from this tree"
     )

@@ -65,6 +65,10 @@ def _layouts(cache: Path) -> dict[str, tuple[object, str]]:
         make_wheel(wheels)
         (wheels / ".verified").write_text("not a folder\n")
 
+    def wheels_dangling_link():
+        cache.mkdir()
+        wheels.symlink_to(cache / "elsewhere")
+
     def wheel_dangling_link():
         wheels.mkdir(parents=True)
         whl.symlink_to(cache / "gone.whl")
@@ -87,6 +91,7 @@ def _layouts(cache: Path) -> dict[str, tuple[object, str]]:
         "cache-a-file": (cache_a_file, f"{cache} is a file"),
         "wheels-a-file": (wheels_a_file, f"{wheels} is a file"),
         "verified-a-file": (verified_a_file, f"{wheels / '.verified'} is a file"),
+        "wheels-dangling-link": (wheels_dangling_link, f"{wheels} is a dangling symbolic link"),
         "wheel-dangling-link": (wheel_dangling_link, f"{whl} is a symbolic link"),
         "wheel-fifo": (wheel_fifo, f"{whl} is a FIFO"),
         "stamp-fifo": (stamp_fifo, "is a FIFO"),
@@ -97,7 +102,8 @@ def _layouts(cache: Path) -> dict[str, tuple[object, str]]:
 @pytest.mark.parametrize("name", list(_layouts(Path("/x"))))
 def test_an_odd_cache_layout_is_one_line_and_exit_2(cache: Path, tmp_path: Path, name: str):
     """Input: `sgpatch fetch 9.9.9 --dest D` with the cache laid out oddly: $SGPATCH_CACHE a
-    file, wheels/ a file, wheels/.verified a file, the wheel a dangling link or a FIFO, its
+    file, wheels/ a file or a dangling link, wheels/.verified a file, the wheel a dangling link
+    or a FIFO, its
     stamp a FIFO, the download lock a link to another file. Outcome: one line naming the path
     and what is there, exit 2, no traceback, no hang; --dest is not made, nothing is left in
     the temp folder, the cache is byte-identical (the lock's target untouched)."""
@@ -115,6 +121,18 @@ def test_an_odd_cache_layout_is_one_line_and_exit_2(cache: Path, tmp_path: Path,
         assert tree_snapshot(tmp_path / "cache") == before
     if name == "lock-a-link":
         assert (cache / "precious").read_text() == "keep me\n"
+
+
+def test_wheels_may_be_a_link_to_a_folder(cache: Path, tmp_path: Path) -> None:
+    """Input: wheels/ a symbolic link to a folder elsewhere holding the wheel (wheels kept on
+    another disk). Outcome: fetch --dest works from it (exit 0), the stamp lands there."""
+    make_wheel(tmp_path / "disk" / "wheels")
+    cache.mkdir()
+    (cache / "wheels").symlink_to(tmp_path / "disk" / "wheels")
+    code, err = _fetch(tmp_path)
+    assert code == 0, err
+    assert (tmp_path / "tree" / "sglang" / "_version.py").is_file()
+    assert (tmp_path / "disk" / "wheels" / ".verified").is_dir()
 
 
 def _as_nobody(work) -> tuple[int, str]:

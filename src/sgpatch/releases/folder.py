@@ -3,9 +3,9 @@
 `$SGPATCH_CACHE` (default `~/.cache/sgpatch`) holds `wheels/` (the downloaded wheels, a lock per
 download and `.verified/` stamps) and `snapshots/` (trees `port --to-tree` kept, in wheel form),
 nothing else: files are read straight from the wheels, so deleting the cache is a plain
-`rm -rf`. Anything sgpatch reads or writes in it must be what it
-looks like: a folder where a folder belongs, a regular file (never a link, FIFO or device) where
-a file does. Anything else is one line naming the path, exit 2, before any read or write.
+`rm -rf`. Anything sgpatch reads or writes in it must be what it looks like: a folder (or a
+link to one) where a folder belongs, a regular file (never a link, FIFO or device) where a file
+does. Anything else is one line naming the path, exit 2, before any read or write.
 """
 
 from __future__ import annotations
@@ -55,15 +55,17 @@ def _odd(path: Path, what: str) -> SgpatchError:
 
 
 def folder(path: Path, *, make: bool) -> bool:
-    """Whether the cache folder `path` exists as a real folder (the cache root may be a link
-    to one; the folders inside it may not). With `make`, it is made (parents too) when missing;
-    a file, link or other thing in its place, or a folder that cannot be made, is one line."""
+    """Whether the cache folder `path` exists as a folder (or a link to one). With `make`, it
+    is made (parents too) when missing; a file, a dangling link or another thing in its place,
+    or a folder that cannot be made, is one line."""
     top = cache_dir()
     if path != top and path.is_relative_to(top) and not folder(path.parent, make=make):
         return False  # its parent is missing (and not to be made): so is it
     try:
-        st = os.stat(path) if path == top else os.lstat(path)
+        st = os.stat(path)  # a folder may be a link to one (wheels/ kept on another disk)
     except FileNotFoundError:
+        if os.path.lexists(path):
+            raise _odd(path, "a dangling symbolic link, where the cache keeps a folder") from None
         st = None
     except OSError as e:
         raise _odd(path, f"unreadable ({e.strerror})") from None

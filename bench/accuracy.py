@@ -24,6 +24,7 @@ import difflib
 import json
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -40,6 +41,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
 from sgpatch.errors import SgpatchError  # noqa: E402
+from sgpatch.placement.pydefs import parses  # noqa: E402
 from sgpatch.releases import cache as releases  # noqa: E402
 
 BEGIN, END = "<!-- accuracy:begin -->", "<!-- accuracy:end -->"
@@ -62,9 +64,15 @@ CASE_TYPES = (
     "conflict",
     "multi-line-header",
     "far-copy",
+    "far-copy-edited",
     "equal-fuzz-decoy",
+    "method-taken-upstream",
+    "method-upstream-own",
+    "block-taken-upstream",
 )
-REFUSE_OK = {"duplicate", "conflict", "equal-fuzz-decoy"}  # refusing is a correct outcome here
+# refusing is a correct outcome here
+REFUSE_OK = {"duplicate", "conflict", "equal-fuzz-decoy", "method-upstream-own"}
+TRAPS = 8  # cases per trap type (method-*, block-taken-upstream), from the release pairs
 # The largest real modules (above MAX_SIZE), drawn once per run: their classes have multi-line
 # headers (`class Scheduler(\n    Mixin,\n):`) and long methods, where fuzz matters most.
 BIG_FILES = (
@@ -162,7 +170,16 @@ def _build_source(
     if not groups:
         return None
     chosen = sorted(rng.sample(range(len(groups)), min(MAX_HUNKS, len(groups))))
-    picked = [groups[i] for i in chosen]
+    return _source_of(pair, relpath, old, new, [groups[i] for i in chosen])
+
+
+Group = list[tuple[str, int, int, int, int]]
+
+
+def _source_of(
+    pair: str, relpath: str, old: list[str], new: list[str], picked: list[tuple[Group, Hunk]]
+) -> Source:
+    """The Source of the old file with exactly the `picked` difflib groups applied."""
     target: list[str] = []
     tmap: list[int] = []
     text: list[str] = []
@@ -355,6 +372,12 @@ def _scope_cases(src: Source, rng: random.Random, tag: str) -> list[Case]:
         if abs(where - h.start) >= FAR and _outside_hunks(src, where):
             start, expected = _drifted(src, [("insert", where, region)])
             out.append(Case(f"{tag}-far-copy", "far-copy", src, start, expected))
+            # the original's outermost context line edited upstream: the exact far copy must
+            # not beat it (GNU patch and git take the far copy)
+            touched = _touch(src.old[h.lead[0]])
+            edits = [("insert", where, region), ("replace", h.lead[0], [touched])]
+            start, expected = _drifted(src, edits)
+            out.append(Case(f"{tag}-far-copy-edited", "far-copy-edited", src, start, expected))
             break
     lo = src.hunks[idx - 1].end if idx else 0
     where = h.start - rng.randint(3, 40)
@@ -365,6 +388,125 @@ def _scope_cases(src: Source, rng: random.Random, tag: str) -> list[Case]:
         edits = [("insert", where, decoy), ("replace", h.trail[0], [_touch(src.old[h.trail[0]])])]
         start, expected = _drifted(src, edits)
         out.append(Case(f"{tag}-equal-fuzz-decoy", "equal-fuzz-decoy", src, start, expected))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# trap cases: upstream already took the patch's method or block (the fuzz trap, issue 22)
+
+_DEF = re.compile(r"^(\s+)(?:async\s+)?def (\w+)\(")
+
+
+def _added_run(group: Group, old: list[str], new: list[str]) -> list[str] | None:
+    """The lines a pure-addition group inserts (one insert between two equals), else None."""
+    if len(group) != 3 or [g[0] for g in group] != ["equal", "insert", "equal"]:
+        return None
+    _, _, _, j1, j2 = group[1]
+    return new[j1:j2]
+
+
+def _method_cases(src: Source, run: list[str], tag: str) -> list[Case]:
+    """The hunk adds one method to a class; upstream added it too, at the end of the class:
+    with a blank line after its def line (taken: already applied), or with its own body
+    (upstream's own: adding the patch's is a second definition, refuse)."""
+    from sgpatch.placement import scope
+
+    body = _strip_blank(run)
+    m = _DEF.match(body[0]) if body else None
+    if m is None or sum(1 for ln in body if (d := _DEF.match(ln)) and d[1] == m[1]) != 1:
+        return []
+    h = src.hunks[0]
+    at = h.start + len(h.lead)
+    cls = [b for b in scope.enclosing(scope.blocks(src.old), at) if b.kind == "class"]
+    if not cls or any(re.match(rf"\s+(?:async\s+)?def {m[2]}\(", ln) for ln in src.old):
+        return []
+    end = cls[0].end
+    if not _outside_hunks(src, end) or h.start <= end <= h.end:
+        return []
+    sig = next((k + 1 for k, ln in enumerate(body) if ln.rstrip().endswith(":")), None)
+    if sig is None:
+        return []
+    taken = [*body[:1], "\n", *body[1:]]
+    own = [*body[:sig], f"{m[1]}    raise NotImplementedError('upstream')\n"]
+    out = []
+    for kind, method, expected in (
+        ("method-taken-upstream", taken, True),
+        ("method-upstream-own", own, False),
+    ):
+        start = "".join(_edit(src.old, [("insert", end, [*method, "\n", "\n"])]))
+        if not parses(start):  # the run is not one whole method (difflib cut it elsewhere)
+            return []
+        out.append(Case(f"{tag}-{kind}", kind, src, start, start if expected else None))
+    return out
+
+
+def _block_case(src: Source, run: list[str], tag: str) -> list[Case]:
+    """The hunk adds a block after a blank line; upstream took it with a comment line above
+    it. Fuzz 2 fits the pre-image right after upstream's copy (its last context lines are the
+    block's blank line and what follows): adding it again recomputes its variables."""
+    h = src.hunks[0]
+    body = [ln for ln in run if ln.strip()]
+    if len(body) < 2 or src.old[h.start + len(h.lead) - 1].strip() or run[-1].strip():
+        return []
+    at = src.tmap[h.start] + len(h.lead)  # where the run starts in the patched file
+    at += next(k for k, ln in enumerate(run) if ln.strip())
+    indent = body[0][: len(body[0]) - len(body[0].lstrip())]
+    start = [*src.new[:at], f"{indent}# added upstream\n", *src.new[at:]]
+    text = "".join(start)
+    return [Case(f"{tag}-block-taken-upstream", "block-taken-upstream", src, text, text)]
+
+
+def _strip_blank(run: list[str]) -> list[str]:
+    lo, hi = 0, len(run)
+    while lo < hi and not run[lo].strip():
+        lo += 1
+    while hi > lo and not run[hi - 1].strip():
+        hi -= 1
+    return run[lo:hi]
+
+
+def trap_cases(pairs: Sequence[str], seed: int) -> list[Case]:
+    """Up to TRAPS cases of each trap type, one hunk each, from real release diffs: a hunk
+    that adds a method to a class, or a block after a blank line, drifted as upstream would
+    have drifted it by taking the patch."""
+    rng = random.Random(seed + 2)
+    want = {"method": TRAPS, "block": TRAPS}
+    cases: list[Case] = []
+    for pair in pairs:
+        a, b = pair.split(":")
+        ra, rb = releases.record(a), releases.record(b)
+        names = sorted(n for n, h in ra.items() if n.endswith(".py") and n in rb and rb[n] != h)
+        rng.shuffle(names)
+        for name in names:
+            if not any(want.values()):
+                return cases
+            old_b = releases.read_member(a, name)
+            if not MIN_SIZE <= len(old_b) <= MAX_SIZE:
+                continue
+            old, new = _decode(old_b), _decode(releases.read_member(b, name))
+            if old is None or new is None:
+                continue
+            cases += _traps_of(pair, name.removeprefix("sglang/"), old, new, want, len(cases))
+    return cases
+
+
+def _traps_of(
+    pair: str, relpath: str, old: list[str], new: list[str], want: dict[str, int], n: int
+) -> list[Case]:
+    """At most one trap of each wanted type from one changed file."""
+    out: list[Case] = []
+    for group in _opcode_groups(old, new):
+        h = _hunk_of(group)
+        run = _added_run(group, old, new)
+        if h is None or run is None:
+            continue
+        src = _source_of(pair, relpath, old, new, [(group, h)])
+        tag = f"t{n + len(out):02d}"
+        for kind, make in (("method", _method_cases), ("block", _block_case)):
+            if want[kind] and (made := make(src, run, tag)):
+                out += made
+                want[kind] -= 1
+                return out
     return out
 
 
@@ -653,6 +795,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     rng = random.Random(args.seed + 1)
     cases = [c for i, s in enumerate(sources) for c in make_cases(s, rng, f"f{i:02d}")]
+    cases += trap_cases(args.pairs, args.seed)
 
     root = Path(tempfile.mkdtemp(prefix="sgpatch-bench-"))
     tools, skipped = [], {}

@@ -863,3 +863,80 @@ def test_reported_lines_follow_every_earlier_hunk():
     for h, hunk in zip(res.hunks, patch.files[0].hunks, strict=True):
         post = [ln.text for ln in hunk.lines if ln.kind != "-"]
         assert out[h.line - 1 : h.line - 1 + len(post)] == post
+
+
+def test_a_deletions_post_image_inside_the_block_it_deletes_is_an_echo():
+    """Input: a pure deletion of a block that ends like the lines above it (its context-only
+    post-image matches the block's own tail), the outermost context line edited so only fuzz 1
+    fits the pre-image. Outcome: the block is deleted (fuzz 1), not "post-image at X but
+    pre-image at Y"."""
+    tail = ["        )", "", ""]
+    old_l = ["class A:", "    def f(self):", "        g(", "            1,", *tail]
+    old_l += ["class B:", "    def h(self):", "        k(", "            2,", *tail]
+    old_l += ["def after():", "    pass", "x = 1", "y = 2"]
+    new_l = old_l[:7] + old_l[14:]
+    diff = make_diff(lines(*old_l), lines(*new_l)).replace("@@\n", "@@ class A:\n", 1)
+    target = list(old_l)
+    target[4] = "        )  # edited"
+    res = run(lines(*target), diff, fuzz=2)
+    assert statuses(res) == ["applied"] and res.hunks[0].fuzz == 1
+    assert text(res) == lines(*target[:7], *target[14:])
+
+
+def test_a_scope_that_disagrees_with_the_line_numbers_does_not_break_a_fuzzy_tie():
+    """Input: a hunk appending `w = 99` at the end of `def f` (trailing context `class K:`);
+    the file's `class K:` line edited, and a look-alike of the region (its top line edited,
+    ending in its own `class K:`) put 10 lines above: both need fuzz 1. The original, nearer
+    the stated line, now reads as inside the look-alike's class; the look-alike is in def f.
+    Outcome: refused, both listed (with the scope alone deciding, the look-alike at line 7
+    would be patched)."""
+    body = [f"    v{i} = {i}" for i in range(12)]
+    old = ["import os", "", "", "def f():", *body, "", "", "class K:", "    z = 0"]
+    new = [*old[:16], "    w = 99", *old[16:]]
+    diff = make_diff(lines(*old), lines(*new)).replace("@@\n", "@@ def f():\n", 1)
+    decoy = ["    v9 = 9  # edited", "    v10 = 10", "    v11 = 11", "", "", "class K:"]
+    target = [*old[:6], *decoy, *body[2:], "", "", "class K:  # edited", "    z = 0"]
+    (h,) = run(lines(*target), diff, fuzz=1).hunks
+    assert h.status == "ambiguous" and h.candidates == (20, 7)
+    assert "equally good candidates at lines 20, 7" in h.reason
+
+
+def test_a_block_added_before_the_next_def_belongs_to_the_method_it_follows():
+    """Input: a hunk adding `z = x + y` / `keep(z)` at the end of method a (its trailing
+    context starts at `def b`); upstream took the block with a comment line above it and
+    edited `x = 1`, so only fuzz 2 fits, right after upstream's copy. Outcome: already applied
+    in def a (the body is the one the lines follow, not the def after them), file unchanged."""
+    cls = ["class Worker:", "    def a(self):", "        x = 1", "        y = 2", ""]
+    cls += ["    def b(self):", "        return 2", "", "", "def helper():", "    return 3"]
+    diff = (
+        "--- a/f.py\n+++ b/f.py\n@@ -3,6 +3,9 @@ class Worker:\n"
+        "         x = 1\n         y = 2\n \n+        z = x + y\n+        keep(z)\n+\n"
+        "     def b(self):\n         return 2\n \n"
+    )
+    assert statuses(run(lines(*cls), diff)) == ["applied"]
+    taken = [*cls[:5], "        # added upstream", "        z = x + y", "        keep(z)", ""]
+    taken += cls[5:]
+    taken[2] = "        x = 1  # edited"
+    res = run(lines(*taken), diff, fuzz=2)
+    assert statuses(res) == ["already-applied"] and text(res) == lines(*taken)
+    assert "already in def a" in res.hunks[0].reason
+
+
+def test_scope_past_a_syntax_error_is_unknown_and_decides_nothing():
+    """Input: two exact copies of a block, one in `def f` (named by the header, 2 lines from
+    the stated line), one in `def g`; then the same with a line Python cannot parse at the top
+    of g (`x = 1 +`; the tokenizer reads on). Outcome: the copy in f is patched; with the
+    syntax error, refused as equally good (no scope read past where the parser stopped)."""
+    block = ["    o = 0", "    p = 1", "    q = 2", "    r = 3", "    s = 4", "    t = 5"]
+    block += ["    u = 6"]
+
+    def module(bad: str) -> str:
+        return lines("import os", "", "", "def f():", *block, "", "", "def g():", bad, *block)
+
+    old = module("    x = 1")
+    diff = make_diff(old, old.replace("    r = 3\n", "    r = 30\n", 1))
+    diff = diff.replace("@@\n", "@@ def f():\n", 1)
+    (h,) = run(lines("# new", "# top") + old, diff).hunks
+    assert (h.status, h.line) == ("applied", 7)
+    (h,) = run(lines("# new", "# top") + module("    x = 1 +"), diff).hunks
+    assert h.status == "ambiguous" and "equally good" in h.reason

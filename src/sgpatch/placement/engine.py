@@ -163,6 +163,11 @@ def place_hunk(
             return _equally_good(hunk, level, places, expected)
         cands = tuple(start(pl) + 1 for pl in places)
         loose_match = level == "whitespace" or start(chosen) in loose
+        if chosen.new_side:
+            pre = _pre_around(hunk, idx, chosen, levels[n + 1 :], expected, lo)
+            if pre is not None:
+                chosen, n, loose_match = pre[0], n + 1 + pre[1], pre[2]
+                level = levels[n][0]
         near = _nearest_original(hunk, idx, chosen, level, levels[n + 1 :], expected, lo)
         if isinstance(near, HunkResult):
             return _Outcome(None, near)
@@ -170,19 +175,50 @@ def place_hunk(
             chosen, n, loose_match = near[0], n + 1 + near[1], near[2]
             level = levels[n][0]
             cands = (start(chosen) + 1, *cands)
-        veto = _veto(hunk, lines, idx, chosen, level, levels[n:], expected, lo, loose_match)
-        if veto is not None:
-            return _Outcome(None, veto)
         if level == "fuzz" and not chosen.new_side:
+            # before the vetoes: a body that already holds the hunk's lines says "applied"
+            # wherever in it the fuzzy place is
             there = _there_in_scope(hunk, idx, chosen, level, moving)
             if there is not None:
                 return there
+        veto = _veto(hunk, lines, idx, chosen, level, levels[n:], expected, lo, loose_match)
+        if veto is not None:
+            return _Outcome(None, veto)
         return _Outcome(chosen, _result(hunk, chosen, level, cands, whitespace=loose_match))
     from sgpatch.placement.explain import (
         explain_conflict,  # only for a conflict: off the common path
     )
 
     return _Outcome(None, explain_conflict(hunk, idx, expected, lo))
+
+
+def _pre_around(
+    hunk: Hunk, idx: LineIndex, post: Place, later: list[LevelSpec], expected: int, lo: int
+) -> tuple[Place, int, bool] | None:
+    """A post-image found inside a longer pre-image match (with more of the allowed tolerance)
+    is an echo: a pure deletion's context-only post-image matching the tail of the very block
+    it deletes, which is still there. That pre-image is the place when it is the only one at
+    its level, or every other is a far copy (`_far_window`). Returns (place, index into
+    `later`, whitespace-tolerant), or None (the post-image's own checks decide)."""
+    a, b = _span(hunk, post)
+    for k, (level, modes, drops) in enumerate(later):
+        found, loose = _find_level(hunk, idx, modes, drops, lo)
+        pres = [pl for pl in found.values() if not pl.new_side]
+        if not pres:
+            continue
+        around = [pl for pl in pres if pl.pos <= a and b <= _span(hunk, pl)[1]]
+        if len(around) != 1 or _span(hunk, around[0])[1] - around[0].pos <= b - a:
+            return None
+        near = around[0]
+        d = abs(start(near) - expected)
+        if any(
+            abs(start(pl) - expected) < max(10 * max(d, 1), d + 200)
+            for pl in pres
+            if pl is not near
+        ):
+            return None
+        return near, k, level == "whitespace" or start(near) in loose
+    return None
 
 
 def _far_window(chosen: Place, expected: int) -> int:
@@ -295,19 +331,28 @@ def _insertion(hunk: Hunk, lines: Sequence[str], expected: int) -> _Outcome:
 def _choose(
     hunk: Hunk, idx: LineIndex, places: Sequence[Place], level: Level, expected: int
 ) -> Place | None:
-    """The one place among those found at one level (nearest first), or None."""
+    """The one place among those found at one level (nearest first), or None. Among fuzzy
+    places the header's scope decides only when it agrees with the line numbers (the place in
+    scope is at least as near as every other): a look-alike that moves the original out of the
+    named block (a copy holding a class header) must not win a tie by scope alone."""
     if len(places) == 1:
         return places[0]
-    from sgpatch.placement.scope import in_scope  # scopes decide only between several places
+    from sgpatch.placement.scope import in_scope, known  # only between several places
 
-    scoped = [pl for pl in places if in_scope(hunk, idx, pl)]
-    if len(scoped) == 1:
+    # scope decides only when every candidate's scope can be read (the file tokenizes past it)
+    readable = all(known(idx, pl) for pl in places)
+    scoped = [pl for pl in places if in_scope(hunk, idx, pl)] if readable else []
+    if len(scoped) == 1 and (level != "fuzz" or _nearest(scoped[0], places, expected)):
         return scoped[0]
     if all(pl.new_side for pl in places):
         return places[0]  # post-image in several places, pre-image nowhere: nothing to do
     if level != "fuzz":
         return _clear_nearest(hunk, idx, places, expected)
     return None
+
+
+def _nearest(pl: Place, places: Sequence[Place], expected: int) -> bool:
+    return abs(start(pl) - expected) <= min(abs(start(q) - expected) for q in places)
 
 
 def _equally_good(hunk: Hunk, level: Level, places: Sequence[Place], expected: int) -> _Outcome:

@@ -35,6 +35,13 @@ class Block:
 
 def blocks(lines: Sequence[str]) -> tuple[Block, ...]:
     """Every def/class block of a Python file, in order of their start."""
+    return _read_blocks(lines)[0]
+
+
+def _read_blocks(lines: Sequence[str]) -> tuple[tuple[Block, ...], int]:
+    """The blocks, and the line the tokenizer read up to (len(lines): the whole file)."""
+    read_to = len(lines)
+    row = 0
     out: list[Block] = []
     stack: list[tuple[str, str, int, int, int]] = []  # open blocks: name, kind, start, line, depth
     pending: tuple[str, str, int, int] | None = None  # header read, body not yet opened
@@ -79,12 +86,27 @@ def blocks(lines: Sequence[str]) -> tuple[Block, ...]:
                 elif pending[1] in ("def", "class"):
                     pending = (tok.string, pending[1], pending[2], pending[3])
     except (tokenize.TokenError, IndentationError, SyntaxError, UnicodeError):
-        pass
+        read_to = row  # the last row a token was read from: scopes below it are unknown
     n = len(lines)
     out += [
         Block(name, kind, start, line, n, depth - 1) for name, kind, start, line, depth in stack
     ]
-    return tuple(sorted((b for b in out if b.name != "?"), key=lambda b: (b.start, b.depth)))
+    found = tuple(sorted((b for b in out if b.name != "?"), key=lambda b: (b.start, b.depth)))
+    return found, read_to
+
+
+def _parses_to(lines: Sequence[str]) -> int:
+    """The 0-based line Python's parser stops at (len(lines) when the file parses): the
+    tokenizer alone accepts an indented block after a module-level line, the parser does not."""
+    import ast
+
+    try:
+        ast.parse(_tokenizable("".join(lines)))
+    except SyntaxError as e:
+        return max((e.lineno or 1) - 1, 0)
+    except ValueError:
+        return 0
+    return len(lines)
 
 
 def _tokenizable(text: str) -> str:
@@ -117,7 +139,9 @@ def blocks_of(idx: LineIndex) -> tuple[Block, ...]:
     """The blocks of an indexed file, tokenized once per file (cached on the index)."""
     found = idx.cache.get("blocks")
     if found is None:
-        found = idx.cache["blocks"] = blocks(idx.lines)
+        found, read_to = _read_blocks(idx.lines)
+        idx.cache["blocks_read_to"] = min(read_to, _parses_to(idx.lines))
+        idx.cache["blocks"] = found
     return found  # type: ignore[return-value]
 
 
@@ -173,10 +197,19 @@ def _first_change(hunk: Hunk, place: Place) -> int:
     return place.pos + lead_ctx - place.lead
 
 
+def known(idx: LineIndex, place: Place) -> bool:
+    """Can the scope of a place be read (the tokenizer read the file past it)? A file that is
+    not Python to its end (a stray indented copy, a syntax error) has blocks only above the
+    line the tokenizer stopped at."""
+    blocks_of(idx)
+    return place.pos < idx.cache["blocks_read_to"]  # type: ignore[operator]
+
+
 def in_scope(hunk: Hunk, idx: LineIndex, place: Place) -> bool:
-    """Does the candidate sit where the hunk header says it should? Inside the def/class the
-    header names (read with Python's tokenizer: multi-line signatures, decorators, nesting,
-    async), or right below that header line, as git's funcname would show it."""
+    """Does the candidate sit where the hunk header says it should? Its first changed line or
+    its first matched line inside the def/class the header names (read with Python's
+    tokenizer: multi-line signatures, decorators, nesting, async), or right below that header
+    line, as git's funcname would show it."""
     header = hunk.section_header
     if not header:
         return False
@@ -185,12 +218,16 @@ def in_scope(hunk: Hunk, idx: LineIndex, place: Place) -> bool:
     if not name:
         return _funcname_above(lines, start(place)) == header.strip()
     found = blocks_of(idx)
+    if not known(idx, place) and _funcname_above(lines, start(place)) == header.strip():
+        return True  # the tokenizer stopped early: git's own funcname there is the header
     if not found:  # not Python (or unreadable): the indentation heuristic
         changed = [ln.text for ln in hunk.lines if ln.kind != " " and ln.text.strip()]
         indent = _indent(changed[0]) if changed else 0
         return name in _enclosing_by_indent(lines, _first_change(hunk, place), indent)
     if any(b.name == name for b in enclosing(found, _first_change(hunk, place))):
         return True
+    if any(b.name == name for b in enclosing(found, place.pos)):
+        return True  # its first matched line is inside the named block (a change just after it)
     above = header_above(found, start(place))
     return above is not None and above.name == name
 
@@ -207,11 +244,13 @@ def outside(hunk: Hunk, idx: LineIndex, place: Place) -> str:
 
 
 def body_of(idx: LineIndex, pos: int, indent: int) -> tuple[int, int, str]:
-    """The body a line indented by `indent` at input line `pos` belongs to, as (start, end,
-    'class Name'): the innermost def/class around `pos` whose keyword line is indented less;
-    else the whole file ('module level', or 'the file' when it is not Python)."""
+    """The body a line indented by `indent` put before input line `pos` belongs to, as
+    (start, end, 'class Name'): the innermost def/class around the line it follows (`pos` - 1:
+    a method added before the next `def` belongs to the class, not to that def) whose keyword
+    line is indented less; else the whole file ('module level', or 'the file' when it is not
+    Python)."""
     found = blocks_of(idx)
-    for b in enclosing(found, pos):
+    for b in enclosing(found, max(pos - 1, 0)):
         if _indent(idx.lines[b.line]) < indent:
             return b.start, b.end, f"{b.kind} {b.name}"
     return 0, len(idx.lines), "module level" if found else "the file"

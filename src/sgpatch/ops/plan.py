@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from sgpatch.diff.unified import (
     DEV_NULL,
@@ -546,7 +546,7 @@ def _plan_one(
     from sgpatch.patchset.probe import evaluate
     from sgpatch.state.ledger import sha256
 
-    base = {"id": spec.id, "optional": spec.optional, "selected": selected}
+    base = PatchPlan(spec.id, "pending", spec.optional, selected, how="")  # decided below
     # 1. the ledger: sgpatch applied it; do the files still hash to what it (or a set
     # stacked on it) wrote?
     rec = record.patch(spec.id) if record else None
@@ -556,18 +556,18 @@ def _plan_one(
     probe = probe_for(spec, chosen.variants)
     probe_result = evaluate(probe, probes.root, probes) if probe is not None else None
     if variant is not None and variant.na is not None:
-        return PatchPlan(**base, state="n/a", how="n/a", note=variant.na, probe=probe_result)
+        return replace(base, state="n/a", how="n/a", note=variant.na, probe=probe_result)
     if variant is None:
         return _plan_without_variant(base, spec, manifest, chosen, probe_result)
-    rel = _set_relative(variant.patch, manifest.base_dir)
-    data = _read_patch_bytes(variant.patch, rel)
+    rel = _set_relative(variant.file, manifest.base_dir)
+    data = _read_patch_bytes(variant.file, rel)
     patch = parse_patch(data, f"{manifest.name}/{rel}")
-    common = {**base, "variant": rel, "patch_sha256": sha256(data), "probe": probe_result}
+    common = replace(base, variant=rel, patch_sha256=sha256(data), probe=probe_result)
     return _plan_variant(common, spec, patch, overlay, fuzz, by_id, chosen.untested)
 
 
 def _plan_recorded(
-    base: dict[str, Any], record: SetRecord, rec: PatchRecord, ledger: Ledger, overlay: Overlay
+    base: PatchPlan, record: SetRecord, rec: PatchRecord, ledger: Ledger, overlay: Overlay
 ) -> PatchPlan:
     """A patch the ledger says sgpatch applied: `applied`, or `modified` if a file it wrote
     (or a set stacked on it wrote) no longer hashes to what the ledger holds."""
@@ -579,19 +579,19 @@ def _plan_recorded(
         if f in record.files and not holds(ledger, record.name, f, sha256(overlay.read(f)))
     ]
     if edited:
-        return PatchPlan(
-            **base,
+        return replace(
+            base,
             state="modified",
             how="edited",
             note="changed since sgpatch applied it: " + ", ".join(edited),
             variant=rec.variant,
             exit_code=ExitCode.NOT_DONE,
         )
-    return PatchPlan(**base, state="applied", how="recorded", variant=rec.variant)
+    return replace(base, state="applied", how="recorded", variant=rec.variant)
 
 
 def _plan_without_variant(
-    base: dict[str, Any],
+    base: PatchPlan,
     spec: PatchSpec,
     manifest: SetManifest,
     chosen: ChosenBy,
@@ -600,12 +600,12 @@ def _plan_without_variant(
     """No variant covers this release: fine if upstream has it or it is not selected; bad
     input otherwise."""
     if probe_result is not None and probe_result.value:
-        return PatchPlan(
-            **base, state="upstream", how="probe", note=_upstream_note(spec), probe=probe_result
+        return replace(
+            base, state="upstream", how="probe", note=_upstream_note(spec), probe=probe_result
         )
-    if not base["selected"]:  # left out with --without (or an optional one not chosen)
-        return PatchPlan(
-            **base,
+    if not base.selected:  # left out with --without (or an optional one not chosen)
+        return replace(
+            base,
             state="n/a",
             how="n/a",
             probe=probe_result,
@@ -618,7 +618,7 @@ def _plan_without_variant(
 
 
 def _plan_variant(
-    common: dict[str, Any],
+    common: PatchPlan,
     spec: PatchSpec,
     patch: Patch,
     overlay: Overlay,
@@ -629,14 +629,14 @@ def _plan_variant(
     """Steps 2-4 for a patch with a variant: post-image present, probe, requirements, engine
     (`certain`: every hunk's place must be certain, sgpatch.placement.certain)."""
     mapper = package_mapper(patch.name)
-    probe_result: ProbeResult | None = common["probe"]
+    probe_result: ProbeResult | None = common.probe
     # 2. post-image exactly in place (applied by hand or by an older tool)? Planned at fuzz 0
     # on a fork of the overlay; at the set's usual fuzz 0 that is also the real plan (step 4).
     trial = overlay.fork()
     present = plan_patch(trial, patch, mapper, fuzz=0)
     if present and all(f.status == "already-applied" for f in present):
-        return PatchPlan(
-            **common,
+        return replace(
+            common,
             state="present",
             how="present",
             files=present,
@@ -644,11 +644,11 @@ def _plan_variant(
         )
     # 3. the probe: upstream contains it -> never apply (fuzz must not decide this)
     if probe_result is not None and probe_result.value:
-        return PatchPlan(**common, state="upstream", how="probe", note=_upstream_note(spec))
+        return replace(common, state="upstream", how="probe", note=_upstream_note(spec))
     missing = _unmet(spec, by_id)
     if missing:
-        return PatchPlan(
-            **common,
+        return replace(
+            common,
             state="conflict",
             how="requires",
             note="requires " + ", ".join(missing),
@@ -658,7 +658,7 @@ def _plan_variant(
 
 
 def _plan_engine(
-    common: dict[str, Any],
+    common: PatchPlan,
     spec: PatchSpec,
     patch: Patch,
     overlay: Overlay,
@@ -670,7 +670,7 @@ def _plan_engine(
     """Step 4: the engine, on the overlay (so patches see each other), only for selected
     patches. At fuzz 0 the step-2 plan on `trial` is reused."""
     mapper = package_mapper(patch.name)
-    selected: bool = common["selected"]
+    selected: bool = common.selected
     if fuzz == 0:
         files = present
     else:
@@ -679,23 +679,23 @@ def _plan_engine(
     code = patch_status(files)
     doubt = _uncertain(patch, files) if certain and code == ExitCode.OK else None
     if doubt is not None:
-        return PatchPlan(
-            **common, state="conflict", how=doubt[0], note=doubt[1], files=files,
+        return replace(
+            common, state="conflict", how=doubt[0], note=doubt[1], files=files,
             exit_code=ExitCode.UNSAFE if doubt[0] == "ambiguous" else ExitCode.CONFLICT,
         )  # fmt: skip
     if selected:
         overlay.adopt(trial)
     if code != ExitCode.OK:
-        return PatchPlan(
-            **common,
+        return replace(
+            common,
             state="conflict",
             how="ambiguous" if code == 4 else "conflict",
             note=_refusal(files),
             files=files,
             exit_code=code,
         )
-    return PatchPlan(
-        **common,
+    return replace(
+        common,
         state="pending",
         how=how_applied(files),
         files=files,

@@ -34,7 +34,7 @@ OWN_EDITS = {("areal", "0.5.1.post3", "0.5.2"): {"srt/model_executor/model_runne
 def applied(set_dir: Path, version: str, tmp: Path, rels) -> dict[str, bytes | None]:
     """`sgpatch apply` of the ported set on a fresh pristine tree of `version`: `rels`."""
     m = load_manifest(set_dir / "patchset.yaml")
-    members = matrix._member_filter(matrix.needed_files(m) + sorted(rels))
+    members = matrix.member_filter(matrix.needed_files(m) + sorted(rels))
     root = releases.extract(version, tmp, "site-packages", members)
     code = sgpatch("apply", "--set", m.name, "--sglang-dir", str(root), "--patchsets",
                    str(set_dir.parent))  # fmt: skip

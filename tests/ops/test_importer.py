@@ -273,3 +273,38 @@ def test_a_failed_import_leaves_no_dest_it_created(tmp_path, cached_release, mon
                            str(dest), str(mail))  # fmt: skip
     assert code == 2 and err.count("\n") == 1 and "No space left on device" in err
     assert not dest.exists()
+
+
+CLASS = "class Pool:\n    def a(self):\n        return 1\n\n    def get(self):\n        return 2\n"
+
+
+def test_a_method_the_release_already_has_is_refused_naming_it_as_upstreams(release):
+    """Input: a diff adding `get` to class Pool, which the release's own file already defines.
+    Outcome: exit 3 naming the hunk and the name, the other copy as the release's own at its
+    line, and that the patch's copy is the one to delete."""
+    release["srt/c.py"] = CLASS.encode()
+    new = CLASS + "\n    def get(self):\n        return 3\n"
+    diff = make_diff(CLASS, new, "python/sglang/srt/c.py")
+    with pytest.raises(SgpatchError) as e:
+        importer.import_sources("mine", V, [src(diff, "dup.patch")])
+    msg = e.value.message
+    assert e.value.code == 3 and "dup.patch: srt/c.py hunk #1: would define get twice" in msg
+    assert "the copy at line 5 is sglang 0.5.9's own" in msg
+    assert "delete this hunk's copy of get from the patch file" in msg
+
+
+def test_a_method_an_earlier_input_added_twice_is_named_as_the_stacks(release):
+    """Input: one diff adding `get` to class Pool, a second diff adding it again. Outcome:
+    exit 3 naming the second input's hunk, the other copy as an earlier input's (not the
+    release's)."""
+    base = CLASS.replace("    def get(self):\n        return 2\n", "    pass\n")
+    release["srt/c.py"] = base.encode()
+    one = base + "\n    def get(self):\n        return 2\n"
+    two = one + "\n    def get(self):\n        return 3\n"
+    first = make_diff(base, one, "python/sglang/srt/c.py")
+    second = make_diff(one, two, "python/sglang/srt/c.py")
+    with pytest.raises(SgpatchError) as e:
+        importer.import_sources("mine", V, [src(first, "one.patch"), src(second, "two.patch")])
+    msg = e.value.message
+    assert e.value.code == 3 and "two.patch: srt/c.py hunk #1: would define get twice" in msg
+    assert "came with an earlier input of this stack, not with sglang 0.5.9" in msg

@@ -144,6 +144,57 @@ def _end(node: ast.stmt, lines: list[str]) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# the careful person's fix of a stack import refuses (a name defined twice)
+
+REFUSED = re.compile(
+    r"(?P<file>\S+): (?P<rel>\S+) hunk #(?P<hunk>\d+): would define (?P<name>\w+) twice in "
+    r"\w+ \w+: .*?\(the copy at line \d+ is sglang \S+'s own"
+)
+
+
+def drop_def(text: str, rel: str, hunk: int, name: str) -> str:
+    """The patch `text` without the lines hunk #`hunk` of `rel` adds for `def name` (up to the
+    next line it adds at that indentation or less, its trailing blank lines too); a hunk left
+    with no change goes, and the file's later hunks move up. What import's refusal says to do
+    when upstream's release already has the method."""
+    import unidiff
+
+    ps = unidiff.PatchSet(text)
+    pf = next(f for f in ps if f.path.endswith(f"sglang/{rel}"))
+    h = pf[hunk - 1]
+    start = next(i for i, ln in enumerate(h) if ln.is_added
+                 and re.match(rf"\s*(async\s+)?def {name}\b", ln.value))  # fmt: skip
+    indent = len(h[start].value) - len(h[start].value.lstrip())
+    end = start + 1
+    while end < len(h) and h[end].is_added:
+        v = h[end].value
+        if v.strip() and len(v) - len(v.lstrip()) <= indent:
+            break
+        end += 1
+    gone = end - start
+    del h[start:end]
+    h.target_length -= gone
+    for later in pf[hunk:]:
+        later.target_start -= gone
+    if not any(ln.is_added or ln.is_removed for ln in h):
+        for later in pf[hunk:]:
+            later.target_start -= h.target_length - h.source_length
+        pf.remove(h)
+    return str(ps)
+
+
+def cut(stack: list[Path], out: str) -> list[str]:
+    """Each copy import's refusal `out` names as a duplicate of upstream's own, deleted from
+    its patch file in `stack` (writable copies): what was done."""
+    done = []
+    for m in REFUSED.finditer(out):
+        f = next(x for x in stack if x.name == Path(m["file"]).name)
+        f.write_text(drop_def(f.read_text(), m["rel"], int(m["hunk"]), m["name"]))
+        done.append(f"{m['name']} dropped from {m['rel']} hunk #{m['hunk']} of {f.name}")
+    return done
+
+
+# ---------------------------------------------------------------------------------------------
 # the loop
 
 
@@ -175,6 +226,7 @@ class Loop:
     conflicts: set[str] = field(default_factory=set)  # files port left in conflict (any stop)
     hand: set[str] = field(default_factory=set)  # every file the person wrote into W
     careful: dict[str, str] = field(default_factory=dict)  # file -> what the person resolved
+    stack_fixes: list[str] = field(default_factory=list)  # what the person cut from A's stack
     docs: list[dict] = field(default_factory=list)  # every port --json step document
     want: dict[str, bytes | None] = field(default_factory=dict)  # the project's own B files
 
@@ -185,11 +237,18 @@ def run(project: str, a: str, b: str, tmp: Path, rounds: int = 8) -> Loop:
 
     releases.wheel_path(a), releases.wheel_path(b)
     sets = tmp / "sets"
-    code, out = cli("import", "--name", project, "--sglang-version", a, "--dest", str(sets),
-                    *map(str, series(project, a)), "--json")  # fmt: skip
+    (tmp / "stack").mkdir(parents=True)
+    stack = [Path(shutil.copy(f, tmp / "stack" / f.name)) for f in series(project, a)]
+    fixes: list[str] = []
+    for _ in range(rounds):  # import names one copy per hunk at a time
+        code, out = cli("import", "--name", project, "--sglang-version", a, "--dest", str(sets),
+                        *map(str, stack), "--json")  # fmt: skip
+        if code != 3 or not REFUSED.search(out):
+            break
+        fixes += cut(stack, out)
     assert code == 0, out
     w = tmp / "w"
-    loop = Loop(project, a, b, sets / project, w)
+    loop = Loop(project, a, b, sets / project, w, stack_fixes=fixes)
     full = project_tree(project, b)
     union = sorted({r for f in series(project, a) for r in touched(f)} | set(full))
     for r in union:

@@ -74,11 +74,13 @@ def _sgpatch_applied(release_tree, version: str, sets: Path, name: str) -> Path:
     return root
 
 
-# Stacks whose own files define a name twice in one body: what is defined twice.
+# Stacks whose own files define a name twice in one body: what import says (the name, and
+# that the other copy is the release's own, so the patch's copy is the one to delete).
 DEFINES_TWICE = {
-    ("slime", "0.5.12.post1"): "twice",
+    ("slime", "0.5.12.post1"): "get_cpu_copy twice in class NSATokenToKVPool",
     ("slime", "0.5.15.post1"): "release_memory_occupation twice",
 }
+UPSTREAMS_OWN = "'s own: upstream has it now; delete this hunk's copy of"
 
 
 @pytest.mark.parametrize(("project", "version"), _stacks())
@@ -86,7 +88,8 @@ def test_imported_stack_gives_what_git_apply_gives(
     project, version, release_tree, tmp_path, capsys
 ):
     """Input: a real stack's patch files in series order, imported onto their release. Outcome:
-    where the stack defines a name twice in one body, exit 3 naming it and no set written; else
+    where the stack defines a name twice in one body, exit 3 naming it (and the other copy as
+    the release's own, with what to delete) and no set written; else
     exit 0, one patch per input; sgpatch apply of the set leaves the package byte-identical to
     `git apply` of the inputs (same files changed, same bytes); every probe is false on the
     pristine tree and true on the patched one."""
@@ -98,7 +101,9 @@ def test_imported_stack_gives_what_git_apply_gives(
         code = sgpatch("import", "--name", name, "--sglang-version", version, "--dest",
                        str(tmp_path / "sets"), "--json", *map(str, inputs))  # fmt: skip
         doc = json.loads(capsys.readouterr().out)
-        assert code == 3 and DEFINES_TWICE[(project, version)] in json.dumps(doc), doc
+        text = json.dumps(doc)
+        assert code == 3 and DEFINES_TWICE[(project, version)] in text, doc
+        assert UPSTREAMS_OWN in text, doc
         assert not (tmp_path / "sets" / name).exists()
         return
     doc = _imported(tmp_path, capsys, name, version, inputs)

@@ -132,6 +132,47 @@ def _failures(label: str, plans: Sequence[FilePlan]) -> list[str]:
     return out
 
 
+_TWICE = re.compile(r": (\S+) hunk #\d+: would define (\w+) twice in (?:class|def) (\w+)")
+
+
+def _whose_copy(line: str, version: Version) -> str:
+    """A defined-twice refusal with which copy is upstream's: the release's own file defines
+    the name in that class/def (upstream made it since the patch was written: drop the patch's
+    copy) or not (an earlier patch of the stack added it), and what to change."""
+    m = _TWICE.search(line)
+    if m is None or "the patch adds it more than once" in line:
+        return line
+    rel, name, scope = m.groups()
+    at = _defined_at(pristine(version, rel), scope, name)
+    if at is None:
+        return (
+            f"{line} (the other copy came with an earlier input of this stack, not with "
+            f"sglang {version}: delete one of the two from its patch file; docs/import.md)"
+        )
+    return (
+        f"{line} (the copy at line {at} is sglang {version}'s own: upstream has it now; "
+        f"delete this hunk's copy of {name} from the patch file and import again; "
+        "docs/import.md)"
+    )
+
+
+def _defined_at(data: bytes | None, scope: str, name: str) -> int | None:
+    """The line where `data` defines `name` directly in the body of class/def `scope`."""
+    import ast
+
+    try:
+        tree = ast.parse(data or b"")
+    except (SyntaxError, ValueError):
+        return None
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    for node in ast.walk(tree):
+        if isinstance(node, defs) and node.name == scope:
+            for st in node.body:
+                if isinstance(st, defs) and st.name == name:
+                    return st.lineno
+    return None
+
+
 def apply_source(overlay: ReleaseOverlay, src: Source) -> tuple[dict, dict, list[str]]:
     """Apply one input to the overlay: (before, after) bytes per touched file, and failures."""
     from sgpatch.ops.plan import plan_patch
@@ -141,7 +182,8 @@ def apply_source(overlay: ReleaseOverlay, src: Source) -> tuple[dict, dict, list
     before = {rel: overlay.read(rel) for rel in touched}
     plans = plan_patch(overlay, patch, mapper, fuzz=0)
     after = {rel: overlay.read(rel) for rel in touched}
-    return before, after, _failures(src.label, plans)
+    failures = _failures(src.label, plans)
+    return before, after, [_whose_copy(f, overlay.version) for f in failures]
 
 
 def tree_source(root: Path, version: Version, name: str) -> tuple[Source, dict, dict]:

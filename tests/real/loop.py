@@ -256,12 +256,13 @@ def run(project: str, a: str, b: str, tmp: Path, rounds: int = 8) -> Loop:
         if what:
             loop.careful[r] = what
     code, doc = _port("port", "--set", project, "--patchsets", str(sets), "--to", b,
-                      "--offline", "--workspace", str(w))  # fmt: skip
+                      "--offline", "--workspace", str(w), "--no-finish")  # fmt: skip
     loop.docs.append(doc)
     for _ in range(rounds):
-        if code != 3:
+        planned = code == 0 and doc["steps"][-1]["state"] == "planned"
+        if code != 3 and not planned:
             break
-        loop.stops += 1
+        loop.stops += 0 if planned else 1
         _fix(loop, doc["steps"][-1], union)
         code, doc = _port("port", "--continue", "--workspace", str(w))
         loop.docs.append(doc)
@@ -278,7 +279,8 @@ def _fix(loop: Loop, step: dict, union: list[str]) -> None:
     """One stop, as the project did it: each stopped patch's files to fix get the project's
     file (its B stack up to the same patch); any other file the project's port has other
     bytes in, that no unfinished patch still has to write and no later patch wrote since,
-    gets the project's file too (the edit joins the first stopped patch)."""
+    gets the project's file too (the edit joins the first stopped patch; with none stopped, after
+--no-finish, the patch that changes the file)."""
     w, b = loop.workspace, loop.b
     ids = [p["id"] for p in step["patches"]]
     stopped = [p for p in step["patches"] if p["outcome"] == "conflict"]

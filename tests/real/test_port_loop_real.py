@@ -1,8 +1,8 @@
 """The whole port loop on the real stacks of tests/data/stacks (tests/real/loop.py): each step
 of the projects' own chains of hand ports, A -> B, scripted as the project acted (import A's
-stack, `port --to B`, at each stop write the project's own B files into W, `--continue`, until
-the set is written). Then the ported set, applied to the pristine B by `sgpatch apply`, must
-give the project's own port byte for byte."""
+stack, `port --to B --no-finish`, at each stop write the project's own B files into W,
+`--continue`, until the set is written). Then the ported set, applied to the pristine B by
+`sgpatch apply`, must give the project's own port byte for byte."""
 
 from __future__ import annotations
 
@@ -25,9 +25,6 @@ CAREFUL = {
     ("slime", "0.5.10.post1", "0.5.12.post1"): {"srt/mem_cache/memory_pool.py"},
     ("slime", "0.5.13", "0.5.15.post1"): {"srt/disaggregation/decode.py"},
 }
-# Where the project changed a file beyond its port and port had no stop to take the change
-# in (it carried everything by itself): AReaL reworded a log line in its 0.5.2 port. Port's
-# bytes there are the plain merge's (checked below); the project's edit is its own.
 # A stacks import refuses, since their own patch adds a method upstream's release A already
 # has (slime's 0.5.12.post1: get_cpu_copy and load_cpu_copy in NSATokenToKVPool): import names
 # the hunk and says the other copy is upstream's; the careful person deletes the patch's copy
@@ -38,6 +35,9 @@ STACK_FIXES = {
         for name in ("get_cpu_copy", "load_cpu_copy")
     ]
 }
+# Where the project changed a file beyond its port and port needed no hand there (AReaL
+# reworded a log line in model_runner.py in its 0.5.2 port): the person edits it after
+# `port --no-finish` and `--continue` gives the edit to the patch that changes that file.
 OWN_EDITS = {("areal", "0.5.1.post3", "0.5.2"): {"srt/model_executor/model_runner.py"}}
 
 
@@ -54,16 +54,17 @@ def applied(set_dir: Path, version: str, tmp: Path, rels) -> dict[str, bytes | N
 
 @pytest.mark.parametrize(("project", "a", "b"), loop.STEPS)
 def test_the_scripted_person_finishes_every_real_step(project, a, b, tmp_path):
-    """Input: the project's stack for A, imported and ported to B; at each stop the project's
-    own B files written into W and --continue. Outcome: the loop ends with the set written
-    (exit 0, never more than 3 stops); lint passes on B; the ported set applied to pristine B
-    gives the project's own B files byte for byte (a name the project's file defines twice
-    resolved as the careful person does, CAREFUL; a project's edit port had no stop for,
-    OWN_EDITS, equal to the plain merge instead); never more files left in conflict than a
-    plain `git merge-file` leaves, but for a file whose clean merge defines a name twice; no
-    file that port carried by itself had to be rewritten where the plain merge was right.
-    Where import refuses A's stack (a method upstream's A already has), the person deletes
-    the patch's copy from the patch file as the refusal says (STACK_FIXES) and imports again."""
+    """Input: the project's stack for A, imported and ported to B (--no-finish); at each
+    stop the project's own B files written into W and --continue. Outcome: the loop ends with
+    the set written (exit 0, never more than 3 stops); lint passes on B; the ported set
+    applied to pristine B gives the project's own B files byte for byte (a name the project's
+    file defines twice resolved as the careful person does, CAREFUL; a project's edit port
+    had no stop for, OWN_EDITS, made after --no-finish and taken at --continue); never more
+    files left in conflict than a plain `git merge-file` leaves, but for a file whose clean
+    merge defines a name twice; no file that port carried by itself had to be rewritten where
+    the plain merge was right. Where import refuses A's stack (a method upstream's A already
+    has), the person deletes the patch's copy from the patch file as the refusal says
+    (STACK_FIXES) and imports again."""
     r = loop.run(project, a, b, tmp_path)
     assert r.stack_fixes == STACK_FIXES.get((project, a), [])
     assert r.exit_code == 0, r.docs[-1]["steps"][-1]["fix"]
@@ -76,12 +77,10 @@ def test_the_scripted_person_finishes_every_real_step(project, a, b, tmp_path):
     for rel in r.want:
         wf = r.workspace / "sglang" / rel
         assert got[rel] == (wf.read_bytes() if wf.exists() else None), rel
-    differ = {rel for rel, data in r.want.items() if got[rel] != data}
-    own = OWN_EDITS.get((project, a, b), set())
-    assert differ == own
+    assert {rel for rel, data in r.want.items() if got[rel] != data} == set()
     plain = loop.plain(project, a, b, r.want, tmp_path / "plain")
-    for rel in own:
-        assert got[rel] == plain.merged[rel][0], rel
+    for rel in OWN_EDITS.get((project, a, b), set()):  # port's bytes were the plain merge's
+        assert rel in r.hand - r.conflicts and plain.merged[rel][0] != r.want[rel], rel
     trap = {
         rel
         for rel in r.conflicts - plain.conflicts

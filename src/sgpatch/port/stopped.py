@@ -173,31 +173,52 @@ def _take_fixes(ctx: Context, q: Queue, joins: dict, order: list[str]) -> list[s
 
 
 def _joins(ctx: Context, q: Queue, order: list[str]) -> dict:
-    """Each hand edit of a file no stopped patch wrote last, worked out as it would join the
-    first stopped patch (`_join`), before anything is recorded: a refusal changes nothing."""
+    """Each hand edit of a file no stopped patch wrote last, worked out as it would join a
+    patch, before anything is recorded (a refusal changes nothing): {file: (patch, what to
+    record, later patches)}. With a patch stopped it joins the first one (`_join`); with
+    none (after --no-finish) the one patch that changes the file takes it (`_owner_join`)."""
     edited = _edited(ctx, q.stopped, _last_writers(ctx, q.stopped))
-    if edited and not q.stopped:  # after --no-finish: no patch to take it; never drop it
+    if not q.stopped:
+        return {rel: _owner_join(ctx, rel, order) for rel in edited}
+    first = q.stopped[0].id
+    return {rel: (first, *_join(ctx, first, rel, order)) for rel in edited}
+
+
+def _owner_join(ctx: Context, rel: str, order: list[str]):
+    """A hand edit made with no patch stopped: the patch that changes `rel` takes it (its
+    after is W's file now). A file no patch changes, or one several change (which of them
+    the edit belongs to is the person's to say), is refused naming it and them."""
+    writers = snapshots.writers_of(ctx.ws, order, rel)
+    if len(writers) != 1:
+        why = (
+            f"{len(writers)} patches change it ({', '.join(writers)}), and which one the edit "
+            "belongs to is yours to say"
+            if writers
+            else "no patch of the set changes it (a port takes edits only in files its patches "
+            "change)"
+        )
         raise SgpatchError(
-            f"{PKG}/{edited[0]} was edited, but no patch is stopped to take the edit; undo it "
-            f"(or drop the port: {ctx.ws.abort_hint()})",
+            f"{PKG}/{rel} was edited, but {why}; undo the edit, or drop the port: "
+            f"{ctx.ws.abort_hint()}",
             ExitCode.CONFLICT,
         )
-    return {rel: _join(ctx, q.stopped[0].id, rel, order) for rel in edited}
+    return writers[0], [("after", writers[0], ctx.ws.read_pkg(rel))], []
 
 
 def _take_edits(ctx: Context, q: Queue, joins: dict) -> list[str]:
-    """Record the joins: the edits become the first stopped patch's, later patches' files
-    keep their own change on top of them."""
+    """Record the joins: each edit becomes its patch's (a stopped one's, or a finished one's,
+    whose patch file is written again), later patches' files keep their own change on top."""
     ws = ctx.ws
-    if not joins:
-        return []
-    first = q.stopped[0].id
+    stopped = {o.id for o in q.stopped}
     moved: set[str] = set()
-    for rel, (puts, later) in joins.items():
-        for side, pid, data in puts:
-            snapshots.put(ws, side, pid, {rel: data})
-        ws.put_lines(f"files/{first}", sorted(snapshots.files(ws, first) | {rel}))
-        ws.put_lines(f"fixing/{first}", sorted(set(ws.lines(f"fixing/{first}")) | {rel}))
+    for rel, (pid, puts, later) in joins.items():
+        for side, who, data in puts:
+            snapshots.put(ws, side, who, {rel: data})
+        ws.put_lines(f"files/{pid}", sorted(snapshots.files(ws, pid) | {rel}))
+        if pid in stopped:
+            ws.put_lines(f"fixing/{pid}", sorted(set(ws.lines(f"fixing/{pid}")) | {rel}))
+        else:
+            moved.add(pid)
         _remember(ws, {rel: ws.read_pkg(rel)})
         moved |= set(later)
     for o in [*q.done, *q.partial.values()]:
@@ -205,7 +226,7 @@ def _take_edits(ctx: Context, q: Queue, joins: dict) -> list[str]:
             o.as_is = False
             if o in q.done:
                 write_patch(ctx, o.id)
-    return [f"{PKG}/{rel}: the edit there joins {first}" for rel in joins]
+    return [f"{PKG}/{rel}: the edit there joins {pid}" for rel, (pid, _p, _l) in joins.items()]
 
 
 def _last_writers(ctx: Context, stopped) -> dict[str, str]:

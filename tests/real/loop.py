@@ -277,10 +277,10 @@ def _port(*args: str) -> tuple[int, dict]:
 
 def _fix(loop: Loop, step: dict, union: list[str]) -> None:
     """One stop, as the project did it: each stopped patch's files to fix get the project's
-        file (its B stack up to the same patch); any other file the project's port has other
-        bytes in, that no unfinished patch still has to write and no later patch wrote since,
-        gets the project's file too (the edit joins the first stopped patch; with none stopped, after
-    --no-finish, the patch that changes the file)."""
+    file (its B stack up to the same patch); any other file the project's port has other
+    bytes in, that no unfinished patch still has to write and no later patch wrote since,
+    gets the project's file too (the edit joins the first stopped patch; with none stopped,
+    after `--no-finish`, the patch that changes the file)."""
     w, b = loop.workspace, loop.b
     ids = [p["id"] for p in step["patches"]]
     stopped = [p for p in step["patches"] if p["outcome"] == "conflict"]

@@ -338,7 +338,7 @@ def loop_step(project: str, a: str, b: str) -> dict:
             "plain_conflicts": len(plain.conflicts),
             "plain_hand": len(plain.conflicts | plain.other_bytes),
             "wrong": len(loop.written_wrong(r, plain)), "files": len(r.want), "same": same,
-            "careful": sorted(r.careful), "wall": wall,
+            "careful": sorted(r.careful), "stack_fixes": r.stack_fixes, "wall": wall,
         }  # fmt: skip
 
 
@@ -349,8 +349,11 @@ def loop_markdown(rows: list[dict]) -> str:
         "`python bench/port.py`, second part: each step of the projects' own chains "
         "(tests/data/stacks: slime 0.5.5.post1 -> ... -> 0.5.15.post1, AReaL 0.5.1.post3 -> "
         "0.5.2), run by the scripted person of tests/real/loop.py: `sgpatch import` of A's "
-        "stack, `port --to B`, at each stop the project's own B files written into W, "
-        "`--continue`, until the set is written. *stops*: how many times port stopped; "
+        "stack (where import refuses it for a method the release already has, the patch's "
+        "copy deleted from the patch file as the refusal says, then imported again: *stack "
+        "fixes*), `port --to B --no-finish`, at each stop (and once before the set is "
+        "written) the project's own B files written into W, `--continue`, until the set is "
+        "written. *stops*: how many times port stopped (the --no-finish pause not counted); "
         "*conflicts*: files port left to a hand (markers or a Python check); *hand files*: "
         "every file the person wrote (the conflicts, and the files the project's own port "
         "changed beyond what port carried); merge-file: the same stack merged file by file "
@@ -360,20 +363,21 @@ def loop_markdown(rows: list[dict]) -> str:
         "project's*: files of the step whose bytes in W (= the ported set applied to B) are "
         "the project's own, of all the files either stack touches.",
         "",
-        "| stack | A -> B | exit | stops | conflicts | hand files | merge-file conflicts | "
-        "merge-file hand files | wrong | W = project's | wall |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| stack | A -> B | stack fixes | exit | stops | conflicts | hand files | "
+        "merge-file conflicts | merge-file hand files | wrong | W = project's | wall |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
-            f"| {r['project']} | {r['from']} -> {r['to']} | {r['exit']} | {r['stops']} | "
+            f"| {r['project']} | {r['from']} -> {r['to']} | {len(r['stack_fixes'])} | "
+            f"{r['exit']} | {r['stops']} | "
             f"{r['conflicts']} | {r['hand']} | {r['plain_conflicts']} | {r['plain_hand']} | "
             f"{r['wrong']} | {r['same']} / {r['files']} | {r['wall']:.0f} s |"
         )
     total = {k: sum(r[k] for r in rows) for k in ("conflicts", "hand", "plain_conflicts",
                                                   "plain_hand", "wrong", "stops")}  # fmt: skip
     out.append(
-        f"| all | {len(rows)} steps | | {total['stops']} | {total['conflicts']} | "
+        f"| all | {len(rows)} steps | | | {total['stops']} | {total['conflicts']} | "
         f"{total['hand']} | {total['plain_conflicts']} | {total['plain_hand']} | "
         f"{total['wrong']} | | |"
     )

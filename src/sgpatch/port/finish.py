@@ -29,6 +29,8 @@ from sgpatch.port import source as src
 from sgpatch.port.sequencer import Context, Outcome
 from sgpatch.port.workspace import digest, write
 
+NA_PREFIX = "na-"  # W/.sgpatch-port/na-ID: the person's reason a patch is n/a on V too
+
 
 @dataclass
 class Finished:
@@ -192,8 +194,9 @@ def _carried(ctx: Context, spec, o: Outcome, text: str, files: dict, changes: li
 def _not_applicable(ctx: Context, spec: PatchSpec, text: str, changes: list) -> str:
     """A backport to before the patch's files existed: a `==V` n/a variant saying so. n/a on
     the nearest release, and none of the patch's files is in V either: that n/a variant serves
-    V too (stretched to it, or a `==V` copy of it). Otherwise nothing: lint then says the
-    patch has no variant for V, which needs a person (the port's note says so)."""
+    V too (stretched to it, or a `==V` copy of it). n/a nearby though one of its files is in
+    V: a `==V` n/a variant when the person wrote the reason into W/.sgpatch-port/na-ID (the
+    port's note says how); otherwise nothing, and lint says the patch has no variant for V."""
     path, to = ctx.manifest.path, ctx.to
     created = src.created_before(ctx.manifest, spec, to, ctx.known)
     why = src.before_it_existed(spec, to, ctx.known, created)
@@ -201,7 +204,14 @@ def _not_applicable(ctx: Context, spec: PatchSpec, text: str, changes: list) -> 
         changes.append(f"{spec.id}: n/a on {to}: new variant '=={to}' ({why})")
         return manifest_text.insert_first_na_variant(text, path, spec.id, edits.exact(to), why)
     na = src.not_applicable(spec, to, ctx.known, created)
-    if na is None or not na.here_too or select_variant(spec, to) is not None:
+    if select_variant(spec, to) is not None:
+        return text
+    said = (ctx.ws.get(f"{NA_PREFIX}{spec.id}") or "").strip()
+    if na is not None and not na.here_too and said:  # the person says: n/a on V too
+        changes.append(f"{spec.id}: n/a on {to} (as {NA_PREFIX}{spec.id} says): new variant "
+                       f"'=={to}'")  # fmt: skip
+        return manifest_text.insert_first_na_variant(text, path, spec.id, edits.exact(to), said)
+    if na is None or not na.here_too:
         return text
     old = na.variant.sglang
     wide = None if _snapshot(ctx) else edits.widened(old, to)

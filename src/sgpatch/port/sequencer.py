@@ -259,7 +259,9 @@ def _na_note(ctx: Context, spec, created: frozenset[str]) -> str:
     if na.here_too:
         return f"n/a on {na.release}, and none of its files is in {ctx.to} either"
     why = f"{na.present[0]} is in {ctx.to}" if na.present else "the set has no patch file for it"
-    return (f"n/a on {na.release}, but {why}: the set needs a variant for {ctx.to}: add one, "
+    return (f"n/a on {na.release}, but {why}: the set needs a variant for {ctx.to}; if the "
+            f"patch is n/a there too, write why into {ctx.ws.top}/.sgpatch-port/na-{spec.id} "
+            f"and `sgpatch port --continue --workspace {ctx.ws.top}`; else add a variant, "
             f"then {ctx.ws.abort_hint()}")  # fmt: skip
 
 

@@ -261,9 +261,11 @@ def _busy(top: Path) -> SgpatchError:
 # making, finding and removing a workspace
 
 
-def check_free(top: Path) -> None:
+def check_free(top: Path, edits: bool = True) -> None:
     """Refuse a W a new port may not use, before anything is written: a symlink, a file, a
-    folder holding what sgpatch did not make, or a live workspace (a port in progress)."""
+    folder holding what sgpatch did not make, or a live workspace (a port in progress); and
+    (`edits`) a finished one holding hand edits. Hashing the whole tree for that is done
+    once, under the lock (claim), not also in the check before it."""
     ws = Workspace(top)
     if os.path.islink(ws.top):
         raise unsafe(f"--workspace {top}: is a symlink; not following it")
@@ -280,11 +282,11 @@ def check_free(top: Path) -> None:
             f"finish it with {ws.continue_hint()} or drop it with "
             f"`sgpatch port --abort --workspace {shlex.quote(str(ws.top))}`"
         )
-    edits = hand_edits(ws)
-    if edits:  # a finished workspace is cleared for the new port: never over someone's edit
+    edited = hand_edits(ws) if edits else []
+    if edited:  # a finished workspace is cleared for the new port: never over someone's edit
         w = shlex.quote(str(ws.top))
         raise unsafe(
-            f"--workspace {top}: the finished port there holds your edits of {shown(edits)}; "
+            f"--workspace {top}: the finished port there holds your edits of {shown(edited)}; "
             f"keep them with `sgpatch port --abort --force --workspace {w}` (copied to "
             f"{ws.top}.aborted-N), then port again"
         )

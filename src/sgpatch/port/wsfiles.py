@@ -140,6 +140,9 @@ _ABSENT, _UNSAFE = -1, -2
 
 
 def _safe_parts(rel: str) -> tuple[str, ...] | None:
+    parts = tuple(rel.split("/"))
+    if rel and not rel.startswith("/") and all(p not in ("", ".", "..") for p in parts):
+        return parts  # what _parts makes of a plain path, without pathlib
     try:
         return tuple(_parts(rel))
     except SgpatchError:

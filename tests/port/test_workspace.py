@@ -463,3 +463,51 @@ def test_a_new_port_never_clears_edits_in_a_finished_workspace(cache, tmp_path):
     assert files_of(w) == before
     assert run_cli("port", "--abort", "--force", "--workspace", str(w))[0] == 0
     assert run_cli(*port_args(d, w, "1.1"))[0] == 0
+
+
+def test_a_new_port_takes_over_a_finished_workspace_as_a_whole_tree(cache, tmp_path):
+    """Input: a port to 1.1 that finished in W, then a port to 1.2 into the same W (as
+    --step does). Outcome: W's tree is byte for byte the tree a port to 1.2 into a new
+    folder makes (the files 1.1 had and 1.2 lacks gone, the dist-info of 1.2 only), its
+    `tree` list the same, and nothing of the take-over is left in the state folder."""
+    d = make_set(tmp_path)
+    w, fresh = tmp_path / "w", tmp_path / "fresh"
+    assert run_cli(*port_args(d, w, "1.1"))[0] == 0
+    assert run_cli(*port_args(d, fresh))[0] == 3  # a stop: the set is not written
+    assert run_cli(*port_args(d, w))[0] == 3
+    assert files_of(w / "sglang") == files_of(fresh / "sglang")
+    assert sorted(p.name for p in w.glob("sglang-*.dist-info")) == ["sglang-1.2.dist-info"]
+    assert (w / ".sgpatch-port/tree").read_text() == (fresh / ".sgpatch-port/tree").read_text()
+    assert not (w / ".sgpatch-port/stage").exists() and not (w / ".sgpatch-port/reused").exists()
+
+
+def test_a_port_taking_over_a_finished_workspace_killed_anywhere_ends_the_same(cache, tmp_path):
+    """Input: a port to 1.1 finished in W, then `port --to 1.2` into W killed (SIGKILL) at
+    each of its write steps up to laying out the tree (the hand-over's renames, the state
+    folder, the re-lay). Outcome: each time the next --continue (or, with no port begun,
+    the same port again) goes on, the fix and --continue finish it, and W's tree ends byte
+    for byte as in a run nobody interrupted."""
+    d0 = make_set(tmp_path / "log")
+    w0 = tmp_path / "log" / "w"
+    assert run_cli(*port_args(d0, w0, "1.1"))[0] == 0
+    _code, log = steps_of(port_args(d0, w0))
+    (w0 / "sglang/srt/mod.py").write_text(FIXED)
+    assert run_cli(*cont(w0))[0] == 0
+    want = tree_of(w0)
+    last = next(n for n, what in log if what.endswith("/todo"))
+    wants = ("hand_over", "claim", "_lay_tree", "/reused", "/tree", "/marker")
+    picks = {1, last, *(n for n, what in log[:last] if what.endswith(wants))}
+    for at in sorted(picks):
+        run = tmp_path / f"kill-{at}"
+        d = make_set(run)
+        w = run / "w"
+        assert run_cli(*port_args(d, w, "1.1"))[0] == 0
+        assert fork_cli(port_args(d, w), kill_at=at) == ("killed", signal.SIGKILL), at
+        code, _out, err = run_cli(*cont(w))
+        if code not in (0, 3):  # no port of 1.2 had begun in W: the same port again
+            code, _out, err = run_cli(*port_args(d, w))
+        assert code == 3, (at, err)
+        (w / "sglang/srt/mod.py").write_text(FIXED)
+        assert run_cli(*cont(w))[0] == 0, at
+        assert tree_of(w) == want, at
+        assert sorted(p.name for p in w.glob("sglang-*.dist-info")) == ["sglang-1.2.dist-info"]

@@ -127,7 +127,7 @@ def port(
             prefix = f"sgpatch-port-{manifest.name}-{to}-"
             workspace, made = Path(tempfile.mkdtemp(prefix=prefix)), True
         else:
-            check_free(workspace)
+            check_free(workspace, edits=False)  # claim hashes the tree, under the lock
             made = make_top(workspace)
         try:
             with locked(workspace):

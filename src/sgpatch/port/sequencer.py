@@ -202,28 +202,54 @@ def lay_out(ctx: Context) -> None:
 
 
 def _lay_tree(ws: Workspace, to: Version) -> None:
-    """The release's files into W: written aside into the state folder straight from the
-    verified wheel (no copy of a cached tree, no link into the cache: W is the person's to edit
-    anywhere), listed in `tree` with their sha256 from RECORD (what --abort removes), then each
-    of its top folders renamed into W (a rename is whole). A kill leaves each folder of
-    the release complete in W or absent; laid out again, only the absent ones are copied."""
+    """The release's files into W: written aside into the state folder's `stage/` straight
+    from the verified wheel (no copy of a cached tree, no link into the cache: W is the
+    person's to edit anywhere), listed in `tree` with their sha256 from RECORD (what --abort
+    removes), then each of its top folders renamed into W (a rename is whole). A kill leaves
+    each folder of the release complete in W or absent; laid out again, only the absent ones
+    are copied. A stage taken over from the port finished before in W (`reused`, see
+    workspace.claim) is turned into the release in place: only the files whose RECORD hash
+    differs are written (a kill meanwhile: the stage is laid afresh)."""
     import os
 
-    from sgpatch.port.workspace import kill_point, rmtree
+    from sgpatch.port.workspace import REUSED, kill_point, rmtree
     from sgpatch.releases import cache as releases
 
     tops = {name.split("/", 1)[0] for name in releases.record(to)}
     if all(os.path.lexists(ws.top / t) for t in tops) and ws.lines("tree"):
         return
     stage = ws.top / STATE / "stage"
-    rmtree(stage)
-    laid = releases.lay(to, stage, "site-packages")  # one pass from the verified wheel
+    reused = _reused(ws)
+    if reused is not None and stage.is_dir():
+        ws.put(REUSED, None)  # from here the stage is no longer that tree
+        laid = releases.relay(to, stage, reused)
+    else:
+        rmtree(stage)
+        ws.put(REUSED, None)
+        laid = releases.lay(to, stage, "site-packages")  # one pass from the verified wheel
     ws.save_tree({**ws.tree(), **laid.files})
     for child in sorted(stage.iterdir()):
         if not os.path.lexists(ws.top / child.name):
             kill_point()
             os.rename(child, ws.top / child.name)
     rmtree(stage)
+
+
+def _reused(ws: Workspace) -> dict[str, str] | None:
+    """The tree the stage holds when it was taken over from a finished port (path -> sha256),
+    or None."""
+    from sgpatch.port.workspace import REUSED
+
+    text = ws.get(REUSED)
+    if text is None:
+        return None
+    out = {}
+    for line in text.splitlines():
+        sha, _, path = line.partition("  ")
+        if len(sha) != 64 or not path:
+            raise ws.damaged(REUSED, f"line {line[:60]!r}")
+        out[path] = sha
+    return out
 
 
 def _settled(ctx: Context, spec, without: Sequence[str]) -> Outcome | None:

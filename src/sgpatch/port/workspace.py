@@ -14,6 +14,9 @@ in `.git/rebase-merge/`):
     command       the port command that began it (for the hints that say "port again")
     phase         start | carry | stopped | planned | finishing | finished: what the next
                   --continue does first
+    reused        while W is laid out from the tree of the port it finished before: that tree
+                  (sha256 and path), moved into `stage/` whole (docs/porting.md)
+    stage/        the release's top folders while they are laid out, renamed into W whole
     journal/      present while a step writes: what each file held before (`undo.py`)
     todo          patches still to carry (or with files still waiting), in order
     partial       what the patches on todo with some files carried have so far
@@ -49,13 +52,14 @@ from pathlib import Path
 
 from sgpatch.errors import SgpatchError, bad_input, unsafe
 from sgpatch.port import undo
-from sgpatch.port.wsfiles import PKG, STATE, digest, kill_point, read, rmtree, write
+from sgpatch.port.wsfiles import PKG, STATE, digest, digests, kill_point, read, rmtree, write
 
 __all__ = ["PKG", "STATE", "Workspace", "digest", "kill_point", "read", "rmtree", "write"]
 
 LOCK = ".sgpatch-port.lock"
 NEW_STATE = ".sgpatch-port.new-"  # the state folder being made (renamed to STATE whole)
 OLD_STATE = ".sgpatch-port.old-"  # the state folder being removed (renamed from STATE whole)
+REUSED = "reused"  # the tree the stage holds, taken over from the finished port before
 OURS_AT_TOP = (STATE, LOCK)  # names in W that are sgpatch's own, never a person's
 MARKER = "sgpatch port workspace\n"
 PHASES = ("start", "carry", "stopped", "planned", "finishing", "finished")
@@ -257,9 +261,11 @@ def _busy(top: Path) -> SgpatchError:
 # making, finding and removing a workspace
 
 
-def check_free(top: Path) -> None:
+def check_free(top: Path, edits: bool = True) -> None:
     """Refuse a W a new port may not use, before anything is written: a symlink, a file, a
-    folder holding what sgpatch did not make, or a live workspace (a port in progress)."""
+    folder holding what sgpatch did not make, or a live workspace (a port in progress); and
+    (`edits`) a finished one holding hand edits. Hashing the whole tree for that is done
+    once, under the lock (claim), not also in the check before it."""
     ws = Workspace(top)
     if os.path.islink(ws.top):
         raise unsafe(f"--workspace {top}: is a symlink; not following it")
@@ -276,11 +282,11 @@ def check_free(top: Path) -> None:
             f"finish it with {ws.continue_hint()} or drop it with "
             f"`sgpatch port --abort --workspace {shlex.quote(str(ws.top))}`"
         )
-    edits = hand_edits(ws)
-    if edits:  # a finished workspace is cleared for the new port: never over someone's edit
+    edited = hand_edits(ws) if edits else []
+    if edited:  # a finished workspace is cleared for the new port: never over someone's edit
         w = shlex.quote(str(ws.top))
         raise unsafe(
-            f"--workspace {top}: the finished port there holds your edits of {shown(edits)}; "
+            f"--workspace {top}: the finished port there holds your edits of {shown(edited)}; "
             f"keep them with `sgpatch port --abort --force --workspace {w}` (copied to "
             f"{ws.top}.aborted-N), then port again"
         )
@@ -315,26 +321,74 @@ def make_top(top: Path) -> bool:
 
 
 def claim(top: Path, made: bool, identity: dict[str, str]) -> Workspace:
-    """W for a new port, under its lock: checked again (check_free), a finished workspace
-    sgpatch made cleared first, then the state folder written whole: made aside, renamed
-    into place with every identity file in it, so W either is a workspace that knows its set
-    and release, or holds nothing of a port (a kill in between leaves only a hidden folder
-    the next port clears)."""
+    """W for a new port, under its lock: checked again (check_free), then the state folder
+    written whole: made aside, renamed into place with every identity file in it, so W either
+    is a workspace that knows its set and release, or holds nothing of a port (a kill in
+    between leaves only a hidden folder the next port clears). A finished workspace sgpatch
+    made is taken over (`hand_over`: its tree, unedited and whole, moves into the new state
+    folder for `lay_out` to turn into the new release), else cleared first."""
     check_free(top)
     ws = Workspace(top)
-    if _others(ws.top):  # a finished workspace of ours
-        made = remove(ws, keep_top=True) or made
     for name in os.listdir(ws.top):
         if name.startswith(_LEFTOVER):
             rmtree(ws.top / name)
+    reused = reusable(ws) if _others(ws.top) else None
+    if reused is not None:
+        made = (ws.get_raw("made") or "").strip() == "yes" or made
+    elif _others(ws.top):  # a finished workspace of ours, not whole as sgpatch left it
+        made = remove(ws, keep_top=True) or made
     new = ws.top / f"{NEW_STATE}{secrets.token_hex(4)}"
     os.mkdir(new, 0o755)
     files = {**identity, "made": "yes" if made else "no", "phase": "start", "marker": MARKER}
+    if reused is not None:
+        files[REUSED] = "".join(f"{sha}  {path}\n" for path, sha in sorted(reused.items()))
     for name, text in files.items():
         write(new, name, text.encode("utf-8") if text.endswith("\n") else f"{text}\n".encode())
+    if reused is not None:
+        hand_over(ws, new, reused)
     kill_point()
     os.rename(new, ws.top / STATE)
-    return ws
+    for name in os.listdir(ws.top):
+        if name.startswith(OLD_STATE):
+            rmtree(ws.top / name)
+    return Workspace(top)  # nothing of the finished port's state remembered
+
+
+def reusable(ws: Workspace) -> dict[str, str] | None:
+    """The tree of a finished workspace (W-relative path -> sha256) when a new port may take
+    it over as it is: its top folders hold exactly the files sgpatch wrote (check_free has
+    hashed them: none edited), no symlink, nothing a person added. Else None (W is cleared
+    and laid anew, the person's files left where they are)."""
+    tree = {p: sha for p, sha in ws.tree().items() if not p.startswith(f"{STATE}/")}
+    tops = {p.split("/", 1)[0] for p in tree}
+    if not tree or any(not _plain_dir(ws.top / t) for t in tops):
+        return None
+    found: set[str] = set()
+    for t in sorted(tops):
+        for dirpath, dirs, files in os.walk(ws.top / t, followlinks=False):
+            for name in [*files, *dirs]:
+                if os.path.islink(os.path.join(dirpath, name)):
+                    return None
+            rel = Path(dirpath).relative_to(ws.top).as_posix()
+            found.update(f"{rel}/{name}" for name in files)
+    return tree if found == set(tree) else None
+
+
+def _plain_dir(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
+
+
+def hand_over(ws: Workspace, new: Path, reused: dict[str, str]) -> None:
+    """Move the finished workspace's tree into the new state folder (`new`, still aside) as
+    its stage, one rename per top folder, then the old state folder out of the way: a kill
+    leaves W the finished workspace (its tree partly in a hidden folder the next port clears)
+    or holding only hidden folders, never a tree without a state that says whose it is."""
+    os.mkdir(new / "stage", 0o755)
+    for t in sorted({p.split("/", 1)[0] for p in reused}):
+        kill_point()
+        os.rename(ws.top / t, new / "stage" / t)
+    kill_point()
+    os.rename(ws.top / STATE, ws.top / f"{OLD_STATE}{secrets.token_hex(4)}")
 
 
 def existing(top: Path) -> Workspace:
@@ -363,15 +417,9 @@ def _begun(top: Path) -> str:
 def hand_edits(ws: Workspace) -> list[str]:
     """W-relative files sgpatch wrote that hold other bytes now: a person's edits, which
     --abort must never delete silently."""
-    out = []
-    for rel, sha in sorted(ws.tree().items()):
-        try:
-            data = read(ws.top, rel)
-        except SgpatchError:
-            continue  # a damaged line or a symlink: not followed, not removed either
-        if data is not None and digest(data) != sha:
-            out.append(rel)
-    return out
+    tree = ws.tree()
+    now = digests(ws.top, tree)  # a damaged line or a symlink: left out, never followed
+    return sorted(rel for rel, sha in now.items() if sha is not None and sha != tree[rel])
 
 
 def keep_aside(ws: Workspace, rels: list[str]) -> Path:

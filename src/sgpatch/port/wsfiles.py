@@ -10,7 +10,7 @@ import hashlib
 import os
 import secrets
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
 
@@ -113,6 +113,94 @@ def append(top: Path, rel: str, line: str) -> None:
 
 def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def digests(top: Path, rels: Iterable[str]) -> dict[str, str | None]:
+    """sha256 of each top/rel (None: absent), read as `read` reads them (no symlink followed
+    anywhere on the way) but folder by folder, each opened once for all its files: a whole
+    release tree (3,000+ files) is checked without 20,000 opens of the folders above them. A
+    path through a symlink or a file, or a file that cannot be read, is left out."""
+    out: dict[str, str | None] = {}
+    named = {p: rel for rel in rels if (p := _safe_parts(rel)) is not None}
+    chain = _Chain(top)
+    try:
+        for parts in sorted(named):
+            rel, fd = named[parts], chain.at(parts[:-1])
+            if fd == _ABSENT:
+                out[rel] = None
+            elif fd >= 0:
+                with suppress(SgpatchError):
+                    out[rel] = _file_digest(fd, parts[-1])
+    finally:
+        chain.close()
+    return out
+
+
+_ABSENT, _UNSAFE = -1, -2
+
+
+def _safe_parts(rel: str) -> tuple[str, ...] | None:
+    parts = tuple(rel.split("/"))
+    if rel and not rel.startswith("/") and all(p not in ("", ".", "..") for p in parts):
+        return parts  # what _parts makes of a plain path, without pathlib
+    try:
+        return tuple(_parts(rel))
+    except SgpatchError:
+        return None
+
+
+def _file_digest(dir_fd: int, name: str) -> str | None:
+    """sha256 of the file `name` in the folder (None: absent); SgpatchError: not a plain
+    readable file (a symlink, a folder)."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        raise SgpatchError(name) from None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        raise SgpatchError(name) from None
+
+
+class _Chain:
+    """The open folders from `top` down to the one last asked for (paths come sorted by
+    their parts, so a folder once left is never needed again and is closed)."""
+
+    def __init__(self, top: Path) -> None:
+        self.fds: list[int] = [os.open(top, _DIR)]
+        self.parts: tuple[str, ...] = ()
+
+    def at(self, parts: tuple[str, ...]) -> int:
+        """The descriptor of top/parts, or _ABSENT, or _UNSAFE (a symlink or a file in the way)."""
+        common = 0
+        while common < min(len(parts), len(self.parts)) and parts[common] == self.parts[common]:
+            common += 1
+        while len(self.fds) > common + 1:
+            fd = self.fds.pop()
+            if fd >= 0:
+                os.close(fd)
+        self.parts = parts[:common]
+        for part in parts[common:]:
+            fd = self.fds[-1]
+            if fd >= 0:
+                try:
+                    fd = os.open(part, _DIR, dir_fd=fd)
+                except FileNotFoundError:
+                    fd = _ABSENT
+                except OSError:
+                    fd = _UNSAFE
+            self.fds.append(fd)
+            self.parts += (part,)
+        return self.fds[-1]
+
+    def close(self) -> None:
+        for fd in self.fds:
+            if fd >= 0:
+                os.close(fd)
+        self.fds = []
 
 
 def rmtree(path: Path) -> None:

@@ -35,7 +35,7 @@ from sgpatch.releases.download import (
 )
 from sgpatch.releases.folder import CACHE_ENV, cache_dir
 from sgpatch.releases.index import index_versions
-from sgpatch.releases.trees import LAYOUTS, Laid, Layout, copy_tree, extract, lay
+from sgpatch.releases.trees import LAYOUTS, Laid, Layout, copy_tree, extract, lay, relay
 from sgpatch.releases.wheels import Wheel, verify_wheel
 
 __all__ = [
@@ -63,6 +63,7 @@ __all__ = [
     "member_name",
     "read_member",
     "record",
+    "relay",
     "release",
     "set_reporter",
     "sizes",

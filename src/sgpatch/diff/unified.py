@@ -32,6 +32,8 @@ _GIT_INFO_KEYS = tuple(f"{k} " for k in _GIT_INFO_WORDS.split("|"))  # what can 
 _ISO_TIME = r"^(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.\d+)?\s*(?:([+-])(\d\d):?(\d\d))?"
 _CTIME_EPOCH = r"^\w{3} \w{3} +1 00:00:00(?:\.0+)? 1970"
 
+_BINARY_STARTS = ("GIT binary patch", "Binary files ")  # a cheap test first, per line
+
 
 def _is_binary_line(line: str) -> bool:
     """`GIT binary patch` or `Binary files ... differ`, alone on its line (one CR allowed
@@ -86,6 +88,29 @@ class HunkLine:
     text: str  # without its line ending
 
 
+_Pair = tuple[tuple[str, ...], tuple[str, ...]]  # (pre-image, post-image)
+_Shape = tuple[_Pair, _Pair, tuple[int, int]]  # kinds, texts, context edges
+
+
+def _shape_of(lines: Sequence[HunkLine]) -> _Shape:
+    kinds = [ln.kind for ln in lines]
+    texts = [ln.text for ln in lines]
+    old = [i for i, k in enumerate(kinds) if k != "+"]
+    new = [i for i, k in enumerate(kinds) if k != "-"]
+    n = len(kinds)
+    lead = 0
+    while lead < n and kinds[lead] == " ":
+        lead += 1
+    trail = 0
+    while trail < n and kinds[n - 1 - trail] == " ":
+        trail += 1
+    return (
+        (tuple(kinds[i] for i in old), tuple(kinds[i] for i in new)),
+        (tuple(texts[i] for i in old), tuple(texts[i] for i in new)),
+        (lead, trail),
+    )
+
+
 @dataclass(frozen=True)
 class Hunk:
     """A hunk as the engine sees it (unidiff's Hunk, frozen, line endings stripped)."""
@@ -101,6 +126,32 @@ class Hunk:
     new_no_eol: bool = False  # the post-image's last line has no newline
     patch_line: int = 0  # line of the @@ header in the patch file
     anchored: bool = True  # may be tied to the start/end of the file (False in -U0 diffs)
+
+    @property
+    def side_kinds(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The kinds of the pre-image's lines and of the post-image's."""
+        return self._shape[0]
+
+    @property
+    def side_texts(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The texts of the pre-image's lines and of the post-image's."""
+        return self._shape[1]
+
+    @property
+    def edges(self) -> tuple[int, int]:
+        """Leading and trailing context line counts (what fuzz may drop)."""
+        return self._shape[2]
+
+    @property
+    def _shape(self) -> _Shape:
+        """Both sides' kinds and texts and the context edges, computed once per hunk (the
+        engine asks for them several times while placing and reporting it). Kept in the
+        instance dict by hand: functools.cached_property takes a lock per read before 3.12,
+        which costs more than placing a hunk at its line."""
+        shape = self.__dict__.get("_shape_cache")
+        if shape is None:
+            shape = self.__dict__["_shape_cache"] = _shape_of(self.lines)
+        return shape
 
     @property
     def before(self) -> tuple[str, ...]:
@@ -262,7 +313,7 @@ def parse_patch(data: bytes | str, name: str = "patch") -> Patch:
     if not any(ln.strip() for ln in lines):
         raise bad_input(f"{name}: empty patch file")
     for no, line in enumerate(lines, 1):
-        if _is_binary_line(line):
+        if line.startswith(_BINARY_STARTS) and _is_binary_line(line):
             raise bad_input(f"{name}:{no}: binary patches are not supported ({strip_eol(line)})")
         if line.startswith("@@") and not _HUNK_HEADER.match(line):
             raise bad_input(f"{name}:{no}: malformed hunk header {strip_eol(line)[:60]!r}")

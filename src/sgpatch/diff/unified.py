@@ -10,8 +10,10 @@ line, refuses binary patches, and freezes the result into small immutable views 
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -300,11 +302,30 @@ class _Counter:
             yield line
 
 
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """The cyclic garbage collector paused while a diff is parsed or placed: both make many
+    small objects and no cycles, and with 100,000 hunks the collector's passes over everything
+    alive cost about a third of the run. Restored as it was (nested use keeps it off)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def parse_patch(data: bytes | str, name: str = "patch") -> Patch:
     """Parse a unified diff (plain, git, or format-patch style) into a `Patch`.
 
     Raises SgpatchError (exit 2) with `name:line: problem` for malformed or binary input.
     """
+    with no_gc():
+        return _parse_patch(data, name)
+
+
+def _parse_patch(data: bytes | str, name: str) -> Patch:
     from unidiff import PatchSet
     from unidiff.errors import UnidiffParseError
 

@@ -23,7 +23,7 @@ from functools import lru_cache
 from itertools import accumulate, repeat
 from typing import TYPE_CHECKING
 
-from sgpatch.diff.unified import Hunk, strip_eol
+from sgpatch.diff.unified import Hunk, no_gc, strip_eol
 from sgpatch.placement.match import (
     FileResult,
     HunkResult,
@@ -613,6 +613,13 @@ def apply_hunks(
     define a def/class name twice in one body where the input did not is checked last
     (`_defined_twice`). Linear in hunks + lines on the common path (each hunk at its line).
     """
+    with no_gc():
+        return _apply_hunks(lines, hunks, fuzz, reverse)
+
+
+def _apply_hunks(
+    lines: Sequence[str], hunks: Sequence[Hunk], fuzz: int, reverse: bool
+) -> FileResult:
     if reverse:
         hunks = [h.reversed() for h in hunks]
     if hunks and not any(ln.kind == " " for h in hunks for ln in h.lines):

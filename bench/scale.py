@@ -136,7 +136,7 @@ def _ms(seconds: float) -> str:
 def render(rows: list[Row], rounds: int) -> str:
     """The Markdown section: the rows, the two targets judged, and how to read them."""
     per = [r.per_hunk for r in rows]
-    spread = max(per) / min(per) if per else 0.0
+    spread = max(per) / min(per) if per and min(per) > 0 else float("inf")
     big = max(rows, key=lambda r: r.hunks)
     out = [
         "## Scale: hunks per diff",

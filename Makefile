@@ -41,6 +41,7 @@ bench: $(STAMP)  ## accuracy (vs GNU patch / git) and speed (vs the stack's floo
 	$(PY) bench/accuracy.py --out docs/benchmarks.md
 	$(PY) bench/suites.py --out docs/benchmarks.md  # GNU patch / git suites: only with $$SGPATCH_SUITE_GNU_PATCH / $$SGPATCH_SUITE_GIT
 	$(PY) bench/port.py --out docs/benchmarks.md
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/scale.py --out docs/benchmarks.md  # hunks per diff vs GNU patch
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/speed.py --out docs/benchmarks.md $(if $(AGAINST),--against $(AGAINST))
 
 dist: $(STAMP)  ## dist/sgpatch-<version>-py3-none-any.whl, what examples/Dockerfile installs

@@ -23,7 +23,7 @@ from functools import lru_cache
 from itertools import accumulate, repeat
 from typing import TYPE_CHECKING
 
-from sgpatch.diff.unified import Hunk, strip_eol
+from sgpatch.diff.unified import Hunk, no_gc, strip_eol
 from sgpatch.placement.match import (
     FileResult,
     HunkResult,
@@ -36,6 +36,7 @@ from sgpatch.placement.match import (
     exact_key,
     search,
     side,
+    side_len,
     start,
     ws_key,
 )
@@ -612,6 +613,13 @@ def apply_hunks(
     define a def/class name twice in one body where the input did not is checked last
     (`_defined_twice`). Linear in hunks + lines on the common path (each hunk at its line).
     """
+    with no_gc():
+        return _apply_hunks(lines, hunks, fuzz, reverse)
+
+
+def _apply_hunks(
+    lines: Sequence[str], hunks: Sequence[Hunk], fuzz: int, reverse: bool
+) -> FileResult:
     if reverse:
         hunks = [h.reversed() for h in hunks]
     if hunks and not any(ln.kind == " " for h in hunks for ln in h.lines):
@@ -647,7 +655,7 @@ def _first_pass(
         out = place_hunk(hunk, lines, idx, expected, lo, fuzz, moving)
         place = out.place
         if place is not None:
-            end = place.pos + len(side(hunk, place.new_side, place.lead, place.trail).texts)
+            end = place.pos + side_len(hunk, place.new_side, place.lead, place.trail)
             lo = end
             prev_end = end + place.trail
             prev_stated_end = stated + hunk.source_length
@@ -682,13 +690,29 @@ def _reported(steps: Sequence[_Step], spans: Sequence[tuple[int, int]]) -> list[
         line = start + sums[bisect_left(starts, start)] + 1
         # an empty side's start names the line it follows (`-5,2 +4,0` lands on line 5)
         stated = hunk.target_start + (0 if hunk.target_length else 1)
-        final.append(replace(res, line=line, offset=line - stated))
+        final.append(_at_line(res, line, line - stated))
     return final
+
+
+def _at_line(res: HunkResult, line: int, offset: int) -> HunkResult:
+    """`res` with its result line: built directly (dataclasses.replace, once per hunk of a
+    100,000-hunk diff, costs more than placing the hunk at its line)."""
+    return HunkResult(
+        res.index,
+        res.status,
+        res.level,
+        line,
+        offset,
+        res.fuzz,
+        res.whitespace,
+        res.candidates,
+        res.reason,
+    )
 
 
 def _consumed(hunk: Hunk, place: Place) -> int:
     """Input lines a placed hunk replaces (its trimmed pre-image)."""
-    return len(side(hunk, False, place.lead, place.trail, place.free).texts)
+    return side_len(hunk, False, place.lead, place.trail)
 
 
 _DEF_STARTS = ("def ", "class ", "async ")
@@ -841,7 +865,7 @@ def _by_order(
 
 
 def _span(hunk: Hunk, pl: Place) -> tuple[int, int]:
-    return pl.pos, pl.pos + len(side(hunk, pl.new_side, pl.lead, pl.trail, pl.free).texts)
+    return pl.pos, pl.pos + side_len(hunk, pl.new_side, pl.lead, pl.trail)
 
 
 def _assign(

@@ -100,12 +100,15 @@ class LineIndex:
         self.lines = lines
         self._keys: dict[str, list[str]] = {}
         self._pos: dict[str, dict[str, list[int]]] = {}
+        self._plain: dict[str, list[str]] = {}  # keys alone, before anything needs positions
         self.cache: dict[str, object] = {}  # per-file facts other modules derive once
 
     def keys(self, mode: str) -> list[str]:
         if mode not in self._keys:
             if mode == "exact":
-                keys = _exact_keys(self.lines) or [exact_key(ln) for ln in self.lines]
+                keys = self._plain.get("exact") or (
+                    _exact_keys(self.lines) or [exact_key(ln) for ln in self.lines]
+                )
             else:  # ws_key of each line, from its exact key (usually there: exact came first)
                 keys = [_ws_of_exact(k) for k in self._keys.get("exact") or self.keys("exact")]
             pos: dict[str, list[int]] = defaultdict(list)
@@ -143,8 +146,15 @@ class LineIndex:
         n, m = len(self.lines), len(pattern)
         if p < 0 or p + m > n or (at_eof and p + m != n) or (at_bof and p):
             return False
-        if mode == "exact" and mode not in self._keys:  # one spot: no need to index the file
-            return [exact_key(ln) for ln in self.lines[p : p + m]] == list(pattern)
+        if mode == "exact" and mode not in self._keys:
+            # the keys without the positions index: split at C speed once, not a key per line
+            # per hunk (each hunk of a many-hunk diff checks its expected line first)
+            keys = self._plain.get(mode)
+            if keys is None:
+                keys = self._plain[mode] = _exact_keys(self.lines) or [
+                    exact_key(ln) for ln in self.lines
+                ]
+            return keys[p : p + m] == list(pattern)
         keys = self.keys(mode)
         if p < 0 or p + m > len(keys) or (at_eof and p + m != len(keys)) or (at_bof and p):
             return False
@@ -181,29 +191,31 @@ def side(hunk: Hunk, new: bool, lead: int, trail: int, free: bool = False) -> Im
     start of the file, one without trailing context at the end. Both go when fuzz drops context
     (or `free`), and for -U0 diffs (`hunk.anchored` False). A missing newline at the end of the
     side always ties it to the end of the file."""
-    drop = "-" if new else "+"
-    body = [ln for ln in hunk.lines if ln.kind != drop]
-    body = body[lead : len(body) - trail]
+    kinds, texts = hunk.side_kinds[new], hunk.side_texts[new]
+    if lead or trail:
+        kinds, texts = kinds[lead : len(kinds) - trail], texts[lead : len(texts) - trail]
     no_eol = hunk.new_no_eol if new else hunk.old_no_eol
     anchored = hunk.anchored and not (lead or trail or free)
-    _, trail_ctx = context_edges(hunk)
     start = hunk.target_start if new else hunk.source_start
     return Image(
-        kinds=tuple(ln.kind for ln in body),
-        texts=tuple(ln.text for ln in body),
+        kinds=kinds,
+        texts=texts,
         lead=lead,
         trail=trail,
-        at_eof=(no_eol and trail == 0) or (anchored and trail_ctx == 0),
+        at_eof=(no_eol and trail == 0) or (anchored and hunk.edges[1] == 0),
         at_bof=anchored and start <= 1,
     )
 
 
+def side_len(hunk: Hunk, new: bool, lead: int, trail: int) -> int:
+    """len(side(hunk, new, lead, trail).texts) without building the image (once per hunk
+    while placing and again while reporting)."""
+    return max(0, len(hunk.side_texts[new]) - lead - trail)
+
+
 def context_edges(hunk: Hunk) -> tuple[int, int]:
     """Leading and trailing context line counts (what fuzz may drop)."""
-    kinds = [ln.kind for ln in hunk.lines]
-    lead = next((i for i, k in enumerate(kinds) if k != " "), len(kinds))
-    trail = next((i for i, k in enumerate(reversed(kinds)) if k != " "), len(kinds))
-    return lead, trail
+    return hunk.edges
 
 
 def search(

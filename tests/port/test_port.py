@@ -761,26 +761,6 @@ def test_a_workspace_of_an_older_sgpatch_is_not_continued(cache, tmp_path):
     assert not w.exists()
 
 
-def test_an_edit_after_no_finish_is_refused_not_dropped(cache, tmp_path):
-    """Input: a port to 1.1 with --no-finish (everything carries), then an edit of srt/mod.py
-    in W. Outcome: --continue exits 3 naming the file (no stopped patch can take the edit) and
-    writes nothing to the set; with the edit undone, --continue writes the set (exit 0)."""
-    d = make_set(tmp_path)
-    w = tmp_path / "w"
-    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.1",
-                       "--workspace", str(w), "--no-finish")  # fmt: skip
-    assert code == 0 and doc["steps"][0]["state"] == "planned"
-    before = snapshot(d)
-    mod = w / "sglang/srt/mod.py"
-    carried = mod.read_text()
-    mod.write_text(carried + "# mine\n")
-    code, _out, err = run_cli("port", "--continue", "--workspace", str(w))
-    assert code == 3 and "sglang/srt/mod.py was edited, but no patch is stopped" in err
-    assert snapshot(d) == before
-    mod.write_text(carried)
-    assert sgport("--continue", "--workspace", str(w))[0] == 0
-
-
 @pytest.mark.parametrize(
     ("name", "damage"),
     [

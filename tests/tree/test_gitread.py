@@ -206,3 +206,27 @@ def test_a_checkout_git_cannot_read_says_why_in_one_line(tmp_path, monkeypatch):
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "git cannot read" in err and "pass --sglang-version" in err
     assert os.listdir(canary) == [] and full_snapshot(repo, with_state=True) == before
+
+
+def test_one_git_reason_for_every_git_failure_message():
+    """Input: git's stderr as git prints it, as GitPython wraps it (`stderr: '...'`), with
+    hints before the fatal line, and empty. Outcome: the first fatal/error line, unquoted;
+    else the first line; else "git failed"; never more than 200 characters."""
+    wrapped = "Cmd('git') failed due to: exit code(128)\n  stderr: 'fatal: bad revision 'x''"
+    assert gitread.reason(wrapped) == "fatal: bad revision 'x"
+    assert gitread.reason("hint: try this\nerror: cannot lock ref\n") == "error: cannot lock ref"
+    assert gitread.reason("warning: something odd\n") == "warning: something odd"
+    assert gitread.reason("") == "git failed"
+    assert len(gitread.reason("fatal: " + "x" * 500)) == 200
+
+
+def test_a_gitpython_error_is_read_by_its_stderr(tmp_path):
+    """Input: a real GitCommandError from GitPython (a revision that does not exist in a new
+    repository). Outcome: error_reason gives git's own fatal line, not GitPython's quoting."""
+    import git
+
+    repo = git.Repo.init(tmp_path)
+    with pytest.raises(git.GitCommandError) as e:
+        repo.git.rev_parse("--verify", "no-such-rev")
+    said = gitread.error_reason(e.value)
+    assert said.startswith("fatal:") and "stderr" not in said and not said.endswith("'")

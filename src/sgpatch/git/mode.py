@@ -276,8 +276,8 @@ def finish(target, gplan: GitPlan, undo: Sequence = ()) -> list[Made]:
     except git.GitCommandError as e:
         _undo(target, undo)
         raise SgpatchError(
-            f"git: cannot move HEAD to sgpatch's commits ({_git_reason(e)}); the tree was put "
-            "back as it was, nothing was changed",
+            f"git: cannot move HEAD to sgpatch's commits ({gitread.error_reason(e)}); the tree "
+            "was put back as it was, nothing was changed",
             ExitCode.UNSAFE,
         ) from None
     _resync_index(repo, gplan.touched)
@@ -294,16 +294,9 @@ def _resync_index(repo, paths: Sequence[str]) -> None:
     except git.GitCommandError as e:
         raise SgpatchError(
             f"git: HEAD holds sgpatch's commits, but the index could not be updated "
-            f"({_git_reason(e)}); run the same command again to finish",
+            f"({gitread.error_reason(e)}); run the same command again to finish",
             ExitCode.UNSAFE,
         ) from None
-
-
-def _git_reason(e) -> str:
-    text = (getattr(e, "stderr", "") or str(e)).strip()
-    lines = [ln.strip().removeprefix("stderr: ").strip("'") for ln in text.splitlines()]
-    fatal = next((ln for ln in lines if "fatal:" in ln or "error:" in ln), None)
-    return (fatal or (lines[0] if lines else "git failed")).strip()[:200]
 
 
 def _undo(target, changes: Sequence) -> None:

@@ -411,7 +411,11 @@ def git_tree(url: str, ref: str, dest: Path) -> Path:
                 repo.git.checkout(ref)
             except git.GitCommandError as e:
                 shutil.rmtree(dest, ignore_errors=True)  # no half clone left in --dest
-                raise SgpatchError(f"cannot check out {ref} from {url}: {_git_reason(e)}") from None
+                from sgpatch.tree.gitread import error_reason
+
+                raise SgpatchError(
+                    f"cannot check out {ref} from {url}: {error_reason(e)}"
+                ) from None
 
     _with_progress(f"cloning {url} at {ref}", clone)
     root = dest / "python" / PACKAGE
@@ -419,12 +423,3 @@ def git_tree(url: str, ref: str, dest: Path) -> Path:
         shutil.rmtree(dest, ignore_errors=True)
         raise SgpatchError(f"{url} at {ref} has no python/sglang/srt: not an SGLang repository")
     return root
-
-
-def _git_reason(e) -> str:
-    """git's own words: its `fatal:`/`error:` line, not the quoting GitPython wraps around it."""
-    raw = (e.stderr or str(e)).splitlines()
-    lines = [ln.strip().removeprefix("stderr:").strip().strip("'").strip() for ln in raw]
-    lines = [ln for ln in lines if ln]
-    said = [ln for ln in lines if ln.startswith(("fatal:", "error:"))]
-    return (said or lines or ["git failed"])[-1]

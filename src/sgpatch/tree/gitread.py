@@ -142,10 +142,24 @@ def _failure(repo: Path, stderr: bytes) -> GitUnreadable:
             f"ownership'; `git config --global --add safe.directory {where}` trusts it)",
             dubious=True,
         )
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    fatal = next((ln for ln in lines if ln.startswith(("fatal:", "error:"))), None)
-    reason = (fatal or (lines[0] if lines else "git failed")).removeprefix("fatal: ")
-    return GitUnreadable(f"git cannot read {repo}: {reason[:200]}")
+    return GitUnreadable(f"git cannot read {repo}: {reason(text).removeprefix('fatal: ')}")
+
+
+def reason(text: str) -> str:
+    """git's own words from its stderr (or a GitPython error's text): the first `fatal:` or
+    `error:` line, else the first line, without the `stderr: '...'` quoting GitPython wraps
+    around it; at most 200 characters. The one rule every git failure message uses."""
+    lines = [
+        ln.strip().removeprefix("stderr:").strip().strip("'").strip() for ln in text.splitlines()
+    ]
+    lines = [ln for ln in lines if ln]
+    said = next((ln for ln in lines if ln.startswith(("fatal:", "error:"))), None)
+    return (said or (lines[0] if lines else "git failed"))[:200]
+
+
+def error_reason(e: BaseException) -> str:
+    """`reason` of a GitPython `GitCommandError` (its stderr), or of any exception's text."""
+    return reason(getattr(e, "stderr", "") or str(e))
 
 
 @dataclass(frozen=True)

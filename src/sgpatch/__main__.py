@@ -1,10 +1,7 @@
 """The `sgpatch` command (the console script) and `python -m sgpatch`.
 
-The cyclic garbage collector is off from the first line: importing the stack and sgpatch
-allocates hundreds of thousands of objects that live as long as the process, and Python's
-default thresholds make it scan them ~50 times for ~500 objects found in cycles on `status`
-(kilobytes): about a tenth of its whole run. `cli.main` keeps it off for the short commands
-and turns it back on (with start-up's objects frozen) for the long ones.
+The cyclic garbage collector is off from the first line and a short command ends without
+the interpreter's teardown: `sgpatch.startup` holds those measures and says what each buys.
 
 Set before the CLI is imported (~50 ms of imports): Ctrl-C already means one line and exit 130
 (`_stop_at_start_up`; `interrupts` while a command runs), and a reader that goes away
@@ -12,9 +9,9 @@ Set before the CLI is imported (~50 ms of imports): Ctrl-C already means one lin
 of a traceback or an exit code that reads like "pending" (1).
 """
 
-import gc
+from sgpatch import startup
 
-gc.disable()  # start-up makes no garbage cycles; sgpatch.cli.app turns the collector back on
+startup.collector_off()  # before anything else is imported; sgpatch.startup says why
 
 import _signal  # noqa: E402
 import os  # noqa: E402
@@ -75,7 +72,7 @@ def main() -> None:
     finally:  # finished: a Ctrl-C now just ends the process, with its output flushed so far
         if _signal.getsignal(_signal.SIGINT) == _stop_at_start_up:
             _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
-    _end(code)
+    startup.end(code)
 
 
 def _internal_error(exc: Exception) -> int:
@@ -99,41 +96,6 @@ def _internal_error(exc: Exception) -> int:
     except OSError:
         pass
     return 70
-
-
-def _end(code: int | str | None) -> None:
-    """Exit with `code`. After a short command (cli.SHORT_COMMANDS: everything it wrote is
-    closed, flushed and fsynced by then) with nothing registered to run at exit, skip the
-    interpreter's teardown: a last garbage collection over every object start-up made, then
-    freeing each, ~10% of a `status` run for nothing the process needs. Output is flushed
-    first; anything else (an unusual exit code, a flush that fails) ends as Python ends."""
-    import sys
-
-    try:
-        from sgpatch.cli.app import SHORT_COMMANDS
-    except Exception:  # the CLI could not be imported: `_internal_error` said so
-        SHORT_COMMANDS = frozenset()
-    short = sys.argv[1:2] and sys.argv[1] in SHORT_COMMANDS
-    if code is None:
-        code = 0
-    if short and isinstance(code, int) and _nothing_at_exit():
-        try:
-            for stream in (sys.stdout, sys.stderr):
-                if stream is not None:
-                    stream.flush()
-        except OSError:
-            sys.exit(code)
-        os._exit(code)
-    sys.exit(code)
-
-
-def _nothing_at_exit() -> bool:
-    """No atexit callback is registered (none is, on the short commands' path; should one be,
-    e.g. by logging, the interpreter runs it)."""
-    import atexit
-
-    count = getattr(atexit, "_ncallbacks", None)
-    return count is not None and count() == 0
 
 
 if __name__ == "__main__":

@@ -809,7 +809,9 @@ def main(argv: list[str] | None = None) -> None:
     error is also one JSON document on stdout, so scripts always get something to parse.
     """
     args = sys.argv[1:] if argv is None else list(argv)
-    _collect_garbage_for(args)
+    from sgpatch import startup
+
+    startup.collector_for(args)
     _replace_unencodable()
     try:
         if COMPLETE_VAR in os.environ:  # Tab in a shell: typer's completion classes answer
@@ -878,26 +880,6 @@ def _replace_unencodable() -> None:
         if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
             with contextlib.suppress(Exception):
                 stream.reconfigure(errors="replace")
-
-
-# Commands that read a tree or a set once and end: the cyclic garbage collector stays off
-# for them (`__main__` turned it off; they make few cycles, freed at exit) and `__main__`
-# skips the interpreter's teardown after them. The others loop over releases or files for as
-# long as it takes and get the collector back.
-SHORT_COMMANDS = frozenset(
-    {"status", "apply", "revert", "patch", "probe", "list", "show", "recover"}
-)
-
-
-def _collect_garbage_for(args: list[str]) -> None:
-    """Turn the collector back on for a long command, with what start-up made frozen (never
-    scanned again: modules, classes, functions live as long as the process anyway)."""
-    import gc
-
-    if gc.isenabled() or (args and args[0] in SHORT_COMMANDS):
-        return
-    gc.freeze()
-    gc.enable()
 
 
 def _flush_product() -> None:

@@ -664,10 +664,10 @@ def test_status_reads_again_when_a_writer_changed_the_ledger_meanwhile(env, monk
     """Input: the first time status reads the tree, another run applies the set right after
     (ledger bytes change between the two checks). Outcome: status reads again and reports the
     state after the write (every patch applied), never a mix."""
-    from sgpatch.cli import status as status_cmd
+    from sgpatch.ops import status as status_op
 
     _, _, args = env
-    real = status_cmd._read
+    real = status_op.read
     calls = {"n": 0}
 
     def racing(*a, **k):
@@ -677,7 +677,7 @@ def test_status_reads_again_when_a_writer_changed_the_ledger_meanwhile(env, monk
             assert cli("apply", *args)[0] == 0
         return result
 
-    monkeypatch.setattr(status_cmd, "_read", racing)
+    monkeypatch.setattr(status_op, "read", racing)
     code, out, err = cli("status", *args, "--json")
     assert code == 0, err
     assert calls["n"] == 2

@@ -226,18 +226,11 @@ def status_cmd(
     """
     from sgpatch.cli import status
 
-    raise typer.Exit(
-        status.run(
-            set_name,
-            sglang_dir,
-            sglang_version,
-            patchsets or [],
-            with_ids or [],
-            check,
-            as_json,
-            verbose,
-        )
-    )
+    opts = status.StatusOptions(
+        set_name, sglang_dir, sglang_version, tuple(patchsets or ()), tuple(with_ids or ()),
+        check=check, as_json=as_json, verbose=verbose,
+    )  # fmt: skip
+    raise typer.Exit(status.run(opts))
 
 
 @app.command("revert", short_help="Restore the original bytes of every file a set touched.")

@@ -306,9 +306,10 @@ def probe_cmd(
     """Run only the probes: which patches does upstream already contain? -v shows evidence."""
     from sgpatch.cli import probe
 
-    raise typer.Exit(
-        probe.run(set_name, sglang_dir, sglang_version, patchsets or [], as_json, verbose)
+    opts = probe.ProbeOptions(
+        set_name, sglang_dir, sglang_version, tuple(patchsets or ()), as_json, verbose
     )
+    raise typer.Exit(probe.run(opts))
 
 
 @app.command("recover", short_help="Roll back an interrupted sgpatch run.")
@@ -473,7 +474,8 @@ def verify_cmd(
     """
     from sgpatch.cli import verify
 
-    raise typer.Exit(verify.run(set_name, patchsets or [], releases, offline, keep, as_json))
+    opts = verify.VerifyOptions(set_name, tuple(patchsets or ()), releases, offline, keep, as_json)
+    raise typer.Exit(verify.run(opts))
 
 
 @app.command("port", short_help="Carry a patch set to another SGLang release (a rebase).")
@@ -737,9 +739,10 @@ def split_cmd(
     manifest is edited in place and linted on each variant's release before anything is written."""
     from sgpatch.cli import splitcmd
 
-    raise typer.Exit(
-        splitcmd.run(set_name, patchsets or [], patch_id, by, take, new_id, summary, as_json)
+    opts = splitcmd.SplitOptions(
+        set_name, tuple(patchsets or ()), patch_id, by, tuple(take), new_id, summary, as_json
     )
+    raise typer.Exit(splitcmd.run(opts))
 
 
 @app.command("help", short_help="Show the help of sgpatch or of one command.")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.cli.common import open_target
@@ -11,14 +11,27 @@ from sgpatch.patchset.manifest import load_set, probe_for
 from sgpatch.patchset.probe import describe, evaluate
 
 
-def run(
-    set_name: str,
-    sglang_dir: Path | None,
-    sglang_version: str | None,
-    patchsets: Sequence[Path],
-    as_json: bool,
-    verbose: bool,
-) -> int:
+@dataclass(frozen=True)
+class ProbeOptions:
+    """`sgpatch probe`'s options, as parsed."""
+
+    set_name: str
+    sglang_dir: Path | None
+    sglang_version: str | None
+    patchsets: tuple[Path, ...]
+    as_json: bool
+    verbose: bool
+
+
+def run(opts: ProbeOptions) -> int:
+    set_name, sglang_dir, sglang_version, patchsets, as_json, verbose = (
+        opts.set_name,
+        opts.sglang_dir,
+        opts.sglang_version,
+        opts.patchsets,
+        opts.as_json,
+        opts.verbose,
+    )
     target = open_target(sglang_dir, sglang_version, reader=True)
     manifest = load_set(set_name, tuple(patchsets))
     untested = _untested(manifest, target.version)

@@ -2,22 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.ops import report
 
 
-def run(
-    set_name: str,
-    patchsets: Sequence[Path],
-    patch_id: str,
-    by: str,
-    take: Sequence[str],
-    new_id: str,
-    summary: str | None,
-    as_json: bool,
-) -> int:
+@dataclass(frozen=True)
+class SplitOptions:
+    """`sgpatch split`'s options, as parsed."""
+
+    set_name: str
+    patchsets: tuple[Path, ...]
+    patch_id: str
+    by: str
+    take: tuple[str, ...]
+    new_id: str
+    summary: str | None
+    as_json: bool
+
+
+def run(opts: SplitOptions) -> int:
+    set_name, patchsets, patch_id, by, take, new_id, summary, as_json = (
+        opts.set_name,
+        opts.patchsets,
+        opts.patch_id,
+        opts.by,
+        opts.take,
+        opts.new_id,
+        opts.summary,
+        opts.as_json,
+    )
     from sgpatch.ops import split
     from sgpatch.patchset.manifest import load_set
     from sgpatch.patchset.probe import describe

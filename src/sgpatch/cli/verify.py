@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.errors import SgpatchError
@@ -12,14 +12,27 @@ from sgpatch.ops import report
 from sgpatch.ops import verify as vf
 
 
-def run(
-    set_name: str,
-    patchsets: Sequence[Path],
-    releases_spec: str | None,
-    offline: bool,
-    keep: bool,
-    as_json: bool,
-) -> int:
+@dataclass(frozen=True)
+class VerifyOptions:
+    """`sgpatch verify`'s options, as parsed."""
+
+    set_name: str
+    patchsets: tuple[Path, ...]
+    releases_spec: str | None
+    offline: bool
+    keep: bool
+    as_json: bool
+
+
+def run(opts: VerifyOptions) -> int:
+    set_name, patchsets, releases_spec, offline, keep, as_json = (
+        opts.set_name,
+        opts.patchsets,
+        opts.releases_spec,
+        opts.offline,
+        opts.keep,
+        opts.as_json,
+    )
     from sgpatch.ops import matrix as mx
     from sgpatch.patchset.manifest import load_set
 

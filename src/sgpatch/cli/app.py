@@ -593,14 +593,16 @@ def refresh_cmd(
     patch_id = _deprecated_alias(patch_id, old_p, "refresh -p", "--patch")
     raise typer.Exit(
         refresh.run(
-            set_name,
-            patch_id,
-            sglang_dir,
-            sglang_version,
-            patchsets or [],
-            files or [],
-            dry_run,
-            as_json,
+            refresh.RefreshOptions(
+                set_name,
+                patch_id,
+                sglang_dir,
+                sglang_version,
+                tuple(patchsets or ()),
+                tuple(files or ()),
+                dry_run,
+                as_json,
+            )
         )
     )
 
@@ -703,15 +705,17 @@ def import_cmd(
 
     raise typer.Exit(
         importcmd.run(
-            name,
-            sglang_version,
-            dest,
-            patches or [],
-            git_range,
-            repo,
-            tree,
-            exclude or [],
-            as_json,
+            importcmd.ImportOptions(
+                name,
+                sglang_version,
+                dest,
+                tuple(patches or ()),
+                git_range,
+                repo,
+                tree,
+                tuple(exclude or ()),
+                as_json,
+            )
         )
     )
 

@@ -3,24 +3,40 @@ sgpatch.ops.importer and sgpatch.ops.sources)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.errors import bad_input
 from sgpatch.ops import report
 
 
-def run(
-    name: str,
-    sglang_version: str | None,
-    dest: Path,
-    patches: Sequence[Path],
-    git_range: str | None,
-    repo: Path | None,
-    tree: Path | None,
-    exclude: Sequence[str],
-    as_json: bool,
-) -> int:
+@dataclass(frozen=True)
+class ImportOptions:
+    """`sgpatch import`'s options, as parsed."""
+
+    name: str
+    sglang_version: str | None
+    dest: Path
+    patches: tuple[Path, ...]
+    git_range: str | None
+    repo: Path | None
+    tree: Path | None
+    exclude: tuple[str, ...]
+    as_json: bool
+
+
+def run(opts: ImportOptions) -> int:
+    name, sglang_version, dest, patches, git_range, repo, tree, exclude, as_json = (
+        opts.name,
+        opts.sglang_version,
+        opts.dest,
+        opts.patches,
+        opts.git_range,
+        opts.repo,
+        opts.tree,
+        opts.exclude,
+        opts.as_json,
+    )
     from sgpatch.ops import importer, sources
 
     given = [bool(patches), git_range is not None, tree is not None]

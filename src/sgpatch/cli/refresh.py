@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,16 +19,31 @@ if TYPE_CHECKING:  # kept lazy: refresh loads the engine only when it runs
     from sgpatch.ops.refresh import Refreshed
 
 
-def run(
-    set_name: str,
-    patch_id: str,
-    sglang_dir: Path | None,
-    sglang_version: str | None,
-    patchsets: Sequence[Path],
-    files: Sequence[str],
-    dry_run: bool,
-    as_json: bool,
-) -> int:
+@dataclass(frozen=True)
+class RefreshOptions:
+    """`sgpatch refresh`'s options, as parsed."""
+
+    set_name: str
+    patch_id: str
+    sglang_dir: Path | None
+    sglang_version: str | None
+    patchsets: tuple[Path, ...]
+    files: tuple[str, ...]
+    dry_run: bool
+    as_json: bool
+
+
+def run(opts: RefreshOptions) -> int:
+    set_name, patch_id, sglang_dir, sglang_version, patchsets, files, dry_run, as_json = (
+        opts.set_name,
+        opts.patch_id,
+        opts.sglang_dir,
+        opts.sglang_version,
+        opts.patchsets,
+        opts.files,
+        opts.dry_run,
+        opts.as_json,
+    )
     from sgpatch.cli.common import locate_tree
     from sgpatch.ops import refresh as rf
     from sgpatch.patchset.manifest import load_set

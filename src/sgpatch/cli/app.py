@@ -359,7 +359,9 @@ def fetch_cmd(
     """
     from sgpatch.cli import maint
 
-    raise typer.Exit(maint.fetch(versions, dest, layout, as_json, git_url))
+    raise typer.Exit(
+        maint.fetch(maint.FetchOptions(tuple(versions), dest, layout, as_json, git_url))
+    )
 
 
 FormatOpt = Annotated[str, typer.Option("--format", help="table, markdown or json.")]
@@ -411,7 +413,16 @@ def matrix_cmd(
     fmt = _json_format(fmt, as_json, "table")
     raise typer.Exit(
         maint.matrix(
-            set_name, patchsets or [], releases, fmt, fail_on or [], offline, workers, trees or []
+            maint.MatrixOptions(
+                set_name,
+                tuple(patchsets or ()),
+                releases,
+                fmt,
+                tuple(fail_on or ()),
+                offline,
+                workers,
+                tuple(trees or ()),
+            )
         )
     )
 
@@ -448,7 +459,16 @@ def lint_cmd(
 
     fmt = _json_format(fmt, as_json, "text")
     raise typer.Exit(
-        maint.lint(set_names or [], patchsets or [], releases, fmt, offline, trees or [])
+        maint.lint(
+            maint.LintOptions(
+                tuple(set_names or ()),
+                tuple(patchsets or ()),
+                releases,
+                fmt,
+                offline,
+                tuple(trees or ()),
+            )
+        )
     )
 
 
@@ -645,7 +665,11 @@ def export_cmd(
     from sgpatch.cli import gitcmds
 
     raise typer.Exit(
-        gitcmds.export(set_name, to, sglang_dir, sglang_version, patchsets or [], as_json)
+        gitcmds.export(
+            gitcmds.ExportOptions(
+                set_name, to, sglang_dir, sglang_version, tuple(patchsets or ()), as_json
+            )
+        )
     )
 
 

@@ -2,20 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.ops import report
 
 
-def export(
-    set_name: str,
-    to: Path,
-    sglang_dir: Path | None,
-    sglang_version: str | None,
-    patchsets: Sequence[Path],
-    as_json: bool,
-) -> int:
+@dataclass(frozen=True)
+class ExportOptions:
+    """`sgpatch export`'s options, as parsed."""
+
+    set_name: str
+    to: Path
+    sglang_dir: Path | None
+    sglang_version: str | None
+    patchsets: tuple[Path, ...]
+    as_json: bool
+
+
+def export(opts: ExportOptions) -> int:
+    set_name, to, sglang_dir, sglang_version, patchsets, as_json = (
+        opts.set_name,
+        opts.to,
+        opts.sglang_dir,
+        opts.sglang_version,
+        opts.patchsets,
+        opts.as_json,
+    )
     from sgpatch.cli.common import locate_tree
     from sgpatch.errors import SgpatchError
     from sgpatch.git import mode as gitmode

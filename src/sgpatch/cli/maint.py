@@ -3,20 +3,32 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from sgpatch.errors import ExitCode, SgpatchError, bad_input
 from sgpatch.ops import report
 
 
-def fetch(
-    versions: Sequence[str],
-    dest: Path | None,
-    layout: str | None,
-    as_json: bool,
-    git_url: str | None = None,
-) -> int:
+@dataclass(frozen=True)
+class FetchOptions:
+    """`sgpatch fetch`'s options, as parsed."""
+
+    versions: tuple[str, ...]
+    dest: Path | None
+    layout: str | None
+    as_json: bool
+    git_url: str | None = None
+
+
+def fetch(opts: FetchOptions) -> int:
+    versions, dest, layout, as_json, git_url = (
+        opts.versions,
+        opts.dest,
+        opts.layout,
+        opts.as_json,
+        opts.git_url,
+    )
     """Get pristine releases into the cache (checked against RECORD); optionally a tree."""
     from sgpatch.releases import cache as releases
 
@@ -90,16 +102,31 @@ def _one_of(option: str, value: str, allowed: Sequence[str]) -> None:
         raise bad_input(f"{option} {value!r}: expected one of {', '.join(allowed)}")
 
 
-def matrix(
-    set_name: str,
-    patchsets: Sequence[Path],
-    releases_spec: str | None,
-    fmt: str,
-    fail_on: Sequence[str],
-    offline: bool,
-    workers: int | None,
-    trees: Sequence[Path] = (),
-) -> int:
+@dataclass(frozen=True)
+class MatrixOptions:
+    """`sgpatch matrix`'s options, as parsed (--json already folded into fmt)."""
+
+    set_name: str
+    patchsets: tuple[Path, ...]
+    releases_spec: str | None
+    fmt: str
+    fail_on: tuple[str, ...]
+    offline: bool
+    workers: int | None
+    trees: tuple[Path, ...] = ()
+
+
+def matrix(opts: MatrixOptions) -> int:
+    set_name, patchsets, releases_spec, fmt, fail_on, offline, workers, trees = (
+        opts.set_name,
+        opts.patchsets,
+        opts.releases_spec,
+        opts.fmt,
+        opts.fail_on,
+        opts.offline,
+        opts.workers,
+        opts.trees,
+    )
     from sgpatch.ops import matrix as mx
     from sgpatch.patchset.manifest import load_set
 
@@ -190,14 +217,27 @@ def _matrix_table(manifest, rows) -> None:
         report.out(line)
 
 
-def lint(
-    set_names: Sequence[str],
-    patchsets: Sequence[Path],
-    releases_spec: str | None,
-    fmt: str,
-    offline: bool,
-    trees: Sequence[Path] = (),
-) -> int:
+@dataclass(frozen=True)
+class LintOptions:
+    """`sgpatch lint`'s options, as parsed (--json already folded into fmt)."""
+
+    set_names: tuple[str, ...]
+    patchsets: tuple[Path, ...]
+    releases_spec: str | None
+    fmt: str
+    offline: bool
+    trees: tuple[Path, ...] = ()
+
+
+def lint(opts: LintOptions) -> int:
+    set_names, patchsets, releases_spec, fmt, offline, trees = (
+        opts.set_names,
+        opts.patchsets,
+        opts.releases_spec,
+        opts.fmt,
+        opts.offline,
+        opts.trees,
+    )
     from sgpatch.ops import lint as lint_mod
     from sgpatch.ops import matrix as mx
     from sgpatch.patchset.manifest import find_sets, load_set

@@ -279,7 +279,7 @@ def list_cmd(patchsets: PatchsetsOpt = None, as_json: JsonOpt = False) -> None:
     """The patch sets sgpatch knows, with the SGLang releases each supports."""
     from sgpatch.cli import catalog
 
-    raise typer.Exit(catalog.list_sets(patchsets or [], as_json))
+    raise typer.Exit(catalog.list_sets(catalog.ListOptions(tuple(patchsets or ()), as_json)))
 
 
 @app.command("show", short_help="Show one patch set: patches, variants, probes.")
@@ -291,7 +291,7 @@ def show_cmd(
     """One set: its patches, variants per release, probes, upstream status, preconditions."""
     from sgpatch.cli import catalog
 
-    raise typer.Exit(catalog.show_set(name, patchsets or [], as_json))
+    raise typer.Exit(catalog.show_set(catalog.ShowOptions(name, tuple(patchsets or ()), as_json)))
 
 
 @app.command("probe", short_help="Say which patches upstream already contains.")
@@ -324,7 +324,7 @@ def recover_cmd(
     """
     from sgpatch.cli import recover
 
-    raise typer.Exit(recover.run(sglang_dir, sglang_version, as_json))
+    raise typer.Exit(recover.run(recover.RecoverOptions(sglang_dir, sglang_version, as_json)))
 
 
 @app.command("fetch", short_help="Download pristine SGLang releases into the cache.")
@@ -646,7 +646,9 @@ def diff_cmd(
     """
     from sgpatch.cli import refresh
 
-    raise typer.Exit(refresh.diff(paths or [], sglang_dir, against, as_json))
+    raise typer.Exit(
+        refresh.diff(refresh.DiffOptions(tuple(paths or ()), sglang_dir, against, as_json))
+    )
 
 
 @app.command("export", short_help="Git mode: write sgpatch commits back to patch files.")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,16 @@ from sgpatch.patchset.manifest import (
 from sgpatch.patchset.probe import describe
 
 
-def list_sets(patchsets: Sequence[Path], as_json: bool) -> int:
+@dataclass(frozen=True)
+class ListOptions:
+    """`sgpatch list`'s options, as parsed."""
+
+    patchsets: tuple[Path, ...]
+    as_json: bool
+
+
+def list_sets(opts: ListOptions) -> int:
+    patchsets, as_json = opts.patchsets, opts.as_json
     found = sorted(find_sets(tuple(patchsets)).items())
     for name, path in found:
         note = shadow_note(name, path)
@@ -50,7 +59,17 @@ def list_sets(patchsets: Sequence[Path], as_json: bool) -> int:
     return 0
 
 
-def show_set(name: str, patchsets: Sequence[Path], as_json: bool) -> int:
+@dataclass(frozen=True)
+class ShowOptions:
+    """`sgpatch show`'s options, as parsed."""
+
+    name: str
+    patchsets: tuple[Path, ...]
+    as_json: bool
+
+
+def show_set(opts: ShowOptions) -> int:
+    name, patchsets, as_json = opts.name, opts.patchsets, opts.as_json
     m = load_set(name, tuple(patchsets))
     patches = [_patch_json(m, p) for p in m.patches]
     if as_json:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.cli.common import locate_tree
@@ -12,7 +13,17 @@ from sgpatch.state.txn import roll_back_interrupted
 from sgpatch.tree.target import find_target
 
 
-def run(sglang_dir: Path | None, sglang_version: str | None, as_json: bool) -> int:
+@dataclass(frozen=True)
+class RecoverOptions:
+    """`sgpatch recover`'s options, as parsed."""
+
+    sglang_dir: Path | None
+    sglang_version: str | None
+    as_json: bool
+
+
+def run(opts: RecoverOptions) -> int:
+    sglang_dir, sglang_version, as_json = opts.sglang_dir, opts.sglang_version, opts.as_json
     root = locate_tree(sglang_dir)  # no version needed to roll back, and it may be unreadable
     restored = roll_back_interrupted(root, state_dir(root), tidy=True)
     if as_json:

@@ -200,7 +200,18 @@ def _keep_applied(root: Path, set_name: str, patch_id: str, variant: str, res) -
         commit(root, ledger_mod.state_dir(root), ledger_mod.store_changes(root, ledger, new, data))
 
 
-def diff(paths: Sequence[str], sglang_dir: Path | None, against: str | None, as_json: bool) -> int:
+@dataclass(frozen=True)
+class DiffOptions:
+    """`sgpatch diff`'s options, as parsed."""
+
+    paths: tuple[str, ...]
+    sglang_dir: Path | None
+    against: str | None
+    as_json: bool
+
+
+def diff(opts: DiffOptions) -> int:
+    paths, sglang_dir, against, as_json = opts.paths, opts.sglang_dir, opts.against, opts.as_json
     from packaging.version import InvalidVersion, Version
 
     from sgpatch.cli.common import locate_tree

@@ -6,6 +6,7 @@ import base64
 import contextlib
 import difflib
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -543,3 +544,80 @@ def fork_cli(argv: Sequence[str], kill_at: int | None = None, sig: str = "KILL")
     if os.WIFSIGNALED(status):
         return "killed", os.WTERMSIG(status)
     return "exit", os.WEXITSTATUS(status)
+
+
+# ---------------------------------------------------------------------------------------------
+# port on synthetic releases (tests/port): the JSON run, a set stopped on 1.2, two-file sets
+
+
+def sgport(*args: str) -> tuple[int, dict]:
+    """`sgpatch port --offline --json ARGS`: the exit code and the JSON document."""
+    code, out, _err = run_cli("port", "--offline", "--json", *args)
+    return code, json.loads(out)
+
+
+def by_id(doc: dict, step: int = -1) -> dict[str, dict]:
+    return {p["id"]: p for p in doc["steps"][step]["patches"]}
+
+
+def snapshot(d: Path) -> dict[str, bytes]:
+    """Every file's bytes under `d`, by relative path."""
+    return {p.relative_to(d).as_posix(): p.read_bytes() for p in d.rglob("*") if p.is_file()}
+
+
+# ---------------------------------------------------------------------------------------------
+# stopped -> fix -> --continue / --abort
+
+
+def start_conflict(tmp_path) -> tuple[Path, Path, int, dict]:
+    """The set ported to 1.2, where `first` stops."""
+    d = make_set(tmp_path)
+    w = tmp_path / "w"
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.2",
+                       "--workspace", str(w))  # fmt: skip
+    return d, w, code, doc
+
+
+def port_applied(tmp: Path, set_dir: Path, version: str, files: dict, rels: list[str]) -> dict:
+    """`sgpatch apply` of the set to a fresh tree holding `files`; the bytes of `rels`."""
+    pkg = tmp / f"applied-{version}" / "sglang"
+    for name, data in files.items():
+        (pkg.parent / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg.parent / name).write_bytes(data)
+    code, _o, err = run_cli("apply", "--set", "demo", "--patchsets", str(set_dir.parent),
+                            "--sglang-dir", str(pkg))  # fmt: skip
+    assert code == 0, err
+    return {r: (pkg / r).read_bytes() for r in rels}
+
+
+# ---------------------------------------------------------------------------------------------
+# file by file: a later patch goes on with the files no stopped patch holds
+
+PORT_OTHER = "def other():\n    return 0\n\n\ndef another():\n    return 1\n"
+
+
+def two_file_set(tmp_path: Path, first_other: bool) -> Path:
+    """`first`: mod.py's two hunks (stops on 1.2), plus, with `first_other`, other.py's
+    `another` -> 11. `second`: other.py's `other` -> 42 and mod.py's `g` -> 200 (on top of
+    `first`)."""
+    d = make_set(tmp_path)
+    other_1 = PORT_OTHER.replace("return 1\n", "return 11\n") if first_other else PORT_OTHER
+    first = port_diff(V10, PATCHED10) + (
+        port_diff(PORT_OTHER, other_1, "srt/other.py") if first_other else ""
+    )
+    second = port_diff(other_1, other_1.replace("return 0\n", "return 42\n"), "srt/other.py")
+    second += port_diff(PATCHED10, PATCHED10.replace("        return 2\n", "        return 200\n"))
+    (d / "patches/1.0/0001-first.patch").write_text("Subject: first\n\n" + first)
+    (d / "patches/1.0/0002-second.patch").write_text("Subject: second\n\n" + second)
+    return d
+
+
+def other_release(cache: Path, version: str) -> dict[str, bytes]:
+    files = release_files(V12, version, {"sglang/srt/other.py": PORT_OTHER.encode()})
+    make_wheel(cache / "wheels", version, files)
+    return files
+
+
+FIXED12 = V12.replace("        return 1\n", "        return 100\n").replace(
+    "    y = 3\n", "    y = 30\n"
+)

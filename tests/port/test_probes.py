@@ -4,13 +4,22 @@ person edits during the stop, and a probe that can only serve its own release's 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from packaging.version import Version
 
-from helpers import V10, make_set, make_wheel, offline_cache, port_diff, release_files, run_cli
+from helpers import (
+    V10,
+    by_id,
+    make_set,
+    make_wheel,
+    offline_cache,
+    port_diff,
+    release_files,
+    sgport,
+    snapshot,
+)
 from sgpatch.ops import lint, matrix
 from sgpatch.patchset.manifest import load_manifest, probe_for
 from sgpatch.patchset.probe import AnyProbe, RegexProbe
@@ -31,11 +40,6 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return c
 
 
-def sgport(*args: str) -> tuple[int, dict]:
-    code, out, _err = run_cli("port", "--offline", "--json", *args)
-    return code, json.loads(out)
-
-
 def probe_set(tmp_path: Path, probe: str, spec: str = ">=1.0,<1.1") -> Path:
     """`demo`: `first` (srt/mod.py) and `second` (other.py returns the_answer_to(42)), whose
     probe is `probe` (YAML lines under `probe:`), both variants and the set on `spec`."""
@@ -48,14 +52,6 @@ def probe_set(tmp_path: Path, probe: str, spec: str = ">=1.0,<1.1") -> Path:
     (d / "patchset.yaml").write_text(text)
     assert load_manifest(d / "patchset.yaml").patch("second").probe is not None
     return d
-
-
-def snapshot(d: Path) -> dict[str, bytes]:
-    return {p.relative_to(d).as_posix(): p.read_bytes() for p in d.rglob("*") if p.is_file()}
-
-
-def by_id(doc: dict) -> dict[str, dict]:
-    return {p["id"]: p for p in doc["steps"][-1]["patches"]}
 
 
 def lint_errors(d: Path, versions: list[str]) -> list[str]:
@@ -198,3 +194,32 @@ def test_a_probe_only_the_new_release_can_use_goes_on_its_variant(cache, tmp_pat
     assert probe_for(spec, Version("1.4")) == new
     assert probe_for(spec, Version("1.0")) == spec.probe == RegexProbe("srt/other.py", LINE)
     assert lint_errors(d, ["1.0", "1.1", "1.4"]) == []
+
+
+# moved from tests/port/test_port.py
+
+
+def test_a_probe_the_carried_change_does_not_match_stops_on_the_probe(cache, tmp_path):
+    """Input: `second`'s probe looks for `return 43`, which its patch (`return 42`) never
+    writes. Outcome: everything carries, but the probe is false with the patch applied: exit
+    3 before lint, nothing written, `second` back in needs-a-hand under the probes heading
+    (no line is too short to suggest another); after the person makes it `return 43` in W,
+    --continue writes `second` as a new 1.1 variant and exits 0."""
+    probe = "\n    probe: {file: srt/other.py, regex: '^    return 43$'}"
+    d = make_set(tmp_path, probe=probe)
+    before = snapshot(d)
+    w = tmp_path / "w"
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.1",
+                       "--workspace", str(w))  # fmt: skip
+    assert code == 3 and snapshot(d) == before
+    assert by_id(doc)["second"]["outcome"] == "conflict"
+    fix = doc["steps"][0]["fix"]
+    assert fix[0].startswith("probes (") and fix[1].startswith(
+        "  second: the probe is false with the patch applied"
+    ), fix
+    assert "no new one can be suggested" in fix[1]
+    (w / "sglang/srt/other.py").write_text("def other():\n    return 43\n")
+    code, doc = sgport("--continue", "--workspace", str(w))
+    assert code == 0, doc
+    second = load_manifest(d / "patchset.yaml").patch("second").variants[0]
+    assert str(second.sglang) == "==1.1" and "+    return 43" in second.patch.read_text()

@@ -6,6 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from helpers import (
+    FIXED12,
+    PORT_OTHER,
+    other_release,
+    run_cli,
+    snapshot,
+    two_file_set,
+)
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.port import undo
 from sgpatch.port.workspace import STATE, Workspace
@@ -117,3 +125,64 @@ def test_a_damaged_journal_is_refused_in_one_line(ws, line):
     assert e.value.code == ExitCode.UNSAFE and "\n" not in e.value.message
     assert "journal/index: damaged" in e.value.message and "--abort --workspace" in e.value.message
     assert files_of(ws.top) == before
+
+
+# moved from tests/port/test_port.py
+
+
+class Killed(BaseException):
+    """A failure at a chosen write (BaseException, as Ctrl-C is: nothing catches it)."""
+
+
+@pytest.mark.parametrize("at", ["carried", "todo", "joined"])
+def test_a_step_that_fails_mid_write_is_put_back(cache, tmp_path, monkeypatch, at):
+    """Input: a port that fails while it writes: inside a carry (W's file written, `carried/ID`
+    not yet), between `done` and `todo` of one save, or while --continue records a joined
+    edit. Outcome: the step is put back as it was before it (state files byte for byte; the
+    person's edits in W untouched), and the next --continue redoes it and goes on: exit 3 (the
+    port's stop) or 0 (the fixed --continue); never --abort. (A real SIGKILL at fixed points:
+    tests/port/test_workspace.py.)"""
+    from sgpatch.port import snapshots
+    from sgpatch.port.workspace import Workspace
+
+    other_release(cache, "1.4")
+    d = two_file_set(tmp_path, first_other=False)
+    w = tmp_path / "w"
+    args = ("port", "--offline", "--set", "demo", "--patchsets", str(d.parent), "--to", "1.4",
+            "--workspace", str(w))  # fmt: skip
+    real_add, real_lines, real_put = snapshots.add_carried, Workspace.put_lines, snapshots.put
+
+    def add_carried(ws, pid, rels):
+        if pid == "second":
+            raise Killed
+        return real_add(ws, pid, rels)
+
+    def put_lines(self, name, lines):
+        lines = list(lines)
+        if name == "todo" and lines == ["second"]:
+            raise Killed
+        return real_lines(self, name, lines)
+
+    want = 3
+    if at == "joined":
+        assert run_cli(*args)[0] == 3
+        (w / "sglang/srt/mod.py").write_text(FIXED12)
+        (w / "sglang/srt/other.py").write_text(
+            PORT_OTHER.replace("return 1\n", "return 7\n") + "\n"
+        )
+        monkeypatch.setattr(snapshots, "put", lambda *a: (_ for _ in ()).throw(Killed()))
+        args, want = ("port", "--continue", "--workspace", str(w)), 0
+    elif at == "carried":
+        monkeypatch.setattr(snapshots, "add_carried", add_carried)
+    else:
+        monkeypatch.setattr(Workspace, "put_lines", put_lines)
+    before = snapshot(w) if w.exists() else None
+    with pytest.raises(Killed):
+        run_cli(*args)
+    if before is not None:
+        assert snapshot(w) == before
+    monkeypatch.setattr(snapshots, "add_carried", real_add)
+    monkeypatch.setattr(Workspace, "put_lines", real_lines)
+    monkeypatch.setattr(snapshots, "put", real_put)
+    code, _out, err = run_cli("port", "--continue", "--workspace", str(w))
+    assert code == want, err

@@ -20,6 +20,8 @@ from helpers import (
     make_set,
     port_cache,
     run_cli,
+    sgport,
+    start_conflict,
 )
 from sgpatch.port.workspace import locked
 from sgpatch.state import txn
@@ -511,3 +513,47 @@ def test_a_port_taking_over_a_finished_workspace_killed_anywhere_ends_the_same(c
         assert run_cli(*cont(w))[0] == 0, at
         assert tree_of(w) == want, at
         assert sorted(p.name for p in w.glob("sglang-*.dist-info")) == ["sglang-1.2.dist-info"]
+
+
+# moved from tests/port/test_port.py
+
+
+def test_workspace_rules(cache, tmp_path):
+    """Input: a port into a live workspace; into a folder with other files; --continue on a
+    folder that is no workspace; --continue without --workspace.
+    Outcome: 4 (a port is in progress there), 2, 2, 2; nothing in them touched."""
+    d, w, _code, _ = start_conflict(tmp_path)
+    args = ("--set", "demo", "--patchsets", str(d.parent), "--to", "1.1")
+    assert sgport(*args, "--workspace", str(w))[0] == 4
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "x").write_text("x")
+    assert sgport(*args, "--workspace", str(other))[0] == 2
+    assert run_cli("port", "--continue", "--workspace", str(other))[0] == 2
+    assert run_cli("port", "--continue")[0] == 2
+    assert (other / "x").read_text() == "x"
+
+
+def test_a_symlink_in_the_workspace_is_not_followed(cache, tmp_path):
+    """Input: in a stopped workspace, the conflicted file replaced by a symlink to a file
+    outside. Outcome: --continue refuses (exit 4); the outside file is untouched."""
+    _d, w, _code, _ = start_conflict(tmp_path)
+    outside = tmp_path / "outside.py"
+    outside.write_text("keep = 1\n")
+    target = w / "sglang/srt/mod.py"
+    target.unlink()
+    target.symlink_to(outside)
+    assert run_cli("port", "--continue", "--workspace", str(w))[0] == 4
+    assert outside.read_text() == "keep = 1\n"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="symlinks")
+def test_workspace_that_is_a_symlink_is_refused(cache, tmp_path):
+    """Input: --workspace pointing at a symlink to a folder. Outcome: exit 4, folder empty."""
+    d = make_set(tmp_path)
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    code, _o, _e = run_cli("port", "--offline", "--set", "demo", "--patchsets", str(d.parent),
+                           "--to", "1.1", "--workspace", str(tmp_path / "link"))  # fmt: skip
+    assert code == 4 and not any(real.iterdir())

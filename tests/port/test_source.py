@@ -115,17 +115,6 @@ def test_files_merged_into_one_are_not_followed(cache, tmp_path, both):
     assert all("no such file in this release" in p["why"] for p in out["problems"])
 
 
-THIRD = """\
-  - id: third
-    summary: third
-    type: bugfix
-    upstream: {status: pending}
-    variants:
-      - {sglang: ">=2.0", patch: patches/2.0/0003-third.patch}
-      - {sglang: ">=1.0,<1.1", na: "no srt/extra.py before 2.0"}
-"""
-
-
 def test_offline_never_downloads_a_merge_base(cache, tmp_path):
     """Input: `first`'s variant says `base: "0.8"`, a release not in the cache; ported
     --offline to 1.2, where a hunk needs a merge. Outcome: exit 3; the problem says there is no

@@ -8,6 +8,7 @@ read before the problem; the engine then falls back to the nearest-line rule."""
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 import tokenize
@@ -40,7 +41,15 @@ def blocks(lines: Sequence[str]) -> tuple[Block, ...]:
 
 def _read_blocks(lines: Sequence[str]) -> tuple[tuple[Block, ...], int]:
     """The blocks, and the line the tokenizer read up to (len(lines): the whole file)."""
-    read_to = len(lines)
+    return _blocks_of("".join(lines), len(lines))
+
+
+@functools.lru_cache(maxsize=32)
+def _blocks_of(text: str, n: int) -> tuple[tuple[Block, ...], int]:
+    """`_read_blocks` by content: most files are the same bytes in every release and for every
+    hunk of a file, and matrix, lint and port ask for the same file's scopes again and again
+    (tokenizing was a third of a matrix run). Blocks are frozen, so sharing them is safe."""
+    read_to = n
     row = 0
     out: list[Block] = []
     stack: list[tuple[str, str, int, int, int]] = []  # open blocks: name, kind, start, line, depth
@@ -49,7 +58,7 @@ def _read_blocks(lines: Sequence[str]) -> tuple[tuple[Block, ...], int]:
     first = True  # next token starts a logical line
     level = 0
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(_tokenizable("".join(lines))).readline):
+        for tok in tokenize.generate_tokens(io.StringIO(_tokenizable(text)).readline):
             row = tok.start[0] - 1
             if tok.type == tokenize.INDENT:
                 level += 1
@@ -87,7 +96,6 @@ def _read_blocks(lines: Sequence[str]) -> tuple[tuple[Block, ...], int]:
                     pending = (tok.string, pending[1], pending[2], pending[3])
     except (tokenize.TokenError, IndentationError, SyntaxError, UnicodeError):
         read_to = row  # the last row a token was read from: scopes below it are unknown
-    n = len(lines)
     out += [
         Block(name, kind, start, line, n, depth - 1) for name, kind, start, line, depth in stack
     ]
@@ -98,15 +106,21 @@ def _read_blocks(lines: Sequence[str]) -> tuple[tuple[Block, ...], int]:
 def _parses_to(lines: Sequence[str]) -> int:
     """The 0-based line Python's parser stops at (len(lines) when the file parses): the
     tokenizer alone accepts an indented block after a module-level line, the parser does not."""
+    return _parses_to_text("".join(lines), len(lines))
+
+
+@functools.lru_cache(maxsize=32)
+def _parses_to_text(text: str, n: int) -> int:
+    """`_parses_to` by content (the same file is parsed again for every hunk and release)."""
     import ast
 
     try:
-        ast.parse(_tokenizable("".join(lines)))
+        ast.parse(_tokenizable(text))
     except SyntaxError as e:
         return max((e.lineno or 1) - 1, 0)
     except ValueError:
         return 0
-    return len(lines)
+    return n
 
 
 def _tokenizable(text: str) -> str:

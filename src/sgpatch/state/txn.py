@@ -543,6 +543,7 @@ def _acquire(state_dir: Path, timeout: float, create: bool) -> _Flock | _Portabl
     lock_path = state_dir / LOCK
     while True:
         if not _ready_state_dir(state_dir, create):
+            time.sleep(0.01)  # a writer is removing the folder: let it finish, never spin
             continue
         try:
             pin = _pin(lock_path)
@@ -550,7 +551,8 @@ def _acquire(state_dir: Path, timeout: float, create: bool) -> _Flock | _Portabl
             if not create:
                 raise _StateGone from None
             if time.monotonic() < deadline:
-                continue  # the folder was removed between mkdir and open: make it again
+                time.sleep(0.01)  # removed between mkdir and open: again, without spinning
+                continue
             raise SgpatchError(
                 f"cannot take the lock {lock_path}: its folder keeps vanishing"
             ) from None

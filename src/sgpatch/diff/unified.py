@@ -10,15 +10,15 @@ line, refuses binary patches, and freezes the result into small immutable views 
 
 from __future__ import annotations
 
-import gc
 import re
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
 from sgpatch.errors import bad_input, unsafe
+from sgpatch.startup import collector_paused
 
 DEV_NULL = "/dev/null"
 SYMLINK_MODE = 0o120000
@@ -144,16 +144,11 @@ class Hunk:
         """Leading and trailing context line counts (what fuzz may drop)."""
         return self._shape[2]
 
-    @property
+    @cached_property
     def _shape(self) -> _Shape:
         """Both sides' kinds and texts and the context edges, computed once per hunk (the
-        engine asks for them several times while placing and reporting it). Kept in the
-        instance dict by hand: functools.cached_property takes a lock per read before 3.12,
-        which costs more than placing a hunk at its line."""
-        shape = self.__dict__.get("_shape_cache")
-        if shape is None:
-            shape = self.__dict__["_shape_cache"] = _shape_of(self.lines)
-        return shape
+        engine asks for them several times while placing and reporting it)."""
+        return _shape_of(self.lines)
 
     @property
     def before(self) -> tuple[str, ...]:
@@ -302,26 +297,12 @@ class _Counter:
             yield line
 
 
-@contextmanager
-def no_gc() -> Iterator[None]:
-    """The cyclic garbage collector paused while a diff is parsed or placed: both make many
-    small objects and no cycles, and with 100,000 hunks the collector's passes over everything
-    alive cost about a third of the run. Restored as it was (nested use keeps it off)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def parse_patch(data: bytes | str, name: str = "patch") -> Patch:
     """Parse a unified diff (plain, git, or format-patch style) into a `Patch`.
 
     Raises SgpatchError (exit 2) with `name:line: problem` for malformed or binary input.
     """
-    with no_gc():
+    with collector_paused():
         return _parse_patch(data, name)
 
 

@@ -23,7 +23,7 @@ from functools import lru_cache
 from itertools import accumulate, repeat
 from typing import TYPE_CHECKING
 
-from sgpatch.diff.unified import Hunk, no_gc, strip_eol
+from sgpatch.diff.unified import Hunk, strip_eol
 from sgpatch.placement.match import (
     FileResult,
     HunkResult,
@@ -40,6 +40,7 @@ from sgpatch.placement.match import (
     start,
     ws_key,
 )
+from sgpatch.startup import collector_paused
 
 if TYPE_CHECKING:
     from sgpatch.placement.pydefs import Twice
@@ -613,7 +614,7 @@ def apply_hunks(
     define a def/class name twice in one body where the input did not is checked last
     (`_defined_twice`). Linear in hunks + lines on the common path (each hunk at its line).
     """
-    with no_gc():
+    with collector_paused():
         return _apply_hunks(lines, hunks, fuzz, reverse)
 
 
@@ -690,24 +691,8 @@ def _reported(steps: Sequence[_Step], spans: Sequence[tuple[int, int]]) -> list[
         line = start + sums[bisect_left(starts, start)] + 1
         # an empty side's start names the line it follows (`-5,2 +4,0` lands on line 5)
         stated = hunk.target_start + (0 if hunk.target_length else 1)
-        final.append(_at_line(res, line, line - stated))
+        final.append(replace(res, line=line, offset=line - stated))
     return final
-
-
-def _at_line(res: HunkResult, line: int, offset: int) -> HunkResult:
-    """`res` with its result line: built directly (dataclasses.replace, once per hunk of a
-    100,000-hunk diff, costs more than placing the hunk at its line)."""
-    return HunkResult(
-        res.index,
-        res.status,
-        res.level,
-        line,
-        offset,
-        res.fuzz,
-        res.whitespace,
-        res.candidates,
-        res.reason,
-    )
 
 
 def _consumed(hunk: Hunk, place: Place) -> int:

@@ -27,9 +27,7 @@ from sgpatch.patchset.manifest import PatchSpec, SetManifest, load_manifest, sel
 from sgpatch.port import edits, probes
 from sgpatch.port import source as src
 from sgpatch.port.sequencer import Context, Outcome
-from sgpatch.port.workspace import digest, write
-
-NA_PREFIX = "na-"  # W/.sgpatch-port/na-ID: the person's reason a patch is n/a on V too
+from sgpatch.port.workspace import NA_PREFIX, digest, write
 
 
 @dataclass

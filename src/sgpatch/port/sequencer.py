@@ -25,7 +25,7 @@ from sgpatch.patchset.manifest import SetManifest
 from sgpatch.port import snapshots, stopreport
 from sgpatch.port import source as src
 from sgpatch.port.carry import NO_BASE, CarriedPatch, Labels, Reader, carry_patch
-from sgpatch.port.workspace import STATE, Workspace, claim, digest
+from sgpatch.port.workspace import NA_PREFIX, STATE, Workspace, claim, digest
 
 FORMAT = "3"  # of the state files: 3 = steps journaled, phase, the set bound by its real path
 OUTCOMES = ("carried", "fixed", "upstream", "n/a", "skipped", "conflict")
@@ -285,8 +285,9 @@ def _na_note(ctx: Context, spec, created: frozenset[str]) -> str:
     if na.here_too:
         return f"n/a on {na.release}, and none of its files is in {ctx.to} either"
     why = f"{na.present[0]} is in {ctx.to}" if na.present else "the set has no patch file for it"
+    reason = ctx.ws.top / STATE / f"{NA_PREFIX}{spec.id}"
     return (f"n/a on {na.release}, but {why}: the set needs a variant for {ctx.to}; if the "
-            f"patch is n/a there too, write why into {ctx.ws.top}/.sgpatch-port/na-{spec.id} "
+            f"patch is n/a there too, write why into {reason} "
             f"and `sgpatch port --continue --workspace {ctx.ws.top}`; else add a variant, "
             f"then {ctx.ws.abort_hint()}")  # fmt: skip
 

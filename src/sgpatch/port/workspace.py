@@ -32,6 +32,8 @@ in `.git/rebase-merge/`):
     patches/      the new patch file of each finished patch
     merge/<id>/   the merge inputs of a patch's merged files (<file>.base, <file>.theirs)
     finishing/    the set's new files while --continue writes them into the set
+    na-<id>       written by the person: why a patch n/a on the nearest release is n/a on V
+                  too (--continue then writes a `==V` n/a variant with that reason)
     finished      present once the set was written
 
 `W/.sgpatch-port.lock` is the workspace's lock: one writer at a time (`locked`).
@@ -60,6 +62,7 @@ LOCK = ".sgpatch-port.lock"
 NEW_STATE = ".sgpatch-port.new-"  # the state folder being made (renamed to STATE whole)
 OLD_STATE = ".sgpatch-port.old-"  # the state folder being removed (renamed from STATE whole)
 REUSED = "reused"  # the tree the stage holds, taken over from the finished port before
+NA_PREFIX = "na-"  # na-<id>: the person's reason a patch is n/a on V too
 OURS_AT_TOP = (STATE, LOCK)  # names in W that are sgpatch's own, never a person's
 MARKER = "sgpatch port workspace\n"
 PHASES = ("start", "carry", "stopped", "planned", "finishing", "finished")

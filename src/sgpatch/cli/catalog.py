@@ -27,14 +27,13 @@ class ListOptions:
 
 
 def list_sets(opts: ListOptions) -> int:
-    patchsets, as_json = opts.patchsets, opts.as_json
-    found = sorted(find_sets(tuple(patchsets)).items())
+    found = sorted(find_sets(tuple(opts.patchsets)).items())
     for name, path in found:
         note = shadow_note(name, path)
         if note is not None:
             report.err(note)
     sets = [load_manifest(path / "patchset.yaml") for _, path in found]
-    if as_json:
+    if opts.as_json:
         report.emit_json(
             {
                 "command": "list",
@@ -69,10 +68,9 @@ class ShowOptions:
 
 
 def show_set(opts: ShowOptions) -> int:
-    name, patchsets, as_json = opts.name, opts.patchsets, opts.as_json
-    m = load_set(name, tuple(patchsets))
+    m = load_set(opts.name, tuple(opts.patchsets))
     patches = [_patch_json(m, p) for p in m.patches]
-    if as_json:
+    if opts.as_json:
         report.emit_json(
             {
                 "command": "show",

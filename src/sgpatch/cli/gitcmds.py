@@ -21,38 +21,32 @@ class ExportOptions:
 
 
 def export(opts: ExportOptions) -> int:
-    set_name, to, sglang_dir, sglang_version, patchsets, as_json = (
-        opts.set_name,
-        opts.to,
-        opts.sglang_dir,
-        opts.sglang_version,
-        opts.patchsets,
-        opts.as_json,
-    )
     from sgpatch.cli.common import locate_tree
     from sgpatch.errors import SgpatchError
     from sgpatch.git import mode as gitmode
     from sgpatch.patchset.manifest import load_set
     from sgpatch.tree.target import find_target
 
-    target = find_target(sglang_dir, sglang_version, root=locate_tree(sglang_dir))
+    target = find_target(opts.sglang_dir, opts.sglang_version, root=locate_tree(opts.sglang_dir))
     try:
-        manifest = load_set(set_name, tuple(patchsets))
+        manifest = load_set(opts.set_name, tuple(opts.patchsets))
     except SgpatchError:
         manifest = None  # exporting from a tree whose set is not installed here still works
-    out = gitmode.export(target, set_name, to, manifest)
-    if as_json:
+    out = gitmode.export(target, opts.set_name, opts.to, manifest)
+    if opts.as_json:
         report.emit_json(
             {
                 "command": "export",
                 "schema": 1,
                 "exit_code": 0,
-                "set": set_name,
+                "set": opts.set_name,
                 "patches": [{"id": e.patch_id, "commit": e.sha, "file": str(e.path)} for e in out],
             }
         )
     else:
         for e in out:
             report.err(f"{e.patch_id}: {e.sha[:12]} -> {e.path}")
-        report.err(f"sgpatch export: {set_name}: {len(out)} patch file(s) written to {to}")
+        report.err(
+            f"sgpatch export: {opts.set_name}: {len(out)} patch file(s) written to {opts.to}"
+        )
     return 0

@@ -26,40 +26,29 @@ class ImportOptions:
 
 
 def run(opts: ImportOptions) -> int:
-    name, sglang_version, dest, patches, git_range, repo, tree, exclude, as_json = (
-        opts.name,
-        opts.sglang_version,
-        opts.dest,
-        opts.patches,
-        opts.git_range,
-        opts.repo,
-        opts.tree,
-        opts.exclude,
-        opts.as_json,
-    )
     from sgpatch.ops import importer, sources
 
-    given = [bool(patches), git_range is not None, tree is not None]
+    given = [bool(opts.patches), opts.git_range is not None, opts.tree is not None]
     if sum(given) != 1:
         raise bad_input("give exactly one of: PATCH files, --git RANGE (with --repo), --tree DIR")
-    if (git_range is None) != (repo is None):
+    if (opts.git_range is None) != (opts.repo is None):
         raise bad_input("--git RANGE and --repo CHECKOUT go together")
     tree_changes = None
-    if tree is not None:
-        version, src, before, after = _tree(tree, sglang_version, name)
+    if opts.tree is not None:
+        version, src, before, after = _tree(opts.tree, opts.sglang_version, opts.name)
         srcs = [src]
         tree_changes = (before, after)
     else:
-        version = _version(sglang_version)
-        if git_range is not None:
-            assert repo is not None
-            srcs = sources.from_git(repo, git_range, exclude)
+        version = _version(opts.sglang_version)
+        if opts.git_range is not None:
+            assert opts.repo is not None
+            srcs = sources.from_git(opts.repo, opts.git_range, opts.exclude)
         else:
-            srcs = sources.read_files(patches, exclude)
+            srcs = sources.read_files(opts.patches, opts.exclude)
     _known_release(version)
-    result = importer.import_sources(name, version, srcs, tree_changes)
-    final, findings = importer.write_set(result, dest)
-    _report(result, final, findings, as_json)
+    result = importer.import_sources(opts.name, version, srcs, tree_changes)
+    final, findings = importer.write_set(result, opts.dest)
+    _report(result, final, findings, opts.as_json)
     return 0
 
 

@@ -22,30 +22,23 @@ class FetchOptions:
 
 
 def fetch(opts: FetchOptions) -> int:
-    versions, dest, layout, as_json, git_url = (
-        opts.versions,
-        opts.dest,
-        opts.layout,
-        opts.as_json,
-        opts.git_url,
-    )
     """Get pristine releases into the cache (checked against RECORD); optionally a tree."""
     from sgpatch.releases import cache as releases
 
-    if git_url is not None:
-        if layout is not None:
+    if opts.git_url is not None:
+        if opts.layout is not None:
             raise bad_input(
                 "--layout is for trees made from wheels; a --git checkout is always a checkout"
             )
-        return _fetch_git(git_url, versions, dest, as_json)
-    if layout not in (None, "site-packages", "checkout"):
-        raise bad_input(f"unknown layout {layout!r}; expected one of site-packages, checkout")
-    tree_layout: releases.Layout = "checkout" if layout == "checkout" else "site-packages"
-    releases.fetch(versions)  # the missing ones as one batch: a line each, and a final line
+        return _fetch_git(opts.git_url, opts.versions, opts.dest, opts.as_json)
+    if opts.layout not in (None, "site-packages", "checkout"):
+        raise bad_input(f"unknown layout {opts.layout!r}; expected one of site-packages, checkout")
+    tree_layout: releases.Layout = "checkout" if opts.layout == "checkout" else "site-packages"
+    releases.fetch(opts.versions)  # the missing ones as one batch: a line each, and a final line
     out = []
-    for v in versions:
+    for v in opts.versions:
         wheel = releases.wheel_path(v)
-        where = (dest / v if len(versions) > 1 else dest) if dest else None
+        where = (opts.dest / v if len(opts.versions) > 1 else opts.dest) if opts.dest else None
         if where is not None and where.exists() and (not where.is_dir() or any(where.iterdir())):
             raise SgpatchError(f"--dest {where} is not an empty folder; give a new or empty one")
         try:
@@ -53,9 +46,9 @@ def fetch(opts: FetchOptions) -> int:
         except OSError as exc:  # e.g. a file on the way to --dest
             raise SgpatchError(f"--dest {where}: {exc.strerror or exc}") from None
         out.append({"version": v, "wheel": str(wheel), "root": str(root) if root else None})
-        if not as_json:
+        if not opts.as_json:
             report.err(f"sglang {v}: {wheel}" + (f" -> {root}" if root else ""))
-    if as_json:
+    if opts.as_json:
         report.emit_json({"command": "fetch", "exit_code": 0, "releases": out})
     return 0
 
@@ -117,29 +110,19 @@ class MatrixOptions:
 
 
 def matrix(opts: MatrixOptions) -> int:
-    set_name, patchsets, releases_spec, fmt, fail_on, offline, workers, trees = (
-        opts.set_name,
-        opts.patchsets,
-        opts.releases_spec,
-        opts.fmt,
-        opts.fail_on,
-        opts.offline,
-        opts.workers,
-        opts.trees,
-    )
     from sgpatch.ops import matrix as mx
     from sgpatch.patchset.manifest import load_set
 
-    _one_of("--format", fmt, MATRIX_FORMATS)
-    for kind in fail_on:
+    _one_of("--format", opts.fmt, MATRIX_FORMATS)
+    for kind in opts.fail_on:
         _one_of("--fail-on", kind, FAIL_ON)
-    manifest = load_set(set_name, tuple(patchsets))
-    tree_rows = mx.compute_trees(manifest, trees)  # bad trees are bad input before any work
-    versions = mx.select_versions(manifest, releases_spec, offline)
-    if not versions and not trees:
-        raise SgpatchError(f"no release matches {releases_spec or manifest.sglang}")
-    rows = (mx.compute(manifest, versions, workers) if versions else []) + tree_rows
-    failing = set(fail_on)
+    manifest = load_set(opts.set_name, tuple(opts.patchsets))
+    tree_rows = mx.compute_trees(manifest, opts.trees)  # bad trees are bad input before any work
+    versions = mx.select_versions(manifest, opts.releases_spec, opts.offline)
+    if not versions and not opts.trees:
+        raise SgpatchError(f"no release matches {opts.releases_spec or manifest.sglang}")
+    rows = (mx.compute(manifest, versions, opts.workers) if versions else []) + tree_rows
+    failing = set(opts.fail_on)
     code = ExitCode.OK
     for row in rows:
         if row.error and "error" in failing:
@@ -148,7 +131,7 @@ def matrix(opts: MatrixOptions) -> int:
             kinds = {cell.state, "fuzz" if cell.how.startswith("fuzz") else cell.how}
             if kinds & failing:
                 code = ExitCode.CONFLICT
-    if fmt == "json":
+    if opts.fmt == "json":
         report.emit_json(
             {
                 "command": "matrix",
@@ -167,13 +150,13 @@ def matrix(opts: MatrixOptions) -> int:
                 ],
             }
         )
-    elif fmt == "markdown":
+    elif opts.fmt == "markdown":
         import sys
 
         sys.stdout.write(mx.markdown(manifest, rows))
     else:
         _matrix_table(manifest, rows)
-    if fmt != "json":
+    if opts.fmt != "json":
         for r in rows:
             if r.tree and r.variants_of:
                 report.err(f"sgpatch: tree {r.tree}: sglang {r.release}, not a release "
@@ -230,39 +213,33 @@ class LintOptions:
 
 
 def lint(opts: LintOptions) -> int:
-    set_names, patchsets, releases_spec, fmt, offline, trees = (
-        opts.set_names,
-        opts.patchsets,
-        opts.releases_spec,
-        opts.fmt,
-        opts.offline,
-        opts.trees,
-    )
     from sgpatch.ops import lint as lint_mod
     from sgpatch.ops import matrix as mx
     from sgpatch.patchset.manifest import find_sets, load_set
 
-    _one_of("--format", fmt, LINT_FORMATS)
-    names = list(set_names) or sorted(find_sets(tuple(patchsets)))
+    _one_of("--format", opts.fmt, LINT_FORMATS)
+    names = list(opts.set_names) or sorted(find_sets(tuple(opts.patchsets)))
     findings_all = []
     for name in names:
-        manifest = load_set(name, tuple(patchsets))
-        tree_rows = mx.compute_trees(manifest, trees)
-        versions = mx.select_versions(manifest, releases_spec, offline)
+        manifest = load_set(name, tuple(opts.patchsets))
+        tree_rows = mx.compute_trees(manifest, opts.trees)
+        versions = mx.select_versions(manifest, opts.releases_spec, opts.offline)
         rows = mx.compute(manifest, versions)
-        findings = lint_mod.check(manifest, rows, every_release=releases_spec is None)
+        findings = lint_mod.check(manifest, rows, every_release=opts.releases_spec is None)
         findings += lint_mod.check(manifest, tree_rows) if tree_rows else []
         findings_all += findings
-        if fmt == "json":
+        if opts.fmt == "json":
             continue
-        for line in lint_mod.render(findings, fmt, name):
+        for line in lint_mod.render(findings, opts.fmt, name):
             report.out(line)
         errors = sum(1 for f in findings if f.level == "error")
         warnings = len(findings) - errors
-        counted = f"{len(versions)} release(s)" + (f", {len(trees)} tree(s)" if trees else "")
+        counted = f"{len(versions)} release(s)" + (
+            f", {len(opts.trees)} tree(s)" if opts.trees else ""
+        )
         report.err(f"sgpatch lint: {name}: {counted}, {errors} error(s), {warnings} warning(s)")
     code = ExitCode.CONFLICT if any(f.level == "error" for f in findings_all) else ExitCode.OK
-    if fmt == "json":
+    if opts.fmt == "json":
         report.emit_json(
             {
                 "command": "lint",

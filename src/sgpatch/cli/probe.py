@@ -24,16 +24,8 @@ class ProbeOptions:
 
 
 def run(opts: ProbeOptions) -> int:
-    set_name, sglang_dir, sglang_version, patchsets, as_json, verbose = (
-        opts.set_name,
-        opts.sglang_dir,
-        opts.sglang_version,
-        opts.patchsets,
-        opts.as_json,
-        opts.verbose,
-    )
-    target = open_target(sglang_dir, sglang_version, reader=True)
-    manifest = load_set(set_name, tuple(patchsets))
+    target = open_target(opts.sglang_dir, opts.sglang_version, reader=True)
+    manifest = load_set(opts.set_name, tuple(opts.patchsets))
     untested = _untested(manifest, target.version)
     rows = []
     chosen = untested.variants_of if untested is not None else target.version
@@ -42,7 +34,7 @@ def run(opts: ProbeOptions) -> int:
         probe = probes[p.id]
         result = evaluate(probe, target.root) if probe is not None else None
         rows.append((p, result))
-    if as_json:
+    if opts.as_json:
         report.emit_json(
             {
                 "command": "probe",
@@ -71,7 +63,7 @@ def run(opts: ProbeOptions) -> int:
         verdict = "no probe" if r is None else ("upstream has it" if r.value else "not upstream")
         report.out(f"{p.id}: {verdict}")
         probe = probes[p.id]
-        if verbose and r is not None and probe is not None:
+        if opts.verbose and r is not None and probe is not None:
             report.out(f"  probe: {describe(probe)}")
             for e in r.evidence:
                 where = f"{e.file}:{e.line}" if e.line else e.file

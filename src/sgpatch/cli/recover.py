@@ -23,12 +23,11 @@ class RecoverOptions:
 
 
 def run(opts: RecoverOptions) -> int:
-    sglang_dir, sglang_version, as_json = opts.sglang_dir, opts.sglang_version, opts.as_json
-    root = locate_tree(sglang_dir)  # no version needed to roll back, and it may be unreadable
+    root = locate_tree(opts.sglang_dir)  # no version needed to roll back, and it may be unreadable
     restored = roll_back_interrupted(root, state_dir(root), tidy=True)
-    if as_json:
+    if opts.as_json:
         try:
-            where = report.target_json(find_target(sglang_dir, sglang_version, root=root))
+            where = report.target_json(find_target(opts.sglang_dir, opts.sglang_version, root=root))
         except SgpatchError:  # e.g. a version that cannot be read: the root is what matters
             where = {"root": str(root)}
         report.emit_json(

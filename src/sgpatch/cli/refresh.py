@@ -34,42 +34,43 @@ class RefreshOptions:
 
 
 def run(opts: RefreshOptions) -> int:
-    set_name, patch_id, sglang_dir, sglang_version, patchsets, files, dry_run, as_json = (
-        opts.set_name,
-        opts.patch_id,
-        opts.sglang_dir,
-        opts.sglang_version,
-        opts.patchsets,
-        opts.files,
-        opts.dry_run,
-        opts.as_json,
-    )
     from sgpatch.cli.common import locate_tree
     from sgpatch.ops import refresh as rf
     from sgpatch.patchset.manifest import load_set
     from sgpatch.tree.target import find_target
 
-    target = find_target(sglang_dir, sglang_version, root=locate_tree(sglang_dir))
-    manifest = load_set(set_name, tuple(patchsets))
+    target = find_target(opts.sglang_dir, opts.sglang_version, root=locate_tree(opts.sglang_dir))
+    manifest = load_set(opts.set_name, tuple(opts.patchsets))
     ledger = ledger_mod.load(target.root)
     record = ledger.sets.get(manifest.name)
     others = [
         read_patch(manifest.base_dir / p.variant)
         for p in (record.patches if record else ())
-        if p.id != patch_id and (manifest.base_dir / p.variant).is_file()
+        if p.id != opts.patch_id and (manifest.base_dir / p.variant).is_file()
     ]
     known = _known_releases()
-    res = rf.refresh(manifest, patch_id, target.root, target.version, files, others, known)
+    res = rf.refresh(
+        manifest, opts.patch_id, target.root, target.version, opts.files, others, known
+    )
     _refuse_stacked(ledger, manifest.name, res.files)
     rel = res.variant.relative_to(manifest.base_dir).as_posix()
-    if not dry_run and res.changed:
+    if not opts.dry_run and res.changed:
         _write(res.variant, res.data)
         if res.how != "in place":
             text = manifest.path.read_text(encoding="utf-8")
             new = rf.manifest_edit(text, manifest.path, res, target.version, rel)
             _write(manifest.path, new.encode("utf-8"))
-        _keep_applied(target.root, manifest.name, patch_id, rel, res)
-    _say(res, manifest.name, patch_id, rel, target.version, dry_run, as_json, manifest.base_dir)
+        _keep_applied(target.root, manifest.name, opts.patch_id, rel, res)
+    _say(
+        res,
+        manifest.name,
+        opts.patch_id,
+        rel,
+        target.version,
+        opts.dry_run,
+        opts.as_json,
+        manifest.base_dir,
+    )
     return int(ExitCode.OK)
 
 
@@ -211,7 +212,6 @@ class DiffOptions:
 
 
 def diff(opts: DiffOptions) -> int:
-    paths, sglang_dir, against, as_json = opts.paths, opts.sglang_dir, opts.against, opts.as_json
     from packaging.version import InvalidVersion, Version
 
     from sgpatch.cli.common import locate_tree
@@ -219,20 +219,20 @@ def diff(opts: DiffOptions) -> int:
     from sgpatch.state.txn import read_bytes
     from sgpatch.tree.target import find_target
 
-    if against is not None:
+    if opts.against is not None:
         try:
-            Version(against)
+            Version(opts.against)
         except InvalidVersion:
-            raise SgpatchError(f"--against {against!r}: not a PEP 440 version") from None
-    target = find_target(sglang_dir, against, root=locate_tree(sglang_dir))
-    version = Version(against) if against else target.version
-    rels = [rf.package_rel(p, f"FILE {p}") for p in paths]
+            raise SgpatchError(f"--against {opts.against!r}: not a PEP 440 version") from None
+    target = find_target(opts.sglang_dir, opts.against, root=locate_tree(opts.sglang_dir))
+    version = Version(opts.against) if opts.against else target.version
+    rels = [rf.package_rel(p, f"FILE {p}") for p in opts.paths]
     for rel in rels:  # a typo would otherwise be an empty diff and exit 0
         if read_bytes(target.root, rel) is None and rf.pristine_bytes(version, rel) is None:
             raise SgpatchError(f"FILE {rel}: neither in the tree nor in sglang {version}")
     rels = rels or rf.changed_files(target.root, version)
     text = rf.tree_diff(target.root, version, rels)
-    if as_json:
+    if opts.as_json:
         report.emit_json(
             {
                 "command": "diff",

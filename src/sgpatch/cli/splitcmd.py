@@ -23,38 +23,30 @@ class SplitOptions:
 
 
 def run(opts: SplitOptions) -> int:
-    set_name, patchsets, patch_id, by, take, new_id, summary, as_json = (
-        opts.set_name,
-        opts.patchsets,
-        opts.patch_id,
-        opts.by,
-        opts.take,
-        opts.new_id,
-        opts.summary,
-        opts.as_json,
-    )
     from sgpatch.ops import split
     from sgpatch.patchset.manifest import load_set
     from sgpatch.patchset.probe import describe
 
-    manifest = load_set(set_name, tuple(patchsets))
-    result = split.split_patch(manifest, patch_id, by, take, new_id, summary)
+    manifest = load_set(opts.set_name, tuple(opts.patchsets))
+    result = split.split_patch(
+        manifest, opts.patch_id, opts.by, opts.take, opts.new_id, opts.summary
+    )
     findings = split.write(manifest, result)
     rel = [h.new_file.relative_to(manifest.base_dir).as_posix() for h in result.halves]
-    if as_json:
+    if opts.as_json:
         report.emit_json(
             {
                 "command": "split",
                 "schema": 1,
                 "exit_code": 0,
                 "set": manifest.name,
-                "patch": patch_id,
-                "into": new_id,
+                "patch": opts.patch_id,
+                "into": opts.new_id,
                 "new_files": rel,
                 "releases": [str(h.base) for h in result.halves],
                 "probes": {
-                    patch_id: describe(result.probes[0]) if result.probes[0] else None,
-                    new_id: describe(result.probes[1]) if result.probes[1] else None,
+                    opts.patch_id: describe(result.probes[0]) if result.probes[0] else None,
+                    opts.new_id: describe(result.probes[1]) if result.probes[1] else None,
                 },
                 "notes": list(result.notes),
                 "warnings": [f.message for f in findings],
@@ -67,7 +59,7 @@ def run(opts: SplitOptions) -> int:
         report.err(f"warning: {f.patch or manifest.name}: {f.message}")
     checked = ", ".join(str(h.base) for h in result.halves)
     report.err(
-        f"sgpatch split: {manifest.name}: {patch_id} -> {patch_id} + {new_id} "
+        f"sgpatch split: {manifest.name}: {opts.patch_id} -> {opts.patch_id} + {opts.new_id} "
         f"({', '.join(rel)}); checked on sglang {checked}"
     )
     return 0

@@ -25,43 +25,35 @@ class VerifyOptions:
 
 
 def run(opts: VerifyOptions) -> int:
-    set_name, patchsets, releases_spec, offline, keep, as_json = (
-        opts.set_name,
-        opts.patchsets,
-        opts.releases_spec,
-        opts.offline,
-        opts.keep,
-        opts.as_json,
-    )
     from sgpatch.ops import matrix as mx
     from sgpatch.patchset.manifest import load_set
 
-    manifest = load_set(set_name, tuple(patchsets))
-    versions = mx.select_versions(manifest, releases_spec, offline)
+    manifest = load_set(opts.set_name, tuple(opts.patchsets))
+    versions = mx.select_versions(manifest, opts.releases_spec, opts.offline)
     if not versions:
-        raise SgpatchError(f"no release matches {releases_spec or manifest.sglang}")
+        raise SgpatchError(f"no release matches {opts.releases_spec or manifest.sglang}")
     work = Path(tempfile.mkdtemp(prefix="sgpatch-verify-"))
     checks = []
     try:
         for v in versions:
-            check = vf.check_release(manifest, patchsets, str(v), work)
+            check = vf.check_release(manifest, opts.patchsets, str(v), work)
             checks.append(check)
-            if not keep:
+            if not opts.keep:
                 shutil.rmtree(work / str(v), ignore_errors=True)
-            if not as_json:
+            if not opts.as_json:
                 _progress(check)
     finally:
-        if not keep:
+        if not opts.keep:
             shutil.rmtree(work, ignore_errors=True)
     code = max(c.exit_code for c in checks)
-    if as_json:
+    if opts.as_json:
         report.emit_json(
             {
                 "command": "verify",
                 "exit_code": code,
                 "set": manifest.name,
                 "releases": [vf.to_json(c) for c in checks],
-                "kept": str(work) if keep else None,
+                "kept": str(work) if opts.keep else None,
             }
         )
         return code
@@ -70,7 +62,7 @@ def run(opts: VerifyOptions) -> int:
         for s in c.steps:
             if not s.ok:
                 report.out(f"{c.release} {s.name}: {s.detail}")
-    if keep:
+    if opts.keep:
         report.err(f"trees kept in {work}")
     bad = sum(1 for c in checks if c.exit_code)
     verdict = f"{bad} of {len(checks)} release(s) failed" if bad else "verified"

@@ -4,7 +4,6 @@ what upstream did to its lines and what the patch does, side by side, in `fix` a
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from helpers import (
     patch_of,
     port_diff,
     release_files,
-    run_cli,
+    sgport,
 )
 from sgpatch.diff.unified import split_lines
 from sgpatch.port.already import already_there
@@ -31,11 +30,6 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for v, text in (("1.0", V10), ("1.2", V12)):
         make_wheel(c / "wheels", v, release_files(text, v))
     return c
-
-
-def sgport(*args: str) -> tuple[int, dict]:
-    code, out, _err = run_cli("port", "--offline", "--json", *args)
-    return code, json.loads(out)
 
 
 BASE = (

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from packaging.version import Version
 
 from helpers import (
@@ -18,11 +17,10 @@ from helpers import (
     V12,
     V13,
     make_set,
-    make_wheel,
-    offline_cache,
     one_line_error,
     release_files,
     run_cli,
+    snapshot,
     tree_snapshot,
 )
 from sgpatch.patchset.manifest import load_manifest
@@ -32,25 +30,12 @@ FIXED12 = V12.replace("        return 1\n", "        return 100\n").replace(
 )  # what a person makes of `first` on 1.2's code: upstream's y = 3 kept, the patch's 30
 
 
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private release cache holding 1.0, 1.1, 1.2 and 1.3; downloads fail loudly."""
-    c = offline_cache(tmp_path, monkeypatch)
-    for v, text in (("1.0", V10), ("1.1", V11), ("1.2", V12), ("1.3", V13)):
-        make_wheel(c / "wheels", v, release_files(text, v))
-    return c
-
-
 def snapshot_tree(where: Path, text: str, version: str) -> Path:
     """A package tree holding a release's files with `version` in its _version.py."""
     for name, data in release_files(text, version).items():
         (where / name).parent.mkdir(parents=True, exist_ok=True)
         (where / name).write_bytes(data)
     return where / "sglang"
-
-
-def files_of(d: Path) -> dict[str, bytes]:
-    return {p.relative_to(d).as_posix(): p.read_bytes() for p in d.rglob("*") if p.is_file()}
 
 
 def port_tree(d: Path, tree: Path, w: Path, *extra: str) -> tuple[int, dict]:
@@ -84,7 +69,7 @@ def test_port_onto_a_snapshot_through_a_stop_and_continue(cache, tmp_path):
     d = make_set(tmp_path)
     tree = snapshot_tree(tmp_path / "tree", V12, "1.2.dev3+gabc1234")
     manifest_before, tree_before = (d / "patchset.yaml").read_text(), tree_snapshot(tree)
-    set_before = files_of(d)
+    set_before = snapshot(d)
     w = tmp_path / "w"
     code, doc = port_tree(d, tree, w)
     assert code == 3, doc
@@ -97,7 +82,7 @@ def test_port_onto_a_snapshot_through_a_stop_and_continue(cache, tmp_path):
     }
     assert outcomes(doc) == {"first": "conflict", "second": "carried"}
     assert {p["from_release"] for p in doc["steps"][0]["patches"]} == {"1.0"}
-    assert files_of(d) == set_before and tree_snapshot(tree) == tree_before
+    assert snapshot(d) == set_before and tree_snapshot(tree) == tree_before
     assert (w / ".sgpatch-port/onto").read_text() == "1.2.dev3\n"
     (w / "sglang/srt/mod.py").write_text(FIXED12)
     code, _out, err = run_cli("port", "--continue", "--workspace", str(w))
@@ -170,12 +155,12 @@ def test_later_snapshots_use_it_and_the_next_release_takes_over(cache, tmp_path)
 def bad(tmp_path: Path, d: Path, *argv: str) -> str:
     """Run a port that must be refused: exit 2 with one line, no workspace, the set as it
     was. Returns the line."""
-    before = files_of(d)
+    before = snapshot(d)
     w = tmp_path / "w-bad"
     code, _out, err = run_cli("port", "--offline", "--set", "demo", "--patchsets",
                               str(d.parent), "--workspace", str(w), *argv)  # fmt: skip
     assert code == 2, err
-    assert files_of(d) == before and not w.exists()
+    assert snapshot(d) == before and not w.exists()
     return one_line_error(err)
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from packaging.version import Version
 
 from helpers import (
+    FIXED12,
     PATCHED10,
     V10,
     V11,
-    V12,
     apply_to,
     by_id,
     make_set,
@@ -39,9 +39,7 @@ def test_a_later_patch_on_the_stopped_file_waits_then_carries(cache, tmp_path):
     code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.2",
                        "--workspace", str(w))  # fmt: skip
     assert code == 3 and doc["steps"][0]["waiting"] == ["second"]
-    fixed = V12.replace("        return 1\n", "        return 100\n").replace(
-        "    y = 3\n", "    y = 30\n"
-    )
+    fixed = FIXED12
     (w / "sglang/srt/mod.py").write_text(fixed)
     code, doc = sgport("--continue", "--workspace", str(w))
     assert code == 0, doc
@@ -105,9 +103,7 @@ def test_step_walks_release_by_release_and_stops_where_a_hand_is_needed(cache, t
     assert m.sglang.contains("1.1") and not m.sglang.contains("1.2")
     assert run_cli("lint", "--set", "demo", "--patchsets", str(d.parent), "--offline",
                    "--releases", "==1.1")[0] == 0  # fmt: skip
-    fixed = V12.replace("        return 1\n", "        return 100\n").replace(
-        "    y = 3\n", "    y = 30\n"
-    )
+    fixed = FIXED12
     (w / "sglang/srt/mod.py").write_text(fixed)
     assert sgport("--continue", "--workspace", str(w))[0] == 0
     code, doc = sgport(*args, "--to", "1.3", "--step")

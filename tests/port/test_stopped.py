@@ -22,7 +22,6 @@ from helpers import (
     make_wheel,
     other_release,
     port_applied,
-    port_cache,
     port_diff,
     release_files,
     run_cli,
@@ -33,11 +32,6 @@ from helpers import (
 )
 from sgpatch.patchset.manifest import load_manifest
 from sgpatch.port import merge
-
-
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    return port_cache(tmp_path, monkeypatch)
 
 
 def planned(tmp_path: Path, second: str | None = None) -> tuple[Path, Path]:
@@ -145,9 +139,7 @@ def test_continue_after_a_fix_writes_the_variant(cache, tmp_path):
     is the fixed file against 1.2; applying the set to 1.2 gives the fixed file."""
     d, w, code, _ = start_conflict(tmp_path)
     assert code == 3
-    fixed = V12.replace("        return 1\n", "        return 100\n").replace(
-        "    y = 3\n", "    y = 30\n"
-    )
+    fixed = FIXED12
     (w / "sglang/srt/mod.py").write_text(fixed)
     code, doc = sgport("--continue", "--workspace", str(w))
     assert code == 0, doc

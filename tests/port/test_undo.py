@@ -19,10 +19,6 @@ from sgpatch.port import undo
 from sgpatch.port.workspace import STATE, Workspace
 
 
-def files_of(d: Path) -> dict[str, bytes]:
-    return {p.relative_to(d).as_posix(): p.read_bytes() for p in d.rglob("*") if p.is_file()}
-
-
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:
     """A workspace folder with one tree file and one state file."""
@@ -54,10 +50,10 @@ def test_a_step_that_fails_is_put_back_byte_for_byte(ws):
     """Input: a step that rewrites, creates and removes files, then raises.
     Outcome: every file is as before the step (the created one gone, the removed one back);
     no journal left."""
-    before = files_of(ws.top)
+    before = snapshot(ws.top)
     with pytest.raises(Boom):
         half_step(ws)
-    assert files_of(ws.top) == before
+    assert snapshot(ws.top) == before
 
 
 def test_a_step_that_ends_keeps_its_writes_and_no_journal(ws):
@@ -81,11 +77,11 @@ def killed_half_way(ws: Workspace) -> None:
 def test_a_killed_step_is_put_back_by_the_next_run(ws):
     """Input: a step killed half-way (its journal left). Outcome: recover puts every file
     back and removes the journal; a second recover does nothing."""
-    before = files_of(ws.top)
+    before = snapshot(ws.top)
     killed_half_way(ws)
-    assert files_of(ws.top) != before
+    assert snapshot(ws.top) != before
     assert Workspace(ws.top).recover() == []
-    assert files_of(ws.top) == before
+    assert snapshot(ws.top) == before
     assert Workspace(ws.top).recover() == []
 
 
@@ -104,12 +100,12 @@ def test_a_tree_file_the_person_edited_after_the_kill_is_kept(ws):
 def test_a_last_line_cut_short_is_a_write_that_never_began(ws):
     """Input: a killed step whose index ends in half a line (the kill hit the append).
     Outcome: the whole lines are put back; the cut one is left out."""
-    before = files_of(ws.top)
+    before = snapshot(ws.top)
     killed_half_way(ws)
     with (ws.top / undo.INDEX).open("a") as f:
         f.write("-\tabc\tsglang/srt/ne")
     Workspace(ws.top).recover()
-    assert files_of(ws.top) == before
+    assert snapshot(ws.top) == before
 
 
 @pytest.mark.parametrize("line", ["x\t-\tsglang/a.py\n", "=\t-\tsglang/never.py\n", "1\t-\n"])
@@ -119,12 +115,12 @@ def test_a_damaged_journal_is_refused_in_one_line(ws, line):
     the --abort command; nothing put back."""
     killed_half_way(ws)
     (ws.top / undo.INDEX).write_text(line)
-    before = files_of(ws.top)
+    before = snapshot(ws.top)
     with pytest.raises(SgpatchError) as e:
         Workspace(ws.top).recover()
     assert e.value.code == ExitCode.UNSAFE and "\n" not in e.value.message
     assert "journal/index: damaged" in e.value.message and "--abort --workspace" in e.value.message
-    assert files_of(ws.top) == before
+    assert snapshot(ws.top) == before
 
 
 # moved from tests/port/test_port.py

@@ -18,9 +18,9 @@ from helpers import (
     V12,
     fork_cli,
     make_set,
-    port_cache,
     run_cli,
     sgport,
+    snapshot,
     start_conflict,
 )
 from sgpatch.port.workspace import locked
@@ -31,18 +31,9 @@ FIXED = V12.replace("        return 1\n", "        return 100\n").replace(
 )
 
 
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    return port_cache(tmp_path, monkeypatch)
-
-
-def files_of(d: Path) -> dict[str, bytes]:
-    return {p.relative_to(d).as_posix(): p.read_bytes() for p in d.rglob("*") if p.is_file()}
-
-
 def tree_of(w: Path) -> dict[str, bytes]:
     """W's release tree (not the state): what a person sees and edits."""
-    return files_of(w / "sglang")
+    return snapshot(w / "sglang")
 
 
 def port_args(d: Path, w: Path | None, to: str = "1.2") -> list[str]:
@@ -99,7 +90,7 @@ def reference(tmp: Path) -> Reference:
     (w / "sglang/srt/mod.py").write_text(FIXED)
     code, cont_log = steps_of(cont(w))
     assert code == 0
-    return Reference(files_of(d), tree_of(w), port_log, cont_log)
+    return Reference(snapshot(d), tree_of(w), port_log, cont_log)
 
 
 def points(log: list[tuple[int, str]], few: bool = False) -> list[int]:
@@ -148,7 +139,7 @@ def test_a_port_interrupted_at_any_point_is_continued(cache, tmp_path, sig):
             ("exit", 130) if sig == "INT" else ("killed", getattr(signal, f"SIG{sig}"))
         ), at
         finish_after(d, w, fixed=False)
-        assert files_of(d) == ref.set_files, at
+        assert snapshot(d) == ref.set_files, at
         assert tree_of(w) == ref.tree, at
 
 
@@ -170,7 +161,7 @@ def test_a_continue_interrupted_at_any_point_is_continued(cache, tmp_path, sig):
         assert (how, code) in (("exit", 130), ("killed", signal.SIGKILL)), at
         assert (w / "sglang/srt/mod.py").read_text() == FIXED, at
         finish_after(d, w, fixed=True)
-        assert files_of(d) == ref.set_files, at
+        assert snapshot(d) == ref.set_files, at
         assert tree_of(w) == ref.tree, at
 
 
@@ -210,25 +201,25 @@ def test_abort_with_hand_edits_refuses_then_keeps_them_aside(cache, tmp_path):
     next forced abort keeps its edits in `w.aborted-2`. Nothing else is written outside W."""
     d, w = stopped(tmp_path)
     (w / "sglang/srt/mod.py").write_text(FIXED + "# half done\n")
-    before = files_of(w)
+    before = snapshot(w)
     code, _out, err = run_cli("port", "--abort", "--workspace", str(w))
     assert code == 4
     (line,) = err.splitlines()
     assert "sglang/srt/mod.py" in line and f"sgpatch port --abort --force --workspace {w}" in line
-    assert files_of(w) == before
+    assert snapshot(w) == before
     outside = sorted(p.name for p in tmp_path.iterdir() if p != w)
     code, _out, err = run_cli("port", "--abort", "--force", "--workspace", str(w))
     assert code == 0, err
     aside = tmp_path / "w.aborted-1"
     assert f"kept your edits in {aside}: sglang/srt/mod.py" in err
     assert (aside / "sglang/srt/mod.py").read_text() == FIXED + "# half done\n"
-    assert files_of(aside) == {"sglang/srt/mod.py": (FIXED + "# half done\n").encode()}
+    assert snapshot(aside) == {"sglang/srt/mod.py": (FIXED + "# half done\n").encode()}
     assert not w.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*outside, "w.aborted-1"])
     assert run_cli(*port_args(d, w))[0] == 3
     (w / "sglang/srt/other.py").write_text("mine = 1\n")
     assert run_cli("port", "--abort", "--force", "--workspace", str(w))[0] == 0
-    assert files_of(tmp_path / "w.aborted-2") == {"sglang/srt/other.py": b"mine = 1\n"}
+    assert snapshot(tmp_path / "w.aborted-2") == {"sglang/srt/other.py": b"mine = 1\n"}
 
 
 def test_abort_never_removes_a_folder_the_user_made(cache, tmp_path):
@@ -278,7 +269,7 @@ def test_a_second_writer_is_refused_in_one_line(cache, tmp_path):
     progress there); W is untouched; once the lock is free, --continue goes on (exit 3:
     nothing fixed yet)."""
     d, w = stopped(tmp_path)
-    before = files_of(w)
+    before = snapshot(w)
     with locked(w):
         for argv in (cont(w), ["port", "--abort", "--workspace", str(w)], port_args(d, w)):
             code, _out, err = run_cli(*argv)
@@ -287,7 +278,7 @@ def test_a_second_writer_is_refused_in_one_line(cache, tmp_path):
             assert "another sgpatch port is writing there" in line or (
                 argv[1] != "--continue" and "a port is in progress there" in line
             )
-    assert files_of(w) == before
+    assert snapshot(w) == before
     r, wr = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -351,18 +342,18 @@ def test_continue_writes_only_the_set_the_port_began_on(cache, tmp_path):
     real = state.read_text()
     state.write_text(f"{copy / 'patchset.yaml'}\n")
     (w / "sglang/srt/mod.py").write_text(FIXED)
-    before, copy_before = files_of(d), files_of(copy)
+    before, copy_before = snapshot(d), snapshot(copy)
     code, _out, err = run_cli(*cont(w))
     assert code == 4, err
     (line,) = err.splitlines()
     assert f"`sgpatch port --abort --workspace {w}`" in line
-    assert files_of(d) == before and files_of(copy) == copy_before
+    assert snapshot(d) == before and snapshot(copy) == copy_before
     state.write_text(real)
     code, _out, err = run_cli(*cont(w))
     assert code == 0, err
     new = d / "patches/1.2/0001-first.patch"
     assert f"wrote {new}, {d / 'patchset.yaml'} (workspace kept)" in err
-    assert files_of(copy) == copy_before
+    assert snapshot(copy) == copy_before
 
 
 def test_every_hint_is_a_command_that_works_as_written(cache, tmp_path):
@@ -457,12 +448,12 @@ def test_a_new_port_never_clears_edits_in_a_finished_workspace(cache, tmp_path):
     w = tmp_path / "w"
     assert run_cli(*port_args(d, w, "1.1"))[0] == 0
     (w / "sglang/srt/other.py").write_text("mine = 1\n")
-    before = files_of(w)
+    before = snapshot(w)
     code, _out, err = run_cli(*port_args(d, w, "1.1"))
     assert code == 4
     (line,) = err.splitlines()
     assert "sglang/srt/other.py" in line and f"sgpatch port --abort --force --workspace {w}" in line
-    assert files_of(w) == before
+    assert snapshot(w) == before
     assert run_cli("port", "--abort", "--force", "--workspace", str(w))[0] == 0
     assert run_cli(*port_args(d, w, "1.1"))[0] == 0
 
@@ -477,7 +468,7 @@ def test_a_new_port_takes_over_a_finished_workspace_as_a_whole_tree(cache, tmp_p
     assert run_cli(*port_args(d, w, "1.1"))[0] == 0
     assert run_cli(*port_args(d, fresh))[0] == 3  # a stop: the set is not written
     assert run_cli(*port_args(d, w))[0] == 3
-    assert files_of(w / "sglang") == files_of(fresh / "sglang")
+    assert snapshot(w / "sglang") == snapshot(fresh / "sglang")
     assert sorted(p.name for p in w.glob("sglang-*.dist-info")) == ["sglang-1.2.dist-info"]
     assert (w / ".sgpatch-port/tree").read_text() == (fresh / ".sgpatch-port/tree").read_text()
     assert not (w / ".sgpatch-port/stage").exists() and not (w / ".sgpatch-port/reused").exists()

@@ -620,4 +620,4 @@ def other_release(cache: Path, version: str) -> dict[str, bytes]:
 
 FIXED12 = V12.replace("        return 1\n", "        return 100\n").replace(
     "    y = 3\n", "    y = 30\n"
-)
+)  # what a person makes of `first` on 1.2's code: upstream's y = 3 kept, the patch's 30

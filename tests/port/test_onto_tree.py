@@ -12,6 +12,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from helpers import (
+    FIXED12,
     V10,
     V11,
     V12,
@@ -24,10 +25,6 @@ from helpers import (
     tree_snapshot,
 )
 from sgpatch.patchset.manifest import load_manifest
-
-FIXED12 = V12.replace("        return 1\n", "        return 100\n").replace(
-    "    y = 3\n", "    y = 30\n"
-)  # what a person makes of `first` on 1.2's code: upstream's y = 3 kept, the patch's 30
 
 
 def snapshot_tree(where: Path, text: str, version: str) -> Path:

@@ -44,6 +44,10 @@ from sgpatch.errors import SgpatchError  # noqa: E402
 from sgpatch.placement.pydefs import parses  # noqa: E402
 from sgpatch.releases import cache as releases  # noqa: E402
 
+sys.path.insert(
+    0, str(Path(__file__).resolve().parent)
+)  # bench/docsection.py, also when loaded by path
+
 BEGIN, END = "<!-- accuracy:begin -->", "<!-- accuracy:end -->"
 DEFAULT_PAIRS = (
     "0.5.8:0.5.9",
@@ -761,15 +765,9 @@ def markdown(report: Report) -> str:
 
 def update_doc(path: Path, section: str) -> None:
     """Replace the text between the accuracy markers, leaving the rest of the file intact."""
-    block = f"{BEGIN}\n{section}{END}"
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    if BEGIN in text and END in text and text.index(BEGIN) < text.index(END):
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    from docsection import update_section
+
+    update_section(path, "accuracy", section)
 
 
 # ---------------------------------------------------------------------------------------------

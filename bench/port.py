@@ -31,6 +31,10 @@ from pathlib import Path
 
 from packaging.version import Version
 
+sys.path.insert(
+    0, str(Path(__file__).resolve().parent)
+)  # bench/docsection.py, also when loaded by path
+
 REPO = Path(__file__).resolve().parent.parent
 STACKS = REPO / "tests" / "data" / "stacks"
 # (project, A, B): the projects' own hand-ported pairs, next-release steps, one backport
@@ -433,14 +437,9 @@ def markdown(rows: list[dict], walk: dict | None = None, cached: dict | None = N
 
 
 def update_doc(path: Path, section: str, tag: str = "port") -> None:
-    begin, end = f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    block = f"{begin}\n{section}{end}"
-    if begin in text and end in text:
-        text = text[: text.index(begin)] + block + text[text.index(end) + len(end) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
+    from docsection import update_section
+
+    update_section(path, tag, section)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,6 +31,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(
+    0, str(Path(__file__).resolve().parent)
+)  # bench/docsection.py, also when loaded by path
+
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- scale:begin -->", "<!-- scale:end -->"
 HUNKS = (1_000, 10_000, 100_000)
@@ -167,13 +171,9 @@ def render(rows: list[Row], rounds: int) -> str:
 
 
 def update_doc(path: Path, section: str) -> None:
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    block = f"{BEGIN}\n{section}{END}"
-    if BEGIN in text and END in text:
-        text = text[: text.index(BEGIN)] + block + text[text.index(END) + len(END) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
+    from docsection import update_section
+
+    update_section(path, "scale", section)
 
 
 def main(argv: list[str] | None = None) -> int:

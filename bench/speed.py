@@ -37,6 +37,10 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from sgpatch.releases import cache as releases  # noqa: E402
 
+sys.path.insert(
+    0, str(Path(__file__).resolve().parent)
+)  # bench/docsection.py, also when loaded by path
+
 SET = "kimi-eagle3-sm120"
 FLOOR = "import typer, yaml, unidiff, packaging.specifiers, packaging.version"
 ONE_FILE_PATCH = ROOT / "patchsets" / SET / "patches/0.5.9/0001-kimi-k25-eagle3-hooks.patch"
@@ -480,14 +484,9 @@ def _matrix_md(res: dict) -> list[str]:
 
 
 def update_doc(path: Path, section: str) -> None:
-    begin, end = "<!-- speed:begin -->", "<!-- speed:end -->"
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    block = f"{begin}\n{section}\n{end}"
-    if begin in text and end in text:
-        text = text[: text.index(begin)] + block + text[text.index(end) + len(end) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
+    from docsection import update_section
+
+    update_section(path, "speed", section + "\n")
 
 
 def _checkout(rev: str, tmp: Path) -> Path:

@@ -35,6 +35,10 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+sys.path.insert(
+    0, str(Path(__file__).resolve().parent)
+)  # bench/docsection.py, also when loaded by path
+
 REPO = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- suites:begin -->", "<!-- suites:end -->"
 ENV_GNU = "SGPATCH_SUITE_GNU_PATCH"
@@ -303,13 +307,9 @@ def table(results: dict[str, dict[str, Counter]], tools: tuple[str, ...]) -> str
 
 
 def update_doc(path: Path, section: str) -> None:
-    text = path.read_text() if path.exists() else ""
-    block = f"{BEGIN}\n{section}{END}"
-    if BEGIN in text and END in text:
-        text = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lambda _: block, text, flags=re.S)
-    else:
-        text = text.rstrip("\n") + "\n\n## Peer test suites\n\n" + block + "\n"
-    path.write_text(text)
+    from docsection import update_section
+
+    update_section(path, "suites", section, heading="## Peer test suites")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,8 @@
 """The `sgpatch` command (the console script) and `python -m sgpatch`.
 
-The cyclic garbage collector is off from the first line and a short command ends without
-the interpreter's teardown: `sgpatch.startup` holds those measures and says what each buys.
+The cyclic garbage collector is off before anything else is imported (right after the Ctrl-C
+handler) and a short command ends without the interpreter's teardown: `sgpatch.startup` holds
+those measures and says what each buys.
 
 Set before the CLI is imported (~50 ms of imports): Ctrl-C already means one line and exit 130
 (`_stop_at_start_up`; `interrupts` while a command runs), and a reader that goes away
@@ -9,12 +10,8 @@ Set before the CLI is imported (~50 ms of imports): Ctrl-C already means one lin
 of a traceback or an exit code that reads like "pending" (1).
 """
 
-from sgpatch import startup
-
-startup.collector_off()  # before anything else is imported; sgpatch.startup says why
-
-import _signal  # noqa: E402
-import os  # noqa: E402
+import _signal
+import os
 
 _MESSAGE = b"sgpatch: interrupted; nothing is left half-written (`sgpatch status` shows the tree)\n"
 
@@ -35,6 +32,10 @@ try:  # first thing the console script runs; an ignored SIGINT (`cmd &`) stays i
         _signal.signal(_signal.SIGINT, _stop_at_start_up)
 except ValueError:  # imported outside the main thread: not ours to set
     pass
+
+from sgpatch import startup  # noqa: E402 - after the handler: a Ctrl-C here is one line too
+
+startup.collector_off()  # before the CLI's imports; sgpatch.startup says why
 
 
 def _fill_closed_streams() -> None:

@@ -25,8 +25,6 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 # Commands that read a tree or a set once and end: the collector stays off for them (they make
 # few cycles, freed at exit) and `end` skips the interpreter's teardown after them. The others
@@ -50,15 +48,17 @@ def collector_for(args: list[str]) -> None:
     gc.enable()
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """The collector off for the block, then as it was (nested use keeps it off)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
+class collector_paused:
+    """The collector off for the block, then as it was (nested use keeps it off). A class, not
+    contextlib.contextmanager: `__main__` imports this module before the CLI, and it stays
+    as cheap to import as its first lines need."""
+
+    def __enter__(self) -> None:
+        self.was = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.was:
             gc.enable()
 
 

@@ -14,31 +14,27 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
 import re
 import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from packaging.version import Version
 
-from sgpatch.cli.app import main
 from sgpatch.errors import SgpatchError
 from sgpatch.patchset.manifest import load_set
 from sgpatch.releases import cache as releases
 from sgpatch.tree.target import detect_version
 
-from .intent import CHECKS, COMM, EXPECTED, KIMI, KIMI_CLASS, KIMI_HOOKS, READS, RELEASES
+from .intent import CHECKS, COMM, EXPECTED, KIMI, KIMI_CLASS, KIMI_HOOKS, RELEASES
+from .kimi import SET, SET_DIR, Cli, members, states
 
-SET = "kimi-eagle3-sm120"
 OPTIONAL = "sm120-symm-mem-two-shot-no-multicast"
 SIZES = "sm120-symm-mem-sizes"
 FUSION = "sm120-flashinfer-allreduce-fusion"
 KIMI_ID = "kimi-k25-eagle3-hooks"
-SET_DIR = Path(__file__).resolve().parents[2] / "patchsets" / SET
 KIMI_059 = SET_DIR / "patches" / "0.5.9" / "0001-kimi-k25-eagle3-hooks.patch"
 ALL_REDUCE_UTILS = "srt/distributed/device_communicators/all_reduce_utils.py"
 STATE = ".sgpatch"
@@ -48,26 +44,6 @@ MANIFEST = load_set(SET, ())
 REQUIRED = tuple(p.id for p in MANIFEST.patches if not p.optional)
 GNU_PATCH = shutil.which("patch")
 needs_gnu_patch = pytest.mark.skipif(GNU_PATCH is None, reason="GNU patch is not installed")
-
-
-def _set_files() -> frozenset[str]:
-    """Package-relative paths every patch file of the set touches and every probe reads."""
-    found = set()
-    for patch in SET_DIR.glob("patches/*/*.patch"):
-        found.update(re.findall(r"^\+\+\+ b/python/sglang/(\S+)", patch.read_text(), re.M))
-    found.update(re.findall(r"\bfile:\s*([\w./-]+)", (SET_DIR / "patchset.yaml").read_text()))
-    return frozenset(found | {"version.py", "_version.py", *READS})
-
-
-SET_FILES = _set_files()
-
-
-def members(name: str) -> bool:
-    """Wheel member filter: the set's files, the files the intent checks read, the version
-    files and the dist-info."""
-    if ".dist-info/" in name:
-        return True
-    return name.startswith("sglang/") and name[len("sglang/") :] in SET_FILES
 
 
 FROM_0510 = [v for v in RELEASES if Version(v) >= Version("0.5.10")]
@@ -95,22 +71,6 @@ SAMPLE = ["0.5.3", "0.5.5", "0.5.9", "0.5.14", "0.5.23"]
 
 
 # ------------------------------------------------------------------------------------- helpers
-class Cli:
-    """Run `sgpatch ...` in-process; returns (exit code, JSON document or None, stderr)."""
-
-    def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
-        self.capsys = capsys
-
-    def __call__(self, *args: str) -> tuple[int, Any, str]:
-        self.capsys.readouterr()
-        with pytest.raises(SystemExit) as exc:
-            main(list(args))
-        out, err = self.capsys.readouterr()
-        doc = json.loads(out) if "--json" in args and out.strip() else None
-        code = exc.value.code
-        return (code if isinstance(code, int) else (0 if code is None else 2)), doc, err
-
-
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
     monkeypatch.delenv("SGPATCH_PATH", raising=False)
@@ -138,13 +98,6 @@ def snapshot(top: Path, skip_state: bool = False) -> dict[str, bytes]:
         if p.is_file() and not (skip_state and f"/{STATE}/" in f"/{rel}"):
             out[rel] = p.read_bytes()
     return out
-
-
-def states(doc: dict) -> dict[str, str]:
-    """patch id -> state from a `status --json` or `apply --json` document."""
-    sets = doc.get("sets", [doc])
-    assert [s["set"] for s in sets] == [SET]
-    return {p["id"]: p["state"] for p in sets[0]["patches"]}
 
 
 def patches_by_id(doc: dict) -> dict[str, dict]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sgpatch.ops.plan import REPO_ONLY
 from sgpatch.releases import cache as releases
 
-from .test_kimi_eagle3_sm120 import RELEASES
+from .intent import RELEASES
 
 
 def test_repository_only_folders_are_not_in_any_release_package() -> None:

@@ -31,7 +31,7 @@ from sgpatch.port import merge
 from sgpatch.releases import cache as releases
 from sgpatch.state import ledger as ledger_mod
 
-from .test_kimi_eagle3_sm120 import RELEASES
+from .intent import RELEASES
 
 SET = "kimi-eagle3-sm120"
 SHIPPED = bundled_dir() / SET

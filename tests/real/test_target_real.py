@@ -15,7 +15,7 @@ import pytest
 from helpers import git
 
 from .intent import CHECKS
-from .test_kimi_eagle3_sm120 import SET, SET_FILES, Cli, members, states
+from .kimi import SET, SET_FILES, Cli, members, states
 
 SGPATCH = str(Path(sys.executable).with_name("sgpatch"))
 # the Python the console script runs (its #! line): the one sgpatch's warnings name, which is

@@ -1,13 +1,22 @@
 """Make tests/helpers.py importable from every test folder; show release downloads live."""
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as _hypothesis
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from sgpatch.releases import cache as releases
+
+# Property tests draw the same examples on every run and keep no example database: the suite
+# passes the same from a fresh clone as from a used one, and a failure reproduces on any
+# machine. HYPOTHESIS_PROFILE=explore draws new examples (and remembers failures) when hunting.
+_hypothesis.register_profile("repeatable", derandomize=True, database=None)
+_hypothesis.register_profile("explore", derandomize=False)
+_hypothesis.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 # Downloads during the real-release tests (marked `real`; the first `make test` fetches every
 # release they need) are shown as they happen, one line each past pytest's output capture, and

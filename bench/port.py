@@ -14,6 +14,7 @@ project's own B files into W, --continue until the set is written) and counts st
 files a person writes, against a plain per-file `git merge-file` of the same stack.
 
     python bench/port.py [--out docs/benchmarks.md] [--json] [--only P:A:B] [--loop-only]
+                         [--against REV]
 """
 
 from __future__ import annotations
@@ -232,6 +233,32 @@ def _files(patch: Path):
     return read_patch(patch).files
 
 
+def against_step(rev: str, project: str, a: str, b: str, tmp: Path) -> dict:
+    """The port step timed on commit `rev`'s code (its src/ unpacked from git, in a fresh
+    process, the same REPEAT), in the same run: the baseline beside this tree's time. CPU
+    counts the check workers too (the pool is shut down before it is read)."""
+    src = tmp / f"rev-{rev}"
+    if not src.is_dir():
+        src.mkdir(parents=True)
+        data = subprocess.run(["git", "-C", str(REPO), "archive", rev, "src", "patchsets"],
+                              capture_output=True, check=True).stdout  # fmt: skip
+        subprocess.run(["tar", "-x", "-C", str(src)], input=data, check=True)
+    code = (
+        "import json, sys, tempfile; from pathlib import Path; "
+        f"sys.path.insert(0, {str(REPO / 'bench')!r}); import port as bp; "
+        "from sgpatch.port import merge; "
+        "t = Path(tempfile.mkdtemp(prefix='sgpatch-bench-against-')); "
+        f"r = bp.port_step({project!r}, {a!r}, {b!r}, t); "
+        "[p.shutdown(wait=True) for p in merge._pool]; "
+        "print(json.dumps({'wall': r['wall'], 'cpu': r['cpu'], 'all_cpu': bp._cpu()}))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(src / "src")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if out.returncode:
+        return {"rev": rev, "error": out.stderr[-300:]}
+    return {"rev": rev, **json.loads(out.stdout.splitlines()[-1])}
+
+
 def run_step(project: str, a: str, b: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="sgpatch-bench-port-") as tmp:
         t = Path(tmp)
@@ -419,6 +446,16 @@ def markdown(rows: list[dict], walk: dict | None = None, cached: dict | None = N
     out += ["", f"Target: a step of the 198-hunk stack (*pass*/*FAIL* beside its wall time) "
             f"<= {STEP_TARGET:.0f} s. *merge-file wall*: the plain per-file `git merge-file` "
             "of the same files, timed in the same run (the floor a hand port pays)."]  # fmt: skip
+    for r in rows:
+        ag = r.get("against")
+        if not ag:
+            continue
+        if "error" in ag:
+            out += ["", f"`--against {ag['rev']}`: that commit's code failed: {ag['error']}"]
+            continue
+        out += ["", f"`--against {ag['rev']}` (that commit's code, fresh process, same run): "
+                f"{r['from']} -> {r['to']} took {ag['wall']:.1f} s wall, {ag['cpu']:.1f} s "
+                f"CPU (this tree: {r['wall']:.1f} s, {r['cpu']:.1f} s)."]  # fmt: skip
     if walk is not None:
         met = walk["wall"] <= WALK_TARGET and walk["done"] == walk["steps"]
         verdict = "pass" if met else "FAIL"
@@ -448,6 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--only", help="PROJECT:A:B, one step")
     ap.add_argument("--loop-only", action="store_true", help="only the whole-loop table")
+    ap.add_argument("--against", metavar="REV", help="also time the 198-hunk step on REV")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(REPO / "tests"))
     from real.loop import STEPS as LOOP_STEPS
@@ -455,6 +493,12 @@ def main(argv: list[str] | None = None) -> int:
     steps = [tuple(args.only.split(":"))] if args.only else STEPS
     loops = [s for s in LOOP_STEPS if not args.only or s == tuple(args.only.split(":"))]
     rows = [] if args.loop_only else [run_step(*s) for s in steps]
+    if args.against:
+        with tempfile.TemporaryDirectory(prefix="sgpatch-bench-rev-") as tmp:
+            for r in rows:
+                if r["hunks"] == 198 and r["to"] == "0.5.13.post1":
+                    r["against"] = against_step(args.against, r["project"], r["from"], r["to"],
+                                                Path(tmp))  # fmt: skip
     walk = None if (args.only or args.loop_only) else run_walk()
     cached = cache_row()
     lrows = [loop_step(*s) for s in loops]

@@ -421,7 +421,14 @@ def markdown(res: dict) -> str:
             + " | ".join(mods)
             + " |"
         )
-    out += _engine_md(res) + _matrix_md(res)
+    out += _engine_md(res)
+    if res["matrix"]:
+        out += [
+            "",
+            f"<!-- {MATRIX_TAG}:begin -->",
+            *_matrix_md(res)[1:],
+            f"<!-- {MATRIX_TAG}:end -->",
+        ]
     return "\n".join(out)
 
 
@@ -461,7 +468,7 @@ def _matrix_md(res: dict) -> list[str]:
     out = [
         "",
         "`sgpatch matrix` with a warm cache (`--offline`, median of "
-        f"{res['matrix_repeat']}, both cores):",
+        f"{res['matrix_repeat']}, both cores{res.get('matrix_how', '')}):",
         "",
         "| set | code | releases | time | CPU (all workers) | target |",
         "|---|---|---:|---:|---:|---:|",
@@ -483,10 +490,30 @@ def _matrix_md(res: dict) -> list[str]:
     return out
 
 
+MATRIX_TAG = "speed-matrix"  # the matrix table's own block inside the speed section
+
+
 def update_doc(path: Path, section: str) -> None:
     from docsection import update_section
 
     update_section(path, "speed", section + "\n")
+
+
+def update_matrix_doc(path: Path, res: dict) -> None:
+    """`--skip rows engine --out`: only the matrix table of the speed section is rewritten
+    (its block `speed-matrix`; a section written before the block existed has its matrix
+    table, from its first line to the section's end, marked as that block first)."""
+    from docsection import update_section
+
+    text = path.read_text()
+    begin, head = f"<!-- {MATRIX_TAG}:begin -->", "`sgpatch matrix` with a warm cache"
+    if begin not in text and head in text and "<!-- speed:end -->" in text:
+        at, end = text.index(head), text.index("<!-- speed:end -->")
+        if at < end:
+            old = text[at:end].rstrip("\n")
+            text = text[:at] + f"{begin}\n{old}\n<!-- {MATRIX_TAG}:end -->\n\n" + text[end:]
+            path.write_text(text)
+    update_section(path, MATRIX_TAG, "\n".join(_matrix_md(res)).strip("\n") + "\n")
 
 
 def _checkout(rev: str, tmp: Path) -> Path:
@@ -559,6 +586,10 @@ def main(argv: list[str] | None = None) -> int:
             "engine_base": args.engine_base,
             "engine": [] if "engine" in args.skip else engine_scale(args.version, args.engine_base),
             "matrix_repeat": args.matrix_repeat,
+            "matrix_how": f"; `python bench/speed.py --skip rows engine{argline}`, load "
+            f"{os.getloadavg()[0]:.1f} at the start"
+            if {"rows", "engine"} <= set(args.skip)
+            else "",
             "matrix": []
             if "matrix" in args.skip
             else matrix_rows(
@@ -575,7 +606,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(res, indent=2))
     else:
         print(text)
-    if args.out:
+    if args.out and {"rows", "engine"} <= set(args.skip):
+        update_matrix_doc(args.out, res)
+    elif args.out:
         update_doc(args.out, text)
     return 0
 

@@ -115,3 +115,12 @@ def test_lint_tree_reports_what_does_not_apply_there(demo, tmp_path):
     assert code == 3
     assert "error: demo/first on sglang 1.2.dev1: does not apply" in out
     assert "1 release(s), 1 tree(s)" in err
+
+
+def test_workers_take_neighbouring_releases_in_small_chunks():
+    """Input: 42, 17 and 3 releases on 2 workers. Outcome: 42 go 3 at a time (neighbours
+    share most files' bytes, so a worker's per-content caches hit), fewer go one at a time
+    (the shares stay even)."""
+    from sgpatch.ops.matrix import _chunk
+
+    assert [_chunk(n, 2) for n in (42, 17, 3, 1)] == [3, 1, 1, 1]

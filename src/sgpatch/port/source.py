@@ -195,16 +195,23 @@ class BaseTree:
         self._states: list[dict[str, bytes | None]] = []
 
     def before(self, index: int) -> Reader:
-        """A reader of the tree as patch number `index` (0-based) finds it."""
-        while len(self._states) <= index:
-            self._states.append(dict(self._overlay.changed))
-            self._apply(self.manifest.patches[len(self._states) - 1])
-        state, pristine = self._states[index], self._pristine
+        """A reader of the tree as patch number `index` (0-based) finds it. The patches before
+        it are applied on the first read, not here: a step whose hunks all place on the
+        release never reads its merge base (0.5.13 -> 0.5.13.post1 of slime's 198 hunks:
+        ~0.9 s of planning the stack on 0.5.13 saved)."""
+        pristine = self._pristine
 
         def reader(rel: str) -> bytes | None:
+            state = self._state(index)
             return state[rel] if rel in state else pristine(rel)
 
         return reader
+
+    def _state(self, index: int) -> dict[str, bytes | None]:
+        while len(self._states) <= index:
+            self._states.append(dict(self._overlay.changed))
+            self._apply(self.manifest.patches[len(self._states) - 1])
+        return self._states[index]
 
     def _pristine(self, rel: str) -> bytes | None:
         if rel not in self._overlay.original:

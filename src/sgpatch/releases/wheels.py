@@ -15,12 +15,9 @@ import hashlib
 import os
 import re
 import stat
-import struct
 import zipfile
-import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
 
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.releases import folder
@@ -28,9 +25,6 @@ from sgpatch.releases import record as rec
 
 __all__ = ["Wheel", "checked_stamp", "discard", "verify_wheel", "write_stamp"]
 
-_LOCAL = struct.Struct("<I22xHH")  # local file header: signature, ..., name and extra sizes
-_LOCAL_SIG = 0x04034B50
-_DEFLATED = zipfile.ZIP_DEFLATED
 _WEAK_HASHES = frozenset({"md5", "sha1"})
 _SIGNATURES = ("RECORD", "RECORD.jws", "RECORD.p7s")
 
@@ -100,10 +94,6 @@ def _strong(alg_hash: str, name: str, path: Path) -> None:
     alg = alg_hash.partition("=")[0]
     if alg in _WEAK_HASHES or alg not in hashlib.algorithms_available:
         raise SgpatchError(f"{path.name}: {name} uses unsupported RECORD hash {alg!r}")
-
-
-def _inflate(body) -> bytes:
-    return zlib.decompress(body, -15)  # raw deflate, as zip stores it
 
 
 def _read(zf: zipfile.ZipFile, info: zipfile.ZipInfo | str, path: Path) -> bytes:
@@ -222,7 +212,6 @@ class Wheel:
         self.record = {name: row.hash for name, row in rows.items() if row.hash}
         self.infos = {i.filename: i for i in self.zip.infolist() if not i.is_dir()}
         self._checked: set[str] = set()
-        self._file: BinaryIO | None = None
 
     @staticmethod
     def of(path: Path) -> Wheel:
@@ -233,44 +222,10 @@ class Wheel:
         info = self.infos.get(name)
         if info is None:
             raise KeyError(name)
-        data = self._raw(info)
-        if data is None:
-            data = _read(self.zip, info, self.path)
+        data = _read(self.zip, info, self.path)
         if name not in self._checked:
             self.check(info, data)
         return data
-
-    def _raw(self, info: zipfile.ZipInfo) -> bytes | None:
-        """The member's bytes read straight from the wheel's file at the offset its directory
-        gives and inflated (None: a member zipfile must read: encrypted, another compression,
-        a header not where the directory says). zipfile's per-member reader cost ~0.2 ms a
-        file, a third of laying a 3,000-file tree; its CRC check is not lost: the bytes are
-        checked against RECORD's sha256 all the same."""
-        if info.flag_bits & 0x1 or info.compress_type not in (zipfile.ZIP_STORED, _DEFLATED):
-            return None
-        fd = self._fd()
-        try:
-            head = os.pread(fd, _LOCAL.size, info.header_offset)
-            if len(head) < _LOCAL.size:
-                return None
-            sig, n_name, n_extra = _LOCAL.unpack(head)
-            if sig != _LOCAL_SIG:
-                return None
-            start = info.header_offset + _LOCAL.size + n_name + n_extra
-            body = os.pread(fd, info.compress_size, start)
-            if len(body) != info.compress_size:
-                return None
-            data = body if info.compress_type == zipfile.ZIP_STORED else _inflate(body)
-        except (OSError, zlib.error):
-            return None  # zipfile reads it and says what is wrong
-        return data if len(data) == info.file_size else None
-
-    def _fd(self) -> int:
-        """The wheel's file, opened read-only on first need and kept with this Wheel (the
-        zip's own handle is zipfile's, with a position it moves)."""
-        if self._file is None:
-            self._file = open(self.path, "rb")  # noqa: SIM115 (kept open like self.zip)
-        return self._file.fileno()
 
     def check(self, info: zipfile.ZipInfo, data: bytes) -> None:
         """`data` (member `info`) matches RECORD, or the wheel is damaged: its stamp is dropped

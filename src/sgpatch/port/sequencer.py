@@ -240,16 +240,7 @@ def _reused(ws: Workspace) -> dict[str, str] | None:
     or None."""
     from sgpatch.port.workspace import REUSED
 
-    text = ws.get(REUSED)
-    if text is None:
-        return None
-    out = {}
-    for line in text.splitlines():
-        sha, _, path = line.partition("  ")
-        if len(sha) != 64 or not path:
-            raise ws.damaged(REUSED, f"line {line[:60]!r}")
-        out[path] = sha
-    return out
+    return ws.digest_list(REUSED)
 
 
 def _settled(ctx: Context, spec, without: Sequence[str]) -> Outcome | None:
@@ -318,8 +309,9 @@ class Queue:
             snapshots.check(ws, pid)
         return q
 
-    def save(self, ws: Workspace, todo: list[str] | None = None) -> None:
-        """Write the lists (`todo`: the todo list to write, when it is not self.todo)."""
+    def save(self, ws: Workspace, todo: list[str] | None = None) -> list[str]:
+        """Write the lists (`todo`: the todo list to write, when it is not self.todo); returns
+        the `fix` list written."""
         todo = self.todo if todo is None else todo
         for o in self.stopped:
             lines = (f"{p['file']}\t{','.join(map(str, p['hunks']))}\t{p['why']}"
@@ -330,7 +322,9 @@ class Queue:
         ws.put_lines("needs-a-hand", (o.line() for o in self.stopped))
         ws.put_lines("partial", (self.partial[p].line() for p in todo if p in self.partial))
         ws.put_lines("todo", todo)
-        ws.put_lines("fix", fix_list(ws, self.stopped))
+        fix = fix_list(ws, self.stopped)
+        ws.put_lines("fix", fix)
+        return fix
 
     def sort(self, order: Sequence[str]) -> None:
         """Manifest order (a patch taken off needs-a-hand goes back to its place)."""
@@ -359,12 +353,13 @@ def stopped_of(ws: Workspace) -> list[Outcome]:
 # carrying
 
 
-def run_todo(ctx: Context) -> list[Outcome]:
+def run_todo(ctx: Context, q: Queue | None = None) -> list[Outcome]:
     """Carry the todo list in order, file by file (docs/porting.md): a file that an earlier
     patch has still to carry, or to have fixed, waits, so every file takes the patches in
     manifest order; the patch's other files are carried now. A patch that `requires` an
-    unfinished one waits whole."""
-    ws, q = ctx.ws, Queue.load(ctx.ws)
+    unfinished one waits whole. `q`: the queue as the caller holds it (port.state; it is
+    worked on in place), else read from W."""
+    ws, q = ctx.ws, Queue.load(ctx.ws) if q is None else q
     blocked: set[str] = set()
     for o in q.stopped:
         blocked |= snapshots.unfinished(ws, o.id)

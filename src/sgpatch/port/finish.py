@@ -50,7 +50,7 @@ def finish(ctx: Context, state: PortState) -> Finished:
     finished by the next --continue."""
     text = ctx.manifest.path.read_text(encoding="utf-8")
     new_text, files, changes = _edits(ctx, state.queue.done, text)
-    new_text = probes.manifest_edits(ctx, new_text, changes)  # the probes settled before
+    new_text = probes.manifest_edits(ctx, new_text, changes, state.queue.done)  # settled before
     out = Finished(changes=changes)
     errors, out.warnings, out.by_patch = _lint(ctx, new_text, files)
     if errors:

@@ -326,6 +326,17 @@ class Queue:
         ws.put_lines("fix", fix)
         return fix
 
+    def reopen(self, problems: dict[str, list[dict]], order: Sequence[str]) -> None:
+        """Patches that lint, or their probe, finds wrong on the release go back to
+        needs-a-hand with those problems: the files they wrote last (and files no patch owns)
+        can be edited, and --continue takes their diff again and checks again."""
+        for o in [o for o in self.done if o.id in problems]:
+            o.outcome, o.as_is = "conflict", False
+            o.problems = list(problems[o.id])
+            self.stopped.append(o)
+        self.done = [o for o in self.done if o.id not in problems]
+        self.sort(order)  # the first stopped patch is the first in the set (edits join it)
+
     def sort(self, order: Sequence[str]) -> None:
         """Manifest order (a patch taken off needs-a-hand goes back to its place)."""
         at = {pid: n for n, pid in enumerate(order)}
@@ -578,23 +589,3 @@ def fix_list(ws: Workspace, stopped: list[Outcome]) -> list[str]:
     from sgpatch.port.stopreport import fix_lines
 
     return fix_lines(ws, stopped)
-
-
-def reopen(ws: Workspace, problems: dict[str, list[dict]], order: Sequence[str]) -> None:
-    """Patches that lint, or their probe, finds wrong on the release go back to needs-a-hand
-    with those problems: the files they wrote last (and files no patch owns) can be edited,
-    and --continue takes their diff again and checks again."""
-    with ws.step("reopen"):
-        _reopen(ws, problems, order)
-
-
-def _reopen(ws: Workspace, problems: dict[str, list[dict]], order: Sequence[str]) -> None:
-    q = Queue.load(ws)
-    for o in [o for o in q.done if o.id in problems]:
-        o.outcome, o.as_is = "conflict", False
-        o.problems = list(problems[o.id])
-        q.stopped.append(o)
-    q.done = [o for o in q.done if o.id not in problems]
-    q.sort(order)  # the first stopped patch is the first in the set (hand edits join it)
-    q.save(ws)
-    ws.set_phase("stopped")

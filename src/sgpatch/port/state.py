@@ -154,17 +154,10 @@ class PortState:
         return replace(self, listing=Listing.load(ws, ids), fix=tuple(ws.lines("fix")))
 
     def reopened(self, problems: Mapping[str, list[dict]], order: Sequence[str]) -> PortState:
-        """Patches that lint, or their probe, finds wrong on the release back on needs-a-hand
-        with those problems (in memory: the caller saves it with the phase `stopped`): the
-        files they wrote last can be edited, and --continue takes their diff again."""
-        q = self.queue
-        for o in [o for o in q.done if o.id in problems]:
-            o.outcome, o.as_is = "conflict", False
-            o.problems = list(problems[o.id])
-            q.stopped.append(o)
-        q.done = [o for o in q.done if o.id not in problems]
-        q.sort(order)  # the first stopped patch is the first in the set (hand edits join it)
-        return replace(self, queue=q)
+        """Patches that lint, or their probe, finds wrong back on needs-a-hand with those
+        problems (`Queue.reopen`, in memory: the caller saves it with the phase `stopped`)."""
+        self.queue.reopen(dict(problems), order)
+        return self
 
 
 __all__ = ["LISTS", "Listing", "Options", "PortState", "check_format"]

@@ -3,14 +3,14 @@
     port(...)    plan -> workspace: every patch carried hunk by hunk into W (sequencer, carry)
     resume(...)  --continue: fixed files become the stopped patches' diffs, the rest is carried,
                  then the set is written (finish)
-    abort(...)   --abort: W removed, nothing else touched
+    abort(...)   --abort: W removed (hand edits and the person's own files kept aside)
     walk(...)    --step: one port per release between the set's nearest release and the target
 
 Modules: source (releases, variants, merge bases), carry (per-hunk carry), merge (git
 merge-file and the checks on a merged file), workspace (W, its state files, its lock), wsfiles
 (W's files, never through a symlink), undo (a step all or nothing), sequencer
-(todo/done/needs-a-hand), stopped (--continue, --abort), finish (manifest edits, lint), edits
-(text edits, ranges).
+(todo/done/needs-a-hand), state (the state read once, one record --continue works on),
+stopped (--continue, --abort), finish (manifest edits, lint), edits (text edits, ranges).
 """
 
 from __future__ import annotations

@@ -33,7 +33,8 @@ in `.git/rebase-merge/`):
     merge/<id>/   the merge inputs of a patch's merged files (<file>.base, <file>.theirs)
     finishing/    the set's new files while --continue writes them into the set
     na-<id>       written by the person: why a patch n/a on the nearest release is n/a on V
-                  too (--continue then writes a `==V` n/a variant with that reason)
+                  too (--continue then writes a `==V` n/a variant with that reason); it and
+                  any other name sgpatch does not write (OURS_IN_STATE) --abort keeps aside
     finished      present once the set was written
 
 `W/.sgpatch-port.lock` is the workspace's lock: one writer at a time (`locked`).

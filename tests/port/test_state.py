@@ -47,10 +47,10 @@ def test_only_the_changed_listing_files_are_written(cache, tmp_path):
     write; a record saved unchanged rewrites no listing file."""
     _d, w, ws, state = _loaded(tmp_path)
     before = snapshot(w / ".sgpatch-port")
-    listing = state.listing.with_("carried", "first", {"srt/mod.py"})
-    listing = listing.with_("fixing", "first", ())
+    listing = state.listing.with_list("carried", "first", {"srt/mod.py"})
+    listing = listing.with_list("fixing", "first", ())
     assert listing.changed == {"carried/first", "fixing/first"}
-    assert listing.with_("files", "first", state.listing.files["first"]) is listing
+    assert listing.with_list("files", "first", state.listing.files["first"]) is listing
     with ws.step("test"):
         saved = listing.save(ws)
     after = snapshot(w / ".sgpatch-port")

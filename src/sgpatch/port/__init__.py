@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
@@ -27,6 +28,10 @@ from sgpatch.patchset.manifest import SetManifest
 from sgpatch.patchset.manifest_text import insert_first_variant, set_set_spec, set_variant_spec
 from sgpatch.port.edits import capped, set_widened
 from sgpatch.port.merge import merge_file
+
+if TYPE_CHECKING:
+    from sgpatch.port.sequencer import Context
+    from sgpatch.port.state import PortState
 
 
 class InterruptedIn(Interrupted):
@@ -189,7 +194,7 @@ def abort(workspace: Path, force: bool = False):
         return resume_mod.abort(ws, force)
 
 
-def _state(ctx, state=None):
+def _state(ctx: Context, state: PortState | None = None) -> PortState:
     """The state as the carry left it (port.state), the options kept when known."""
     from sgpatch.port.state import PortState
 
@@ -197,7 +202,7 @@ def _state(ctx, state=None):
     return PortState.load(ctx.ws, ids, state.options if state is not None else None)
 
 
-def _conclude(ctx, state, finish: bool) -> Report:
+def _conclude(ctx: Context, state: PortState, finish: bool) -> Report:
     from sgpatch.port import stopreport
     from sgpatch.port.finish import finish as write_set
     from sgpatch.port.stopreport import lint_problem, probe_problem
@@ -233,7 +238,7 @@ def _conclude(ctx, state, finish: bool) -> Report:
     return rep
 
 
-def _finished_again(ctx, state, notes: list[str]) -> Report:
+def _finished_again(ctx: Context, state: PortState, notes: list[str]) -> Report:
     """--continue after a kill while the set was written: write what is staged."""
     from sgpatch.port.finish import write_staged
 
@@ -259,7 +264,7 @@ def _row_refusal(ctx, message: str) -> dict:
     return {"patch": None, "field": "sglang", "message": text}
 
 
-def _stopped(ctx, state):
+def _stopped(ctx: Context, state: PortState) -> PortState:
     """A stopped port's last writes, one step: the lists (patches lint or a probe reopened
     among them), a probe file for every stopped patch, the fix list with them in it; then
     the workspace is whole again. Returns the state as written."""
@@ -270,7 +275,7 @@ def _stopped(ctx, state):
         return state.save(ctx.ws, "stopped")
 
 
-def _settle_probes(ctx, state):
+def _settle_probes(ctx: Context, state: PortState):
     """Every carried or fixed patch's probe checked on the release (port.probes); a patch
     whose new probe must go on a variant of its own gets a new patch file for V."""
     from sgpatch.port import probes
@@ -310,7 +315,7 @@ def _lint_field(ctx, o, pid: str, message: str) -> str:
     return f"patches[{i}].variants[{j}]"
 
 
-def _report(ctx, state, kind: str) -> Report:
+def _report(ctx: Context, state: PortState, kind: str) -> Report:
     """The report of a port step, from the state (copies of its outcomes: filled in here)."""
     from dataclasses import replace
 

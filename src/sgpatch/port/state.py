@@ -100,7 +100,7 @@ class Listing:
                 out[rel] = pid
         return out
 
-    def with_(self, name: str, pid: str, rels: Iterable[str]) -> Listing:
+    def with_list(self, name: str, pid: str, rels: Iterable[str]) -> Listing:
         """The listing with `name/pid` (files | carried | fixing) holding `rels`."""
         new = frozenset(rels)
         lists: dict[str, Paths] = {n: getattr(self, n) for n in LISTS}

@@ -143,7 +143,7 @@ def _take_fixes(ctx: Context, state: PortState, joins: dict, order: list[str]):
         snapshots.put(ws, "after", o.id, now)
         _remember(ws, now)
         carried = listing.carried.get(o.id, frozenset()) | listing.fixing.get(o.id, frozenset())
-        listing = listing.with_("carried", o.id, carried).with_("fixing", o.id, ())
+        listing = listing.with_list("carried", o.id, carried).with_list("fixing", o.id, ())
         o.outcome, o.as_is, o.problems = "fixed", False, []
         if listing.unfinished(o.id):
             q.partial[o.id] = o
@@ -204,9 +204,9 @@ def _take_edits(ctx: Context, state: PortState, joins: dict):
     for rel, (pid, puts, later) in joins.items():
         for side, who, data in puts:
             snapshots.put(ws, side, who, {rel: data})
-        listing = listing.with_("files", pid, listing.files.get(pid, frozenset()) | {rel})
+        listing = listing.with_list("files", pid, listing.files.get(pid, frozenset()) | {rel})
         if pid in stopped:
-            listing = listing.with_("fixing", pid, listing.fixing.get(pid, frozenset()) | {rel})
+            listing = listing.with_list("fixing", pid, listing.fixing.get(pid, frozenset()) | {rel})
         else:
             moved.add(pid)
         _remember(ws, {rel: ws.read_pkg(rel)})

@@ -228,14 +228,18 @@ class Workspace:
     def save_tree(self, tree: dict[str, str] | None = None) -> None:
         if tree is not None:
             self._tree = dict(tree)
-        items = sorted(self.tree().items())
-        self.put_lines("tree", (f"{sha}  {path}" for path, sha in items))
+        self.put("tree", digest_text(self.tree()))
 
     def is_ours(self) -> bool:
         return self.get("marker") == MARKER
 
     def is_live(self) -> bool:
         return self.is_ours() and self.get("finished") is None
+
+
+def digest_text(files: dict[str, str]) -> str:
+    """A `sha256  path` list (path -> sha256), by path: what Workspace.digest_list reads."""
+    return "".join(f"{sha}  {path}\n" for path, sha in sorted(files.items()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -369,7 +373,7 @@ def claim(top: Path, made: bool, identity: dict[str, str]) -> Workspace:
     os.mkdir(new, 0o755)
     files = {**identity, "made": "yes" if made else "no", "phase": "start", "marker": MARKER}
     if reused is not None:
-        files[REUSED] = "".join(f"{sha}  {path}\n" for path, sha in sorted(reused.items()))
+        files[REUSED] = digest_text(reused)
     for name, text in files.items():
         write(new, name, text.encode("utf-8") if text.endswith("\n") else f"{text}\n".encode())
     if reused is not None:

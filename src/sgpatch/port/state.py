@@ -149,7 +149,10 @@ class PortState:
 
     def carried(self, ws: Workspace) -> PortState:
         """The state after `sequencer.run_todo` worked on this record's queue: the listing
-        and the fix list it wrote, read back once."""
+        and the fix list it wrote, read back once. A new stop's problems are held as
+        `problems/ID` holds them (no marker lines: the fix list reads those off W)."""
+        for o in self.queue.stopped:
+            o.problems = [{**p, "markers": []} for p in o.problems]
         ids = list(self.listing.files)
         return replace(self, listing=Listing.load(ws, ids), fix=tuple(ws.lines("fix")))
 

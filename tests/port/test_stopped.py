@@ -318,12 +318,14 @@ def test_a_workspace_of_an_older_sgpatch_is_not_continued(cache, tmp_path):
         ("fixing/first", lambda t: "srt/mo\n"),
         ("files/second", lambda t: "../../etc/passwd\n"),
         ("before/first.absent", lambda t: "srt/elsewhere.py\n"),
+        ("tree", lambda t: t + "0123abcd  sglang/srt/mod.py\n"),
     ],
 )
 def test_a_damaged_state_file_is_one_line_and_exit_4(cache, tmp_path, name, damage):
     """Input: a stopped workspace, one state file damaged by hand (a count that is not a
     number, an unknown outcome, a line cut short, a bad hunk number, a bad release, bytes that
-    are not UTF-8, a path list naming a file the patch does not have or a path out of W).
+    are not UTF-8, a path list naming a file the patch does not have or a path out of W, a
+    tree line whose digest is cut short).
     Outcome: --continue exits 4 with one line naming the file and --abort;
     W is byte-for-byte as it was; the set too."""
     d, w, code, _ = start_conflict(tmp_path)
@@ -351,3 +353,55 @@ def test_abort_of_a_workspace_with_a_damaged_tree_list(cache, tmp_path):
     code, _out, err = run_cli("port", "--abort", "--workspace", str(w))
     assert code == 0, err
     assert not w.exists() and outside.read_text() == "keep"
+
+
+def test_abort_keeps_the_persons_own_state_files_aside(cache, tmp_path):
+    """Input: a stopped port where the person wrote a reason into W/.sgpatch-port/na-first and
+    a note into W/.sgpatch-port/mine/todo.txt (neither written by sgpatch), then --abort
+    (no --force: nothing of theirs is deleted). Outcome: exit 0 and one line naming the aside
+    folder w.aborted-1 and both files; that folder holds exactly them, byte for byte; W is
+    gone; the set is unchanged. --abort --json names them in `own_files`."""
+    d, w, code, _ = start_conflict(tmp_path)
+    assert code == 3
+    before = snapshot(d)
+    (w / ".sgpatch-port/na-first").write_text("gone upstream in 1.2\n")
+    (w / ".sgpatch-port/mine").mkdir()
+    (w / ".sgpatch-port/mine/todo.txt").write_bytes(b"ask upstream\n")
+    code, _out, err = run_cli("port", "--abort", "--workspace", str(w))
+    assert code == 0, err
+    (line,) = err.splitlines()
+    aside = tmp_path / "w.aborted-1"
+    assert (
+        f"kept your files in {aside}: .sgpatch-port/mine/todo.txt, .sgpatch-port/na-first" in line
+    )
+    assert snapshot(aside) == {
+        ".sgpatch-port/mine/todo.txt": b"ask upstream\n",
+        ".sgpatch-port/na-first": b"gone upstream in 1.2\n",
+    }
+    assert not w.exists() and snapshot(d) == before
+    _d2, w2, code, _ = start_conflict(tmp_path / "again")
+    (w2 / ".sgpatch-port/na-first").write_text("mine\n")
+    code, out, _err = run_cli("port", "--abort", "--json", "--workspace", str(w2))
+    doc = json.loads(out)
+    assert code == 0 and doc["own_files"] == [".sgpatch-port/na-first"] and doc["edits"] == []
+    assert doc["kept_in"] == str(tmp_path / "again/w.aborted-1")
+
+
+def test_abort_with_an_edit_and_an_own_file_is_one_line(cache, tmp_path):
+    """Input: a stopped port, mod.py edited and na-first written, `--abort --force`. Outcome:
+    exit 0, one line naming w.aborted-1 with the edit and the file; both kept there; an
+    abort with neither writes no aside folder."""
+    _d, w, code, _ = start_conflict(tmp_path)
+    (w / "sglang/srt/mod.py").write_text(FIXED12)
+    (w / ".sgpatch-port/na-first").write_text("why\n")
+    code, _out, err = run_cli("port", "--abort", "--force", "--workspace", str(w))
+    assert code == 0, err
+    (line,) = err.splitlines()
+    aside = tmp_path / "w.aborted-1"
+    assert (
+        f"kept your edits and files in {aside}: sglang/srt/mod.py, .sgpatch-port/na-first" in line
+    )
+    assert sorted(snapshot(aside)) == [".sgpatch-port/na-first", "sglang/srt/mod.py"]
+    _d2, w2, code, _ = start_conflict(tmp_path / "plain")
+    assert run_cli("port", "--abort", "--workspace", str(w2))[0] == 0
+    assert sorted(p.name for p in (tmp_path / "plain").iterdir()) == ["sets"]

@@ -548,3 +548,25 @@ def test_workspace_that_is_a_symlink_is_refused(cache, tmp_path):
     code, _o, _e = run_cli("port", "--offline", "--set", "demo", "--patchsets", str(d.parent),
                            "--to", "1.1", "--workspace", str(tmp_path / "link"))  # fmt: skip
     assert code == 4 and not any(real.iterdir())
+
+
+def test_a_digest_list_is_read_by_one_reader_and_damage_is_refused(cache, tmp_path):
+    """Input: a stopped workspace's `tree`, then a `reused` list with a line whose digest is cut
+    short. Outcome: `digest_list` gives path -> sha256 of every line; the damaged line is
+    refused (exit 4, naming the file) or, `lenient` (what --abort reads), left out; an absent
+    list is None."""
+    from sgpatch.errors import SgpatchError
+    from sgpatch.port.workspace import Workspace
+
+    _d, w = stopped(tmp_path)
+    ws = Workspace(w)
+    tree = ws.digest_list("tree")
+    assert tree is not None and len(tree) > 3 and ws.tree() == tree
+    assert all(len(sha) == 64 for sha in tree.values())
+    assert ws.digest_list("reused") is None
+    good = "a" * 64
+    (w / ".sgpatch-port/reused").write_text(f"{good}  sglang/x.py\n0123  sglang/y.py\n")
+    with pytest.raises(SgpatchError) as e:
+        ws.digest_list("reused")
+    assert e.value.code == 4 and "reused: damaged" in str(e.value)
+    assert ws.digest_list("reused", lenient=True) == {"sglang/x.py": good}

@@ -157,14 +157,16 @@ def _aborted(a: Args, done) -> int:
         report.emit_json(
             {"command": "port", "schema": SCHEMA, "exit_code": 0, "state": "aborted",
              "workspace": str(w), "left": done.left, "edits": done.edits,
+             "own_files": done.own,
              "kept_in": None if done.kept_in is None else str(done.kept_in)}
         )  # fmt: skip
         return 0
-    if done.kept_in is not None:
-        report.err(f"sgpatch port --abort: kept your edits in {done.kept_in}: "
-                   f"{', '.join(done.edits)}")  # fmt: skip
     kept = f" (kept what others put there: {', '.join(done.left)})" if done.left else ""
-    report.err(f"sgpatch port --abort: removed {w}{kept}; the set is unchanged")
+    aside = ""
+    if done.kept_in is not None:
+        what = " and ".join(w for w, have in (("edits", done.edits), ("files", done.own)) if have)
+        aside = f"; kept your {what} in {done.kept_in}: {', '.join(done.edits + done.own)}"
+    report.err(f"sgpatch port --abort: removed {w}{kept}{aside}; the set is unchanged")
     return 0
 
 

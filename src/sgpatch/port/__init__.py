@@ -3,14 +3,14 @@
     port(...)    plan -> workspace: every patch carried hunk by hunk into W (sequencer, carry)
     resume(...)  --continue: fixed files become the stopped patches' diffs, the rest is carried,
                  then the set is written (finish)
-    abort(...)   --abort: W removed, nothing else touched
+    abort(...)   --abort: W removed (hand edits and the person's own files kept aside)
     walk(...)    --step: one port per release between the set's nearest release and the target
 
 Modules: source (releases, variants, merge bases), carry (per-hunk carry), merge (git
 merge-file and the checks on a merged file), workspace (W, its state files, its lock), wsfiles
 (W's files, never through a symlink), undo (a step all or nothing), sequencer
-(todo/done/needs-a-hand), stopped (--continue, --abort), finish (manifest edits, lint), edits
-(text edits, ranges).
+(todo/done/needs-a-hand), state (the state read once, one record --continue works on),
+stopped (--continue, --abort), finish (manifest edits, lint), edits (text edits, ranges).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
@@ -27,6 +28,10 @@ from sgpatch.patchset.manifest import SetManifest
 from sgpatch.patchset.manifest_text import insert_first_variant, set_set_spec, set_variant_spec
 from sgpatch.port.edits import capped, set_widened
 from sgpatch.port.merge import merge_file
+
+if TYPE_CHECKING:
+    from sgpatch.port.sequencer import Context
+    from sgpatch.port.state import PortState
 
 
 class InterruptedIn(Interrupted):
@@ -135,42 +140,46 @@ def port(
                                       without=without, made=made, known=known,
                                       to_tree=to_tree)  # fmt: skip
                 sequencer.run_todo(ctx)
-                return _conclude(ctx, finish)
+                return _conclude(ctx, _state(ctx), finish)
         except Interrupted:
             raise InterruptedIn(workspace) from None
 
 
 def resume(workspace: Path) -> Report:
     """--continue: redo an interrupted step, take the fixes, carry what waited, finish (exit
-    3 while anything is left). What it does first is the workspace's phase (docs/porting.md)."""
+    3 while anything is left). What it does first is the workspace's phase (docs/porting.md).
+    The state is read once (port.state) and handed from step to step."""
     from sgpatch.port import sequencer
     from sgpatch.port import stopped as resume_mod
     from sgpatch.port.workspace import existing, locked
     from sgpatch.releases import cache as releases
 
-    existing(workspace)  # no lock file is made in a folder that is no workspace
-    with locked(workspace):
-        ctx, kept = resume_mod.reopen(workspace)
+    ws = existing(workspace)  # no lock file is made in a folder that is no workspace
+    with locked(ws.top):
+        ctx, state, kept = resume_mod.reopen(ws)
         notes = [f"{rel}: kept as you edited it after the step that was interrupted there"
                  for rel in kept]  # fmt: skip
         with releases.cache_only(ctx.offline):
-            phase = ctx.ws.phase
-            if phase == "finishing":
-                return _finished_again(ctx, notes)
-            if phase == "start":
-                sequencer.lay_out(ctx)
-            elif phase in ("stopped", "planned"):
-                left = resume_mod.unresolved(ctx)
+            if state.phase == "finishing":
+                return _finished_again(ctx, state, notes)
+            if state.phase in ("stopped", "planned"):
+                left = resume_mod.unresolved(ctx, state)
                 if left:
                     from sgpatch.port.stopreport import FILES_HEAD
 
-                    rep = _report(ctx, "stopped")
+                    rep = _report(ctx, state, "stopped")
                     rep.fix = [FILES_HEAD.format(top=ctx.ws.top), *(f"  {x}" for x in left)]
                     rep.notes = notes
                     return rep
-                notes += resume_mod.take_fixed(ctx)
-            sequencer.run_todo(ctx)
-            rep = _conclude(ctx, True)
+                state, joined = resume_mod.take_fixed(ctx, state)
+                notes += joined
+            if state.phase == "start":
+                sequencer.lay_out(ctx)  # writes the lists afresh: read back once
+                state = _state(ctx, state)
+            if state.queue.todo:
+                sequencer.run_todo(ctx, state.queue)  # the queue worked on in place
+                state = state.carried(ctx.ws)
+            rep = _conclude(ctx, state, True)
     rep.notes = notes + rep.notes
     return rep
 
@@ -180,39 +189,44 @@ def abort(workspace: Path, force: bool = False):
     from sgpatch.port import stopped as resume_mod
     from sgpatch.port.workspace import existing, locked
 
-    existing(workspace)
-    with locked(workspace):
-        return resume_mod.abort(workspace, force)
+    ws = existing(workspace)
+    with locked(ws.top):
+        return resume_mod.abort(ws, force)
 
 
-def _conclude(ctx, finish: bool) -> Report:
+def _state(ctx: Context, state: PortState | None = None) -> PortState:
+    """The state as the carry left it (port.state), the options kept when known."""
+    from sgpatch.port.state import PortState
+
+    ids = [s.id for s in ctx.manifest.patches]
+    return PortState.load(ctx.ws, ids, state.options if state is not None else None)
+
+
+def _conclude(ctx: Context, state: PortState, finish: bool) -> Report:
     from sgpatch.port import stopreport
     from sgpatch.port.finish import finish as write_set
-    from sgpatch.port.sequencer import Queue, reopen
     from sgpatch.port.stopreport import lint_problem, probe_problem
 
-    ws, order = ctx.ws, [s.id for s in ctx.manifest.patches]
-    if ws.lines("needs-a-hand") or ws.lines("todo"):
-        _stopped(ctx)
-        return _report(ctx, "stopped")
+    order = [s.id for s in ctx.manifest.patches]
+    if state.queue.stopped or state.queue.todo:
+        return _report(ctx, _stopped(ctx, state), "stopped")
     if not finish:
-        with ws.step("planned"):
-            ws.set_phase("planned")
-        return _report(ctx, "planned")
-    settled = _settle_probes(ctx)
+        with ctx.ws.step("planned"):
+            ctx.ws.set_phase("planned")
+        return _report(ctx, state, "planned")
+    state, settled = _settle_probes(ctx, state)
     if settled.stops:
-        reopen(ws, {pid: [probe_problem(why)] for pid, why in settled.stops.items()}, order)
-        _stopped(ctx)
-        rep = _report(ctx, "stopped")
+        problems = {pid: [probe_problem(why)] for pid, why in settled.stops.items()}
+        rep = _report(ctx, _stopped(ctx, state.reopened(problems, order)), "stopped")
         rep.notes = list(settled.notes)
         return rep
-    done = write_set(ctx)
+    done = write_set(ctx, state)
     if done.lint:
-        outs = {o.id: o for o in Queue.load(ws).done}
-        reopen(ws, {pid: [lint_problem(_lint_field(ctx, outs.get(pid), pid, m), m) for m in ms]
-                    for pid, ms in done.by_patch.items()}, order)  # fmt: skip
-        _stopped(ctx)
-    rep = _report(ctx, "stopped" if done.lint else "finished")
+        outs = {o.id: o for o in state.queue.done}
+        state = _stopped(ctx, state.reopened(
+            {pid: [lint_problem(_lint_field(ctx, outs.get(pid), pid, m), m) for m in ms]
+             for pid, ms in done.by_patch.items()}, order))  # fmt: skip
+    rep = _report(ctx, state, "stopped" if done.lint else "finished")
     rep.written, rep.changes, rep.lint, rep.warnings = (
         done.written, done.changes, done.lint, done.warnings,
     )  # fmt: skip
@@ -220,16 +234,16 @@ def _conclude(ctx, finish: bool) -> Report:
     if done.lint:  # the reopened patches' lines, and what lint says about no patch in particular
         rows = [_row_refusal(ctx, m) for m in done.lint if m.startswith("- ")]
         rep.lint_refusals += rows
-        rep.fix = stopreport.with_lint_rows(ws.lines("fix"), rows)
+        rep.fix = stopreport.with_lint_rows(list(state.fix), rows)
     return rep
 
 
-def _finished_again(ctx, notes: list[str]) -> Report:
+def _finished_again(ctx: Context, state: PortState, notes: list[str]) -> Report:
     """--continue after a kill while the set was written: write what is staged."""
     from sgpatch.port.finish import write_staged
 
-    written = write_staged(ctx)
-    rep = _report(ctx, "finished")
+    written = write_staged(ctx, state.options)
+    rep = _report(ctx, state, "finished")
     rep.written, rep.notes = written, notes
     rep.changes = ctx.ws.lines("finishing/changes")
     rep.warnings = ctx.ws.lines("finishing/warnings")
@@ -250,27 +264,24 @@ def _row_refusal(ctx, message: str) -> dict:
     return {"patch": None, "field": "sglang", "message": text}
 
 
-def _stopped(ctx) -> None:
-    """A stopped port's last writes: a probe file for every stopped patch, the fix list with
-    them in it; then the workspace is whole again."""
+def _stopped(ctx: Context, state: PortState) -> PortState:
+    """A stopped port's last writes, one step: the lists (patches lint or a probe reopened
+    among them), a probe file for every stopped patch, the fix list with them in it; then
+    the workspace is whole again. Returns the state as written."""
     from sgpatch.port import probes
-    from sgpatch.port.sequencer import Queue
 
     with ctx.ws.step("stopped"):
-        q = Queue.load(ctx.ws)
-        probes.keep_stopped(ctx, [o.id for o in q.stopped])
-        q.save(ctx.ws)
-        ctx.ws.set_phase("stopped")
+        probes.keep_stopped(ctx, [o.id for o in state.queue.stopped])
+        return state.save(ctx.ws, "stopped")
 
 
-def _settle_probes(ctx):
+def _settle_probes(ctx: Context, state: PortState):
     """Every carried or fixed patch's probe checked on the release (port.probes); a patch
     whose new probe must go on a variant of its own gets a new patch file for V."""
     from sgpatch.port import probes
-    from sgpatch.port.sequencer import Queue
 
     with ctx.ws.step("probes"):  # whole or not at all: a kill checks them again
-        q = Queue.load(ctx.ws)
+        q = state.queue
         pids = [o.id for o in q.done if o.outcome in ("carried", "fixed")]
         settled = probes.settle(ctx, pids)
         flipped = False
@@ -279,8 +290,8 @@ def _settle_probes(ctx):
             if d is not None and d[0] == "variant" and o.as_is:
                 o.as_is, flipped = False, True
         if flipped:
-            q.save(ctx.ws)
-    return settled
+            state = state.save(ctx.ws)
+    return state, settled
 
 
 def _lint_field(ctx, o, pid: str, message: str) -> str:
@@ -304,32 +315,37 @@ def _lint_field(ctx, o, pid: str, message: str) -> str:
     return f"patches[{i}].variants[{j}]"
 
 
-def _report(ctx, state: str) -> Report:
-    from sgpatch.port import snapshots, stopreport
-    from sgpatch.port.sequencer import Outcome, Queue
+def _report(ctx: Context, state: PortState, kind: str) -> Report:
+    """The report of a port step, from the state (copies of its outcomes: filled in here)."""
+    from dataclasses import replace
 
-    ws, q = ctx.ws, Queue.load(ctx.ws)
+    from sgpatch.port import stopreport
+    from sgpatch.port.sequencer import Outcome
+
+    ws, q, listing = ctx.ws, state.queue, state.listing
     refusals = stopreport.lint_json(q.stopped)
-    waiting = [q.partial.get(pid) or Outcome(pid, "waiting") for pid in q.todo]
+    waiting = [replace(q.partial[pid]) if pid in q.partial else Outcome(pid, "waiting")
+               for pid in q.todo]  # fmt: skip
     for o in waiting:
         o.outcome = "waiting"
     order = {s.id: i for i, s in enumerate(ctx.manifest.patches)}
-    outs = sorted(q.done + q.stopped + waiting, key=lambda o: order.get(o.id, 0))
+    stopped = [replace(o) for o in q.stopped]
+    outs = sorted([replace(o) for o in q.done] + stopped + waiting,
+                  key=lambda o: order.get(o.id, 0))  # fmt: skip
     unfinished = set(q.todo) | {o.id for o in q.stopped}
-    stopped = list(q.stopped)
     for o in stopped:
         o.probe = stopreport.probe_json(ws, o.id, o.problems)
         o.problems = [stopreport.problem_json(ws, o.id, p) for p in o.problems
                       if stopreport.kind(p) == "file"]  # fmt: skip
     for o in outs:
         o.dropped = stopreport.dropped_json(ws, o.id)
-        fixing = set(ws.lines(f"fixing/{o.id}"))
-        o.carried_files = sorted(snapshots.carried(ws, o.id))
-        o.waiting_files = sorted(snapshots.unfinished(ws, o.id) - fixing)
+        fixing = listing.fixing.get(o.id, frozenset())
+        o.carried_files = sorted(listing.carried.get(o.id, ()))
+        o.waiting_files = sorted(listing.unfinished(o.id) - fixing)
         if o.outcome == "waiting":
             o.waiting_for = [r for r in ctx.manifest.patch(o.id).requires if r in unfinished]
-    rep = Report(ctx.manifest.name, str(ctx.to), str(ws.top), state, outs, q.todo,
-                 ws.lines("fix"), set_dir=str(ctx.manifest.base_dir))  # fmt: skip
+    rep = Report(ctx.manifest.name, str(ctx.to), str(ws.top), kind, outs, list(q.todo),
+                 list(state.fix), set_dir=str(ctx.manifest.base_dir))  # fmt: skip
     rep.lint_refusals = refusals
     return rep
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from sgpatch.patchset.manifest import PatchSpec, SetManifest, load_manifest, sel
 from sgpatch.port import edits, probes
 from sgpatch.port import source as src
 from sgpatch.port.sequencer import Context, Outcome
+from sgpatch.port.state import Options, PortState
 from sgpatch.port.workspace import NA_PREFIX, digest, write
 
 
@@ -41,13 +43,14 @@ class Finished:
     by_patch: dict[str, list[str]] = field(default_factory=dict)  # lint errors per patch id
 
 
-def finish(ctx: Context) -> Finished:
-    """Write the set: the edits worked out and linted in a scratch copy first (on every
-    release whose patches they change); then staged in W (`finishing/`), then copied into
-    the set (`write_staged`), so a kill at any point is finished by the next --continue."""
+def finish(ctx: Context, state: PortState) -> Finished:
+    """Write the set: the edits worked out (from the state's `done` list) and linted in a
+    scratch copy first (on every release whose patches they change); then staged in W
+    (`finishing/`), then copied into the set (`write_staged`), so a kill at any point is
+    finished by the next --continue."""
     text = ctx.manifest.path.read_text(encoding="utf-8")
-    new_text, files, changes = _edits(ctx, text)
-    new_text = probes.manifest_edits(ctx, new_text, changes)  # the probes settled before
+    new_text, files, changes = _edits(ctx, state.queue.done, text)
+    new_text = probes.manifest_edits(ctx, new_text, changes, state.queue.done)  # settled before
     out = Finished(changes=changes)
     errors, out.warnings, out.by_patch = _lint(ctx, new_text, files)
     if errors:
@@ -61,7 +64,7 @@ def finish(ctx: Context) -> Finished:
                 f"{base / rel}: exists in the set with other content; nothing written"
             )
     ws = ctx.ws
-    if digest(ctx.manifest.path.read_bytes()) != (ws.get("set-sha256") or "").strip():
+    if digest(ctx.manifest.path.read_bytes()) != state.options.set_sha256:
         raise unsafe(f"{ctx.manifest.path}: the set changed since the port began; "
                      f"{ws.abort_hint()}")  # fmt: skip
     with ws.step("stage the set"):
@@ -73,11 +76,11 @@ def finish(ctx: Context) -> Finished:
         ws.put_lines("finishing/changes", changes)
         ws.put_lines("finishing/warnings", out.warnings)
         ws.set_phase("finishing")
-    out.written = write_staged(ctx)
+    out.written = write_staged(ctx, state.options)
     return out
 
 
-def write_staged(ctx: Context) -> list[str]:
+def write_staged(ctx: Context, options: Options) -> list[str]:
     """Copy the staged files into the set, the manifest last, then mark W finished; returns
     the absolute path of every file written. Again after a kill: a file that already holds
     what is staged is left, anything else in the way is refused (the set changed)."""
@@ -95,7 +98,7 @@ def write_staged(ctx: Context) -> list[str]:
     new = ws.get_bytes("finishing/patchset.yaml")
     if new is None:
         raise ws.damaged("finishing/patchset.yaml", "missing")
-    if digest(new) != (ws.get("set-sha256") or "").strip():  # the port changes the manifest
+    if digest(new) != options.set_sha256:  # the port changes the manifest
         if manifest.read_bytes() != new:  # else written already, before a kill
             write(base, manifest.name, new)
         written.append(str(manifest))
@@ -105,8 +108,9 @@ def write_staged(ctx: Context) -> list[str]:
     return written
 
 
-def _edits(ctx: Context, text: str) -> tuple[str, dict[str, bytes], list[str]]:
-    done = {o.id: o for o in (Outcome.parse(ln, ctx.ws, "done") for ln in ctx.ws.lines("done"))}
+def _edits(ctx: Context, settled: Sequence[Outcome], text: str):
+    """The manifest's new text, the new patch files (set-relative) and a line per change."""
+    done = {o.id: o for o in settled}
     files: dict[str, bytes] = {}
     changes: list[str] = []
     for spec in ctx.manifest.patches:

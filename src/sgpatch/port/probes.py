@@ -37,7 +37,7 @@ from sgpatch.port import source as src
 from sgpatch.port.workspace import STATE, Workspace, digest
 
 if TYPE_CHECKING:
-    from sgpatch.port.sequencer import Context
+    from sgpatch.port.sequencer import Context, Outcome
 
 DIR = "probes"
 Reader = Callable[[str], "bytes | None"]
@@ -364,15 +364,14 @@ def decided(ws: Workspace, pid: str) -> tuple[str, ProbeNode | None, bool] | Non
     return lines[0], k.probe, lines[1:2] == ["suggested"]
 
 
-def manifest_edits(ctx: Context, text: str, changes: list[str]) -> str:
+def manifest_edits(ctx: Context, text: str, changes: list[str], done: Sequence[Outcome]) -> str:
     """The manifest with each decided probe written: on the patch, or on its new `==V`
-    variant (the first: every patch whose probe goes on a variant has one, see settle)."""
+    variant (the first: every patch whose probe goes on a variant has one, see settle).
+    `done`: the settled patches (port.state's queue)."""
     from sgpatch.ops.suggest import probe_lines
     from sgpatch.patchset import manifest_text
-    from sgpatch.port.sequencer import Queue
 
-    new_variant = {o.id for o in Queue.load(ctx.ws).done
-                   if o.outcome in ("carried", "fixed") and not o.as_is}  # fmt: skip
+    new_variant = {o.id for o in done if o.outcome in ("carried", "fixed") and not o.as_is}
     path = ctx.manifest.path
     for spec in ctx.manifest.patches:
         d = decided(ctx.ws, spec.id)

@@ -240,16 +240,7 @@ def _reused(ws: Workspace) -> dict[str, str] | None:
     or None."""
     from sgpatch.port.workspace import REUSED
 
-    text = ws.get(REUSED)
-    if text is None:
-        return None
-    out = {}
-    for line in text.splitlines():
-        sha, _, path = line.partition("  ")
-        if len(sha) != 64 or not path:
-            raise ws.damaged(REUSED, f"line {line[:60]!r}")
-        out[path] = sha
-    return out
+    return ws.digest_list(REUSED)
 
 
 def _settled(ctx: Context, spec, without: Sequence[str]) -> Outcome | None:
@@ -318,8 +309,9 @@ class Queue:
             snapshots.check(ws, pid)
         return q
 
-    def save(self, ws: Workspace, todo: list[str] | None = None) -> None:
-        """Write the lists (`todo`: the todo list to write, when it is not self.todo)."""
+    def save(self, ws: Workspace, todo: list[str] | None = None) -> list[str]:
+        """Write the lists (`todo`: the todo list to write, when it is not self.todo); returns
+        the `fix` list written."""
         todo = self.todo if todo is None else todo
         for o in self.stopped:
             lines = (f"{p['file']}\t{','.join(map(str, p['hunks']))}\t{p['why']}"
@@ -330,7 +322,20 @@ class Queue:
         ws.put_lines("needs-a-hand", (o.line() for o in self.stopped))
         ws.put_lines("partial", (self.partial[p].line() for p in todo if p in self.partial))
         ws.put_lines("todo", todo)
-        ws.put_lines("fix", fix_list(ws, self.stopped))
+        fix = fix_list(ws, self.stopped)
+        ws.put_lines("fix", fix)
+        return fix
+
+    def reopen(self, problems: dict[str, list[dict]], order: Sequence[str]) -> None:
+        """Patches that lint, or their probe, finds wrong on the release go back to
+        needs-a-hand with those problems: the files they wrote last (and files no patch owns)
+        can be edited, and --continue takes their diff again and checks again."""
+        for o in [o for o in self.done if o.id in problems]:
+            o.outcome, o.as_is = "conflict", False
+            o.problems = list(problems[o.id])
+            self.stopped.append(o)
+        self.done = [o for o in self.done if o.id not in problems]
+        self.sort(order)  # the first stopped patch is the first in the set (edits join it)
 
     def sort(self, order: Sequence[str]) -> None:
         """Manifest order (a patch taken off needs-a-hand goes back to its place)."""
@@ -359,12 +364,13 @@ def stopped_of(ws: Workspace) -> list[Outcome]:
 # carrying
 
 
-def run_todo(ctx: Context) -> list[Outcome]:
+def run_todo(ctx: Context, q: Queue | None = None) -> list[Outcome]:
     """Carry the todo list in order, file by file (docs/porting.md): a file that an earlier
     patch has still to carry, or to have fixed, waits, so every file takes the patches in
     manifest order; the patch's other files are carried now. A patch that `requires` an
-    unfinished one waits whole."""
-    ws, q = ctx.ws, Queue.load(ctx.ws)
+    unfinished one waits whole. `q`: the queue as the caller holds it (port.state; it is
+    worked on in place), else read from W."""
+    ws, q = ctx.ws, Queue.load(ctx.ws) if q is None else q
     blocked: set[str] = set()
     for o in q.stopped:
         blocked |= snapshots.unfinished(ws, o.id)
@@ -583,23 +589,3 @@ def fix_list(ws: Workspace, stopped: list[Outcome]) -> list[str]:
     from sgpatch.port.stopreport import fix_lines
 
     return fix_lines(ws, stopped)
-
-
-def reopen(ws: Workspace, problems: dict[str, list[dict]], order: Sequence[str]) -> None:
-    """Patches that lint, or their probe, finds wrong on the release go back to needs-a-hand
-    with those problems: the files they wrote last (and files no patch owns) can be edited,
-    and --continue takes their diff again and checks again."""
-    with ws.step("reopen"):
-        _reopen(ws, problems, order)
-
-
-def _reopen(ws: Workspace, problems: dict[str, list[dict]], order: Sequence[str]) -> None:
-    q = Queue.load(ws)
-    for o in [o for o in q.done if o.id in problems]:
-        o.outcome, o.as_is = "conflict", False
-        o.problems = list(problems[o.id])
-        q.stopped.append(o)
-    q.done = [o for o in q.done if o.id not in problems]
-    q.sort(order)  # the first stopped patch is the first in the set (hand edits join it)
-    q.save(ws)
-    ws.set_phase("stopped")

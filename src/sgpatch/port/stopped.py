@@ -10,58 +10,47 @@ removes what sgpatch wrote.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-
-from packaging.version import InvalidVersion, Version
 
 from sgpatch.errors import ExitCode, SgpatchError, bad_input, unsafe
 from sgpatch.patchset.manifest import load_manifest
 from sgpatch.port import snapshots
 from sgpatch.port import source as src
 from sgpatch.port.merge import marker_lines, merge_file, python_problem
-from sgpatch.port.sequencer import FORMAT, Context, Queue, stopped_of, write_patch
+from sgpatch.port.sequencer import Context, write_patch
+from sgpatch.port.state import Listing, Options, PortState, check_format
 from sgpatch.port.workspace import (
     PKG,
     Workspace,
     digest,
-    existing,
     hand_edits,
     keep_aside,
     left_in,
+    own_files,
     remove,
     shown,
 )
 from sgpatch.state.folder import TMP_SUFFIX
 
 
-def reopen(top: Path) -> tuple[Context, list[str]]:
-    """The live workspace's context (under its lock); an interrupted step is put back first
-    (undo.recover: returns the tree files left as the person edited them since). The set
-    must be the one the port began on, unchanged (`bound_set`)."""
-    ws = existing(top)
+def reopen(ws: Workspace) -> tuple[Context, PortState, list[str]]:
+    """The live workspace's context and state, read once (under its lock); an interrupted
+    step is put back first (undo.recover: returns the tree files left as the person edited
+    them since). The set must be the one the port began on, unchanged (`bound_set`)."""
     kept = ws.recover()
-    if (ws.get("format") or "").strip() != FORMAT:
-        raise bad_input(
-            f"--workspace {top}: made by an older sgpatch (its state cannot be continued); "
-            f"{ws.abort_hint()}"
-        )
+    check_format(ws)
     if not ws.is_live():
-        raise bad_input(f"--workspace {top}: that port already finished; nothing to continue")
-    path = bound_set(ws)
-    try:
-        to = Version((ws.get("onto") or "").strip())
-    except InvalidVersion:
-        raise ws.damaged("onto", "not a version") from None
-    offline = (ws.get("offline") or "").strip() == "yes"
-    try:
-        known = sorted(Version(v) for v in ws.lines("known"))
-    except InvalidVersion:
-        raise ws.damaged("known", "not a list of versions") from None
-    return Context(load_manifest(path), to, ws, known, offline=offline), kept
+        raise bad_input(f"--workspace {ws.top}: that port already finished; nothing to continue")
+    opts = Options.load(ws)
+    phase = ws.phase
+    manifest = load_manifest(bound_set(ws, opts, phase))
+    state = PortState.load(ws, [s.id for s in manifest.patches], opts, phase)
+    ctx = Context(manifest, opts.onto, ws, list(opts.known), offline=opts.offline)
+    return ctx, state, kept
 
 
-def bound_set(ws: Workspace) -> Path:
+def bound_set(ws: Workspace, opts: Options, phase: str) -> Path:
     """The manifest --continue may write: the one the port began on. The state names it by
     its real path, the real path of its folder, its name and its digest; anything else (a
     path that is not real, files that disagree, another set, edits since; while the set is
@@ -69,7 +58,7 @@ def bound_set(ws: Workspace) -> Path:
     4, one line."""
     import os
 
-    path, folder = Path((ws.get("set") or "").strip()), (ws.get("set-dir") or "").strip()
+    path, folder = opts.set, opts.set_dir
     real = path.is_absolute() and str(path.parent) == folder
     real = real and os.path.realpath(path) == str(path) and os.path.realpath(folder) == folder
 
@@ -80,30 +69,29 @@ def bound_set(ws: Workspace) -> Path:
         raise refused(f"its state names the set {path} in {folder or '?'}, not one real path")
     if not path.is_file():
         raise refused(f"{path}, the set the port began on, is gone")
-    allowed = {(ws.get("set-sha256") or "").strip()}
-    if ws.phase == "finishing":
+    allowed = {opts.set_sha256}
+    if phase == "finishing":
         allowed.add((ws.get("finishing/sha256") or "").strip())
     if digest(path.read_bytes()) not in allowed:
         raise refused(f"{path}: the set changed since the port began")
-    name = (ws.get("set-name") or "").strip()
-    if load_manifest(path).name != name:
-        raise refused(f"{path} is not the set {name} the port began on")
+    if load_manifest(path).name != opts.set_name:
+        raise refused(f"{path} is not the set {opts.set_name} the port began on")
     return path
 
 
-def unresolved(ctx: Context) -> list[str]:
+def unresolved(ctx: Context, state: PortState) -> list[str]:
     """Files --continue would take that still have markers, fail the Python checks, or are
     binary: those stopped patches wrote last, and the hand edits that would join one."""
     ws, out = ctx.ws, []
-    stopped = stopped_of(ws)
-    writers = _last_writers(ctx, stopped)
+    stopped = state.queue.stopped
+    writers = _last_writers(ctx, state)
     label = f"sglang {ctx.to}"
     for o in stopped:
         for rel in sorted(f for f, w in writers.items() if w == o.id):
             before = snapshots.get(ws, "before", o.id, [rel])[rel]
             out += _problems(rel, ws.read_pkg(rel), before, label)
     for rel in _edited(ctx, stopped, writers):
-        out += _problems(rel, ws.read_pkg(rel), _wrote(ctx, rel), label)
+        out += _problems(rel, ws.read_pkg(rel), _wrote(ctx, state.listing, rel), label)
     return out
 
 
@@ -125,70 +113,70 @@ def _edited(ctx: Context, stopped, writers: dict[str, str]) -> list[str]:
     return [r for r in changed_by_hand(ctx.ws) if writers.get(r) not in ids]
 
 
-def _wrote(ctx: Context, rel: str, writers: list[str] | None = None) -> bytes | None:
+def _wrote(ctx: Context, listing: Listing, rel: str, writers: list[str] | None = None):
     """What sgpatch last left in `rel`: its last writer's after, else the release's file."""
     if writers is None:
-        writers = snapshots.writers_of(ctx.ws, [s.id for s in ctx.manifest.patches], rel)
+        writers = listing.writers_of([s.id for s in ctx.manifest.patches], rel)
     if writers:
         return snapshots.one(ctx.ws, "after", writers[-1], rel)
     return src.pristine(ctx.to)(rel)
 
 
-def take_fixed(ctx: Context) -> list[str]:
+def take_fixed(ctx: Context, state: PortState) -> tuple[PortState, list[str]]:
     """Each stopped patch becomes `fixed`: W's bytes are its change to the files it wrote last
     (the fixes and any other edit there); a hand edit of a file no stopped patch wrote last
     joins the first stopped patch (`_join`). A patch with files still waiting goes back on the
-    todo list; a finished one gets its new patch file. Returns a note per joined edit."""
-    ws = ctx.ws
-    q = Queue.load(ws)
+    todo list; a finished one gets its new patch file. Returns the state as written (phase
+    `carry`) and a note per joined edit."""
     order = [s.id for s in ctx.manifest.patches]
-    joins = _joins(ctx, q, order)  # may refuse: nothing is written before this
-    with ws.step("take the fixes"):  # W's files are only read: a kill redoes all of it
-        notes = _take_fixes(ctx, q, joins, order)
-    return notes
+    joins = _joins(ctx, state, order)  # may refuse: nothing is written before this
+    with ctx.ws.step("take the fixes"):  # W's files are only read: a kill redoes all of it
+        return _take_fixes(ctx, state, joins, order)
 
 
-def _take_fixes(ctx: Context, q: Queue, joins: dict, order: list[str]) -> list[str]:
-    ws = ctx.ws
-    notes = _take_edits(ctx, q, joins)
-    writers = _last_writers(ctx, q.stopped)  # the same after each patch below: fixing -> carried
+def _take_fixes(ctx: Context, state: PortState, joins: dict, order: list[str]):
+    ws, q = ctx.ws, state.queue
+    listing, rewrite, notes = _take_edits(ctx, state, joins)
+    writers = _last_writers(ctx, replace(state, listing=listing))  # fixing -> carried below
     for o in q.stopped:
         now = {f: ws.read_pkg(f) for f in sorted(f for f, w in writers.items() if w == o.id)}
         snapshots.put(ws, "after", o.id, now)
         _remember(ws, now)
-        snapshots.add_carried(ws, o.id, ws.lines(f"fixing/{o.id}"))
-        ws.put_lines(f"fixing/{o.id}", [])
+        carried = listing.carried.get(o.id, frozenset()) | listing.fixing.get(o.id, frozenset())
+        listing = listing.with_list("carried", o.id, carried).with_list("fixing", o.id, ())
         o.outcome, o.as_is, o.problems = "fixed", False, []
-        if snapshots.unfinished(ws, o.id):
+        if listing.unfinished(o.id):
             q.partial[o.id] = o
             q.todo.append(o.id)
         else:
-            write_patch(ctx, o.id)
+            rewrite.append(o.id)
             q.done.append(o)
     q.stopped = []
     q.sort(order)
-    q.save(ws)
-    ws.set_phase("carry")
-    return notes
+    state = replace(state, listing=listing).save(ws, "carry")
+    for pid in rewrite:  # from the snapshots and the listing just written
+        write_patch(ctx, pid)
+    return state, notes
 
 
-def _joins(ctx: Context, q: Queue, order: list[str]) -> dict:
+def _joins(ctx: Context, state: PortState, order: list[str]) -> dict:
     """Each hand edit of a file no stopped patch wrote last, worked out as it would join a
     patch, before anything is recorded (a refusal changes nothing): {file: (patch, what to
     record, later patches)}. With a patch stopped it joins the first one (`_join`); with
     none (after --no-finish) the one patch that changes the file takes it (`_owner_join`)."""
-    edited = _edited(ctx, q.stopped, _last_writers(ctx, q.stopped))
-    if not q.stopped:
-        return {rel: _owner_join(ctx, rel, order) for rel in edited}
-    first = q.stopped[0].id
-    return {rel: (first, *_join(ctx, first, rel, order)) for rel in edited}
+    stopped = state.queue.stopped
+    edited = _edited(ctx, stopped, _last_writers(ctx, state))
+    if not stopped:
+        return {rel: _owner_join(ctx, state.listing, rel, order) for rel in edited}
+    first = stopped[0].id
+    return {rel: (first, *_join(ctx, state.listing, first, rel, order)) for rel in edited}
 
 
-def _owner_join(ctx: Context, rel: str, order: list[str]):
+def _owner_join(ctx: Context, listing: Listing, rel: str, order: list[str]):
     """A hand edit made with no patch stopped: the patch that changes `rel` takes it (its
     after is W's file now). A file no patch changes, or one several change (which of them
     the edit belongs to is the person's to say), is refused naming it and them."""
-    writers = snapshots.writers_of(ctx.ws, order, rel)
+    writers = listing.writers_of(order, rel)
     if len(writers) != 1:
         why = (
             f"{len(writers)} patches change it ({', '.join(writers)}), and which one the edit "
@@ -205,33 +193,37 @@ def _owner_join(ctx: Context, rel: str, order: list[str]):
     return writers[0], [("after", writers[0], ctx.ws.read_pkg(rel))], []
 
 
-def _take_edits(ctx: Context, q: Queue, joins: dict) -> list[str]:
+def _take_edits(ctx: Context, state: PortState, joins: dict):
     """Record the joins: each edit becomes its patch's (a stopped one's, or a finished one's,
-    whose patch file is written again), later patches' files keep their own change on top."""
-    ws = ctx.ws
+    whose patch file is written again), later patches' files keep their own change on top.
+    Returns the listing with them, the finished patches whose patch file is to be written
+    again, and a note per edit."""
+    ws, q, listing = ctx.ws, state.queue, state.listing
     stopped = {o.id for o in q.stopped}
     moved: set[str] = set()
     for rel, (pid, puts, later) in joins.items():
         for side, who, data in puts:
             snapshots.put(ws, side, who, {rel: data})
-        ws.put_lines(f"files/{pid}", sorted(snapshots.files(ws, pid) | {rel}))
+        listing = listing.with_list("files", pid, listing.files.get(pid, frozenset()) | {rel})
         if pid in stopped:
-            ws.put_lines(f"fixing/{pid}", sorted(set(ws.lines(f"fixing/{pid}")) | {rel}))
+            listing = listing.with_list("fixing", pid, listing.fixing.get(pid, frozenset()) | {rel})
         else:
             moved.add(pid)
         _remember(ws, {rel: ws.read_pkg(rel)})
         moved |= set(later)
+    rewrite = []
     for o in [*q.done, *q.partial.values()]:
         if o.id in moved:  # its file's history moved under the edit: a new patch file
             o.as_is = False
             if o in q.done:
-                write_patch(ctx, o.id)
-    return [f"{PKG}/{rel}: the edit there joins {pid}" for rel, (pid, _p, _l) in joins.items()]
+                rewrite.append(o.id)
+    notes = [f"{PKG}/{rel}: the edit there joins {pid}" for rel, (pid, _p, _l) in joins.items()]
+    return listing, rewrite, notes
 
 
-def _last_writers(ctx: Context, stopped) -> dict[str, str]:
-    fixing = {o.id: set(ctx.ws.lines(f"fixing/{o.id}")) for o in stopped}
-    return snapshots.last_writers(ctx.ws, [s.id for s in ctx.manifest.patches], fixing)
+def _last_writers(ctx: Context, state: PortState) -> dict[str, str]:
+    order = [s.id for s in ctx.manifest.patches]
+    return state.listing.last_writers(order, [o.id for o in state.queue.stopped])
 
 
 def _remember(ws: Workspace, files: dict[str, bytes | None]) -> None:
@@ -243,7 +235,7 @@ def _remember(ws: Workspace, files: dict[str, bytes | None]) -> None:
             ws.tree()[f"{PKG}/{f}"] = digest(data)
 
 
-def _join(ctx: Context, pid: str, rel: str, order: list[str]):
+def _join(ctx: Context, listing: Listing, pid: str, rel: str, order: list[str]):
     """A hand edit of `rel`, a file no stopped patch wrote last (a change moved to another
     file, as upstream moved the code), joins stopped patch `pid` at its place in the file's
     history, as an edit during a rebase joins the stopped commit: what the patches before it
@@ -251,10 +243,10 @@ def _join(ctx: Context, pid: str, rel: str, order: list[str]):
     on top of the edit (a three-way merge of what it held before and after). Returns what to
     record, (side, patch, bytes), and those later patches; nothing is written here."""
     ws = ctx.ws
-    writers = snapshots.writers_of(ws, order, rel)
+    writers = listing.writers_of(order, rel)
     later = [w for w in writers if order.index(w) > order.index(pid)]
     earlier = [w for w in writers if order.index(w) < order.index(pid)]
-    now, wrote = ws.read_pkg(rel), _wrote(ctx, rel, writers)
+    now, wrote = ws.read_pkg(rel), _wrote(ctx, listing, rel, writers)
     if pid in writers:
         at = snapshots.one(ws, "after", pid, rel)
     elif earlier:
@@ -319,19 +311,24 @@ def changed_by_hand(ws: Workspace) -> list[str]:
 @dataclass(frozen=True)
 class Aborted:
     """What --abort did: what others put in W (kept there), the hand edits it kept aside and
-    where (`W.aborted-N`, with --force)."""
+    where (`W.aborted-N`, with --force), and the person's own files in the state folder
+    (na-<id> reasons, notes: kept there too)."""
 
     left: list[str]
     edits: list[str]
     kept_in: Path | None
+    own: list[str] = field(default_factory=list)
 
 
-def abort(top: Path, force: bool = False) -> Aborted:
+def abort(ws: Workspace, force: bool = False) -> Aborted:
     """Remove the workspace (what sgpatch wrote). Files sgpatch wrote that a person edited
     are never deleted silently: without `force` that is refused (exit 4, naming them); with
-    it they are copied to `W.aborted-N` next to W first."""
-    ws = existing(top)
+    it they are copied to `W.aborted-N` next to W first, as the person's own files in the
+    state folder (na-<id> reasons, notes) always are. A damaged tree list does not keep W:
+    its damaged lines are left out (never followed)."""
+    top = ws.top
     ws.recover()
+    ws.tree(lenient=True)
     edits = hand_edits(ws)
     if edits and not force:
         w = shlex.quote(str(ws.top))
@@ -340,6 +337,7 @@ def abort(top: Path, force: bool = False) -> Aborted:
             f"`sgpatch port --abort --force --workspace {w}` (copied to {ws.top}.aborted-N "
             f"first), or go on with {ws.continue_hint()}"
         )
-    kept_in = keep_aside(ws, edits) if edits else None
+    own = own_files(ws)
+    kept_in = keep_aside(ws, edits + own) if edits or own else None
     remove(ws)
-    return Aborted(left_in(ws), edits, kept_in)
+    return Aborted(left_in(ws), edits, kept_in, own)

@@ -33,7 +33,8 @@ in `.git/rebase-merge/`):
     merge/<id>/   the merge inputs of a patch's merged files (<file>.base, <file>.theirs)
     finishing/    the set's new files while --continue writes them into the set
     na-<id>       written by the person: why a patch n/a on the nearest release is n/a on V
-                  too (--continue then writes a `==V` n/a variant with that reason)
+                  too (--continue then writes a `==V` n/a variant with that reason); it and
+                  any other name sgpatch does not write (OURS_IN_STATE) --abort keeps aside
     finished      present once the set was written
 
 `W/.sgpatch-port.lock` is the workspace's lock: one writer at a time (`locked`).
@@ -55,6 +56,7 @@ from pathlib import Path
 from sgpatch.errors import SgpatchError, bad_input, unsafe
 from sgpatch.port import undo
 from sgpatch.port.wsfiles import PKG, STATE, digest, digests, kill_point, read, rmtree, write
+from sgpatch.state.folder import TMP_SUFFIX
 
 __all__ = ["PKG", "STATE", "Workspace", "digest", "kill_point", "read", "rmtree", "write"]
 
@@ -64,6 +66,14 @@ OLD_STATE = ".sgpatch-port.old-"  # the state folder being removed (renamed from
 REUSED = "reused"  # the tree the stage holds, taken over from the finished port before
 NA_PREFIX = "na-"  # na-<id>: the person's reason a patch is n/a on V too
 OURS_AT_TOP = (STATE, LOCK)  # names in W that are sgpatch's own, never a person's
+# the names sgpatch writes in the state folder (the list above): anything else there, na-<id>
+# included, is a person's, and --abort keeps it aside (`own_files`)
+_STATE_NAMES = """
+    marker format set set-dir set-name set-sha256 onto offline known without made command phase
+    reused stage journal todo partial done needs-a-hand fix tree files carried fixing before
+    after patches merge problems probes hunks dropped finishing finished
+"""
+OURS_IN_STATE = frozenset(_STATE_NAMES.split())
 MARKER = "sgpatch port workspace\n"
 PHASES = ("start", "carry", "stopped", "planned", "finishing", "finished")
 
@@ -191,26 +201,45 @@ class Workspace:
         else:
             tree[f"{PKG}/{rel}"] = digest(data)
 
-    def tree(self) -> dict[str, str]:
-        """W-relative path -> sha256 of every file sgpatch wrote into W."""
+    def tree(self, lenient: bool = False) -> dict[str, str]:
+        """W-relative path -> sha256 of every file sgpatch wrote into W, read once. A damaged
+        line is refused, but `lenient` (--abort, which must drop W whatever the list says)
+        leaves it out: what it names is never followed."""
         if self._tree is None:
-            self._tree = {}
-            for line in self.lines("tree"):
-                sha, _, path = line.partition("  ")
-                self._tree[path] = sha
+            self._tree = self.digest_list("tree", lenient) or {}
         return self._tree
+
+    def digest_list(self, name: str, lenient: bool = False) -> dict[str, str] | None:
+        """A `sha256  path` list as save_tree writes it (`tree`, `reused`): path -> sha256
+        (None: absent). A line without a whole digest and a path is damaged (`lenient`: left
+        out)."""
+        text = self.get(name)
+        if text is None:
+            return None
+        out = {}
+        for line in text.splitlines():
+            sha, _, path = line.partition("  ")
+            if len(sha) == 64 and path:
+                out[path] = sha
+            elif not lenient and line.strip():
+                raise self.damaged(name, f"line {line[:60]!r}")
+        return out
 
     def save_tree(self, tree: dict[str, str] | None = None) -> None:
         if tree is not None:
             self._tree = dict(tree)
-        items = sorted(self.tree().items())
-        self.put_lines("tree", (f"{sha}  {path}" for path, sha in items))
+        self.put("tree", digest_text(self.tree()))
 
     def is_ours(self) -> bool:
         return self.get("marker") == MARKER
 
     def is_live(self) -> bool:
         return self.is_ours() and self.get("finished") is None
+
+
+def digest_text(files: dict[str, str]) -> str:
+    """A `sha256  path` list (path -> sha256), by path: what Workspace.digest_list reads."""
+    return "".join(f"{sha}  {path}\n" for path, sha in sorted(files.items()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -344,7 +373,7 @@ def claim(top: Path, made: bool, identity: dict[str, str]) -> Workspace:
     os.mkdir(new, 0o755)
     files = {**identity, "made": "yes" if made else "no", "phase": "start", "marker": MARKER}
     if reused is not None:
-        files[REUSED] = "".join(f"{sha}  {path}\n" for path, sha in sorted(reused.items()))
+        files[REUSED] = digest_text(reused)
     for name, text in files.items():
         write(new, name, text.encode("utf-8") if text.endswith("\n") else f"{text}\n".encode())
     if reused is not None:
@@ -441,6 +470,27 @@ def keep_aside(ws: Workspace, rels: list[str]) -> Path:
         if data is not None:
             write(dest, rel, data)
     return dest
+
+
+def own_files(ws: Workspace) -> list[str]:
+    """W-relative files a person put in the state folder (na-<id> reasons, notes): every name
+    there that sgpatch does not write, folders walked (symlinks and sgpatch's temp files
+    left out: never followed, never a person's)."""
+    state, out = ws.top / STATE, []
+    if state.is_symlink() or not state.is_dir():
+        return []
+    for name in sorted(os.listdir(state)):
+        if name in OURS_IN_STATE or name.endswith(TMP_SUFFIX):
+            continue
+        if (state / name).is_file() and not (state / name).is_symlink():
+            out.append(f"{STATE}/{name}")
+        elif _plain_dir(state / name):
+            for dirpath, dirs, files in os.walk(state / name, followlinks=False):
+                dirs.sort()
+                rel = Path(dirpath).relative_to(ws.top).as_posix()
+                out += [f"{rel}/{f}" for f in sorted(files)
+                        if not os.path.islink(os.path.join(dirpath, f))]  # fmt: skip
+    return out
 
 
 def remove(ws: Workspace, keep_top: bool = False) -> bool:

@@ -38,6 +38,7 @@ from sgpatch.placement.match import (
     side,
     side_len,
     start,
+    whole_side_at,
     ws_key,
 )
 from sgpatch.startup import collector_paused
@@ -289,14 +290,13 @@ def _nearest_original(
 def _at_expected(hunk: Hunk, idx: LineIndex, expected: int, lo: int) -> _Outcome | None:
     """Level 1: exact at the expected line. When both images match there (one is a prefix of
     the other: appending at EOF, deleting a repeated line) the longer match is the evidence."""
-    hits = []
-    for new_side in (True, False):
-        img = side(hunk, new_side, 0, 0)
-        at_expected = expected >= lo and img.texts
-        if at_expected and idx.matches_at(
-            list(img.texts), "exact", expected, img.at_eof, img.at_bof
-        ):
-            hits.append((len(img.texts), new_side))
+    if expected < lo:
+        return None
+    hits = [
+        (len(hunk.side_texts[new_side]), new_side)
+        for new_side in (True, False)
+        if whole_side_at(hunk, idx, new_side, expected)
+    ]
     if len(hits) == 2 and _no_op(hunk):
         hits = [h for h in hits if h[1]]  # changes nothing: there is nothing to do
     if len(hits) == 2 and (eol_side := _eol_decides(hunk, idx, expected)) is not None:
@@ -646,13 +646,21 @@ def _first_pass(
     plain candidates are kept for the second pass (by index into the steps)."""
     steps: list[_Step] = []
     alternatives: dict[int, tuple[tuple[Place, ...], int]] = {}
-    moving = frozenset(ln.text.rstrip() for h in hunks for ln in h.lines if ln.kind == "-")
+    moving: frozenset[str] | None = None  # what place_hunk needs, once one hunk needs it
     lo = 0
     prev_end: int | None = None
     prev_stated_end = 0
     for hunk in hunks:
         stated = hunk.source_start - 1 if hunk.source_length else hunk.source_start
         expected = stated if prev_end is None else prev_end + (stated - prev_stated_end)
+        if _plainly_at(hunk, idx, expected, lo):
+            plain = Place(expected, False, 0, 0)
+            steps.append(_Step(HunkResult(hunk.index, "applied", "exact"), hunk, plain))
+            lo = prev_end = expected + len(hunk.side_texts[0])
+            prev_stated_end = stated + hunk.source_length
+            continue
+        if moving is None:
+            moving = frozenset(ln.text.rstrip() for h in hunks for ln in h.lines if ln.kind == "-")
         out = place_hunk(hunk, lines, idx, expected, lo, fuzz, moving)
         place = out.place
         if place is not None:
@@ -664,6 +672,17 @@ def _first_pass(
             alternatives[len(steps)] = (out.alternatives, out.expected)
         steps.append(_Step(out.result, hunk, place, out.shown))
     return steps, alternatives
+
+
+def _plainly_at(hunk: Hunk, idx: LineIndex, expected: int, lo: int) -> bool:
+    """The common case, which `place_hunk` would settle at its first step with no question
+    left (`_at_expected`: one image, the pre-image, matches exactly at the expected line):
+    checked without building its outcome, for each hunk of a many-hunk diff."""
+    return (
+        expected >= lo
+        and whole_side_at(hunk, idx, False, expected)
+        and not whole_side_at(hunk, idx, True, expected)
+    )
 
 
 def _spliced(step: _Step) -> bool:
@@ -691,8 +710,24 @@ def _reported(steps: Sequence[_Step], spans: Sequence[tuple[int, int]]) -> list[
         line = start + sums[bisect_left(starts, start)] + 1
         # an empty side's start names the line it follows (`-5,2 +4,0` lands on line 5)
         stated = hunk.target_start + (0 if hunk.target_length else 1)
-        final.append(replace(res, line=line, offset=line - stated))
+        final.append(_at_line(res, line, line - stated))
     return final
+
+
+def _at_line(res: HunkResult, line: int, offset: int) -> HunkResult:
+    """`replace(res, line=line, offset=offset)`, spelled out: once per hunk of the diff, and
+    `dataclasses.replace` reads the fields first."""
+    return HunkResult(
+        res.index,
+        res.status,
+        res.level,
+        line,
+        offset,
+        res.fuzz,
+        res.whitespace,
+        res.candidates,
+        res.reason,
+    )
 
 
 def _consumed(hunk: Hunk, place: Place) -> int:
@@ -710,7 +745,7 @@ def _may_define_twice(idx: LineIndex, steps: Sequence[_Step]) -> bool:
     added = [
         ln.text
         for s in steps
-        if _spliced(s)
+        if _spliced(s) and _mentions_def(s.hunk)
         for ln in s.hunk.lines
         if ln.kind == "+" and ln.text.lstrip().startswith(_DEF_STARTS)
     ]
@@ -725,6 +760,13 @@ def _may_define_twice(idx: LineIndex, steps: Sequence[_Step]) -> bool:
     if have is None:
         have = idx.cache["defined"] = defined_names(idx.lines)
     return bool(set(names) & have)  # type: ignore[operator]
+
+
+def _mentions_def(hunk: Hunk) -> bool:
+    """The post-image holds one of `_DEF_STARTS` anywhere: searched in its joined text (C
+    speed) before its lines are looked at one by one."""
+    text = "\n".join(hunk.side_texts[1])
+    return any(word in text for word in _DEF_STARTS)
 
 
 def _defined_twice(

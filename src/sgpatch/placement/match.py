@@ -194,17 +194,26 @@ def side(hunk: Hunk, new: bool, lead: int, trail: int, free: bool = False) -> Im
     kinds, texts = hunk.side_kinds[new], hunk.side_texts[new]
     if lead or trail:
         kinds, texts = kinds[lead : len(kinds) - trail], texts[lead : len(texts) - trail]
+    at_eof, at_bof = _anchors(hunk, new, lead, trail, free)
+    return Image(kinds=kinds, texts=texts, lead=lead, trail=trail, at_eof=at_eof, at_bof=at_bof)
+
+
+def _anchors(hunk: Hunk, new: bool, lead: int, trail: int, free: bool) -> tuple[bool, bool]:
+    """(at_eof, at_bof) of one side, as `side` documents them."""
     no_eol = hunk.new_no_eol if new else hunk.old_no_eol
     anchored = hunk.anchored and not (lead or trail or free)
     start = hunk.target_start if new else hunk.source_start
-    return Image(
-        kinds=kinds,
-        texts=texts,
-        lead=lead,
-        trail=trail,
-        at_eof=(no_eol and trail == 0) or (anchored and hunk.edges[1] == 0),
-        at_bof=anchored and start <= 1,
-    )
+    return (no_eol and trail == 0) or (anchored and hunk.edges[1] == 0), anchored and start <= 1
+
+
+def whole_side_at(hunk: Hunk, idx: LineIndex, new: bool, p: int) -> bool:
+    """`side(hunk, new, 0, 0)` matches exactly at `p` (an empty side matches nowhere), without
+    building the image: every hunk of a diff asks it of both sides at its expected line."""
+    texts = hunk.side_texts[new]
+    if not texts:
+        return False
+    at_eof, at_bof = _anchors(hunk, new, 0, 0, False)
+    return idx.matches_at(texts, "exact", p, at_eof, at_bof)
 
 
 def side_len(hunk: Hunk, new: bool, lead: int, trail: int) -> int:

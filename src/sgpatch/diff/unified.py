@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
-from functools import cached_property
-from itertools import compress
+from dataclasses import dataclass, field, replace
+from itertools import repeat
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from sgpatch.errors import bad_input, unsafe
 from sgpatch.startup import collector_paused
@@ -91,9 +90,11 @@ def strip_eol(line: str) -> str:
     return line
 
 
-@dataclass(frozen=True)
-class HunkLine:
-    """One body line of a hunk: kind is ' ' (context), '-' (removed) or '+' (added)."""
+class HunkLine(NamedTuple):
+    """One body line of a hunk: kind is ' ' (context), '-' (removed) or '+' (added). A named
+    tuple rather than a frozen dataclass: a diff has one per body line, and a tuple subclass
+    can be made at C speed (`tuple.__new__`, as `_plain_body` makes them), a dataclass only
+    through its Python `__init__`."""
 
     kind: str
     text: str  # without its line ending
@@ -104,16 +105,15 @@ _Shape = tuple[_Pair, _Pair, tuple[int, int]]  # kinds, texts, context edges
 
 
 def _shape_of(lines: Sequence[HunkLine]) -> _Shape:
-    """Both sides and the context edges, by string and itertools calls (C speed) rather than a
-    loop per line: every hunk of a many-hunk diff needs them once."""
-    kinds = "".join([ln.kind for ln in lines])
-    texts = [ln.text for ln in lines]
+    """Both sides and the context edges, with string methods where they do (every hunk of a
+    many-hunk diff needs them once)."""
+    kinds = "".join([kind for kind, _ in lines])
     n = len(kinds)
     return (
         (tuple(kinds.replace("+", "")), tuple(kinds.replace("-", ""))),
         (
-            tuple(compress(texts, map("+".__ne__, kinds))),
-            tuple(compress(texts, map("-".__ne__, kinds))),
+            tuple([text for kind, text in lines if kind != "+"]),
+            tuple([text for kind, text in lines if kind != "-"]),
         ),
         (n - len(kinds.lstrip(" ")), n - len(kinds.rstrip(" "))),
     )
@@ -134,27 +134,19 @@ class Hunk:
     new_no_eol: bool = False  # the post-image's last line has no newline
     patch_line: int = 0  # line of the @@ header in the patch file
     anchored: bool = True  # may be tied to the start/end of the file (False in -U0 diffs)
+    # Derived from `lines` as the hunk is made (the engine asks for them several times while
+    # placing and reporting it, plain attributes rather than properties): the kinds and the
+    # texts of the pre-image's lines and of the post-image's, and the leading and trailing
+    # context line counts (what fuzz may drop).
+    side_kinds: _Pair = field(init=False, repr=False, compare=False)
+    side_texts: _Pair = field(init=False, repr=False, compare=False)
+    edges: tuple[int, int] = field(init=False, repr=False, compare=False)
 
-    @property
-    def side_kinds(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The kinds of the pre-image's lines and of the post-image's."""
-        return self._shape[0]
-
-    @property
-    def side_texts(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The texts of the pre-image's lines and of the post-image's."""
-        return self._shape[1]
-
-    @property
-    def edges(self) -> tuple[int, int]:
-        """Leading and trailing context line counts (what fuzz may drop)."""
-        return self._shape[2]
-
-    @cached_property
-    def _shape(self) -> _Shape:
-        """Both sides' kinds and texts and the context edges, computed once per hunk (the
-        engine asks for them several times while placing and reporting it)."""
-        return _shape_of(self.lines)
+    def __post_init__(self) -> None:
+        kinds, texts, edges = _shape_of(self.lines)
+        object.__setattr__(self, "side_kinds", kinds)
+        object.__setattr__(self, "side_texts", texts)
+        object.__setattr__(self, "edges", edges)
 
     @property
     def before(self) -> tuple[str, ...]:
@@ -437,32 +429,11 @@ def _read_hunk(lines: list[str], i: int, index: int) -> tuple[Hunk, int] | None:
     new = 1 if new_len is None else int(new_len)
     if old == new == 0:
         return None
-    body: list[HunkLine] = []
-    flags = [False, False]  # old_no_eol, new_no_eol
-    todo_old, todo_new = old, new
-    j, n = i + 1, len(lines)
-    while todo_old > 0 or todo_new > 0:
-        if j >= n:
-            return None
-        line = lines[j]
-        kind = line[0]
-        j += 1
-        if kind == "\\":
-            _mark_no_eol(body, flags)
-            continue
-        if kind == " " or line in ("\n", "\r\n"):  # an empty line is empty context
-            todo_old -= 1
-            todo_new -= 1
-            kind = " "
-        elif kind == "-":
-            todo_old -= 1
-        elif kind == "+":
-            todo_new -= 1
-        else:
-            return None
-        if todo_old < 0 or todo_new < 0:
-            return None
-        body.append(HunkLine(kind, strip_eol(line[1:])))
+    read = _plain_body(lines, i + 1, old, new) or _any_body(lines, i + 1, old, new)
+    if read is None:
+        return None
+    body, flags, j = read
+    n = len(lines)
     while j < n and lines[j].startswith("\\"):
         if not lines[j].startswith(_NO_NEWLINE):
             return None
@@ -477,12 +448,79 @@ def _read_hunk(lines: list[str], i: int, index: int) -> tuple[Hunk, int] | None:
         target_start=int(new_start),
         target_length=new,
         section_header=section.strip(),
-        lines=tuple(body),
+        lines=body,
         old_no_eol=flags[0],
         new_no_eol=flags[1],
         patch_line=i + 1,
     )
     return hunk, j
+
+
+_Body = tuple[tuple["HunkLine", ...], list[bool], int]  # lines, (old, new) no-EOL, next line
+
+
+def _plain_body(lines: list[str], j: int, old: int, new: int) -> _Body | None:
+    """A body of ' ', '-' and '+' lines only (the usual one), from line `j`: counted line by
+    line, its lines made at C speed. None for anything else (`_any_body` reads it)."""
+    first, n = j, len(lines)
+    while old > 0 or new > 0:
+        if j >= n:
+            return None
+        kind = lines[j][0]
+        if kind == " ":
+            old -= 1
+            new -= 1
+        elif kind == "-":
+            old -= 1
+        elif kind == "+":
+            new -= 1
+        else:
+            return None
+        j += 1
+    if old or new:  # went below zero: longer than its header says
+        return None
+    chunk = lines[first:j]
+    if chunk[-1][-1] == "\n" and "\r" not in "".join(chunk):
+        texts = [ln[1:-1] for ln in chunk]
+    else:
+        texts = [strip_eol(ln[1:]) for ln in chunk]
+    kinds = [ln[0] for ln in chunk]
+    return (
+        tuple(map(tuple.__new__, repeat(HunkLine), zip(kinds, texts, strict=True))),
+        [False, False],
+        j,
+    )
+
+
+def _any_body(lines: list[str], j: int, old: int, new: int) -> _Body | None:
+    """A body as unidiff reads it: empty lines are empty context, and a `\\` line marks the
+    line before it; None where unidiff would object, or might read a line otherwise."""
+    body: list[HunkLine] = []
+    flags = [False, False]  # old_no_eol, new_no_eol
+    n = len(lines)
+    while old > 0 or new > 0:
+        if j >= n:
+            return None
+        line = lines[j]
+        kind = line[0]
+        j += 1
+        if kind == "\\":
+            _mark_no_eol(body, flags)
+            continue
+        if kind == " " or line in ("\n", "\r\n"):  # an empty line is empty context
+            old -= 1
+            new -= 1
+            kind = " "
+        elif kind == "-":
+            old -= 1
+        elif kind == "+":
+            new -= 1
+        else:
+            return None
+        if old < 0 or new < 0:
+            return None
+        body.append(HunkLine(kind, strip_eol(line[1:])))
+    return tuple(body), flags, j
 
 
 def _mark_no_eol(body: Sequence[HunkLine], flags: list[bool]) -> None:

@@ -630,13 +630,15 @@ def _apply_hunks(
     steps, alternatives = _first_pass(lines, idx, hunks, fuzz)
     if alternatives:
         steps = _by_order(steps, alternatives, lines, idx)
-    out, spans = _splice(lines, [(s.place, s.hunk) for s in steps if _spliced(s)])
-    if _may_define_twice(idx, steps):
+    spliced = [s for s in steps if _spliced(s)]
+    out, spans = _splice(lines, [(s.place, s.hunk) for s in spliced])
+    if _may_define_twice(idx, spliced):
         checked = _defined_twice(idx, steps, out, spans)
         if checked is not steps:
             steps = checked
-            out, spans = _splice(lines, [(s.place, s.hunk) for s in steps if _spliced(s)])
-    return FileResult(tuple(out), tuple(_reported(steps, spans)))
+            spliced = [s for s in steps if _spliced(s)]
+            out, spans = _splice(lines, [(s.place, s.hunk) for s in spliced])
+    return FileResult(tuple(out), tuple(_reported(steps, spliced, spans)))
 
 
 def _first_pass(
@@ -650,14 +652,19 @@ def _first_pass(
     lo = 0
     prev_end: int | None = None
     prev_stated_end = 0
+    shift = 0  # lines the hunks placed so far add: where the next plain one lands, if all stay
     for hunk in hunks:
         stated = hunk.source_start - 1 if hunk.source_length else hunk.source_start
         expected = stated if prev_end is None else prev_end + (stated - prev_stated_end)
         if _plainly_at(hunk, idx, expected, lo):
-            plain = Place(expected, False, 0, 0)
-            steps.append(_Step(HunkResult(hunk.index, "applied", "exact"), hunk, plain))
-            lo = prev_end = expected + len(hunk.side_texts[0])
+            pre, post = hunk.side_texts
+            line = expected + shift + 1  # as _reported maps it (it checks)
+            offset = line - hunk.target_start - (0 if hunk.target_length else 1)
+            result = HunkResult(hunk.index, "applied", "exact", line, offset)
+            steps.append(_Step(result, hunk, Place(expected, False, 0, 0)))
+            lo = prev_end = expected + len(pre)
             prev_stated_end = stated + hunk.source_length
+            shift += len(post) - len(pre)
             continue
         if moving is None:
             moving = frozenset(ln.text.rstrip() for h in hunks for ln in h.lines if ln.kind == "-")
@@ -668,6 +675,8 @@ def _first_pass(
             lo = end
             prev_end = end + place.trail
             prev_stated_end = stated + hunk.source_length
+            if out.result.status == "applied":
+                shift += side_len(hunk, True, place.lead, place.trail) - (end - place.pos)
         elif out.alternatives:
             alternatives[len(steps)] = (out.alternatives, out.expected)
         steps.append(_Step(out.result, hunk, place, out.shown))
@@ -689,13 +698,15 @@ def _spliced(step: _Step) -> bool:
     return step.place is not None and step.result.status == "applied"
 
 
-def _reported(steps: Sequence[_Step], spans: Sequence[tuple[int, int]]) -> list[HunkResult]:
+def _reported(
+    steps: Sequence[_Step], spliced: Sequence[_Step], spans: Sequence[tuple[int, int]]
+) -> list[HunkResult]:
     """Each hunk's result with the line where its post-image starts in the result file.
     Input lines map to result lines through the applied hunks' deltas, in one sorted walk
     (the steps are in file order and so are the splices): no per-hunk sum over all shifts."""
     deltas = sorted(
-        (s.place.pos, (b - a) - _consumed(s.hunk, s.place))
-        for s, (a, b) in zip([s for s in steps if _spliced(s)], spans, strict=True)
+        (s.place.pos, (b - a) - side_len(s.hunk, False, s.place.lead, s.place.trail))
+        for s, (a, b) in zip(spliced, spans, strict=True)
         if s.place is not None
     )
     starts = [p for p, _ in deltas]
@@ -709,8 +720,9 @@ def _reported(steps: Sequence[_Step], spans: Sequence[tuple[int, int]]) -> list[
         start = step.shown if step.shown is not None else place.pos - place.lead
         line = start + sums[bisect_left(starts, start)] + 1
         # an empty side's start names the line it follows (`-5,2 +4,0` lands on line 5)
-        stated = hunk.target_start + (0 if hunk.target_length else 1)
-        final.append(_at_line(res, line, line - stated))
+        offset = line - hunk.target_start - (0 if hunk.target_length else 1)
+        same = res.line == line and res.offset == offset  # as the first pass foresaw
+        final.append(res if same else _at_line(res, line, offset))
     return final
 
 
@@ -730,22 +742,17 @@ def _at_line(res: HunkResult, line: int, offset: int) -> HunkResult:
     )
 
 
-def _consumed(hunk: Hunk, place: Place) -> int:
-    """Input lines a placed hunk replaces (its trimmed pre-image)."""
-    return side_len(hunk, False, place.lead, place.trail)
-
-
 _DEF_STARTS = ("def ", "class ", "async ")
 
 
-def _may_define_twice(idx: LineIndex, steps: Sequence[_Step]) -> bool:
+def _may_define_twice(idx: LineIndex, spliced: Sequence[_Step]) -> bool:
     """The cheap trigger for the defined-twice check: an applied hunk adds a def/class line
     whose name the input already defines somewhere, or that the hunks add twice. Nothing is
     parsed (and pydefs is not imported) for the many hunks that add no def/class line."""
     added = [
         ln.text
-        for s in steps
-        if _spliced(s) and _mentions_def(s.hunk)
+        for s in spliced
+        if _mentions_def(s.hunk)
         for ln in s.hunk.lines
         if ln.kind == "+" and ln.text.lstrip().startswith(_DEF_STARTS)
     ]
@@ -766,7 +773,7 @@ def _mentions_def(hunk: Hunk) -> bool:
     """The post-image holds one of `_DEF_STARTS` anywhere: searched in its joined text (C
     speed) before its lines are looked at one by one."""
     text = "\n".join(hunk.side_texts[1])
-    return any(word in text for word in _DEF_STARTS)
+    return "def " in text or "class " in text or "async " in text  # _DEF_STARTS
 
 
 def _defined_twice(
@@ -939,21 +946,21 @@ def _splice(
     spans: list[tuple[int, int]] = [(0, 0)] * len(splices)
     cur = 0
     n = len(lines)
-    order = sorted(range(len(splices)), key=lambda k: splices[k][0].pos)  # type: ignore[union-attr]
+    order = sorted(range(len(splices)), key=[pl.pos for pl, _ in splices].__getitem__)  # type: ignore[union-attr]
     for k in order:
         place, hunk = splices[k]
         assert place is not None
         out.extend(lines[cur : place.pos])
         first = len(out)
         i = place.pos
-        for ln in hunk.lines[place.lead : len(hunk.lines) - place.trail]:
-            if ln.kind == " ":
+        for kind, text in hunk.lines[place.lead : len(hunk.lines) - place.trail]:
+            if kind == " ":
                 out.append(lines[i])
                 i += 1
-            elif ln.kind == "-":
+            elif kind == "-":
                 i += 1
             else:
-                out.append(ln.text + eol)
+                out.append(text + eol)
         if i == n and out:
             if hunk.new_no_eol and place.trail == 0:
                 out[-1] = strip_eol(out[-1])

@@ -146,19 +146,19 @@ class LineIndex:
         n, m = len(self.lines), len(pattern)
         if p < 0 or p + m > n or (at_eof and p + m != n) or (at_bof and p):
             return False
-        if mode == "exact" and mode not in self._keys:
-            # the keys without the positions index: split at C speed once, not a key per line
-            # per hunk (each hunk of a many-hunk diff checks its expected line first)
-            keys = self._plain.get(mode)
-            if keys is None:
-                keys = self._plain[mode] = _exact_keys(self.lines) or [
-                    exact_key(ln) for ln in self.lines
-                ]
-            return keys[p : p + m] == list(pattern)
-        keys = self.keys(mode)
-        if p < 0 or p + m > len(keys) or (at_eof and p + m != len(keys)) or (at_bof and p):
-            return False
+        keys = self.exact_keys() if mode == "exact" else self.keys(mode)
         return keys[p : p + m] == list(pattern)
+
+    def exact_keys(self) -> list[str]:
+        """The exact keys, without the positions index until a search needs it: split at C
+        speed once, not a key per line per hunk (each hunk of a many-hunk diff checks its
+        expected line first)."""
+        keys = self._keys.get("exact") or self._plain.get("exact")
+        if keys is None:
+            keys = self._plain["exact"] = _exact_keys(self.lines) or [
+                exact_key(ln) for ln in self.lines
+            ]
+        return keys
 
 
 @dataclass(frozen=True)
@@ -210,8 +210,8 @@ def whole_side_at(hunk: Hunk, idx: LineIndex, new: bool, p: int) -> bool:
     """`side(hunk, new, 0, 0)` matches exactly at `p` (an empty side matches nowhere), without
     building the image: every hunk of a diff asks it of both sides at its expected line."""
     texts = hunk.side_texts[new]
-    if not texts:
-        return False
+    if not texts or p < 0 or idx.exact_keys()[p : p + len(texts)] != list(texts):
+        return False  # (the usual answer for the post-image: settled before the anchors)
     at_eof, at_bof = _anchors(hunk, new, 0, 0, False)
     return idx.matches_at(texts, "exact", p, at_eof, at_bof)
 

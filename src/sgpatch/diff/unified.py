@@ -101,16 +101,14 @@ class HunkLine(NamedTuple):
 
 
 _Pair = tuple[tuple[str, ...], tuple[str, ...]]  # (pre-image, post-image)
-_Shape = tuple[_Pair, _Pair, tuple[int, int]]  # kinds, texts, context edges
 
 
-def _shape_of(lines: Sequence[HunkLine]) -> _Shape:
-    """Both sides and the context edges, with string methods where they do (every hunk of a
-    many-hunk diff needs them once)."""
+def _sides_of(lines: Sequence[HunkLine]) -> tuple[_Pair, tuple[int, int]]:
+    """Both sides' texts and the context edges, with string methods where they do (every hunk
+    of a many-hunk diff needs them once)."""
     kinds = "".join([kind for kind, _ in lines])
     n = len(kinds)
     return (
-        (tuple(kinds.replace("+", "")), tuple(kinds.replace("-", ""))),
         (
             tuple([text for kind, text in lines if kind != "+"]),
             tuple([text for kind, text in lines if kind != "-"]),
@@ -119,9 +117,11 @@ def _shape_of(lines: Sequence[HunkLine]) -> _Shape:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Hunk:
-    """A hunk as the engine sees it (unidiff's Hunk, frozen, line endings stripped)."""
+    """A hunk as the engine sees it (unidiff's Hunk, frozen, line endings stripped). Slotted: a
+    diff of 100,000 hunks holds 100,000 of them, and a `__dict__` each was a third of their
+    memory."""
 
     index: int  # 1-based position within its file
     source_start: int
@@ -135,26 +135,30 @@ class Hunk:
     patch_line: int = 0  # line of the @@ header in the patch file
     anchored: bool = True  # may be tied to the start/end of the file (False in -U0 diffs)
     # Derived from `lines` as the hunk is made (the engine asks for them several times while
-    # placing and reporting it, plain attributes rather than properties): the kinds and the
-    # texts of the pre-image's lines and of the post-image's, and the leading and trailing
-    # context line counts (what fuzz may drop).
-    side_kinds: _Pair = field(init=False, repr=False, compare=False)
+    # placing and reporting it: plain attributes, not properties): the texts of the
+    # pre-image's lines and of the post-image's, and the leading and trailing context line
+    # counts (what fuzz may drop).
     side_texts: _Pair = field(init=False, repr=False, compare=False)
     edges: tuple[int, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        kinds, texts, edges = _shape_of(self.lines)
-        object.__setattr__(self, "side_kinds", kinds)
+        texts, edges = _sides_of(self.lines)
         object.__setattr__(self, "side_texts", texts)
         object.__setattr__(self, "edges", edges)
 
     @property
+    def side_kinds(self) -> _Pair:
+        """The kinds of the pre-image's lines and of the post-image's (only fuzz asks)."""
+        kinds = "".join([ln.kind for ln in self.lines])
+        return tuple(kinds.replace("+", "")), tuple(kinds.replace("-", ""))
+
+    @property
     def before(self) -> tuple[str, ...]:
-        return tuple(ln.text for ln in self.lines if ln.kind != "+")
+        return self.side_texts[0]
 
     @property
     def after(self) -> tuple[str, ...]:
-        return tuple(ln.text for ln in self.lines if ln.kind != "-")
+        return self.side_texts[1]
 
     def reversed(self) -> Hunk:
         """The same hunk read backwards (for -R): added and removed swap sides."""
@@ -441,18 +445,9 @@ def _read_hunk(lines: list[str], i: int, index: int) -> tuple[Hunk, int] | None:
         j += 1
     if j < n and _body_like(lines[j]):
         return None  # longer than its header says: `_check_hunk_lengths` words it
-    hunk = Hunk(
-        index=index,
-        source_start=int(old_start),
-        source_length=old,
-        target_start=int(new_start),
-        target_length=new,
-        section_header=section.strip(),
-        lines=body,
-        old_no_eol=flags[0],
-        new_no_eol=flags[1],
-        patch_line=i + 1,
-    )
+    # positional: keywords cost a microsecond a hunk
+    start, target = int(old_start), int(new_start)
+    hunk = Hunk(index, start, old, target, new, section.strip(), body, flags[0], flags[1], i + 1)
     return hunk, j
 
 

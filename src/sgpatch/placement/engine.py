@@ -653,10 +653,11 @@ def _first_pass(
     prev_end: int | None = None
     prev_stated_end = 0
     shift = 0  # lines the hunks placed so far add: where the next plain one lands, if all stay
+    keys = idx.exact_keys()
     for hunk in hunks:
         stated = hunk.source_start - 1 if hunk.source_length else hunk.source_start
         expected = stated if prev_end is None else prev_end + (stated - prev_stated_end)
-        if _plainly_at(hunk, idx, expected, lo):
+        if _plainly_at(hunk, keys, idx, expected, lo):
             pre, post = hunk.side_texts
             line = expected + shift + 1  # as _reported maps it (it checks)
             offset = line - hunk.target_start - (0 if hunk.target_length else 1)
@@ -683,15 +684,18 @@ def _first_pass(
     return steps, alternatives
 
 
-def _plainly_at(hunk: Hunk, idx: LineIndex, expected: int, lo: int) -> bool:
+def _plainly_at(hunk: Hunk, keys: list[str], idx: LineIndex, expected: int, lo: int) -> bool:
     """The common case, which `place_hunk` would settle at its first step with no question
     left (`_at_expected`: one image, the pre-image, matches exactly at the expected line):
-    checked without building its outcome, for each hunk of a many-hunk diff."""
-    return (
-        expected >= lo
-        and whole_side_at(hunk, idx, False, expected)
-        and not whole_side_at(hunk, idx, True, expected)
-    )
+    checked without building its outcome, for each hunk of a many-hunk diff. `keys`: the
+    exact keys of `idx`. A post-image whose lines are there too goes the full way, whatever
+    its anchors say."""
+    pre, post = hunk.side_texts
+    if expected < lo or not pre or keys[expected : expected + len(pre)] != list(pre):
+        return False
+    if post and keys[expected : expected + len(post)] == list(post):
+        return False
+    return whole_side_at(hunk, idx, False, expected)
 
 
 def _spliced(step: _Step) -> bool:

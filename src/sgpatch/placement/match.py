@@ -17,9 +17,10 @@ Status = Literal["applied", "already-applied", "conflict", "ambiguous"]
 Level = Literal["exact", "moved", "whitespace", "fuzz", "none"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HunkResult:
-    """What happened to one hunk, with enough detail to explain it to a person."""
+    """What happened to one hunk, with enough detail to explain it to a person. (Slotted, as
+    `Place` is: one a hunk, and a diff may have 100,000 of them.)"""
 
     index: int
     status: Status
@@ -173,7 +174,7 @@ class Image:
     at_bof: bool = False  # must start at the top of the file
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Place:
     """Where a hunk image matched, and how much outer context was dropped to get there."""
 

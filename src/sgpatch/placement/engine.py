@@ -31,6 +31,7 @@ from sgpatch.placement.match import (
     LineIndex,
     Place,
     Status,
+    anchors,
     context_edges,
     dominant_eol,
     exact_key,
@@ -695,7 +696,7 @@ def _plainly_at(hunk: Hunk, keys: list[str], idx: LineIndex, expected: int, lo: 
         return False
     if post and keys[expected : expected + len(post)] == list(post):
         return False
-    return whole_side_at(hunk, idx, False, expected)
+    return idx.matches_at(pre, "exact", expected, *anchors(hunk, False, 0, 0, False))
 
 
 def _spliced(step: _Step) -> bool:
@@ -954,10 +955,15 @@ def _splice(
     for k in order:
         place, hunk = splices[k]
         assert place is not None
-        out.extend(lines[cur : place.pos])
-        first = len(out)
-        i = place.pos
-        for kind, text in hunk.lines[place.lead : len(hunk.lines) - place.trail]:
+        body = hunk.lines[place.lead : len(hunk.lines) - place.trail]
+        # the context at either end of the body is the input's lines as they are: copied in
+        # one slice each, with the gap before it
+        head = max(0, min(hunk.edges[0] - place.lead, len(body)))
+        tail = max(0, min(hunk.edges[1] - place.trail, len(body) - head))
+        first = len(out) + place.pos - cur
+        out.extend(lines[cur : place.pos + head])
+        i = place.pos + head
+        for kind, text in body[head : len(body) - tail]:
             if kind == " ":
                 out.append(lines[i])
                 i += 1
@@ -965,6 +971,8 @@ def _splice(
                 i += 1
             else:
                 out.append(text + eol)
+        out.extend(lines[i : i + tail])
+        i += tail
         if i == n and out:
             if hunk.new_no_eol and place.trail == 0:
                 out[-1] = strip_eol(out[-1])

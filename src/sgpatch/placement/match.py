@@ -195,11 +195,11 @@ def side(hunk: Hunk, new: bool, lead: int, trail: int, free: bool = False) -> Im
     kinds, texts = hunk.side_kinds[new], hunk.side_texts[new]
     if lead or trail:
         kinds, texts = kinds[lead : len(kinds) - trail], texts[lead : len(texts) - trail]
-    at_eof, at_bof = _anchors(hunk, new, lead, trail, free)
+    at_eof, at_bof = anchors(hunk, new, lead, trail, free)
     return Image(kinds=kinds, texts=texts, lead=lead, trail=trail, at_eof=at_eof, at_bof=at_bof)
 
 
-def _anchors(hunk: Hunk, new: bool, lead: int, trail: int, free: bool) -> tuple[bool, bool]:
+def anchors(hunk: Hunk, new: bool, lead: int, trail: int, free: bool) -> tuple[bool, bool]:
     """(at_eof, at_bof) of one side, as `side` documents them."""
     no_eol = hunk.new_no_eol if new else hunk.old_no_eol
     anchored = hunk.anchored and not (lead or trail or free)
@@ -213,7 +213,7 @@ def whole_side_at(hunk: Hunk, idx: LineIndex, new: bool, p: int) -> bool:
     texts = hunk.side_texts[new]
     if not texts or p < 0 or idx.exact_keys()[p : p + len(texts)] != list(texts):
         return False  # (the usual answer for the post-image: settled before the anchors)
-    at_eof, at_bof = _anchors(hunk, new, 0, 0, False)
+    at_eof, at_bof = anchors(hunk, new, 0, 0, False)
     return idx.matches_at(texts, "exact", p, at_eof, at_bof)
 
 

@@ -632,14 +632,14 @@ def _apply_hunks(
     if alternatives:
         steps = _by_order(steps, alternatives, lines, idx)
     spliced = [s for s in steps if _spliced(s)]
-    out, spans = _splice(lines, [(s.place, s.hunk) for s in spliced])
+    out, spans, used = _splice(lines, [(s.place, s.hunk) for s in spliced])
     if _may_define_twice(idx, spliced):
         checked = _defined_twice(idx, steps, out, spans)
         if checked is not steps:
             steps = checked
             spliced = [s for s in steps if _spliced(s)]
-            out, spans = _splice(lines, [(s.place, s.hunk) for s in spliced])
-    return FileResult(tuple(out), tuple(_reported(steps, spliced, spans)))
+            out, spans, used = _splice(lines, [(s.place, s.hunk) for s in spliced])
+    return FileResult(tuple(out), tuple(_reported(steps, spliced, spans, used)))
 
 
 def _first_pass(
@@ -704,14 +704,18 @@ def _spliced(step: _Step) -> bool:
 
 
 def _reported(
-    steps: Sequence[_Step], spliced: Sequence[_Step], spans: Sequence[tuple[int, int]]
+    steps: Sequence[_Step],
+    spliced: Sequence[_Step],
+    spans: Sequence[tuple[int, int]],
+    used: Sequence[int],
 ) -> list[HunkResult]:
     """Each hunk's result with the line where its post-image starts in the result file.
     Input lines map to result lines through the applied hunks' deltas, in one sorted walk
-    (the steps are in file order and so are the splices): no per-hunk sum over all shifts."""
+    (the steps are in file order and so are the splices): no per-hunk sum over all shifts.
+    `spans` and `used`: each splice's result lines and the input lines it replaced."""
     deltas = sorted(
-        (s.place.pos, (b - a) - side_len(s.hunk, False, s.place.lead, s.place.trail))
-        for s, (a, b) in zip(spliced, spans, strict=True)
+        (s.place.pos, (b - a) - n)
+        for s, (a, b), n in zip(spliced, spans, used, strict=True)
         if s.place is not None
     )
     starts = [p for p, _ in deltas]
@@ -943,12 +947,13 @@ def _fits(hunk: Hunk, pl: Place, bound: int, forward: bool) -> bool:
 
 def _splice(
     lines: Sequence[str], splices: Sequence[tuple[Place | None, Hunk]]
-) -> tuple[list[str], list[tuple[int, int]]]:
+) -> tuple[list[str], list[tuple[int, int]], list[int]]:
     """Build the result; also return, per splice (in the order given), the span of result
-    lines its body became."""
+    lines its body became and how many input lines it replaced."""
     eol = dominant_eol(lines)
     out: list[str] = []
     spans: list[tuple[int, int]] = [(0, 0)] * len(splices)
+    used = [0] * len(splices)
     cur = 0
     n = len(lines)
     order = sorted(range(len(splices)), key=[pl.pos for pl, _ in splices].__getitem__)  # type: ignore[union-attr]
@@ -979,13 +984,14 @@ def _splice(
             elif hunk.old_no_eol and not hunk.new_no_eol:
                 out[-1] = strip_eol(out[-1]) + eol
         spans[k] = (first, len(out))
+        used[k] = i - place.pos
         cur = i
     out.extend(lines[cur:])
     if _unended(out):  # only the very last line may lack a line ending
         for k in range(len(out) - 1):
             if not out[k].endswith("\n"):
                 out[k] = out[k] + eol
-    return out, spans
+    return out, spans, used
 
 
 def _unended(out: list[str]) -> bool:

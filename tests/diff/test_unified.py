@@ -248,3 +248,87 @@ def test_damaged_creation_diff_creates_postimage_txt(tmp_path):
     assert sgpatch("patch", "-p1", "-d", str(work), str(tmp_path / "d.diff")) == 0
     assert [p.name for p in work.iterdir()] == ["postimage.txt"]
     assert (work / "postimage.txt").read_text() == "postimage\n"
+
+
+# Diffs the quick reader (hunk bodies read without unidiff) must read as unidiff does, or leave
+# to it: git headers of every kind, a format-patch message and signature, markers on either
+# side, blank lines after hunks, body lines that look like headers, CRLF
+_SEEDS = [
+    "diff --git a/new.py b/new.py\nnew file mode 100755\n--- /dev/null\n+++ b/new.py\n"
+    "@@ -0,0 +1,2 @@\n+x = 1\n+y = 2\ndiff --git a/old.py b/old.py\ndeleted file mode 100644\n"
+    "--- a/old.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-gone\ndiff --git a/a.py b/b.py\n"
+    "similarity index 90%\nrename from a.py\nrename to b.py\n--- a/a.py\n+++ b/b.py\n"
+    "@@ -1 +1 @@\n-q\n+r\n",
+    "From 123 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] x\n\nWhy.\n---\n f.py | 2 +-\n\n"
+    "--- a/f.py\n+++ b/f.py\n@@ -1,2 +1,2 @@ def f():\n a\n-b\n+c\n@@ -10,3 +10,3 @@\n x\n-y\n"
+    "+z\n w\n-- \n2.39.5\n",
+    "--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+B\n",
+    "--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n\\ No newline at end of file\n\n\n"
+    "--- a/y\n+++ b/y\n@@ -3 +3,2 @@\n\n+q\n",
+    "diff --git a/x b/x\nindex 123..456 100644\n--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n-b\n"
+    "+c\n \n@@ -20,2 +20,3 @@\n-- x\n--- y\n++++ z\n+++ w\n+-- \n",
+    "diff --git a/x b/x\nold mode 100644\nnew mode 100755\ndiff --git a/y b/y\n"
+    "new file mode 100644\nindex 0000000..e69de29\n",
+    "--- a/f.txt\t2020-01-01 00:00:00 +0000\n+++ b/f.txt\t1970-01-01 00:00:00 +0000\n"
+    "@@ -1 +0,0 @@\n-x\n",
+    "diff --git a/x b/x\n--- a/x\n+++ a/x\n@@ -1 +1 @@\n-a\n+b\n",
+]
+_PIECES = [
+    "\n", "\r\n", " \n", "-\n", "+\n", "\\ No newline at end of file\n", "\\ other\n",
+    "@@ -1 +1 @@\n", "@@ -0,0 +0,0 @@\n", "@@ -1,2 +1 @@ x\n", "@@ bad\n", "--- a/q\n",
+    "+++ b/q\n", "garbage\n", "-- \n", "--\n", "\rfoo\n", "diff --git a/q b/q\n",
+    "Binary files a and b differ\n", " ctx\r\n", "+add", " last",
+]  # fmt: skip
+
+
+def _mutated(text: str, rng) -> str:
+    lines = split_lines(text)
+    for _ in range(rng.randint(1, 4)):
+        op, k = rng.random(), rng.randrange(len(lines) + 1)
+        j = min(k, len(lines) - 1)
+        if op < 0.25 and lines:
+            del lines[j]
+        elif op < 0.5:
+            lines.insert(k, rng.choice(_PIECES))
+        elif op < 0.65 and lines:
+            lines.insert(j, lines[j])
+        elif op < 0.8 and lines:
+            lines[j] = rng.choice(" +-\\@") + lines[j][1:]
+        elif op < 0.9:
+            lines = [ln.replace("\n", "\r\n") for ln in lines]
+        elif lines:
+            lines[j] = lines[j].rstrip("\n")
+    return "".join(lines)
+
+
+def _outcome(text: str, reader) -> tuple:
+    try:
+        return ("read", reader(split_lines(text), "p.diff"))
+    except SgpatchError as exc:
+        return ("refused", exc.code, exc.message)
+
+
+def test_quick_reader_reads_as_unidiff_does_or_leaves_it_to_unidiff():
+    """Input: 2,000 diffs, the seeds above and random damage to them (lines dropped, doubled,
+    re-kinded, inserted from `_PIECES`, CRLF, a lost last newline). Outcome: each reads to
+    the very same Patch, or is refused with the very same message and exit code, whether
+    parse_patch's quick reader takes it or leaves it to the full unidiff reading; the quick
+    one takes a good share of them (it is not always declining)."""
+    import random
+
+    from sgpatch.diff.unified import _read_quickly, _read_with_unidiff
+
+    rng = random.Random(22)
+    quick = 0
+    for n in range(2000):
+        text = rng.choice(_SEEDS)
+        text = _mutated(text, rng) if n % 5 else text
+        if not text.strip():
+            continue
+        reference = _outcome(text, _read_with_unidiff)
+        got = _outcome(text, _read_quickly)
+        if got == ("read", None):
+            continue
+        quick += 1
+        assert got == reference, text
+    assert quick > 500

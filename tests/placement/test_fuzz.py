@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -249,7 +250,7 @@ def file_lines(draw):
     st.booleans(),
 )
 def test_engine_random_hunks(lines, hunks, fuzz, reverse):
-    hunks = [h.__class__(**{**h.__dict__, "index": i}) for i, h in enumerate(hunks, 1)]
+    hunks = [replace(h, index=i) for i, h in enumerate(hunks, 1)]
     try:
         result = apply_hunks(lines, hunks, fuzz=fuzz, reverse=reverse)
     except SgpatchError:

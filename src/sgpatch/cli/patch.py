@@ -101,15 +101,15 @@ def _report(results: list[tuple[Patch, tuple[FilePlan, ...]]], opts: Options, co
             }
         )
         return
-    for _, files in results:
-        for f in files:
-            for line in report.file_lines(f, opts.dry_run, opts.reverse):
-                report.err(line)
     every = [f for _, files in results for f in files]
+    # one line per hunk, as GNU patch prints, written at once: a 100,000-hunk diff is not
+    # 100,000 writes
+    lines = [ln for f in every for ln in report.file_lines(f, opts.dry_run, opts.reverse)]
     hint = _strip_hint(every, opts.strip)
     if hint:
-        report.err(hint)
-    report.err(_verdict(code, opts.dry_run, opts.reverse, every))
+        lines.append(hint)
+    lines.append(_verdict(code, opts.dry_run, opts.reverse, every))
+    report.err("\n".join(lines))
 
 
 def _verdict(code: int, dry_run: bool, reverse: bool, files: list[FilePlan]) -> str:

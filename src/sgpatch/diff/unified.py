@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
-from functools import cached_property
+from dataclasses import dataclass, field, replace
+from itertools import repeat
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from sgpatch.errors import bad_input, unsafe
 from sgpatch.startup import collector_paused
@@ -63,10 +63,18 @@ def encode(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
+# What `str.splitlines` splits on besides LF (a CR alone, VT, FF, FS, GS, RS, NEL, LS, PS)
+_OTHER_BREAKS = "\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+
+
 def split_lines(text: str) -> list[str]:
-    """Split on LF only, keeping line endings; the last line may lack one."""
+    """Split on LF only, keeping line endings; the last line may lack one. Text with no other
+    character `str.splitlines` splits on (most text: a CR is checked for too, since a lone one
+    would split) is split by it, at C speed; the rest part by part."""
     if not text:
         return []
+    if not any(c in text for c in _OTHER_BREAKS):  # one C-speed scan per character
+        return text.splitlines(keepends=True)
     parts = text.split("\n")
     lines = [p + "\n" for p in parts[:-1]]
     if parts[-1]:
@@ -82,40 +90,38 @@ def strip_eol(line: str) -> str:
     return line
 
 
-@dataclass(frozen=True)
-class HunkLine:
-    """One body line of a hunk: kind is ' ' (context), '-' (removed) or '+' (added)."""
+class HunkLine(NamedTuple):
+    """One body line of a hunk: kind is ' ' (context), '-' (removed) or '+' (added). A named
+    tuple rather than a frozen dataclass: a diff has one per body line, and a tuple subclass
+    can be made at C speed (`tuple.__new__`, as `_plain_body` makes them), a dataclass only
+    through its Python `__init__`."""
 
     kind: str
     text: str  # without its line ending
 
 
 _Pair = tuple[tuple[str, ...], tuple[str, ...]]  # (pre-image, post-image)
-_Shape = tuple[_Pair, _Pair, tuple[int, int]]  # kinds, texts, context edges
 
 
-def _shape_of(lines: Sequence[HunkLine]) -> _Shape:
-    kinds = [ln.kind for ln in lines]
-    texts = [ln.text for ln in lines]
-    old = [i for i, k in enumerate(kinds) if k != "+"]
-    new = [i for i, k in enumerate(kinds) if k != "-"]
+def _sides_of(lines: Sequence[HunkLine]) -> tuple[_Pair, tuple[int, int]]:
+    """Both sides' texts and the context edges, with string methods where they do (every hunk
+    of a many-hunk diff needs them once)."""
+    kinds = "".join([kind for kind, _ in lines])
     n = len(kinds)
-    lead = 0
-    while lead < n and kinds[lead] == " ":
-        lead += 1
-    trail = 0
-    while trail < n and kinds[n - 1 - trail] == " ":
-        trail += 1
     return (
-        (tuple(kinds[i] for i in old), tuple(kinds[i] for i in new)),
-        (tuple(texts[i] for i in old), tuple(texts[i] for i in new)),
-        (lead, trail),
+        (
+            tuple([text for kind, text in lines if kind != "+"]),
+            tuple([text for kind, text in lines if kind != "-"]),
+        ),
+        (n - len(kinds.lstrip(" ")), n - len(kinds.rstrip(" "))),
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Hunk:
-    """A hunk as the engine sees it (unidiff's Hunk, frozen, line endings stripped)."""
+    """A hunk as the engine sees it (unidiff's Hunk, frozen, line endings stripped). Slotted: a
+    diff of 100,000 hunks holds 100,000 of them, and a `__dict__` each was a third of their
+    memory."""
 
     index: int  # 1-based position within its file
     source_start: int
@@ -128,35 +134,31 @@ class Hunk:
     new_no_eol: bool = False  # the post-image's last line has no newline
     patch_line: int = 0  # line of the @@ header in the patch file
     anchored: bool = True  # may be tied to the start/end of the file (False in -U0 diffs)
+    # Derived from `lines` as the hunk is made (the engine asks for them several times while
+    # placing and reporting it: plain attributes, not properties): the texts of the
+    # pre-image's lines and of the post-image's, and the leading and trailing context line
+    # counts (what fuzz may drop).
+    side_texts: _Pair = field(init=False, repr=False, compare=False)
+    edges: tuple[int, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        texts, edges = _sides_of(self.lines)
+        object.__setattr__(self, "side_texts", texts)
+        object.__setattr__(self, "edges", edges)
 
     @property
-    def side_kinds(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The kinds of the pre-image's lines and of the post-image's."""
-        return self._shape[0]
-
-    @property
-    def side_texts(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The texts of the pre-image's lines and of the post-image's."""
-        return self._shape[1]
-
-    @property
-    def edges(self) -> tuple[int, int]:
-        """Leading and trailing context line counts (what fuzz may drop)."""
-        return self._shape[2]
-
-    @cached_property
-    def _shape(self) -> _Shape:
-        """Both sides' kinds and texts and the context edges, computed once per hunk (the
-        engine asks for them several times while placing and reporting it)."""
-        return _shape_of(self.lines)
+    def side_kinds(self) -> _Pair:
+        """The kinds of the pre-image's lines and of the post-image's (only fuzz asks)."""
+        kinds = "".join([ln.kind for ln in self.lines])
+        return tuple(kinds.replace("+", "")), tuple(kinds.replace("-", ""))
 
     @property
     def before(self) -> tuple[str, ...]:
-        return tuple(ln.text for ln in self.lines if ln.kind != "+")
+        return self.side_texts[0]
 
     @property
     def after(self) -> tuple[str, ...]:
-        return tuple(ln.text for ln in self.lines if ln.kind != "-")
+        return self.side_texts[1]
 
     def reversed(self) -> Hunk:
         """The same hunk read backwards (for -R): added and removed swap sides."""
@@ -307,13 +309,19 @@ def parse_patch(data: bytes | str, name: str = "patch") -> Patch:
 
 
 def _parse_patch(data: bytes | str, name: str) -> Patch:
-    from unidiff import PatchSet
-    from unidiff.errors import UnidiffParseError
-
     text = decode(data) if isinstance(data, bytes) else data
     lines = split_lines(text)
     if not any(ln.strip() for ln in lines):
         raise bad_input(f"{name}: empty patch file")
+    return _read_quickly(lines, name) or _read_with_unidiff(lines, name)
+
+
+def _read_with_unidiff(lines: list[str], name: str) -> Patch:
+    """Every line through unidiff, after the checks it does not make: the reference reading,
+    and the one that words the error when the input is malformed."""
+    from unidiff import PatchSet
+    from unidiff.errors import UnidiffParseError
+
     for no, line in enumerate(lines, 1):
         if line.startswith(_BINARY_STARTS) and _is_binary_line(line):
             raise bad_input(f"{name}:{no}: binary patches are not supported ({strip_eol(line)})")
@@ -328,14 +336,202 @@ def _parse_patch(data: bytes | str, name: str) -> Patch:
         raise bad_input(f"{name}:{counter.n}: malformed diff: {msg}") from None
     if len(patchset) == 0:
         raise bad_input(f"{name}: no diff found (expected '--- a/...' / '+++ b/...' and hunks)")
-    header_end = next(
-        (i for i, ln in enumerate(lines) if ln.startswith(("diff --git ", "--- "))), 0
+    files = tuple(
+        _freeze_file(pf, _freeze_hunks(pf), pf.diff_line_no or 0, name) for pf in patchset
     )
-    files = tuple(_freeze_file(pf, lines, name) for pf in patchset)
+    return _patch_of(lines, files, name)
+
+
+def _patch_of(lines: Sequence[str], files: tuple[FilePatch, ...], name: str) -> Patch:
     for f in files:
         if not f.hunks and not (f.is_new or f.is_delete or f.git_op or f.new_mode is not None):
             raise bad_input(f"{name}:{f.patch_line}: no hunks for {f.path} (truncated diff?)")
+    header_end = next(
+        (i for i, ln in enumerate(lines) if ln.startswith(("diff --git ", "--- "))), 0
+    )
     return Patch(name=name, header="".join(lines[:header_end]), files=files)
+
+
+# unidiff's hunk header (its RE_HUNK_HEADER, spelled here so that reading it costs no import)
+_UNIDIFF_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))?\ @@[ ]?(.*)")
+_NO_NEWLINE = "\\ No newline at end of file"  # unidiff's RE_NO_NEWLINE_MARKER, a prefix
+_STUB = ("@@ -1 +1 @@\n", " \n")  # what unidiff reads in place of a run of hunks read here
+
+
+def _read_quickly(lines: list[str], name: str) -> Patch | None:
+    """The common case without unidiff's line-by-line walk through every hunk body: runs of
+    hunks are read here (`_read_run`), and unidiff reads the rest, the file headers, with a
+    one-line stub hunk in place of each run. None when anything is out of the ordinary (a
+    malformed or binary patch, a hunk or marker unidiff might read otherwise): the full
+    reading decides, and words the error."""
+    from unidiff import PatchSet
+    from unidiff.errors import UnidiffParseError
+
+    fed: list[str] = []
+    numbers: list[int] = []  # 1-based line in `lines` of each fed line
+    runs: list[list[Hunk]] = []
+    i, n = 0, len(lines)
+    while i < n:
+        line = lines[i]
+        if line.startswith("@@"):
+            run = _read_run(lines, i)
+            if run is None:
+                return None
+            runs.append(run[0])
+            fed += _STUB
+            numbers += (i + 1, i + 1)
+            i = run[1]
+            continue
+        if line.startswith(("\\", *_BINARY_STARTS)):
+            return None
+        fed.append(line)
+        numbers.append(i + 1)
+        i += 1
+    try:
+        patchset = PatchSet(_align_git_names(fed))
+    except UnidiffParseError:
+        return None
+    if len(patchset) == 0 or sum(len(pf) for pf in patchset) != len(runs):
+        return None
+    files = []
+    k = 0
+    for pf in patchset:
+        hunks = [h for run in runs[k : k + len(pf)] for h in run]
+        k += len(pf)
+        if len(pf) > 1:  # several runs in one file: number its hunks through
+            hunks = [replace(h, index=j) for j, h in enumerate(hunks, 1)]
+        line_no = numbers[pf.diff_line_no - 1] if pf.diff_line_no else 0
+        files.append(_freeze_file(pf, hunks, line_no, name))
+    return _patch_of(lines, tuple(files), name)
+
+
+def _read_run(lines: list[str], i: int) -> tuple[list[Hunk], int] | None:
+    """The hunks from the `@@` line at `i` on, with the `\\ No newline` markers and blank
+    lines unidiff keeps with them, and where the run ends; None if one is out of the ordinary."""
+    hunks: list[Hunk] = []
+    n = len(lines)
+    while i < n and lines[i].startswith("@@"):
+        read = _read_hunk(lines, i, len(hunks) + 1)
+        if read is None:
+            return None
+        hunks.append(read[0])
+        i = read[1]
+        while i < n and lines[i] == "\n":  # unidiff: a blank line after a hunk, kept as nothing
+            i += 1
+    return hunks, i
+
+
+def _read_hunk(lines: list[str], i: int, index: int) -> tuple[Hunk, int] | None:
+    """One hunk, as unidiff reads it and `_freeze_hunks` freezes it, and the line after it (its
+    markers included); None where unidiff (or `_check_hunk_lengths`) would object, or might
+    read it otherwise: a body line of another kind, counts that do not add up, `-0,0 +0,0`."""
+    m = _UNIDIFF_HUNK.match(lines[i])
+    if m is None:
+        return None
+    old_start, old_len, new_start, new_len, section = m.groups()
+    old = 1 if old_len is None else int(old_len)
+    new = 1 if new_len is None else int(new_len)
+    if old == new == 0:
+        return None
+    read = _plain_body(lines, i + 1, old, new) or _any_body(lines, i + 1, old, new)
+    if read is None:
+        return None
+    body, flags, j = read
+    n = len(lines)
+    while j < n and lines[j].startswith("\\"):
+        if not lines[j].startswith(_NO_NEWLINE):
+            return None
+        _mark_no_eol(body, flags)
+        j += 1
+    if j < n and _body_like(lines[j]):
+        return None  # longer than its header says: `_check_hunk_lengths` words it
+    # positional: keywords cost a microsecond a hunk
+    start, target = int(old_start), int(new_start)
+    hunk = Hunk(index, start, old, target, new, section.strip(), body, flags[0], flags[1], i + 1)
+    return hunk, j
+
+
+_Body = tuple[tuple["HunkLine", ...], list[bool], int]  # lines, (old, new) no-EOL, next line
+
+
+def _plain_body(lines: list[str], j: int, old: int, new: int) -> _Body | None:
+    """A body of ' ', '-' and '+' lines only (the usual one), from line `j`: counted line by
+    line, its lines made at C speed. None for anything else (`_any_body` reads it)."""
+    first, n = j, len(lines)
+    while old > 0 or new > 0:
+        if j >= n:
+            return None
+        kind = lines[j][0]
+        if kind == " ":
+            old -= 1
+            new -= 1
+        elif kind == "-":
+            old -= 1
+        elif kind == "+":
+            new -= 1
+        else:
+            return None
+        j += 1
+    if old or new:  # went below zero: longer than its header says
+        return None
+    chunk = lines[first:j]
+    if chunk[-1][-1] == "\n" and "\r" not in "".join(chunk):
+        texts = [ln[1:-1] for ln in chunk]
+    else:
+        texts = [strip_eol(ln[1:]) for ln in chunk]
+    kinds = [ln[0] for ln in chunk]
+    return (
+        tuple(map(tuple.__new__, repeat(HunkLine), zip(kinds, texts, strict=True))),
+        [False, False],
+        j,
+    )
+
+
+def _any_body(lines: list[str], j: int, old: int, new: int) -> _Body | None:
+    """A body as unidiff reads it: empty lines are empty context, and a `\\` line marks the
+    line before it; None where unidiff would object, or might read a line otherwise."""
+    body: list[HunkLine] = []
+    flags = [False, False]  # old_no_eol, new_no_eol
+    n = len(lines)
+    while old > 0 or new > 0:
+        if j >= n:
+            return None
+        line = lines[j]
+        kind = line[0]
+        j += 1
+        if kind == "\\":
+            _mark_no_eol(body, flags)
+            continue
+        if kind == " " or line in ("\n", "\r\n"):  # an empty line is empty context
+            old -= 1
+            new -= 1
+            kind = " "
+        elif kind == "-":
+            old -= 1
+        elif kind == "+":
+            new -= 1
+        else:
+            return None
+        if old < 0 or new < 0:
+            return None
+        body.append(HunkLine(kind, strip_eol(line[1:])))
+    return tuple(body), flags, j
+
+
+def _mark_no_eol(body: Sequence[HunkLine], flags: list[bool]) -> None:
+    """A `\\` line: the line before it (a context line counts for both sides) has no newline."""
+    prev = body[-1].kind if body else " "
+    flags[0] |= prev != "+"
+    flags[1] |= prev != "-"
+
+
+def _body_like(line: str) -> bool:
+    """A line that reads as one more body line of the hunk before it."""
+    return (
+        line[:1] in ("+", "-", " ")
+        and strip_eol(line) != "--"
+        and not line.startswith(("--- ", "+++ ", "-- "))
+    )
 
 
 _HUNK_HEADER = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
@@ -391,14 +587,11 @@ def _check_hunk_lengths(lines: Sequence[str], name: str) -> None:
             i += 1
         while i < len(lines) and lines[i].startswith("\\"):
             i += 1
-        if i < len(lines) and old <= 0 and new <= 0:
-            nxt = lines[i]
-            body_like = nxt[:1] in ("+", "-", " ") and strip_eol(nxt) != "--"
-            if body_like and not nxt.startswith(("--- ", "+++ ", "-- ")):
-                raise bad_input(
-                    f"{name}:{i + 1}: malformed diff: hunk at line {i} is longer than its "
-                    "@@ header says"
-                )
+        if i < len(lines) and old <= 0 and new <= 0 and _body_like(lines[i]):
+            raise bad_input(
+                f"{name}:{i + 1}: malformed diff: hunk at line {i} is longer than its "
+                "@@ header says"
+            )
 
 
 def read_patch(path: Path, name: str | None = None) -> Patch:
@@ -411,7 +604,7 @@ def read_patch(path: Path, name: str | None = None) -> Patch:
     return parse_patch(data, label)
 
 
-def _freeze_file(pf, lines: Sequence[str], name: str) -> FilePatch:  # pf: unidiff PatchedFile
+def _freeze_hunks(pf) -> list[Hunk]:  # pf: unidiff PatchedFile
     hunks = []
     for idx, h in enumerate(pf, 1):
         body: list[HunkLine] = []
@@ -440,6 +633,11 @@ def _freeze_file(pf, lines: Sequence[str], name: str) -> FilePatch:  # pf: unidi
                 patch_line=first - 1 if first else 0,
             )
         )
+    return hunks
+
+
+def _freeze_file(pf, hunks: Sequence[Hunk], line_no: int, name: str) -> FilePatch:
+    """One file of unidiff's PatchSet, frozen, with its hunks (`line_no`: its first line)."""
     info = _git_info(pf.patch_info or (), name)
     git = any(str(ln).startswith("diff --git ") for ln in pf.patch_info or ())
     source, target = _clean_path(pf.source_file), _clean_path(pf.target_file)
@@ -465,7 +663,7 @@ def _freeze_file(pf, lines: Sequence[str], name: str) -> FilePatch:  # pf: unidi
         hunks=tuple(hunks),
         new_mode=None if new_mode is None else new_mode & 0o7777,
         old_mode=None if old_mode is None else old_mode & 0o7777,
-        patch_line=getattr(pf, "diff_line_no", 0) or 0,
+        patch_line=line_no,
         git_op=op,
         symlink=any(m & 0o170000 == SYMLINK_MODE for m in modes.values()),
         git=git,

@@ -31,6 +31,7 @@ from sgpatch.placement.match import (
     LineIndex,
     Place,
     Status,
+    anchors,
     context_edges,
     dominant_eol,
     exact_key,
@@ -38,6 +39,7 @@ from sgpatch.placement.match import (
     side,
     side_len,
     start,
+    whole_side_at,
     ws_key,
 )
 from sgpatch.startup import collector_paused
@@ -289,14 +291,13 @@ def _nearest_original(
 def _at_expected(hunk: Hunk, idx: LineIndex, expected: int, lo: int) -> _Outcome | None:
     """Level 1: exact at the expected line. When both images match there (one is a prefix of
     the other: appending at EOF, deleting a repeated line) the longer match is the evidence."""
-    hits = []
-    for new_side in (True, False):
-        img = side(hunk, new_side, 0, 0)
-        at_expected = expected >= lo and img.texts
-        if at_expected and idx.matches_at(
-            list(img.texts), "exact", expected, img.at_eof, img.at_bof
-        ):
-            hits.append((len(img.texts), new_side))
+    if expected < lo:
+        return None
+    hits = [
+        (len(hunk.side_texts[new_side]), new_side)
+        for new_side in (True, False)
+        if whole_side_at(hunk, idx, new_side, expected)
+    ]
     if len(hits) == 2 and _no_op(hunk):
         hits = [h for h in hits if h[1]]  # changes nothing: there is nothing to do
     if len(hits) == 2 and (eol_side := _eol_decides(hunk, idx, expected)) is not None:
@@ -630,13 +631,15 @@ def _apply_hunks(
     steps, alternatives = _first_pass(lines, idx, hunks, fuzz)
     if alternatives:
         steps = _by_order(steps, alternatives, lines, idx)
-    out, spans = _splice(lines, [(s.place, s.hunk) for s in steps if _spliced(s)])
-    if _may_define_twice(idx, steps):
+    spliced = [s for s in steps if _spliced(s)]
+    out, spans, used = _splice(lines, [(s.place, s.hunk) for s in spliced])
+    if _may_define_twice(idx, spliced):
         checked = _defined_twice(idx, steps, out, spans)
         if checked is not steps:
             steps = checked
-            out, spans = _splice(lines, [(s.place, s.hunk) for s in steps if _spliced(s)])
-    return FileResult(tuple(out), tuple(_reported(steps, spans)))
+            spliced = [s for s in steps if _spliced(s)]
+            out, spans, used = _splice(lines, [(s.place, s.hunk) for s in spliced])
+    return FileResult(tuple(out), tuple(_reported(steps, spliced, spans, used)))
 
 
 def _first_pass(
@@ -646,13 +649,27 @@ def _first_pass(
     plain candidates are kept for the second pass (by index into the steps)."""
     steps: list[_Step] = []
     alternatives: dict[int, tuple[tuple[Place, ...], int]] = {}
-    moving = frozenset(ln.text.rstrip() for h in hunks for ln in h.lines if ln.kind == "-")
+    moving: frozenset[str] | None = None  # what place_hunk needs, once one hunk needs it
     lo = 0
     prev_end: int | None = None
     prev_stated_end = 0
+    shift = 0  # lines the hunks placed so far add: where the next plain one lands, if all stay
+    keys = idx.exact_keys()
     for hunk in hunks:
         stated = hunk.source_start - 1 if hunk.source_length else hunk.source_start
         expected = stated if prev_end is None else prev_end + (stated - prev_stated_end)
+        if _plainly_at(hunk, keys, idx, expected, lo):
+            pre, post = hunk.side_texts
+            line = expected + shift + 1  # as _reported maps it (it checks)
+            offset = line - hunk.target_start - (0 if hunk.target_length else 1)
+            result = HunkResult(hunk.index, "applied", "exact", line, offset)
+            steps.append(_Step(result, hunk, Place(expected, False, 0, 0)))
+            lo = prev_end = expected + len(pre)
+            prev_stated_end = stated + hunk.source_length
+            shift += len(post) - len(pre)
+            continue
+        if moving is None:
+            moving = frozenset(ln.text.rstrip() for h in hunks for ln in h.lines if ln.kind == "-")
         out = place_hunk(hunk, lines, idx, expected, lo, fuzz, moving)
         place = out.place
         if place is not None:
@@ -660,23 +677,45 @@ def _first_pass(
             lo = end
             prev_end = end + place.trail
             prev_stated_end = stated + hunk.source_length
+            if out.result.status == "applied":
+                shift += side_len(hunk, True, place.lead, place.trail) - (end - place.pos)
         elif out.alternatives:
             alternatives[len(steps)] = (out.alternatives, out.expected)
         steps.append(_Step(out.result, hunk, place, out.shown))
     return steps, alternatives
 
 
+def _plainly_at(hunk: Hunk, keys: list[str], idx: LineIndex, expected: int, lo: int) -> bool:
+    """The common case, which `place_hunk` would settle at its first step with no question
+    left (`_at_expected`: one image, the pre-image, matches exactly at the expected line):
+    checked without building its outcome, for each hunk of a many-hunk diff. `keys`: the
+    exact keys of `idx`. A post-image whose lines are there too goes the full way, whatever
+    its anchors say."""
+    pre, post = hunk.side_texts
+    if expected < lo or not pre or keys[expected : expected + len(pre)] != list(pre):
+        return False
+    if post and keys[expected : expected + len(post)] == list(post):
+        return False
+    return idx.matches_at(pre, "exact", expected, *anchors(hunk, False, 0, 0, False))
+
+
 def _spliced(step: _Step) -> bool:
     return step.place is not None and step.result.status == "applied"
 
 
-def _reported(steps: Sequence[_Step], spans: Sequence[tuple[int, int]]) -> list[HunkResult]:
+def _reported(
+    steps: Sequence[_Step],
+    spliced: Sequence[_Step],
+    spans: Sequence[tuple[int, int]],
+    used: Sequence[int],
+) -> list[HunkResult]:
     """Each hunk's result with the line where its post-image starts in the result file.
     Input lines map to result lines through the applied hunks' deltas, in one sorted walk
-    (the steps are in file order and so are the splices): no per-hunk sum over all shifts."""
+    (the steps are in file order and so are the splices): no per-hunk sum over all shifts.
+    `spans` and `used`: each splice's result lines and the input lines it replaced."""
     deltas = sorted(
-        (s.place.pos, (b - a) - _consumed(s.hunk, s.place))
-        for s, (a, b) in zip([s for s in steps if _spliced(s)], spans, strict=True)
+        (s.place.pos, (b - a) - n)
+        for s, (a, b), n in zip(spliced, spans, used, strict=True)
         if s.place is not None
     )
     starts = [p for p, _ in deltas]
@@ -690,27 +729,39 @@ def _reported(steps: Sequence[_Step], spans: Sequence[tuple[int, int]]) -> list[
         start = step.shown if step.shown is not None else place.pos - place.lead
         line = start + sums[bisect_left(starts, start)] + 1
         # an empty side's start names the line it follows (`-5,2 +4,0` lands on line 5)
-        stated = hunk.target_start + (0 if hunk.target_length else 1)
-        final.append(replace(res, line=line, offset=line - stated))
+        offset = line - hunk.target_start - (0 if hunk.target_length else 1)
+        same = res.line == line and res.offset == offset  # as the first pass foresaw
+        final.append(res if same else _at_line(res, line, offset))
     return final
 
 
-def _consumed(hunk: Hunk, place: Place) -> int:
-    """Input lines a placed hunk replaces (its trimmed pre-image)."""
-    return side_len(hunk, False, place.lead, place.trail)
+def _at_line(res: HunkResult, line: int, offset: int) -> HunkResult:
+    """`replace(res, line=line, offset=offset)`, spelled out: once per hunk of the diff, and
+    `dataclasses.replace` reads the fields first."""
+    return HunkResult(
+        res.index,
+        res.status,
+        res.level,
+        line,
+        offset,
+        res.fuzz,
+        res.whitespace,
+        res.candidates,
+        res.reason,
+    )
 
 
 _DEF_STARTS = ("def ", "class ", "async ")
 
 
-def _may_define_twice(idx: LineIndex, steps: Sequence[_Step]) -> bool:
+def _may_define_twice(idx: LineIndex, spliced: Sequence[_Step]) -> bool:
     """The cheap trigger for the defined-twice check: an applied hunk adds a def/class line
     whose name the input already defines somewhere, or that the hunks add twice. Nothing is
     parsed (and pydefs is not imported) for the many hunks that add no def/class line."""
     added = [
         ln.text
-        for s in steps
-        if _spliced(s)
+        for s in spliced
+        if _mentions_def(s.hunk)
         for ln in s.hunk.lines
         if ln.kind == "+" and ln.text.lstrip().startswith(_DEF_STARTS)
     ]
@@ -725,6 +776,13 @@ def _may_define_twice(idx: LineIndex, steps: Sequence[_Step]) -> bool:
     if have is None:
         have = idx.cache["defined"] = defined_names(idx.lines)
     return bool(set(names) & have)  # type: ignore[operator]
+
+
+def _mentions_def(hunk: Hunk) -> bool:
+    """The post-image holds one of `_DEF_STARTS` anywhere: searched in its joined text (C
+    speed) before its lines are looked at one by one."""
+    text = "\n".join(hunk.side_texts[1])
+    return "def " in text or "class " in text or "async " in text  # _DEF_STARTS
 
 
 def _defined_twice(
@@ -889,42 +947,51 @@ def _fits(hunk: Hunk, pl: Place, bound: int, forward: bool) -> bool:
 
 def _splice(
     lines: Sequence[str], splices: Sequence[tuple[Place | None, Hunk]]
-) -> tuple[list[str], list[tuple[int, int]]]:
+) -> tuple[list[str], list[tuple[int, int]], list[int]]:
     """Build the result; also return, per splice (in the order given), the span of result
-    lines its body became."""
+    lines its body became and how many input lines it replaced."""
     eol = dominant_eol(lines)
     out: list[str] = []
     spans: list[tuple[int, int]] = [(0, 0)] * len(splices)
+    used = [0] * len(splices)
     cur = 0
     n = len(lines)
-    order = sorted(range(len(splices)), key=lambda k: splices[k][0].pos)  # type: ignore[union-attr]
+    order = sorted(range(len(splices)), key=[pl.pos for pl, _ in splices].__getitem__)  # type: ignore[union-attr]
     for k in order:
         place, hunk = splices[k]
         assert place is not None
-        out.extend(lines[cur : place.pos])
-        first = len(out)
-        i = place.pos
-        for ln in hunk.lines[place.lead : len(hunk.lines) - place.trail]:
-            if ln.kind == " ":
+        body = hunk.lines[place.lead : len(hunk.lines) - place.trail]
+        # the context at either end of the body is the input's lines as they are: copied in
+        # one slice each, with the gap before it
+        head = max(0, min(hunk.edges[0] - place.lead, len(body)))
+        tail = max(0, min(hunk.edges[1] - place.trail, len(body) - head))
+        first = len(out) + place.pos - cur
+        out.extend(lines[cur : place.pos + head])
+        i = place.pos + head
+        for kind, text in body[head : len(body) - tail]:
+            if kind == " ":
                 out.append(lines[i])
                 i += 1
-            elif ln.kind == "-":
+            elif kind == "-":
                 i += 1
             else:
-                out.append(ln.text + eol)
+                out.append(text + eol)
+        out.extend(lines[i : i + tail])
+        i += tail
         if i == n and out:
             if hunk.new_no_eol and place.trail == 0:
                 out[-1] = strip_eol(out[-1])
             elif hunk.old_no_eol and not hunk.new_no_eol:
                 out[-1] = strip_eol(out[-1]) + eol
         spans[k] = (first, len(out))
+        used[k] = i - place.pos
         cur = i
     out.extend(lines[cur:])
     if _unended(out):  # only the very last line may lack a line ending
         for k in range(len(out) - 1):
             if not out[k].endswith("\n"):
                 out[k] = out[k] + eol
-    return out, spans
+    return out, spans, used
 
 
 def _unended(out: list[str]) -> bool:

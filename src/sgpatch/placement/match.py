@@ -17,9 +17,10 @@ Status = Literal["applied", "already-applied", "conflict", "ambiguous"]
 Level = Literal["exact", "moved", "whitespace", "fuzz", "none"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HunkResult:
-    """What happened to one hunk, with enough detail to explain it to a person."""
+    """What happened to one hunk, with enough detail to explain it to a person. (Slotted, as
+    `Place` is: one a hunk, and a diff may have 100,000 of them.)"""
 
     index: int
     status: Status
@@ -146,19 +147,19 @@ class LineIndex:
         n, m = len(self.lines), len(pattern)
         if p < 0 or p + m > n or (at_eof and p + m != n) or (at_bof and p):
             return False
-        if mode == "exact" and mode not in self._keys:
-            # the keys without the positions index: split at C speed once, not a key per line
-            # per hunk (each hunk of a many-hunk diff checks its expected line first)
-            keys = self._plain.get(mode)
-            if keys is None:
-                keys = self._plain[mode] = _exact_keys(self.lines) or [
-                    exact_key(ln) for ln in self.lines
-                ]
-            return keys[p : p + m] == list(pattern)
-        keys = self.keys(mode)
-        if p < 0 or p + m > len(keys) or (at_eof and p + m != len(keys)) or (at_bof and p):
-            return False
+        keys = self.exact_keys() if mode == "exact" else self.keys(mode)
         return keys[p : p + m] == list(pattern)
+
+    def exact_keys(self) -> list[str]:
+        """The exact keys, without the positions index until a search needs it: split at C
+        speed once, not a key per line per hunk (each hunk of a many-hunk diff checks its
+        expected line first)."""
+        keys = self._keys.get("exact") or self._plain.get("exact")
+        if keys is None:
+            keys = self._plain["exact"] = _exact_keys(self.lines) or [
+                exact_key(ln) for ln in self.lines
+            ]
+        return keys
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ class Image:
     at_bof: bool = False  # must start at the top of the file
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Place:
     """Where a hunk image matched, and how much outer context was dropped to get there."""
 
@@ -194,17 +195,26 @@ def side(hunk: Hunk, new: bool, lead: int, trail: int, free: bool = False) -> Im
     kinds, texts = hunk.side_kinds[new], hunk.side_texts[new]
     if lead or trail:
         kinds, texts = kinds[lead : len(kinds) - trail], texts[lead : len(texts) - trail]
+    at_eof, at_bof = anchors(hunk, new, lead, trail, free)
+    return Image(kinds=kinds, texts=texts, lead=lead, trail=trail, at_eof=at_eof, at_bof=at_bof)
+
+
+def anchors(hunk: Hunk, new: bool, lead: int, trail: int, free: bool) -> tuple[bool, bool]:
+    """(at_eof, at_bof) of one side, as `side` documents them."""
     no_eol = hunk.new_no_eol if new else hunk.old_no_eol
     anchored = hunk.anchored and not (lead or trail or free)
     start = hunk.target_start if new else hunk.source_start
-    return Image(
-        kinds=kinds,
-        texts=texts,
-        lead=lead,
-        trail=trail,
-        at_eof=(no_eol and trail == 0) or (anchored and hunk.edges[1] == 0),
-        at_bof=anchored and start <= 1,
-    )
+    return (no_eol and trail == 0) or (anchored and hunk.edges[1] == 0), anchored and start <= 1
+
+
+def whole_side_at(hunk: Hunk, idx: LineIndex, new: bool, p: int) -> bool:
+    """`side(hunk, new, 0, 0)` matches exactly at `p` (an empty side matches nowhere), without
+    building the image: every hunk of a diff asks it of both sides at its expected line."""
+    texts = hunk.side_texts[new]
+    if not texts or p < 0 or idx.exact_keys()[p : p + len(texts)] != list(texts):
+        return False  # (the usual answer for the post-image: settled before the anchors)
+    at_eof, at_bof = anchors(hunk, new, 0, 0, False)
+    return idx.matches_at(texts, "exact", p, at_eof, at_bof)
 
 
 def side_len(hunk: Hunk, new: bool, lead: int, trail: int) -> int:

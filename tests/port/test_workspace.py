@@ -570,3 +570,39 @@ def test_a_digest_list_is_read_by_one_reader_and_damage_is_refused(cache, tmp_pa
         ws.digest_list("reused")
     assert e.value.code == 4 and "reused: damaged" in str(e.value)
     assert ws.digest_list("reused", lenient=True) == {"sglang/x.py": good}
+
+
+def test_a_new_port_keeps_the_persons_files_of_the_finished_one(cache, tmp_path):
+    """Input: a port to 1.1 finished in W, the person's `na-first` reason and a note in a
+    folder of the state folder, then a port to 1.2 into W (as the next --step does).
+    Outcome: the new port runs as it does without them (exit 3, no `na-first` read as its
+    answer), their bytes are in W.aborted-1 (as --abort keeps them), and the first note of
+    its --json report says where they went."""
+    d = make_set(tmp_path)
+    w = tmp_path / "w"
+    assert run_cli(*port_args(d, w, "1.1"))[0] == 0
+    (w / ".sgpatch-port/na-first").write_text("my reason\n")
+    (w / ".sgpatch-port/notes").mkdir()
+    (w / ".sgpatch-port/notes/todo.txt").write_text("check srt/other.py\n")
+    code, out, _err = run_cli(*port_args(d, w), "--json")
+    assert code == 3
+    aside = tmp_path / "w.aborted-1/.sgpatch-port"
+    assert (aside / "na-first").read_text() == "my reason\n"
+    assert (aside / "notes/todo.txt").read_text() == "check srt/other.py\n"
+    assert not (w / ".sgpatch-port/na-first").exists()
+    note = json.loads(out)["steps"][-1]["notes"][0]
+    assert ".sgpatch-port/na-first, .sgpatch-port/notes/todo.txt" in note
+    assert note.endswith(f"copied to {tmp_path / 'w.aborted-1'}")
+
+
+def test_a_refused_new_port_copies_nothing_aside(cache, tmp_path):
+    """Input: a finished port in W holding the person's `na-first` and an edited tree file,
+    then a new port into W. Outcome: exit 4 (the edit), no W.aborted-N made, W unchanged."""
+    d = make_set(tmp_path)
+    w = tmp_path / "w"
+    assert run_cli(*port_args(d, w, "1.1"))[0] == 0
+    (w / ".sgpatch-port/na-first").write_text("my reason\n")
+    (w / "sglang/srt/other.py").write_text("mine = 1\n")
+    before = snapshot(w)
+    assert run_cli(*port_args(d, w))[0] == 4
+    assert snapshot(w) == before and not (tmp_path / "w.aborted-1").exists()

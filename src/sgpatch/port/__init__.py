@@ -123,7 +123,7 @@ def port(
     import tempfile
 
     from sgpatch.port import sequencer
-    from sgpatch.port.workspace import check_free, locked, make_top
+    from sgpatch.port.workspace import KEPT_ASIDE, check_free, locked, make_top
     from sgpatch.releases import cache as releases
 
     with releases.cache_only(offline):
@@ -140,7 +140,11 @@ def port(
                                       without=without, made=made, known=known,
                                       to_tree=to_tree)  # fmt: skip
                 sequencer.run_todo(ctx)
-                return _conclude(ctx, _state(ctx), finish)
+                rep = _conclude(ctx, _state(ctx), finish)
+                kept = ctx.ws.get_raw(KEPT_ASIDE)
+                if kept:  # the person's files of the port finished in W before (claim)
+                    rep.notes.insert(0, kept.strip())
+                return rep
         except Interrupted:
             raise InterruptedIn(workspace) from None
 

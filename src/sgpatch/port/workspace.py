@@ -34,7 +34,9 @@ in `.git/rebase-merge/`):
     finishing/    the set's new files while --continue writes them into the set
     na-<id>       written by the person: why a patch n/a on the nearest release is n/a on V
                   too (--continue then writes a `==V` n/a variant with that reason); it and
-                  any other name sgpatch does not write (OURS_IN_STATE) --abort keeps aside
+                  any other name sgpatch does not write (OURS_IN_STATE) --abort keeps aside,
+                  as does a new port that clears a finished W (`keep_own_aside`)
+    kept-aside    the line saying where this port copied those files of the port before
     finished      present once the set was written
 
 `W/.sgpatch-port.lock` is the workspace's lock: one writer at a time (`locked`).
@@ -65,13 +67,14 @@ NEW_STATE = ".sgpatch-port.new-"  # the state folder being made (renamed to STAT
 OLD_STATE = ".sgpatch-port.old-"  # the state folder being removed (renamed from STATE whole)
 REUSED = "reused"  # the tree the stage holds, taken over from the finished port before
 NA_PREFIX = "na-"  # na-<id>: the person's reason a patch is n/a on V too
+KEPT_ASIDE = "kept-aside"  # the line saying where a new port copied the last one's own files
 OURS_AT_TOP = (STATE, LOCK)  # names in W that are sgpatch's own, never a person's
 # the names sgpatch writes in the state folder (the list above): anything else there, na-<id>
 # included, is a person's, and --abort keeps it aside (`own_files`)
 _STATE_NAMES = """
     marker format set set-dir set-name set-sha256 onto offline known without made command phase
     reused stage journal todo partial done needs-a-hand fix tree files carried fixing before
-    after patches merge problems probes hunks dropped finishing finished
+    after patches merge problems probes hunks dropped finishing finished kept-aside
 """
 OURS_IN_STATE = frozenset(_STATE_NAMES.split())
 MARKER = "sgpatch port workspace\n"
@@ -361,6 +364,7 @@ def claim(top: Path, made: bool, identity: dict[str, str]) -> Workspace:
     folder for `lay_out` to turn into the new release), else cleared first."""
     check_free(top)
     ws = Workspace(top)
+    kept = keep_own_aside(ws)
     for name in os.listdir(ws.top):
         if name.startswith(_LEFTOVER):
             rmtree(ws.top / name)
@@ -374,6 +378,8 @@ def claim(top: Path, made: bool, identity: dict[str, str]) -> Workspace:
     files = {**identity, "made": "yes" if made else "no", "phase": "start", "marker": MARKER}
     if reused is not None:
         files[REUSED] = digest_text(reused)
+    if kept is not None:
+        files[KEPT_ASIDE] = kept
     for name, text in files.items():
         write(new, name, text.encode("utf-8") if text.endswith("\n") else f"{text}\n".encode())
     if reused is not None:
@@ -470,6 +476,19 @@ def keep_aside(ws: Workspace, rels: list[str]) -> Path:
         if data is not None:
             write(dest, rel, data)
     return dest
+
+
+def keep_own_aside(ws: Workspace) -> str | None:
+    """Before a new port clears or takes over a finished workspace: copy the person's own
+    files in its state folder (na-<id> reasons, notes) to `W.aborted-N`, as --abort does, so
+    clearing W never deletes them (a kill after the copy loses nothing). Returns the line
+    that says so (None: there were none)."""
+    own = own_files(ws) if ws.is_ours() else []
+    if not own:
+        return None
+    return f"your files of the port finished here before ({shown(own)}) were copied to " + str(
+        keep_aside(ws, own)
+    )
 
 
 def own_files(ws: Workspace) -> list[str]:

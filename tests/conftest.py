@@ -1,6 +1,7 @@
 """Make tests/helpers.py importable from every test folder; show release downloads live."""
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -17,6 +18,13 @@ from sgpatch.releases import cache as releases
 _hypothesis.register_profile("repeatable", derandomize=True, database=None)
 _hypothesis.register_profile("explore", derandomize=False)
 _hypothesis.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
+
+# The Ctrl-C tests send SIGINT to sgpatch as a terminal would. A shell that starts the suite in
+# the background (`make test &` in a script) ignores SIGINT for it, which every forked or
+# started sgpatch would inherit, and sgpatch rightly leaves an ignored Ctrl-C ignored: those
+# tests would then see a port run to its end. The suite takes Python's usual handler back.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Downloads during the real-release tests (marked `real`; the first `make test` fetches every
 # release they need) are shown as they happen, one line each past pytest's output capture, and

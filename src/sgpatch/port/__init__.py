@@ -180,9 +180,8 @@ def resume(workspace: Path) -> Report:
             if state.phase == "start":
                 sequencer.lay_out(ctx)  # writes the lists afresh: read back once
                 state = _state(ctx, state)
-            if state.queue.todo:
-                sequencer.run_todo(ctx, state.queue)  # the queue worked on in place
-                state = state.carried(ctx.ws)
+            if state.queue.todo:  # the queue worked on in place
+                state = state.carried(sequencer.run_todo(ctx, state.queue, state.listing))
             rep = _conclude(ctx, state, True)
     rep.notes = notes + rep.notes
     return rep
@@ -287,7 +286,7 @@ def _settle_probes(ctx: Context, state: PortState):
     with ctx.ws.step("probes"):  # whole or not at all: a kill checks them again
         q = state.queue
         pids = [o.id for o in q.done if o.outcome in ("carried", "fixed")]
-        settled = probes.settle(ctx, pids)
+        settled = probes.settle(ctx, pids, state.listing)
         flipped = False
         for o in q.done:
             d = probes.decided(ctx.ws, o.id) if o.id in pids else None

@@ -132,33 +132,36 @@ def _source_release(ctx: Context, spec: PatchSpec) -> Version:
 
 @dataclass(frozen=True)
 class States:
-    """Readers of the four trees a patch's probe is checked on (package-relative paths)."""
+    """Readers of the four trees a patch's probe is checked on (package-relative paths), and
+    the files the patch touches."""
 
     pristine: Reader
     before: Reader
     after: Reader
     whole: Reader
+    files: frozenset[str]
 
 
-def states(ctx: Context, pid: str) -> States:
+def states(ctx: Context, pid: str, listing: snapshots.Listing) -> States:
     """Pristine V; W as it was before `pid` and after it (its files from its snapshots, other
-    files as the last earlier patch left them); W with the whole set (as it is now)."""
+    files as the last earlier patch left them, by `listing`); W with the whole set (as it is
+    now)."""
     ws = ctx.ws
     order = [s.id for s in ctx.manifest.patches]
-    mine = snapshots.files(ws, pid)
+    mine = listing.files.get(pid, frozenset())
     pristine = src.pristine(ctx.to)
     earlier = order[: order.index(pid)]
 
     def before(rel: str) -> bytes | None:
         if rel in mine:
             return snapshots.one(ws, "before", pid, rel)
-        writers = [w for w in snapshots.writers_of(ws, earlier, rel)]
+        writers = listing.writers_of(earlier, rel)
         return snapshots.one(ws, "after", writers[-1], rel) if writers else pristine(rel)
 
     def after(rel: str) -> bytes | None:
         return snapshots.one(ws, "after", pid, rel) if rel in mine else before(rel)
 
-    return States(pristine, before, after, ws.read_pkg)
+    return States(pristine, before, after, ws.read_pkg, mine)
 
 
 def _names(node: ProbeNode, ctx: Context) -> list[str]:
@@ -206,7 +209,7 @@ def suggestion(ctx: Context, pid: str, st: States) -> tuple[ProbeNode | None, st
     makes one), its entries that a later patch takes away dropped; or None and why."""
     from sgpatch.ops import suggest
 
-    rels = sorted(snapshots.files(ctx.ws, pid))
+    rels = sorted(st.files)
     before = {r: st.before(r) for r in rels}
     after = {r: st.after(r) for r in rels}
     sug = suggest.suggest(rels, st.pristine, before, after)
@@ -274,14 +277,15 @@ class Settled:
     stops: dict[str, str]
 
 
-def settle(ctx: Context, pids: Sequence[str]) -> Settled:
-    """Check the probe of each carried or fixed patch `pids` on V; decide what the set gets
-    (`decided/ID`: patch | variant | none), or stop the patch on its probe."""
+def settle(ctx: Context, pids: Sequence[str], listing: snapshots.Listing) -> Settled:
+    """Check the probe of each carried or fixed patch `pids` on V (their files by `listing`);
+    decide what the set gets (`decided/ID`: patch | variant | none), or stop the patch on its
+    probe."""
     notes: list[str] = []
     stops: dict[str, str] = {}
     for pid in pids:
         spec = ctx.manifest.patch(pid)
-        note, stop = _settle_one(ctx, spec)
+        note, stop = _settle_one(ctx, spec, listing)
         if note:
             notes.append(note)
         if stop:
@@ -289,7 +293,7 @@ def settle(ctx: Context, pids: Sequence[str]) -> Settled:
     return Settled(tuple(notes), stops)
 
 
-def _settle_one(ctx: Context, spec: PatchSpec) -> tuple[str, str]:
+def _settle_one(ctx: Context, spec: PatchSpec, listing: snapshots.Listing) -> tuple[str, str]:
     """(a note, why the patch stops on its probe): both "" when the probe stays as it is.
     An edited probe file is the person's word: checked, taken or refused. Otherwise the set's
     probe is kept while it is right; else a suggestion port wrote (and nobody edited) is taken
@@ -301,7 +305,7 @@ def _settle_one(ctx: Context, spec: PatchSpec) -> tuple[str, str]:
     ws.put(f"{DIR}/{pid}.decided", None)
     if k is not None and k.error:
         return "", f"{k.error}: fix the file"
-    st = states(ctx, pid)
+    st = states(ctx, pid, listing)
     if k is not None and k.edited:
         if k.probe is None:
             return _decide(ctx, spec, None, False) if old is not None else ("", "")

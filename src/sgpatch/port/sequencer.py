@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -299,14 +299,15 @@ class Queue:
     partial: dict[str, Outcome]
 
     @classmethod
-    def load(cls, ws: Workspace) -> Queue:
+    def load(cls, ws: Workspace, listing: snapshots.Listing) -> Queue:
+        """The lists, each patch on them checked against `listing` (its path lists)."""
         done = [Outcome.parse(ln, ws, "done") for ln in ws.lines("done")]
         partial = {
             o.id: o for o in (Outcome.parse(ln, ws, "partial") for ln in ws.lines("partial"))
         }
         q = cls(ws.lines("todo"), done, stopped_of(ws), partial)
         for pid in [*q.todo, *(o.id for o in [*q.done, *q.stopped])]:
-            snapshots.check(ws, pid)
+            snapshots.check(ws, pid, listing)
         return q
 
     def save(self, ws: Workspace, todo: list[str] | None = None) -> list[str]:
@@ -364,27 +365,43 @@ def stopped_of(ws: Workspace) -> list[Outcome]:
 # carrying
 
 
-def run_todo(ctx: Context, q: Queue | None = None) -> list[Outcome]:
+@dataclass(frozen=True)
+class Carried:
+    """What `run_todo` leaves besides the queue (worked on in place): the listing and the
+    `fix` list, as it wrote them."""
+
+    listing: snapshots.Listing
+    fix: tuple[str, ...]
+
+
+def run_todo(
+    ctx: Context, q: Queue | None = None, listing: snapshots.Listing | None = None
+) -> Carried:
     """Carry the todo list in order, file by file (docs/porting.md): a file that an earlier
     patch has still to carry, or to have fixed, waits, so every file takes the patches in
     manifest order; the patch's other files are carried now. A patch that `requires` an
-    unfinished one waits whole. `q`: the queue as the caller holds it (port.state; it is
-    worked on in place), else read from W."""
-    ws, q = ctx.ws, Queue.load(ctx.ws) if q is None else q
+    unfinished one waits whole. `q`, `listing`: the queue and path lists as the caller holds
+    them (port.state; the queue is worked on in place), else read from W. Each patch's lists
+    change in memory and are written at its step's end, inside the step."""
+    ws = ctx.ws
+    if listing is None:
+        listing = snapshots.Listing.load(ws, [s.id for s in ctx.manifest.patches])
+    q = Queue.load(ws, listing) if q is None else q
     blocked: set[str] = set()
     for o in q.stopped:
-        blocked |= snapshots.unfinished(ws, o.id)
+        blocked |= listing.unfinished(o.id)
     unfinished = {o.id for o in q.stopped}
     pending, q.todo = q.todo, []
+    fix: list[str] = []
     for n, pid in enumerate(pending):
         with ws.step(f"carry {pid}"):  # all of it or nothing: a kill redoes this patch
-            out = _step(ctx, q.partial.get(pid), pid, blocked, unfinished)
-            left = snapshots.unfinished(ws, pid)
+            out, listing = _step(ctx, q.partial.get(pid), pid, blocked, unfinished, listing)
+            left = listing.unfinished(pid)
             q.partial.pop(pid, None)
             if out.outcome == "conflict":
                 q.stopped.append(out)
             elif left:
-                if snapshots.carried(ws, pid):
+                if listing.carried.get(pid):
                     q.partial[pid] = out
                 q.todo.append(pid)
             else:
@@ -392,26 +409,30 @@ def run_todo(ctx: Context, q: Queue | None = None) -> list[Outcome]:
             if left or out.outcome == "conflict":
                 unfinished.add(pid)
                 blocked |= left
-            q.save(ws, q.todo + pending[n + 1 :])
+            listing = listing.save(ws)
+            fix = q.save(ws, q.todo + pending[n + 1 :])
     if not pending:
         with ws.step("lists"):
-            q.save(ws)
-    return q.stopped
+            fix = q.save(ws)
+    return Carried(listing, tuple(fix))
 
 
-def _step(ctx: Context, so_far: Outcome | None, pid: str, blocked: set, unfinished: set):
+def _step(
+    ctx: Context, so_far: Outcome | None, pid: str, blocked: set, unfinished: set,
+    listing: snapshots.Listing,
+) -> tuple[Outcome, snapshots.Listing]:  # fmt: skip
     """Carry what of patch `pid` can go now (files no earlier patch still holds); its outcome
-    so far. Finished, its new patch file is written."""
-    ws, spec = ctx.ws, ctx.manifest.patch(pid)
+    so far and the listing with its files. Finished, its new patch file is written."""
+    spec = ctx.manifest.patch(pid)
     sorc, patch = _source(ctx, spec)
     patch, follows = _follow_renames(ctx, sorc, patch)
     units = file_units(patch)
     touched = set().union(*units)
-    recorded = snapshots.files(ws, pid)
+    recorded = listing.files.get(pid, frozenset())
     if not recorded:
-        ws.put_lines(f"files/{pid}", sorted(touched))
+        listing = listing.with_list("files", pid, touched)
     elif not touched <= recorded:  # recorded: these, and edits joined by hand
-        raise ws.damaged(f"files/{pid}", f"not the files {pid} touches")
+        raise ctx.ws.damaged(f"files/{pid}", f"not the files {pid} touches")
     out = so_far or Outcome(pid, "carried", _rel(sorc.variant.patch, ctx.manifest.base_dir),
                             str(sorc.release), str(sorc.base), True)  # fmt: skip
     if follows:  # the old file names a path the release lacks: never "serves it as it was"
@@ -419,14 +440,16 @@ def _step(ctx: Context, so_far: Outcome | None, pid: str, blocked: set, unfinish
         out.note = "; ".join(f"followed upstream's rename of {old} to {new}"
                              for new, old in sorted(follows.items()))  # fmt: skip
     if unfinished & set(spec.requires):
-        return out
-    have = snapshots.carried(ws, pid)
+        return out, listing
+    have = listing.carried.get(pid, frozenset())
     ready = {p for u in units if not u & blocked and not u <= have for p in u}
     if ready:
-        out = _carry_files(ctx, out, sorc, patch, ready, follows)
-    if out.outcome != "conflict" and not snapshots.unfinished(ws, pid):
-        write_patch(ctx, pid)
-    return out
+        out, bad = _carry_files(ctx, out, sorc, patch, ready, follows)
+        listing = listing.with_list("carried", pid, have | (ready - bad))
+        listing = listing.with_list("fixing", pid, bad)
+    if out.outcome != "conflict" and not listing.unfinished(pid):
+        write_patch(ctx, pid, listing.files[pid])
+    return out, listing
 
 
 def _source(ctx: Context, spec) -> tuple[src.Source, Patch]:
@@ -492,8 +515,9 @@ def file_units(patch: Patch) -> list[set[str]]:
 
 def _carry_files(ctx: Context, out: Outcome, sorc: src.Source, patch, ready, follows: dict):
     """Carry the files `ready` of the patch into W (markers and all), keep what each held
-    before and after, and add what happened to the outcome so far. `follows`: new -> old name
-    of the files upstream renamed (the base has them under the old name)."""
+    before and after; the outcome so far with what happened added, and the files that did not
+    go in (to fix). `follows`: new -> old name of the files upstream renamed (the base has
+    them under the old name)."""
     ws, pid = ctx.ws, out.id
     mapper = package_mapper(patch.name)
     sub = replace(patch, files=tuple(fp for fp in patch.files if _paths(fp, mapper) <= ready))
@@ -513,14 +537,12 @@ def _carry_files(ctx: Context, out: Outcome, sorc: src.Source, patch, ready, fol
     problems = problems_of(res)
     bad_files = {p["file"] for p in problems}
     bad = {p for u in file_units(sub) if u & bad_files for p in u}
-    snapshots.add_carried(ws, pid, ready - bad)
-    ws.put_lines(f"fixing/{pid}", sorted(bad))
     kept = sum(len(f.kept) for f in res.files)
     merged = sum(len(f.merged) for f in res.files)
     dropped = sum(len(f.dropped) for f in res.files)
     return Outcome(pid, "conflict" if problems else out.outcome, out.variant, out.release,
                    out.base, out.as_is and res.ok and not merged and not dropped, out.kept + kept,
-                   out.merged + merged, out.note, problems)  # fmt: skip
+                   out.merged + merged, out.note, problems), bad  # fmt: skip
 
 
 def _renamed_reader(base, follows: dict, rel: str) -> bytes | None:
@@ -545,12 +567,12 @@ def _base_reader(ctx: Context, version: Version, index: int) -> tuple[Reader | N
         return None, f"no merge base: {e}"
 
 
-def write_patch(ctx: Context, pid: str) -> None:
-    """The finished patch's new file (`patches/ID.patch`), from what each of its files held
-    before and after it."""
+def write_patch(ctx: Context, pid: str, files: Iterable[str]) -> None:
+    """The finished patch's new file (`patches/ID.patch`), from what each of its `files` (all
+    it touches) held before and after it."""
     ws, spec = ctx.ws, ctx.manifest.patch(pid)
     sorc, patch = _source(ctx, spec)
-    rels = sorted(snapshots.files(ws, pid))
+    rels = sorted(files)
     befores = snapshots.get(ws, "before", pid, rels)
     afters = snapshots.get(ws, "after", pid, rels)
     ws.put_bytes(f"patches/{pid}.patch", render_patch(ctx, patch.header, sorc, befores, afters))

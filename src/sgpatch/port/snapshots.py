@@ -12,10 +12,65 @@ patch in that order that carried (or is fixing) it: only that patch may take a h
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from sgpatch.port.workspace import Workspace
 
 Files = Mapping[str, "bytes | None"]
+Paths = Mapping[str, frozenset[str]]
+LISTS = ("files", "carried", "fixing")  # Listing's fields: the state files `NAME/ID`
+
+
+@dataclass(frozen=True)
+class Listing:
+    """Per patch: the files it touches (`files/ID`), those carried or fixed so far
+    (`carried/ID`) and those a stopped patch has to have fixed (`fixing/ID`). `changed`:
+    the files (`NAME/ID`) that differ from what the state folder holds."""
+
+    files: Paths
+    carried: Paths
+    fixing: Paths
+    changed: frozenset[str] = frozenset()
+
+    @classmethod
+    def load(cls, ws: Workspace, ids: Iterable[str]) -> Listing:
+        ids = list(ids)
+        got = {n: {p: frozenset(ws.lines(f"{n}/{p}")) for p in ids} for n in LISTS}
+        return cls(got["files"], got["carried"], got["fixing"])
+
+    def unfinished(self, pid: str) -> frozenset[str]:
+        """Files of `pid` not carried yet: waiting, or to be fixed."""
+        return self.files.get(pid, frozenset()) - self.carried.get(pid, frozenset())
+
+    def writers_of(self, order: Sequence[str], rel: str) -> list[str]:
+        """The patches that carried `rel`, in manifest `order` (the order they wrote it in)."""
+        return [pid for pid in order if rel in self.carried.get(pid, ())]
+
+    def last_writers(self, order: Sequence[str], stopped: Iterable[str]) -> dict[str, str]:
+        """File -> the last patch (in `order`) that wrote it: carried it, or (a `stopped` one)
+        has it to fix."""
+        fixing = {pid: self.fixing.get(pid, frozenset()) for pid in stopped}
+        out: dict[str, str] = {}
+        for pid in order:
+            for rel in self.carried.get(pid, frozenset()) | fixing.get(pid, frozenset()):
+                out[rel] = pid
+        return out
+
+    def with_list(self, name: str, pid: str, rels: Iterable[str]) -> Listing:
+        """The listing with `name/pid` (files | carried | fixing) holding `rels`."""
+        new = frozenset(rels)
+        lists: dict[str, Paths] = {n: getattr(self, n) for n in LISTS}
+        if lists[name].get(pid, frozenset()) == new:
+            return self
+        lists[name] = {**lists[name], pid: new}
+        return Listing(**lists, changed=self.changed | {f"{name}/{pid}"})
+
+    def save(self, ws: Workspace) -> Listing:
+        """Write the changed files (inside the caller's step); the listing as saved."""
+        for entry in sorted(self.changed):
+            name, pid = entry.split("/", 1)
+            ws.put_lines(entry, sorted(getattr(self, name)[pid]))
+        return replace(self, changed=frozenset())
 
 
 def put(ws: Workspace, side: str, pid: str, files: Files) -> None:
@@ -42,32 +97,16 @@ def one(ws: Workspace, side: str, pid: str, rel: str) -> bytes | None:
     return get(ws, side, pid, [rel])[rel]
 
 
-def carried(ws: Workspace, pid: str) -> set[str]:
-    """The files of `pid` carried (or fixed) so far."""
-    return set(ws.lines(f"carried/{pid}"))
-
-
-def add_carried(ws: Workspace, pid: str, rels: Iterable[str]) -> None:
-    ws.put_lines(f"carried/{pid}", sorted(carried(ws, pid) | set(rels)))
-
-
-def files(ws: Workspace, pid: str) -> set[str]:
-    """Every file `pid` touches (recorded when it is first carried)."""
-    return set(ws.lines(f"files/{pid}"))
-
-
-def unfinished(ws: Workspace, pid: str) -> set[str]:
-    """Files of `pid` not carried yet: waiting, or to be fixed."""
-    return files(ws, pid) - carried(ws, pid)
-
-
-def check(ws: Workspace, pid: str) -> None:
-    """`pid`'s path lists as sgpatch wrote them: package paths, and every file it carried, is
-    fixing or has recorded as absent among its files. Else the workspace is damaged."""
-    mine = files(ws, pid)
-    for name in (f"files/{pid}", f"carried/{pid}", f"fixing/{pid}",
-                 f"before/{pid}.absent", f"after/{pid}.absent"):  # fmt: skip
-        for rel in ws.lines(name):
+def check(ws: Workspace, pid: str, listing: Listing) -> None:
+    """`pid`'s path lists as sgpatch wrote them (`listing`, as read from W, and its absent
+    lists): package paths, and every file it carried, is fixing or has recorded as absent
+    among its files. Else the workspace is damaged."""
+    mine = listing.files.get(pid, frozenset())
+    lists = {f"{n}/{pid}": getattr(listing, n).get(pid, frozenset()) for n in LISTS}
+    for side in ("before", "after"):
+        lists[f"{side}/{pid}.absent"] = frozenset(ws.lines(f"{side}/{pid}.absent"))
+    for name, rels in lists.items():
+        for rel in sorted(rels):
             parts = rel.split("/")
             if rel.startswith("/") or "" in parts or ".." in parts or "\t" in rel:
                 raise ws.damaged(name, f"line {rel[:60]!r}")
@@ -75,22 +114,4 @@ def check(ws: Workspace, pid: str) -> None:
                 raise ws.damaged(name, f"{rel[:60]!r} is not one of {pid}'s files")
 
 
-def writers_of(ws: Workspace, order: Sequence[str], rel: str) -> list[str]:
-    """The patches that carried `rel`, in manifest `order` (the order they wrote it in)."""
-    return [pid for pid in order if rel in carried(ws, pid)]
-
-
-def last_writers(ws: Workspace, order: Sequence[str], writing: Mapping[str, set[str]]) -> dict:
-    """File -> the last patch (in manifest `order`) that wrote it: carried it, or has it to fix
-    (`writing`: per stopped patch, its files to fix)."""
-    out: dict[str, str] = {}
-    for pid in order:
-        for rel in carried(ws, pid) | writing.get(pid, set()):
-            out[rel] = pid
-    return out
-
-
-__all__ = [
-    "add_carried", "carried", "check", "files", "get", "last_writers", "one", "put", "unfinished",
-    "writers_of",
-]  # fmt: skip
+__all__ = ["LISTS", "Listing", "check", "get", "one", "put"]

@@ -19,7 +19,8 @@ from sgpatch.port import snapshots
 from sgpatch.port import source as src
 from sgpatch.port.merge import marker_lines, merge_file, python_problem
 from sgpatch.port.sequencer import Context, write_patch
-from sgpatch.port.state import Listing, Options, PortState, check_format
+from sgpatch.port.snapshots import Listing
+from sgpatch.port.state import Options, PortState, check_format
 from sgpatch.port.workspace import (
     PKG,
     Workspace,
@@ -155,7 +156,7 @@ def _take_fixes(ctx: Context, state: PortState, joins: dict, order: list[str]):
     q.sort(order)
     state = replace(state, listing=listing).save(ws, "carry")
     for pid in rewrite:  # from the snapshots and the listing just written
-        write_patch(ctx, pid)
+        write_patch(ctx, pid, listing.files.get(pid, frozenset()))
     return state, notes
 
 

@@ -7,6 +7,7 @@ from packaging.version import Version
 
 from helpers import snapshot, start_conflict
 from sgpatch.port.state import Options, PortState
+from sgpatch.port.stopreport import Problem
 from sgpatch.port.workspace import Workspace
 
 
@@ -26,7 +27,7 @@ def test_a_stopped_workspace_as_one_record(cache, tmp_path):
     assert state.phase == "stopped"
     assert [o.id for o in state.queue.stopped] == ["first"]
     assert [o.id for o in state.queue.done] == ["second"] and state.queue.todo == []
-    assert state.queue.stopped[0].problems[0]["file"] == "srt/mod.py"
+    assert state.queue.stopped[0].problems[0].file == "srt/mod.py"
     assert state.options == Options.load(ws)
     assert state.options.onto == Version("1.2") and state.options.set == d / "patchset.yaml"
     assert list(state.fix) == (w / ".sgpatch-port/fix").read_text().splitlines()
@@ -66,7 +67,7 @@ def test_reopened_puts_a_done_patch_back_on_needs_a_hand(cache, tmp_path):
     Outcome: both patches stopped, in manifest order; needs-a-hand, problems/second, phase
     and fix on disk say so, and the saved record's fix list is the file's."""
     _d, _w, ws, state = _loaded(tmp_path)
-    problem = {"file": "", "why": "lint: sglang: no", "hunks": [], "markers": []}
+    problem = Problem("", "lint: sglang: no")
     with ws.step("test"):
         state = state.reopened({"second": [problem]}, ["first", "second"]).save(ws, "stopped")
     assert [o.id for o in state.queue.stopped] == ["first", "second"]

@@ -122,6 +122,24 @@ def test_conflict_stops_with_markers_and_readable_state(cache, tmp_path):
     assert doc["steps"][0]["state"] == "stopped"
 
 
+def test_the_json_problem_names_the_marker_lines_the_fix_list_names(cache, tmp_path):
+    """Input: the stopped port to 1.2 (`first` conflicts in srt/mod.py), then --continue --json
+    with nothing fixed. Outcome: the problem's `markers` are the 1-based lines of W's mod.py
+    that are conflict markers (not an empty list), the same lines the fix list names."""
+    _d, w, _code, _ = start_conflict(tmp_path)
+    lines = (w / "sglang/srt/mod.py").read_text().splitlines()
+    want = [
+        n
+        for n, ln in enumerate(lines, 1)
+        if ln.startswith(("<<<<<<<", "|||||||", "=======", ">>>>>>>"))
+    ]
+    code, doc = sgport("--continue", "--workspace", str(w))
+    (problem,) = by_id(doc)["first"]["problems"]
+    assert code == 3 and want and problem["markers"] == want
+    shown = ", ".join(map(str, want))
+    assert f"(markers at lines {shown})" in (w / ".sgpatch-port/fix").read_text()
+
+
 def test_continue_with_markers_left_exits_3_and_lists_them(cache, tmp_path):
     """Input: --continue on the stopped workspace without fixing anything.
     Outcome: exit 3 naming the file and marker lines; the set unchanged."""

@@ -220,7 +220,7 @@ def line(o) -> str:
             how += f", {len(o.dropped)} dropped (already there upstream: see --json)"
         return f"{o.id}: {o.outcome}, {how}{note}{src}"
     if o.outcome == "conflict":
-        names = [p["file"] for p in o.problems]
+        names = [p.file for p in o.problems]
         files = ", ".join(names) if len(names) <= 3 else f"{len(names)} files"
         if not names:
             files = "its probe" if o.probe and o.probe.get("problem") else "see below"

@@ -95,7 +95,7 @@ def _outcome_json(o) -> dict:
         "hunks_kept": o.kept,
         "hunks_merged": o.merged,
         "note": o.note,
-        "problems": o.problems,
+        "problems": o.problems_json,
         "files_carried": o.carried_files,
         "files_waiting": o.waiting_files,
         "waiting_for": o.waiting_for,
@@ -338,8 +338,8 @@ def _report(ctx: Context, state: PortState, kind: str) -> Report:
     unfinished = set(q.todo) | {o.id for o in q.stopped}
     for o in stopped:
         o.probe = stopreport.probe_json(ws, o.id, o.problems)
-        o.problems = [stopreport.problem_json(ws, o.id, p) for p in o.problems
-                      if stopreport.kind(p) == "file"]  # fmt: skip
+        o.problems = [p for p in o.problems if stopreport.kind(p) == "file"]
+        o.problems_json = [stopreport.problem_json(ws, o.id, p) for p in o.problems]
     for o in outs:
         o.dropped = stopreport.dropped_json(ws, o.id)
         fixing = listing.fixing.get(o.id, frozenset())

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -25,6 +25,7 @@ from sgpatch.patchset.manifest import SetManifest
 from sgpatch.port import snapshots, stopreport
 from sgpatch.port import source as src
 from sgpatch.port.carry import NO_BASE, CarriedPatch, Labels, Reader, carry_patch
+from sgpatch.port.stopreport import Problem
 from sgpatch.port.workspace import NA_PREFIX, STATE, Workspace, claim, digest
 
 FORMAT = "3"  # of the state files: 3 = steps journaled, phase, the set bound by its real path
@@ -46,7 +47,8 @@ class Outcome:
     kept: int = 0
     merged: int = 0
     note: str = ""
-    problems: list[dict] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    problems_json: list[dict] = field(default_factory=list)  # reported: the file problems
     carried_files: list[str] = field(default_factory=list)  # reported, not kept in the line
     waiting_files: list[str] = field(default_factory=list)
     waiting_for: list[str] = field(default_factory=list)  # unfinished patches it `requires`
@@ -315,8 +317,7 @@ class Queue:
         the `fix` list written."""
         todo = self.todo if todo is None else todo
         for o in self.stopped:
-            lines = (f"{p['file']}\t{','.join(map(str, p['hunks']))}\t{p['why']}"
-                     for p in o.problems)  # fmt: skip
+            lines = (f"{p.file}\t{','.join(map(str, p.hunks))}\t{p.why}" for p in o.problems)
             ws.put_lines(f"problems/{o.id}", lines)
         ws.save_tree()
         ws.put_lines("done", (o.line() for o in self.done))
@@ -327,7 +328,7 @@ class Queue:
         ws.put_lines("fix", fix)
         return fix
 
-    def reopen(self, problems: dict[str, list[dict]], order: Sequence[str]) -> None:
+    def reopen(self, problems: Mapping[str, list[Problem]], order: Sequence[str]) -> None:
         """Patches that lint, or their probe, finds wrong on the release go back to
         needs-a-hand with those problems: the files they wrote last (and files no patch owns)
         can be edited, and --continue takes their diff again and checks again."""
@@ -355,8 +356,7 @@ def stopped_of(ws: Workspace) -> list[Outcome]:
             file, hunks, why = ([*p.split("\t"), "", ""])[:3]
             if not all(h.isdigit() and len(h) < 10 for h in hunks.split(",") if h):
                 raise ws.damaged(f"problems/{o.id}", f"line {p[:60]!r}")
-            o.problems.append({"file": file, "why": why, "markers": [],
-                               "hunks": [int(h) for h in hunks.split(",") if h]})  # fmt: skip
+            o.problems.append(Problem(file, why, tuple(int(h) for h in hunks.split(",") if h)))
         out.append(o)
     return out
 
@@ -535,7 +535,7 @@ def _carry_files(ctx: Context, out: Outcome, sorc: src.Source, patch, ready, fol
     _keep_merge_inputs(ws, res)
     stopreport.keep_hunks(ws, pid, res.files)
     problems = problems_of(res)
-    bad_files = {p["file"] for p in problems}
+    bad_files = {p.file for p in problems}
     bad = {p for u in file_units(sub) if u & bad_files for p in u}
     kept = sum(len(f.kept) for f in res.files)
     merged = sum(len(f.merged) for f in res.files)
@@ -598,12 +598,8 @@ def _keep_merge_inputs(ws: Workspace, res: CarriedPatch) -> None:
             ws.put_bytes(f"merge/{res.id}/{f.path}.theirs", f.theirs)
 
 
-def problems_of(res: CarriedPatch) -> list[dict]:
-    return [
-        {"file": f.path, "why": f.problem, "hunks": list(f.hunks), "markers": list(f.markers)}
-        for f in res.files
-        if f.problem is not None
-    ]
+def problems_of(res: CarriedPatch) -> list[Problem]:
+    return [Problem(f.path, f.problem, tuple(f.hunks)) for f in res.files if f.problem is not None]
 
 
 def fix_list(ws: Workspace, stopped: list[Outcome]) -> list[str]:

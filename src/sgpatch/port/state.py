@@ -24,6 +24,7 @@ from packaging.version import InvalidVersion, Version
 from sgpatch.errors import bad_input
 from sgpatch.port.sequencer import FORMAT, Carried, Queue
 from sgpatch.port.snapshots import Listing
+from sgpatch.port.stopreport import Problem
 from sgpatch.port.workspace import Workspace
 
 
@@ -98,16 +99,13 @@ class PortState:
 
     def carried(self, done: Carried) -> PortState:
         """The state after `sequencer.run_todo` worked on this record's queue: the listing
-        and the fix list it wrote (`done`). A new stop's problems are held as `problems/ID`
-        holds them (no marker lines: the fix list reads those off W)."""
-        for o in self.queue.stopped:
-            o.problems = [{**p, "markers": []} for p in o.problems]
+        and the fix list it wrote (`done`)."""
         return replace(self, listing=done.listing, fix=done.fix)
 
-    def reopened(self, problems: Mapping[str, list[dict]], order: Sequence[str]) -> PortState:
+    def reopened(self, problems: Mapping[str, list[Problem]], order: Sequence[str]) -> PortState:
         """Patches that lint, or their probe, finds wrong back on needs-a-hand with those
         problems (`Queue.reopen`, in memory: the caller saves it with the phase `stopped`)."""
-        self.queue.reopen(dict(problems), order)
+        self.queue.reopen(problems, order)
         return self
 
 

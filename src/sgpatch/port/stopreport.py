@@ -8,14 +8,16 @@ Three kinds of thing stop a patch, each under its own heading in `fix`:
 - lint: the set as --continue would write it fails lint on the release, named by patch id and
   manifest field.
 
-A problem is recorded in `problems/ID` as `file<TAB>hunks<TAB>why`; a probe or lint problem
-has no file and a `why` that starts with `probe: ` or `lint: FIELD: `.
+A problem (`Problem`) is recorded in `problems/ID` as `file<TAB>hunks<TAB>why`; a probe or
+lint problem has no file and a `why` that starts with `probe: ` or `lint: FIELD: `. Where a
+file's conflict markers are is read off W when it is shown (the person may have fixed some).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sgpatch.port.merge import marker_lines
 from sgpatch.port.workspace import PKG, STATE, Workspace
@@ -26,19 +28,29 @@ PROBES_HEAD = "probes (the probe files: edit them during the stop; --continue ch
 LINT_HEAD = "lint refuses the set as --continue would write it (patch, manifest field):"
 
 
-def kind(problem: dict) -> str:
+@dataclass(frozen=True)
+class Problem:
+    """Why a stopped patch needs a hand: a file of W (with the patch's hunks there), or (no
+    file) its probe or lint."""
+
+    file: str
+    why: str
+    hunks: tuple[int, ...] = ()
+
+
+def kind(problem: Problem) -> str:
     """file | probe | lint."""
-    if problem.get("file"):
+    if problem.file:
         return "file"
-    return "lint" if str(problem.get("why", "")).startswith(LINT) else "probe"
+    return "lint" if problem.why.startswith(LINT) else "probe"
 
 
-def lint_problem(field: str, message: str) -> dict:
-    return {"file": "", "why": f"{LINT}{field}: {message}", "hunks": [], "markers": []}
+def lint_problem(field: str, message: str) -> Problem:
+    return Problem("", f"{LINT}{field}: {message}")
 
 
-def probe_problem(why: str) -> dict:
-    return {"file": "", "why": f"{PROBE}{why}", "hunks": [], "markers": []}
+def probe_problem(why: str) -> Problem:
+    return Problem("", f"{PROBE}{why}")
 
 
 def fix_lines(ws: Workspace, stopped: Sequence) -> list[str]:
@@ -53,9 +65,9 @@ def fix_lines(ws: Workspace, stopped: Sequence) -> list[str]:
             if k == "file":
                 files += _file_entry(ws, o.id, p)
             elif k == "probe":
-                probes.append(f"  {o.id}: {p['why'][len(PROBE) :]}")
+                probes.append(f"  {o.id}: {p.why[len(PROBE) :]}")
             else:
-                field, _, message = p["why"][len(LINT) :].partition(": ")
+                field, _, message = p.why[len(LINT) :].partition(": ")
                 lints.append(f"  {o.id} ({field}): {message}")
     asked = {ln.split(":", 1)[0].strip() for ln in probes}
     for o in stopped:
@@ -88,12 +100,12 @@ def has_probe(ws: Workspace, pid: str) -> bool | None:
     return probe is not None
 
 
-def _file_entry(ws: Workspace, pid: str, p: dict) -> list[str]:
-    marks = p.get("markers") or marker_lines(ws.read_pkg(p["file"]))
+def _file_entry(ws: Workspace, pid: str, p: Problem) -> list[str]:
+    marks = marker_lines(ws.read_pkg(p.file))
     where = f" (markers at lines {', '.join(map(str, marks))})" if marks else ""
-    hunks = ", ".join(f"#{h}" for h in p.get("hunks") or ()) or "-"
-    out = [f"  {PKG}/{p['file']}{where}: {pid} hunk(s) {hunks}: {p['why']}"]
-    for d in details(ws, pid, p["file"]):
+    hunks = ", ".join(f"#{h}" for h in p.hunks) or "-"
+    out = [f"  {PKG}/{p.file}{where}: {pid} hunk(s) {hunks}: {p.why}"]
+    for d in details(ws, pid, p.file):
         out += ["    " + ln for ln in render_detail(d)]
     return out
 
@@ -144,15 +156,18 @@ def side_by_side(left: Sequence[str], right: Sequence[str], gap: str = " | ") ->
     return rows
 
 
-def problem_json(ws: Workspace, pid: str, p: dict) -> dict:
-    """A file problem in --json: the file, why, hunks, markers, and the per-hunk details."""
-    return {**p, "details": details(ws, pid, p["file"])}
+def problem_json(ws: Workspace, pid: str, p: Problem) -> dict:
+    """A file problem in --json: the file, why, hunks, the lines of W's file that are conflict
+    markers now, and the per-hunk details."""
+    markers = marker_lines(ws.read_pkg(p.file))
+    return {"file": p.file, "why": p.why, "hunks": list(p.hunks), "markers": markers,
+            "details": details(ws, pid, p.file)}  # fmt: skip
 
 
-def probe_json(ws: Workspace, pid: str, problems: Sequence[dict]) -> dict | None:
+def probe_json(ws: Workspace, pid: str, problems: Sequence[Problem]) -> dict | None:
     """A patch's probe in --json: its file in W, and why it stops the patch (or null)."""
     has_file = ws.get_bytes(f"probes/{pid}.yaml") is not None
-    why = [p["why"][len(PROBE) :] for p in problems if kind(p) == "probe"]
+    why = [p.why[len(PROBE) :] for p in problems if kind(p) == "probe"]
     if not has_file and not why:
         return None
     return {"file": f"{ws.top}/{STATE}/probes/{pid}.yaml" if has_file else None,
@@ -165,7 +180,7 @@ def lint_json(stopped: Sequence) -> list[dict]:
     for o in stopped:
         for p in o.problems:
             if kind(p) == "lint":
-                field, _, message = p["why"][len(LINT) :].partition(": ")
+                field, _, message = p.why[len(LINT) :].partition(": ")
                 out.append({"patch": o.id, "field": field, "message": message})
     return out
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from helpers import sgpatch
+from sgpatch.diff.canonical import FileDiff, canonical_diff, render
 from sgpatch.git import mode as gitmode
-from sgpatch.ops.refresh import FileDiff, canonical_diff, render
 from sgpatch.patchset.manifest import load_manifest
 from sgpatch.tree.target import find_target
 

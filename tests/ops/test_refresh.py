@@ -1,88 +1,11 @@
-"""The canonical diff writer (sgpatch.ops.refresh) on synthetic files."""
+"""`sgpatch refresh` (sgpatch.ops.refresh) on synthetic releases and sets."""
 
 from __future__ import annotations
 
 import pytest
 from packaging.version import Version
 
-from sgpatch.diff.unified import parse_patch, split_lines
 from sgpatch.ops import refresh as rf
-from sgpatch.placement.engine import apply_hunks
-
-
-def body(n: int, prefix: str = "x") -> str:
-    return "".join(f"{prefix}{i} = {i}\n" for i in range(n))
-
-
-@pytest.fixture(params=["git", "difflib"])
-def writer(request, monkeypatch):
-    if request.param == "difflib":
-        monkeypatch.setattr(rf, "_git", lambda: None)
-    return request.param
-
-
-def test_funcname_is_gits_python_driver():
-    """The nearest line above the hunk matching the python funcname regex, capped at 80 bytes."""
-    lines = split_lines(
-        "import os\nclass A:\n    async def run(self):  \n        a = 1\n        b = 2\n"
-    )
-    assert rf.funcname(lines, 4) == "async def run(self):"
-    assert rf.funcname(lines, 2) == "class A:"
-    assert rf.funcname(lines, 1) == ""
-    long = split_lines("def " + "f" * 100 + "():\n    pass\n")
-    assert rf.funcname(long, 1) == ("def " + "f" * 100)[:80]
-
-
-def test_canonical_diff_form(writer):
-    """Input: a modify, a create and a delete given out of order. Outcome: files sorted, git
-    headers with upstream paths, no index/timestamps, funcname headers, and the diff applies."""
-    old = (
-        "class K:\n    def f(self):\n" + body(20, "        y") + "    def g(self):\n        pass\n"
-    )
-    new = old.replace("        y15 = 15\n", "        y15 = 16\n")
-    text = rf.canonical_diff(
-        [
-            rf.FileDiff("srt/z.py", b"gone\n", None),
-            rf.FileDiff("srt/a.py", old.encode(), new.encode()),
-            rf.FileDiff("srt/n.py", None, b"new\n"),
-        ]
-    )
-    heads = [ln for ln in text.splitlines() if ln.startswith("diff --git")]
-    assert heads == [
-        "diff --git a/python/sglang/srt/a.py b/python/sglang/srt/a.py",
-        "diff --git a/python/sglang/srt/n.py b/python/sglang/srt/n.py",
-        "diff --git a/python/sglang/srt/z.py b/python/sglang/srt/z.py",
-    ]
-    assert "@@ -15,7 +15,7 @@ def f(self):\n" in text
-    assert "new file mode 100644\n--- /dev/null\n+++ b/python/sglang/srt/n.py\n" in text
-    assert "deleted file mode 100644\n--- a/python/sglang/srt/z.py\n+++ /dev/null\n" in text
-    assert "index " not in text and "\t" not in text
-    patch = parse_patch(text)
-    res = apply_hunks(split_lines(old), patch.files[0].hunks)
-    assert "".join(res.lines) == new
-
-
-def test_no_newline_at_eof_and_identical_files(writer):
-    text = rf.file_diff(rf.FileDiff("a.py", b"a\nb", b"a\nc"))
-    assert text.endswith("-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n")
-    assert rf.file_diff(rf.FileDiff("a.py", b"same\n", b"same\n")) == ""
-
-
-def test_git_and_difflib_writers_agree_on_simple_edits(monkeypatch):
-    old = body(60)
-    new = old.replace("x10 = 10\n", "x10 = 11\nextra = 1\n").replace("x50 = 50\n", "")
-    fd = rf.FileDiff("m.py", old.encode(), new.encode())
-    with_git = rf.file_diff(fd)
-    monkeypatch.setattr(rf, "_git", lambda: None)
-    assert rf.file_diff(fd) == with_git
-
-
-def test_header_line_is_added_before_the_blank_line():
-    assert (
-        rf.add_header_line("Subject: x\n\nWhy.\n\n", "Ported") == "Subject: x\n\nWhy.\nPorted\n\n"
-    )
-    assert rf.add_header_line("", "Ported") == "Ported\n\n"
-    assert rf.render("no newline", "diff") == b"no newline\ndiff"
 
 
 def test_refresh_splits_a_variant_that_serves_other_releases(tmp_path, monkeypatch):
@@ -203,3 +126,26 @@ def test_refresh_says_how_the_release_gets_its_new_file(tmp_path, monkeypatch):
         "variant '==1.0' now points at it; patches/1.0/0001-first.patch, which first ==1.1 "
         "also names, stays as it was"
     )
+
+
+def test_diff_tree_lists_the_changed_files_and_refuses_a_typo(tmp_path, monkeypatch):
+    """Input: a 1.0 tree (synthetic release) with srt/mod.py edited; `diff` of every file, of
+    other.py and mod.py named in that order, and of a file in neither tree nor release.
+    Outcome: the changed file alone, in the order asked, its one canonical block; the typo is
+    an error naming it (a typo would otherwise be an empty diff and exit 0)."""
+    from helpers import V10, port_cache, release_files
+    from sgpatch.errors import SgpatchError
+
+    port_cache(tmp_path, monkeypatch, versions=("1.0",))
+    pkg = tmp_path / "tree" / "sglang"
+    for name, data in release_files(V10, "1.0").items():
+        (tmp_path / "tree" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "tree" / name).write_bytes(data)
+    (pkg / "srt/mod.py").write_text(V10.replace("return 1\n", "return 7\n"))
+    every = rf.diff_tree(pkg, Version("1.0"), [])
+    named = rf.diff_tree(pkg, Version("1.0"), ["srt/other.py", "srt/mod.py"])
+    assert every.files == named.files == ("srt/mod.py",)
+    assert every.text == named.text and every.text.count("diff --git ") == 1
+    assert "-        return 1\n+        return 7\n" in every.text
+    with pytest.raises(SgpatchError, match=r"FILE srt/nope\.py: neither in the tree nor in sglang"):
+        rf.diff_tree(pkg, Version("1.0"), ["srt/nope.py"])

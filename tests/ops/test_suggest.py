@@ -78,7 +78,7 @@ def test_probe_for_a_crlf_file_matches():
 def test_blocks_from_the_canonical_diff_give_the_same_probe():
     """Input: the same change, once with its canonical diff given and once without. Outcome:
     the same probe (the diff only saves diffing the files again)."""
-    from sgpatch.ops.refresh import FileDiff, canonical_diff
+    from sgpatch.diff.canonical import FileDiff, canonical_diff
 
     diff = canonical_diff([FileDiff("srt/f.py", BEFORE, AFTER)])
     args = (["srt/f.py"], {"srt/f.py": BEFORE}.get, {"srt/f.py": BEFORE}, {"srt/f.py": AFTER})

@@ -21,10 +21,10 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from helpers import sgpatch
+from sgpatch.diff.canonical import FileDiff, canonical_diff, render
 from sgpatch.diff.unified import decode, encode, read_patch, split_lines
 from sgpatch.ops import lint, matrix
 from sgpatch.ops.plan import package_mapper
-from sgpatch.ops.refresh import FileDiff, canonical_diff, render
 from sgpatch.patchset.manifest import bundled_dir, load_manifest, select_variant
 from sgpatch.placement.engine import apply_hunks
 from sgpatch.port import merge

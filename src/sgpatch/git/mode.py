@@ -537,7 +537,7 @@ def sgpatch_commits(repo, set_name: str) -> list[tuple[str, str, str]]:
 
 def export(target, set_name: str, dest: Path, manifest=None) -> list[Exported]:
     """Write the newest sgpatch commit of each patch of the set to `dest` in canonical form."""
-    from sgpatch.ops import refresh as rf
+    from sgpatch.diff import canonical as rf
 
     repo = require_repo(target)
     prefix = _prefix(repo, target)

@@ -285,7 +285,7 @@ def import_sources(
     tree: tuple[dict, dict] | None = None,
 ) -> ImportResult:
     """Apply every source in order to release `version` and make one patch of each."""
-    from sgpatch.ops.refresh import FileDiff, canonical_diff, render
+    from sgpatch.diff.canonical import FileDiff, canonical_diff, render
     from sgpatch.patchset.manifest import ID_RE
 
     if not ID_RE.match(name):

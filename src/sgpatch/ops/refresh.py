@@ -1,201 +1,17 @@
-"""The canonical diff writer: one deterministic form for every patch file sgpatch writes.
-
-`refresh`, `diff`, `port` and `export` all write patches through `canonical_diff`, so the same
-pair of trees always gives the same bytes (docs/porting.md, "canonical form"):
-
-- the patch's free-text header is kept verbatim; no timestamps, no `index` lines;
-- one `diff --git a/python/sglang/P b/python/sglang/P` block per file, files sorted by path,
-  `new file mode 100644` / `deleted file mode 100644` and `/dev/null` for creations/deletions;
-- 3 lines of context; hunks computed by git's own diff (Myers with the indent heuristic, via
-  `git diff --no-index` with user configuration ignored), or by difflib when git is missing;
-- hunk section headers computed like git's `python` funcname driver: the nearest line above the
-  hunk's first line matching `^[ \\t]*((class|(async[ \\t]+)?def)[ \\t].*)$`, capped at 80 bytes,
-  trailing blanks dropped.
+"""`sgpatch refresh` and `sgpatch diff`: a tree's files against their pristine release, in the
+canonical form of `sgpatch.diff.canonical`, and a patch file regenerated from them.
 """
 
 from __future__ import annotations
 
-import difflib
-import os
 import re
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sgpatch.diff.canonical import CONTEXT, FileDiff, canonical_diff, render
 from sgpatch.diff.unified import decode, encode, split_lines
-from sgpatch.errors import SgpatchError
-
-CONTEXT = 3
-UPSTREAM_PREFIX = "python/sglang/"
-_FUNCNAME = re.compile(rb"^[ \t]*((class|(async[ \t]+)?def)[ \t].*)$")
-_FUNC_MAX = 80  # git's func_line buffer
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-NO_EOL = "\\ No newline at end of file\n"
-
-
-@dataclass(frozen=True)
-class FileDiff:
-    """One file's change: package-relative path, and its bytes before/after (None: absent)."""
-
-    path: str
-    old: bytes | None
-    new: bytes | None
-
-
-def upstream_path(rel: str) -> str:
-    """Package-relative `srt/x.py` -> the path upstream's repository uses, `python/sglang/...`."""
-    rel = rel.lstrip("/")
-    return rel if rel.startswith(UPSTREAM_PREFIX) else UPSTREAM_PREFIX + rel
-
-
-def funcname(old_lines: Sequence[str], start: int) -> str:
-    """git's python funcname for a hunk whose first old line is `old_lines[start]` (0-based):
-    the nearest matching line strictly above it, or ""."""
-    for j in range(min(start, len(old_lines)) - 1, -1, -1):
-        raw = encode(old_lines[j])
-        if raw.endswith(b"\n"):
-            raw = raw[:-1]
-            if raw.endswith(b"\r"):
-                raw = raw[:-1]
-        m = _FUNCNAME.match(raw)
-        if m:
-            return decode(m.group(1)[:_FUNC_MAX].rstrip(b" \t\r\n\v\f"))
-    return ""
-
-
-# ---------------------------------------------------------------------------------------------
-# hunks
-
-
-def _git() -> str | None:
-    return shutil.which("git")
-
-
-def _git_hunks(old: bytes, new: bytes, context: int) -> list[str]:
-    """The hunk lines (from the first `@@`) of `git diff --no-index` between two byte strings."""
-    with tempfile.TemporaryDirectory(prefix="sgpatch-diff-") as tmp:
-        a, b = Path(tmp, "a"), Path(tmp, "b")
-        a.write_bytes(old)
-        b.write_bytes(new)
-        env = {
-            **os.environ,
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "HOME": tmp,
-            "LC_ALL": "C",
-            "GIT_CEILING_DIRECTORIES": os.path.dirname(tmp),  # no repository's config, ever
-        }
-        cmd = [
-            _git() or "git",
-            "diff",
-            "--no-index",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--text",
-            "--diff-algorithm=myers",
-            "--indent-heuristic",
-            f"-U{context}",
-            "a",
-            "b",
-        ]
-        proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, check=False)
-    if proc.returncode not in (0, 1):
-        raise SgpatchError(f"git diff failed: {decode(proc.stderr).strip()}")
-    lines = split_lines(decode(proc.stdout))
-    first = next((i for i, ln in enumerate(lines) if ln.startswith("@@ ")), len(lines))
-    return lines[first:]
-
-
-def _difflib_hunks(old: bytes, new: bytes, context: int) -> list[str]:
-    a, b = split_lines(decode(old)), split_lines(decode(new))
-    out: list[str] = []
-    for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(context):
-        i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
-        out.append(f"@@ -{_range(i1, i2 - i1)} +{_range(j1, j2 - j1)} @@\n")
-        for tag, a1, a2, b1, b2 in group:
-            if tag == "equal":
-                out += _body(" ", a[a1:a2])
-                continue
-            out += _body("-", a[a1:a2])
-            out += _body("+", b[b1:b2])
-    return out
-
-
-def _range(start: int, length: int) -> str:
-    if length == 1:
-        return str(start + 1)
-    return f"{start if length == 0 else start + 1},{length}"
-
-
-def _body(kind: str, lines: Sequence[str]) -> list[str]:
-    out = []
-    for ln in lines:
-        out.append(kind + ln if ln.endswith("\n") else kind + ln + "\n" + NO_EOL)
-    return out
-
-
-def _hunks(old: bytes, new: bytes, context: int) -> list[str]:
-    if _git() is not None:
-        return _git_hunks(old, new, context)
-    return _difflib_hunks(old, new, context)
-
-
-def _with_funcnames(hunk_lines: list[str], old: bytes) -> list[str]:
-    """Replace each `@@` line's section header with git's python funcname."""
-    old_lines = split_lines(decode(old))
-    out = []
-    for line in hunk_lines:
-        m = _HUNK.match(line)
-        if m is None:
-            out.append(line)
-            continue
-        start, count = int(m.group(1)), int(m.group(2) if m.group(2) is not None else 1)
-        first = start if count == 0 else start - 1
-        func = funcname(old_lines, first)
-        out.append(m.group(0) + (f" {func}" if func else "") + "\n")
-    return out
-
-
-def file_diff(fd: FileDiff, context: int = CONTEXT) -> str:
-    """The canonical block for one file ("" when nothing changed)."""
-    if fd.old == fd.new:
-        return ""
-    up = upstream_path(fd.path)
-    head = [f"diff --git a/{up} b/{up}\n"]
-    if fd.old is None:
-        head += ["new file mode 100644\n", "--- /dev/null\n", f"+++ b/{up}\n"]
-    elif fd.new is None:
-        head += ["deleted file mode 100644\n", f"--- a/{up}\n", "+++ /dev/null\n"]
-    else:
-        head += [f"--- a/{up}\n", f"+++ b/{up}\n"]
-    old, new = fd.old or b"", fd.new or b""
-    return "".join(head + _with_funcnames(_hunks(old, new, context), old))
-
-
-def canonical_diff(files: Iterable[FileDiff], context: int = CONTEXT) -> str:
-    """Every changed file, sorted by path, in canonical form."""
-    return "".join(file_diff(fd, context) for fd in sorted(files, key=lambda f: f.path))
-
-
-def render(header: str, diff: str) -> bytes:
-    """A patch file: header (kept verbatim, but ending in a newline) + the canonical diff."""
-    if header and not header.endswith("\n"):
-        header += "\n"
-    return encode(header + diff)
-
-
-def add_header_line(header: str, line: str) -> str:
-    """Append `line` as the header's last text line, keeping the blank line(s) that follow it."""
-    body = header.rstrip("\n")
-    trailing = header[len(body) :]
-    if not body:
-        return f"{line}\n\n"
-    return f"{body}\n{line}{trailing if trailing.count(chr(10)) >= 2 else chr(10) * 2}"
-
+from sgpatch.errors import ExitCode, SgpatchError
 
 # ---------------------------------------------------------------------------------------------
 # trees against their pristine release
@@ -239,14 +55,38 @@ def tree_diff(
     return canonical_diff(files, context)
 
 
+@dataclass(frozen=True)
+class TreeDiff:
+    """`sgpatch diff`'s answer: the files that differ (in the order asked for, or sorted) and
+    the canonical diff of them against the release."""
+
+    files: tuple[str, ...]
+    text: str
+
+
+def diff_tree(root: Path, version, paths: Sequence[str]) -> TreeDiff:
+    """The tree's `paths` (as the user named them; none: every file that differs from the
+    release) against the release. A path in neither is refused: a typo would otherwise be an
+    empty diff and exit 0. Each file is diffed once."""
+    from sgpatch.diff.canonical import file_diff
+    from sgpatch.state.txn import read_bytes
+
+    rels = [package_rel(p, f"FILE {p}") for p in paths]
+    for rel in rels:
+        if read_bytes(root, rel) is None and pristine_bytes(version, rel) is None:
+            raise SgpatchError(f"FILE {rel}: neither in the tree nor in sglang {version}")
+    rels = rels or changed_files(root, version)
+    blocks = {p: file_diff(FileDiff(p, pristine_bytes(version, p), read_bytes(root, p)))
+              for p in sorted(set(rels))}  # fmt: skip
+    return TreeDiff(tuple(p for p in rels if blocks[p]), "".join(blocks.values()))
+
+
 def changed_files(root: Path, version) -> list[str]:
     """Package-relative .py (and other packaged) files of the tree that differ from the release,
     plus files the release has that the tree lacks. Files the release does not ship are left out
     (a tree holds caches, build output and sgpatch's own state)."""
-    import base64
-    import hashlib
-
     from sgpatch.releases import cache as releases
+    from sgpatch.releases.record import digest as record_digest
 
     out = []
     prefix = f"{releases.PACKAGE}/"
@@ -261,8 +101,7 @@ def changed_files(root: Path, version) -> list[str]:
         except OSError:
             out.append(rel)
             continue
-        got = base64.urlsafe_b64encode(hashlib.new(alg, data).digest()).rstrip(b"=").decode()
-        if got != b64:
+        if record_digest(alg, data) != b64:
             out.append(rel)
     return sorted(out)
 
@@ -346,6 +185,102 @@ def refresh(
                          shared)  # fmt: skip
     return Refreshed(patch_id, target, data, True, tuple(files), str(variant.sglang),
                      "repointed", index, variant.patch, None, shared)  # fmt: skip
+
+
+def refresh_tree(
+    manifest, patch_id: str, root: Path, version, extra_files: Sequence[str], write: bool
+) -> Refreshed:
+    """`sgpatch refresh` whole: the patch regenerated from the tree (`refresh`, the set's other
+    applied patches taken out), refused when another set also patched one of its files; with
+    `write`, the patch file (and the manifest, for a new file) written and the set kept
+    applied on the tree in the ledger."""
+    from sgpatch.diff.unified import read_patch
+    from sgpatch.state import ledger as ledger_mod
+
+    ledger = ledger_mod.load(root)
+    record = ledger.sets.get(manifest.name)
+    others = [
+        read_patch(manifest.base_dir / p.variant)
+        for p in (record.patches if record else ())
+        if p.id != patch_id and (manifest.base_dir / p.variant).is_file()
+    ]
+    res = refresh(manifest, patch_id, root, version, extra_files, others, _known_releases())
+    _refuse_stacked(ledger, manifest.name, res.files)
+    if write and res.changed:
+        rel = res.variant.relative_to(manifest.base_dir).as_posix()
+        _write(res.variant, res.data)
+        if res.how != "in place":
+            text = manifest.path.read_text(encoding="utf-8")
+            new = manifest_edit(text, manifest.path, res, version, rel)
+            _write(manifest.path, new.encode("utf-8"))
+        _keep_applied(root, manifest.name, patch_id, rel, res)
+    return res
+
+
+def _known_releases() -> list:
+    """Releases a variant's range may serve: the index, or the cache when it is unreachable."""
+    from sgpatch.releases import cache as releases
+
+    try:
+        return releases.index_versions(">=0")
+    except SgpatchError:
+        return releases.cached_versions()
+
+
+def _write(path: Path, data: bytes) -> None:
+    import os
+    import secrets
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.sgpatch-tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def _refuse_stacked(ledger, set_name: str, files: Sequence[str]) -> None:
+    """A patch file is a diff against the pristine release: refreshed from a file another
+    set also patched (stacked above or below), it would take that set's change in too."""
+    for path in files:
+        other = next((n for n, s in ledger.sets.items() if n != set_name and path in s.files), None)
+        if other is not None:
+            raise SgpatchError(
+                f"{path} is also patched by set {other}: a diff against the pristine release "
+                f"would take its change in too; refresh from a tree where only {set_name} "
+                "is applied (nothing was written)",
+                ExitCode.UNSAFE,
+            )
+
+
+def _keep_applied(root: Path, set_name: str, patch_id: str, variant: str, res) -> None:
+    """Like quilt refresh, the patch stays applied on the tree it was refreshed from: the ledger
+    learns the new patch file and the bytes now in its files (they are the patch's now, not an
+    edit), so `status`, `apply` and `revert` keep working there."""
+    from dataclasses import replace
+
+    from sgpatch.state import ledger as ledger_mod
+    from sgpatch.state.txn import commit, locked, read_bytes
+
+    with locked(ledger_mod.state_dir(root)):
+        ledger = ledger_mod.load(root)
+        record = ledger.sets.get(set_name)
+        if record is None or record.patch(patch_id) is None:
+            return  # refreshed from a tree the set was not applied to by sgpatch
+        sha = ledger_mod.sha256(res.data) or ""  # res.data is bytes: never None
+        patches = tuple(
+            replace(p, variant=variant, patch_sha256=sha) if p.id == patch_id else p
+            for p in record.patches
+        )
+        files = {
+            path: replace(r, after=ledger_mod.sha256(read_bytes(root, path)))
+            if path in res.files
+            else r
+            for path, r in record.files.items()
+        }
+        new = ledger.with_set(replace(record, patches=patches, files=files))
+        data = [read_bytes(root, path) for path in res.files if path in record.files]
+        commit(root, ledger_mod.state_dir(root), ledger_mod.store_changes(root, ledger, new, data))
 
 
 def shared_by(manifest, variant) -> tuple[str, ...]:

@@ -187,14 +187,14 @@ def _new_file(variant: Variant, new_id: str) -> Path:
 
 
 def _diff(a: dict, b: dict) -> str:
-    from sgpatch.ops.refresh import FileDiff, canonical_diff
+    from sgpatch.diff.canonical import FileDiff, canonical_diff
 
     return canonical_diff(FileDiff(r, a.get(r), b.get(r)) for r in sorted(set(a) | set(b)))
 
 
 def _split_variant(manifest, spec, variant, by, take, new_id, summary, tmp: Path) -> Half:
+    from sgpatch.diff.canonical import render
     from sgpatch.diff.unified import read_patch
-    from sgpatch.ops.refresh import render
 
     _check_take(by, take, variant)
     base = base_release(manifest, variant)

@@ -89,7 +89,7 @@ Blocks = list[tuple[list[str], list[str]]]  # (added, removed) lines per changed
 
 
 def blocks_of(diff: str) -> dict[str, Blocks]:
-    """Changed blocks per package-relative file of a canonical diff (refresh.canonical_diff)."""
+    """Changed blocks per package-relative file of a canonical diff (diff.canonical)."""
     out: dict[str, Blocks] = {}
     for part in re.split(r"^diff --git a/python/sglang/", diff, flags=re.M)[1:]:
         rel = part.split(" ", 1)[0]
@@ -100,7 +100,7 @@ def blocks_of(diff: str) -> dict[str, Blocks]:
 def _hunk_texts(before: bytes | None, after: bytes | None) -> Blocks:
     """(added, removed) lines per changed block between two versions of a file (git's diff,
     the canonical writer's: difflib is quadratic on SGLang's 5000-line files)."""
-    from sgpatch.ops.refresh import FileDiff, file_diff
+    from sgpatch.diff.canonical import FileDiff, file_diff
 
     return _blocks(file_diff(FileDiff("f", before, after)).splitlines())
 

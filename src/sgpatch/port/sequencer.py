@@ -581,7 +581,7 @@ def write_patch(ctx: Context, pid: str, files: Iterable[str]) -> None:
 def render_patch(ctx: Context, header: str, sorc, befores: dict, afters: dict) -> bytes:
     """The new patch file: the old header + one line saying where it came from, canonical diff
     of each file from what the workspace held before the patch to what it holds after."""
-    from sgpatch.ops import refresh as rf
+    from sgpatch.diff import canonical as rf
 
     diff = rf.canonical_diff(rf.FileDiff(p, befores.get(p), afters[p]) for p in sorted(afters))
     variant = _rel(sorc.variant.patch, ctx.manifest.base_dir)

@@ -117,10 +117,62 @@ def test_lint_tree_reports_what_does_not_apply_there(demo, tmp_path):
     assert "1 release(s), 1 tree(s)" in err
 
 
-def test_workers_take_neighbouring_releases_in_small_chunks():
-    """Input: 42, 17 and 3 releases on 2 workers. Outcome: 42 go 3 at a time (neighbours
-    share most files' bytes, so a worker's per-content caches hit), fewer go one at a time
-    (the shares stay even)."""
-    from sgpatch.ops.matrix import _chunk
+MEMO_SET = """\
+schema: 1
+name: memo
+summary: one patch on every release
+sglang: ">=1.0"
+patches:
+  - id: first
+    summary: first
+    type: bugfix
+    upstream: {status: pending}
+    variants:
+      - {sglang: ">=1.0", patch: patches/first.patch}
+"""
 
-    assert [_chunk(n, 2) for n in (42, 17, 3, 1)] == [3, 1, 1, 1]
+
+@pytest.fixture
+def same_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Releases 1.0 and 1.1 with the same srt/mod.py bytes, 1.2 with one byte of it changed
+    where the patch edits; set `memo`, its patch made on 1.0, variant for every release."""
+    from helpers import PATCHED10, port_diff
+
+    c = offline_cache(tmp_path, monkeypatch)
+    off = V10.replace("    y = 2\n", "    y = 3\n")
+    for v, text in (("1.0", V10), ("1.1", V10), ("1.2", off)):
+        make_wheel(c / "wheels", v, release_files(text, v))
+    d = tmp_path / "sets" / "memo"
+    (d / "patches").mkdir(parents=True)
+    (d / "patches/first.patch").write_text(port_diff(V10, PATCHED10))
+    (d / "patchset.yaml").write_text(MEMO_SET)
+    return d
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_releases_with_the_same_bytes_give_the_same_row_and_a_byte_its_own(
+    same_bytes, monkeypatch, workers
+):
+    """Input: matrix of `memo` over 1.0, 1.1 (same bytes) and 1.2 (one byte off), on one worker
+    (counting placements) and on two. Outcome: 1.1's cells are 1.0's (clean), 1.2 gets its own
+    (a conflict naming the changed line); on one worker srt/mod.py of 1.1 is not placed again
+    (2 placements, not 3); the rows are the ones planned release by release without the memo."""
+    from packaging.version import Version
+
+    from sgpatch.ops import matrix, placed
+    from sgpatch.patchset.manifest import load_manifest
+
+    manifest = load_manifest(same_bytes / "patchset.yaml")
+    versions = [Version(v) for v in ("1.0", "1.1", "1.2")]
+    members = matrix.needed_files(manifest)
+    alone = [matrix.plan_release(str(same_bytes), str(v), members) for v in versions]
+    calls = []
+    engine = placed._place
+    monkeypatch.setattr(placed, "_place", lambda *a: calls.append(a) or engine(*a))
+    rows = matrix.compute(manifest, versions, workers=workers)
+    assert rows == alone
+    assert [r.cells["first"].state for r in rows] == ["pending", "pending", "conflict"]
+    assert rows[1].cells == rows[0].cells != rows[2].cells
+    assert "y = 3" in rows[2].cells["first"].failures[0].reason
+    if workers == 1:
+        assert len(calls) == 2  # 1.0 and 1.2; 1.1 repeats 1.0

@@ -953,3 +953,24 @@ def test_scope_past_a_syntax_error_is_unknown_and_decides_nothing():
     assert (h.status, h.line) == ("applied", 7)
     (h,) = run(lines("# new", "# top") + module("    x = 1 +"), diff).hunks
     assert h.status == "ambiguous" and "equally good" in h.reason
+
+
+def test_a_far_copy_with_nothing_near_is_placed_without_reading_scopes(monkeypatch):
+    """Input: a Python file whose hunk (header `def f():`) is only at line 500, 480 lines below
+    its stated line, with nothing like it near there. Outcome: placed at the far copy (the one
+    place there is), and the file's def/class blocks were never read: the nearest-original rule
+    asks for the far copy's scope only when a near candidate makes it decide (reading scopes
+    parses the file, a quarter of a matrix run when asked for every far hunk)."""
+    from sgpatch.placement import scope
+
+    def no_scopes(*_a):
+        raise AssertionError("the file's scopes were read")
+
+    monkeypatch.setattr(scope, "_read_blocks", no_scopes)
+    filler = [f"x{i} = {i}" for i in range(500)]
+    old = lines(*filler, "def f():", "    a = 1", "    b = 2", "    return a + b")
+    new = old.replace("    b = 2\n", "    b = 3\n")
+    diff = make_diff(old, new).replace("-500,5 +500,5 @@", "-20,5 +20,5 @@ def f():")
+    res = run(old, diff)
+    assert statuses(res) == ["applied"]
+    assert res.hunks[0].line == 500 and text(res) == new

@@ -25,7 +25,8 @@ from sgpatch.diff.unified import (
     strip_path,
 )
 from sgpatch.errors import ExitCode, SgpatchError, bad_input, unsafe
-from sgpatch.placement.engine import FileResult, HunkResult, apply_hunks
+from sgpatch.ops.placed import Placed, place
+from sgpatch.placement.engine import HunkResult, apply_hunks
 from sgpatch.state.folder import is_state_path
 from sgpatch.tree.files import FileChange, read_bytes
 
@@ -151,12 +152,14 @@ def plan_patch(
     return tuple(reversed(plans)) if reverse else tuple(plans)
 
 
-def _status(result: FileResult) -> Literal["ok", "already-applied", "conflict", "ambiguous"]:
-    if any(h.status == "ambiguous" for h in result.hunks):
+def _status(
+    hunks: Sequence[HunkResult],
+) -> Literal["ok", "already-applied", "conflict", "ambiguous"]:
+    if any(h.status == "ambiguous" for h in hunks):
         return "ambiguous"
-    if any(h.status == "conflict" for h in result.hunks):
+    if any(h.status == "conflict" for h in hunks):
         return "conflict"
-    if result.hunks and all(h.status == "already-applied" for h in result.hunks):
+    if hunks and all(h.status == "already-applied" for h in hunks):
         return "already-applied"
     return "ok"
 
@@ -215,14 +218,14 @@ def _plan_hunks(
     fuzz: int,
 ) -> FilePlan:
     """Place the hunks of a file that exists (modify, or the content of a rename/copy)."""
-    result = apply_hunks(split_lines(decode(current)), fp.hunks, fuzz=fuzz)
-    status = _status(result)
-    after = encode("".join(result.lines)) if fp.hunks else current
+    placed = place(current, fp.hunks, fuzz) if fp.hunks else Placed(current, ())
+    status = _status(placed.hunks)
+    after = placed.after
     mode_only = not fp.hunks and action == "modify" and fp.new_mode is not None
     if mode_only and _mode(overlay.root, path) == fp.new_mode:
         status = "already-applied"  # a mode-only change that is already there
     return FilePlan(
-        path, source, action, current, after, result.hunks, status=status, mode=fp.new_mode
+        path, source, action, current, after, placed.hunks, status=status, mode=fp.new_mode
     )
 
 

@@ -254,11 +254,11 @@ def _nearest_original(
         return None
     from sgpatch.placement.scope import in_scope
 
-    def scoped(pl: Place) -> bool:
+    def scoped(pl: Place) -> bool:  # asked only when it decides: it may parse the file
         return bool(hunk.section_header) and in_scope(hunk, idx, pl)
 
     near_lo, near_hi = max(lo, expected - w), expected + w
-    far, far_scoped = start(chosen) + 1, scoped(chosen)
+    far = start(chosen) + 1
     for k, (level, modes, drops) in enumerate(later):
         found, loose = _find_level(hunk, idx, modes, drops, lo)
         near = _independent(hunk, [pl for s, pl in found.items() if near_lo <= s <= near_hi])
@@ -267,7 +267,7 @@ def _nearest_original(
         near_scoped = [pl for pl in near if scoped(pl)]
         if len(near) == 1 and near_scoped:
             return near[0], k, level == "whitespace" or start(near[0]) in loose
-        if far_scoped and not near_scoped:
+        if not near_scoped and scoped(chosen):
             return None  # the header names the far copy's scope: scope beats distance
         lines_at = ", ".join(str(start(pl) + 1) for pl in near[:8])
         why = (
@@ -278,7 +278,7 @@ def _nearest_original(
         return _ambiguous(hunk, level, (far, *(start(pl) + 1 for pl in near)), why)
     for p in range(near_lo, near_hi + 1):
         if _mostly_there(hunk, idx, p):
-            if far_scoped and not scoped(Place(p, False, 0, 0)):
+            if scoped(chosen) and not scoped(Place(p, False, 0, 0)):
                 return None
             why = (
                 f"the exact copy at line {far} is far from the expected line {expected + 1}, "

@@ -66,12 +66,12 @@ def _partial(hunk: Hunk, idx: LineIndex, expected: int, lo: int) -> HunkResult:
     pattern = [ws_key(t) for t in hunk.before]
     keys = idx.keys("ws")
     m = len(pattern)
-    scored: list[tuple[int, int, int]] = []
-    for p in _partial_starts(pattern, idx, expected, lo):
-        score = sum(1 for a, b in zip(keys[p : p + m], pattern, strict=False) if a == b)
-        if score:
-            scored.append((-score, abs(p - expected), p))
-    scored.sort()
+    scores = dict.fromkeys(_partial_starts(pattern, idx, expected, lo), 0)
+    for k, key in enumerate(pattern):  # a start's score: the pattern lines that match there
+        for q in idx.positions("ws", key):
+            if q - k in scores:
+                scores[q - k] += 1
+    scored = sorted((-score, abs(p - expected), p) for p, score in scores.items() if score)
     best = scored[:3]
     if not best:
         return HunkResult(hunk.index, "conflict", reason="none of its lines occur in the file")

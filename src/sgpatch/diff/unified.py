@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
+from operator import getitem, itemgetter
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -370,11 +371,12 @@ def _read_quickly(lines: list[str], name: str) -> Patch | None:
     fed: list[str] = []
     numbers: list[int] = []  # 1-based line in `lines` of each fed line
     runs: list[list[Hunk]] = []
+    src = _source(lines)
     i, n = 0, len(lines)
     while i < n:
         line = lines[i]
         if line.startswith("@@"):
-            run = _read_run(lines, i)
+            run = _read_run(src, i)
             if run is None:
                 return None
             runs.append(run[0])
@@ -405,13 +407,34 @@ def _read_quickly(lines: list[str], name: str) -> Patch | None:
     return _patch_of(lines, tuple(files), name)
 
 
-def _read_run(lines: list[str], i: int) -> tuple[list[Hunk], int] | None:
+class _Source(NamedTuple):
+    """A patch's lines with what the quick reader asks of each, made for all of them at once
+    at C speed: its first character, and (when no line holds a CR and each ends in LF) the
+    line read as a body line, sliced out per hunk (`_plain_body`) instead of made per hunk."""
+
+    lines: list[str]
+    heads: str
+    body: tuple[HunkLine, ...] | None
+
+
+def _source(lines: list[str]) -> _Source:
+    heads = "".join(map(itemgetter(0), lines))  # split_lines makes no empty line
+    if not lines or not lines[-1].endswith("\n") or any(map(str.__contains__, lines, repeat("\r"))):
+        return _Source(lines, heads, None)
+    texts = map(getitem, lines, repeat(slice(1, -1)))  # each without its kind and its LF
+    return _Source(
+        lines, heads, tuple(map(tuple.__new__, repeat(HunkLine), zip(heads, texts, strict=True)))
+    )
+
+
+def _read_run(src: _Source, i: int) -> tuple[list[Hunk], int] | None:
     """The hunks from the `@@` line at `i` on, with the `\\ No newline` markers and blank
     lines unidiff keeps with them, and where the run ends; None if one is out of the ordinary."""
     hunks: list[Hunk] = []
+    lines = src.lines
     n = len(lines)
     while i < n and lines[i].startswith("@@"):
-        read = _read_hunk(lines, i, len(hunks) + 1)
+        read = _read_hunk(src, i, len(hunks) + 1)
         if read is None:
             return None
         hunks.append(read[0])
@@ -421,10 +444,11 @@ def _read_run(lines: list[str], i: int) -> tuple[list[Hunk], int] | None:
     return hunks, i
 
 
-def _read_hunk(lines: list[str], i: int, index: int) -> tuple[Hunk, int] | None:
+def _read_hunk(src: _Source, i: int, index: int) -> tuple[Hunk, int] | None:
     """One hunk, as unidiff reads it and `_freeze_hunks` freezes it, and the line after it (its
     markers included); None where unidiff (or `_check_hunk_lengths`) would object, or might
     read it otherwise: a body line of another kind, counts that do not add up, `-0,0 +0,0`."""
+    lines, heads = src.lines, src.heads
     m = _UNIDIFF_HUNK.match(lines[i])
     if m is None:
         return None
@@ -433,17 +457,17 @@ def _read_hunk(lines: list[str], i: int, index: int) -> tuple[Hunk, int] | None:
     new = 1 if new_len is None else int(new_len)
     if old == new == 0:
         return None
-    read = _plain_body(lines, i + 1, old, new) or _any_body(lines, i + 1, old, new)
+    read = _plain_body(src, i + 1, old, new) or _any_body(lines, i + 1, old, new)
     if read is None:
         return None
     body, flags, j = read
     n = len(lines)
-    while j < n and lines[j].startswith("\\"):
+    while j < n and heads[j] == "\\":
         if not lines[j].startswith(_NO_NEWLINE):
             return None
         _mark_no_eol(body, flags)
         j += 1
-    if j < n and _body_like(lines[j]):
+    if j < n and heads[j] in "+- " and _body_like(lines[j]):
         return None  # longer than its header says: `_check_hunk_lengths` words it
     # positional: keywords cost a microsecond a hunk
     start, target = int(old_start), int(new_start)
@@ -454,9 +478,27 @@ def _read_hunk(lines: list[str], i: int, index: int) -> tuple[Hunk, int] | None:
 _Body = tuple[tuple["HunkLine", ...], list[bool], int]  # lines, (old, new) no-EOL, next line
 
 
-def _plain_body(lines: list[str], j: int, old: int, new: int) -> _Body | None:
-    """A body of ' ', '-' and '+' lines only (the usual one), from line `j`: counted line by
-    line, its lines made at C speed. None for anything else (`_any_body` reads it)."""
+def _plain_body(src: _Source, j: int, old: int, new: int) -> _Body | None:
+    """A body of ' ', '-' and '+' lines only (the usual one), from line `j`. Most run up to the
+    next hunk's header: then their kinds are counted and their lines sliced, at C speed (they
+    are the body when its counts come out right; each line counts on one side at least, so
+    no shorter run would). None for anything else (`_any_body` reads it)."""
+    heads = src.heads
+    k = heads.find("@", j)
+    k = len(heads) if k < 0 else k
+    plus, minus = heads.count("+", j, k), heads.count("-", j, k)
+    span = k - j
+    if (
+        src.body is not None
+        and (span - plus, span - minus) == (old, new)
+        and heads.count(" ", j, k) + plus + minus == span
+    ):
+        return src.body[j:k], [False, False], k
+    return _counted_body(src.lines, j, old, new)
+
+
+def _counted_body(lines: list[str], j: int, old: int, new: int) -> _Body | None:
+    """`_plain_body` line by line, its lines made at C speed."""
     first, n = j, len(lines)
     while old > 0 or new > 0:
         if j >= n:

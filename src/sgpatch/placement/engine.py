@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate, chain, repeat
 from typing import TYPE_CHECKING, NamedTuple
@@ -625,7 +625,7 @@ def _apply_hunks(
         hunks = [h.reversed() for h in hunks]
     if hunks and not any(ln.kind == " " for h in hunks for ln in h.lines):
         # a -U0 diff says nothing about the start or end of the file (git's --unidiff-zero)
-        hunks = [replace(h, anchored=False) for h in hunks]
+        hunks = [h._replace(anchored=False) for h in hunks]
     idx = LineIndex(lines)
     steps, alternatives, plain = _first_pass(lines, idx, hunks, fuzz)
     if alternatives:

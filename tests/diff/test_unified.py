@@ -332,3 +332,28 @@ def test_quick_reader_reads_as_unidiff_does_or_leaves_it_to_unidiff():
         quick += 1
         assert got == reference, text
     assert quick > 500
+
+
+def test_hunks_sliced_from_the_patch_are_the_hunks_made_one_by_one():
+    """Input: one file's diff whose bodies take every shape a hunk has (context, removals and
+    additions in any order, only one kind, a context line inside), each running up to the
+    next @@ line, so the quick reader slices them out of the patch and derives their sides
+    from its texts. Outcome: each is the Hunk made from its fields (sides and edges computed
+    from its lines), the whole Patch is unidiff's reading, and -R swaps the sides."""
+    from sgpatch.diff.unified import Hunk, _read_with_unidiff
+
+    shapes = [" -+ ", "+", "-", " ", "-+-", " - + ", "+-", "  --++  ", " + ", "- ", " +"]
+    text, start = "--- a/f\n+++ b/f\n", 1
+    for n, kinds in enumerate(shapes):
+        old, new = sum(k != "+" for k in kinds), sum(k != "-" for k in kinds)
+        text += f"@@ -{start},{old} +{start},{new} @@ def f{n}():\n"
+        text += "".join(f"{k}line {n}.{i}\n" for i, k in enumerate(kinds))
+        start += old + 10
+    patch = parse_patch(text)
+    assert patch == _read_with_unidiff(split_lines(text), "patch")
+    hunks = patch.files[0].hunks
+    assert len(hunks) == len(shapes)
+    for h in hunks:
+        assert h == Hunk(*h[:11])
+        assert h.reversed().side_texts == h.side_texts[::-1]
+        assert h._replace(index=7) == Hunk(7, *h[1:11])

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -250,7 +249,7 @@ def file_lines(draw):
     st.booleans(),
 )
 def test_engine_random_hunks(lines, hunks, fuzz, reverse):
-    hunks = [replace(h, index=i) for i, h in enumerate(hunks, 1)]
+    hunks = [h._replace(index=i) for i, h in enumerate(hunks, 1)]
     try:
         result = apply_hunks(lines, hunks, fuzz=fuzz, reverse=reverse)
     except SgpatchError:

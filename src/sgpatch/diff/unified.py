@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -93,7 +94,7 @@ def strip_eol(line: str) -> str:
 class HunkLine(NamedTuple):
     """One body line of a hunk: kind is ' ' (context), '-' (removed) or '+' (added). A named
     tuple rather than a frozen dataclass: a diff has one per body line, and a tuple subclass
-    can be made at C speed (`tuple.__new__`, as `_plain_body` makes them), a dataclass only
+    can be made at C speed (`tuple.__new__`, as `_source` makes them), a dataclass only
     through its Python `__init__`."""
 
     kind: str
@@ -117,13 +118,8 @@ def _sides_of(lines: Sequence[HunkLine]) -> tuple[_Pair, tuple[int, int]]:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Hunk:
-    """A hunk as the engine sees it (unidiff's Hunk, frozen, line endings stripped). Slotted: a
-    diff of 100,000 hunks holds 100,000 of them, and a `__dict__` each was a third of their
-    memory."""
-
-    index: int  # 1-based position within its file
+class _HunkFields(NamedTuple):
+    index: int  # type: ignore[assignment]  # 1-based position within its file (not tuple.index)
     source_start: int
     source_length: int
     target_start: int
@@ -135,16 +131,50 @@ class Hunk:
     patch_line: int = 0  # line of the @@ header in the patch file
     anchored: bool = True  # may be tied to the start/end of the file (False in -U0 diffs)
     # Derived from `lines` as the hunk is made (the engine asks for them several times while
-    # placing and reporting it: plain attributes, not properties): the texts of the
-    # pre-image's lines and of the post-image's, and the leading and trailing context line
-    # counts (what fuzz may drop).
-    side_texts: _Pair = field(init=False, repr=False, compare=False)
-    edges: tuple[int, int] = field(init=False, repr=False, compare=False)
+    # placing and reporting it: plain fields, not properties): the texts of the pre-image's
+    # lines and of the post-image's, and the leading and trailing context line counts (what
+    # fuzz may drop).
+    side_texts: _Pair = ((), ())
+    edges: tuple[int, int] = (0, 0)
 
-    def __post_init__(self) -> None:
-        texts, edges = _sides_of(self.lines)
-        object.__setattr__(self, "side_texts", texts)
-        object.__setattr__(self, "edges", edges)
+
+_MADE = _HunkFields._fields[:-2]  # the fields a hunk is made of; the others derive from them
+
+
+class Hunk(_HunkFields):
+    """A hunk as the engine sees it (unidiff's Hunk, frozen, line endings stripped). A named
+    tuple, as HunkLine is: a diff of 100,000 hunks holds 100,000 of them, and a frozen
+    dataclass is made through one `object.__setattr__` per field (about half of making one).
+    Made with the fields of `_MADE`; `side_texts` and `edges` are computed from `lines`, also
+    by `_replace` (use it where `dataclasses.replace` would be)."""
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        index: int,
+        source_start: int,
+        source_length: int,
+        target_start: int,
+        target_length: int,
+        section_header: str,
+        lines: tuple[HunkLine, ...],
+        old_no_eol: bool = False,
+        new_no_eol: bool = False,
+        patch_line: int = 0,
+        anchored: bool = True,
+    ) -> Hunk:
+        texts, edges = _sides_of(lines)
+        made = (source_start, source_length, target_start, target_length, section_header, lines)
+        flags = (old_no_eol, new_no_eol, patch_line, anchored)
+        return tuple.__new__(cls, (index, *made, *flags, texts, edges))
+
+    def __getnewargs__(self) -> tuple[Any, ...]:  # pickle and copy make it as `__new__` does
+        return tuple(self)[: len(_MADE)]
+
+    def _replace(self, **changes: Any) -> Hunk:
+        """A copy with `changes`, its derived fields computed again."""
+        return Hunk(**{**dict(zip(_MADE, self, strict=False)), **changes})
 
     @property
     def side_kinds(self) -> _Pair:
@@ -163,8 +193,7 @@ class Hunk:
     def reversed(self) -> Hunk:
         """The same hunk read backwards (for -R): added and removed swap sides."""
         swap = {"+": "-", "-": "+", " ": " "}
-        return replace(
-            self,
+        return self._replace(
             source_start=self.target_start,
             source_length=self.target_length,
             target_start=self.source_start,
@@ -370,11 +399,12 @@ def _read_quickly(lines: list[str], name: str) -> Patch | None:
     fed: list[str] = []
     numbers: list[int] = []  # 1-based line in `lines` of each fed line
     runs: list[list[Hunk]] = []
+    src = _source(lines)
     i, n = 0, len(lines)
     while i < n:
         line = lines[i]
         if line.startswith("@@"):
-            run = _read_run(lines, i)
+            run = _read_run(src, i)
             if run is None:
                 return None
             runs.append(run[0])
@@ -399,19 +429,41 @@ def _read_quickly(lines: list[str], name: str) -> Patch | None:
         hunks = [h for run in runs[k : k + len(pf)] for h in run]
         k += len(pf)
         if len(pf) > 1:  # several runs in one file: number its hunks through
-            hunks = [replace(h, index=j) for j, h in enumerate(hunks, 1)]
+            hunks = [h._replace(index=j) for j, h in enumerate(hunks, 1)]
         line_no = numbers[pf.diff_line_no - 1] if pf.diff_line_no else 0
         files.append(_freeze_file(pf, hunks, line_no, name))
     return _patch_of(lines, tuple(files), name)
 
 
-def _read_run(lines: list[str], i: int) -> tuple[list[Hunk], int] | None:
+class _Source(NamedTuple):
+    """A patch's lines with what the quick reader asks of each, made for all of them at once
+    at C speed: its first character, and (when no line holds a CR and each ends in LF) its
+    text (without kind and LF) and the line as a body line, sliced out per hunk
+    (`_sliced_hunk`) instead of made per hunk."""
+
+    lines: list[str]
+    heads: str
+    texts: list[str] | None
+    body: tuple[HunkLine, ...] | None
+
+
+def _source(lines: list[str]) -> _Source:
+    heads = "".join(map(itemgetter(0), lines))  # split_lines makes no empty line
+    if not lines or not lines[-1].endswith("\n") or any(map(str.__contains__, lines, repeat("\r"))):
+        return _Source(lines, heads, None, None)
+    texts = [ln[1:-1] for ln in lines]
+    body = tuple(map(tuple.__new__, repeat(HunkLine), zip(heads, texts, strict=True)))
+    return _Source(lines, heads, texts, body)
+
+
+def _read_run(src: _Source, i: int) -> tuple[list[Hunk], int] | None:
     """The hunks from the `@@` line at `i` on, with the `\\ No newline` markers and blank
     lines unidiff keeps with them, and where the run ends; None if one is out of the ordinary."""
     hunks: list[Hunk] = []
+    lines = src.lines
     n = len(lines)
     while i < n and lines[i].startswith("@@"):
-        read = _read_hunk(lines, i, len(hunks) + 1)
+        read = _read_hunk(src, i, len(hunks) + 1)
         if read is None:
             return None
         hunks.append(read[0])
@@ -421,10 +473,11 @@ def _read_run(lines: list[str], i: int) -> tuple[list[Hunk], int] | None:
     return hunks, i
 
 
-def _read_hunk(lines: list[str], i: int, index: int) -> tuple[Hunk, int] | None:
+def _read_hunk(src: _Source, i: int, index: int) -> tuple[Hunk, int] | None:
     """One hunk, as unidiff reads it and `_freeze_hunks` freezes it, and the line after it (its
     markers included); None where unidiff (or `_check_hunk_lengths`) would object, or might
     read it otherwise: a body line of another kind, counts that do not add up, `-0,0 +0,0`."""
+    lines, heads = src.lines, src.heads
     m = _UNIDIFF_HUNK.match(lines[i])
     if m is None:
         return None
@@ -433,30 +486,75 @@ def _read_hunk(lines: list[str], i: int, index: int) -> tuple[Hunk, int] | None:
     new = 1 if new_len is None else int(new_len)
     if old == new == 0:
         return None
-    read = _plain_body(lines, i + 1, old, new) or _any_body(lines, i + 1, old, new)
+    start, target, section = int(old_start), int(new_start), section.strip()
+    k = _plain_end(src, i + 1, old, new)
+    if k:  # the next line is the next hunk's header (or there is none): all the hunk is read
+        return _sliced_hunk(src, (index, start, old, target, new, section), i + 1, k), k
+    read = _counted_body(lines, i + 1, old, new) or _any_body(lines, i + 1, old, new)
     if read is None:
         return None
     body, flags, j = read
     n = len(lines)
-    while j < n and lines[j].startswith("\\"):
+    while j < n and heads[j] == "\\":
         if not lines[j].startswith(_NO_NEWLINE):
             return None
         _mark_no_eol(body, flags)
         j += 1
-    if j < n and _body_like(lines[j]):
+    if j < n and heads[j] in "+- " and _body_like(lines[j]):
         return None  # longer than its header says: `_check_hunk_lengths` words it
     # positional: keywords cost a microsecond a hunk
-    start, target = int(old_start), int(new_start)
-    hunk = Hunk(index, start, old, target, new, section.strip(), body, flags[0], flags[1], i + 1)
+    hunk = Hunk(index, start, old, target, new, section, body, flags[0], flags[1], i + 1)
     return hunk, j
 
 
 _Body = tuple[tuple["HunkLine", ...], list[bool], int]  # lines, (old, new) no-EOL, next line
 
 
-def _plain_body(lines: list[str], j: int, old: int, new: int) -> _Body | None:
-    """A body of ' ', '-' and '+' lines only (the usual one), from line `j`: counted line by
-    line, its lines made at C speed. None for anything else (`_any_body` reads it)."""
+def _plain_end(src: _Source, j: int, old: int, new: int) -> int:
+    """Where a body from line `j` ends when it is ' ', '-' and '+' lines only, runs up to the
+    next hunk's header (or the end) and `src` has its lines sliceable; else 0. Its kinds are
+    counted at C speed: the run is the body when the counts come out right (each line counts
+    on one side at least, so no shorter run would)."""
+    heads = src.heads
+    k = heads.find("@", j)
+    k = len(heads) if k < 0 else k
+    plus, minus = heads.count("+", j, k), heads.count("-", j, k)
+    span = k - j
+    if (
+        src.body is not None
+        and (span - plus, span - minus) == (old, new)
+        and heads.count(" ", j, k) + plus + minus == span
+    ):
+        return k
+    return 0
+
+
+def _sliced_hunk(src: _Source, head: tuple[int, int, int, int, int, str], j: int, k: int) -> Hunk:
+    """The hunk whose header fields are `head` and whose body is lines `j`..`k` of `src`, as
+    `Hunk` makes it, but its lines sliced out of `src` and its sides from the texts there: in
+    the usual body (context, removed lines, added lines, context) by slicing, at C speed."""
+    assert src.texts is not None and src.body is not None  # as `_plain_end` checked
+    kinds, texts = src.heads[j:k], src.texts[j:k]
+    n = len(kinds)
+    lead, trail = n - len(kinds.lstrip(" ")), n - len(kinds.rstrip(" "))
+    middle = kinds[lead : n - trail]
+    cut = middle.count("-")
+    if middle.lstrip("-").strip("+"):  # a context line inside, or a '-' after a '+'
+        pre = tuple([t for c, t in zip(kinds, texts, strict=True) if c != "+"])
+        post = tuple([t for c, t in zip(kinds, texts, strict=True) if c != "-"])
+    else:
+        added = len(middle) - cut
+        pre = tuple(texts[: lead + cut] + texts[lead + cut + added :])
+        post = tuple(texts[:lead] + texts[lead + cut :])
+    sides = ((pre, post), (lead, trail))
+    # j, the body's first line (0-based), is the header's line number (1-based)
+    return tuple.__new__(Hunk, (*head, src.body[j:k], False, False, j, True, *sides))
+
+
+def _counted_body(lines: list[str], j: int, old: int, new: int) -> _Body | None:
+    """A body of ' ', '-' and '+' lines only, from line `j`, counted line by line (the ones
+    `_plain_end` leaves), its lines made at C speed. None for anything else (`_any_body`
+    reads it)."""
     first, n = j, len(lines)
     while old > 0 or new > 0:
         if j >= n:

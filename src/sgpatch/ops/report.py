@@ -139,7 +139,7 @@ def _widest(column: str, rows: Sequence[Sequence[str]]) -> int:
 
 
 def hunk_json(h: HunkResult) -> dict[str, Any]:
-    d = asdict(h)
+    d = h._asdict()
     d["candidates"] = list(h.candidates)
     return d
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
-from itertools import accumulate, repeat
-from typing import TYPE_CHECKING
+from itertools import accumulate, chain, repeat
+from typing import TYPE_CHECKING, NamedTuple
 
 from sgpatch.diff.unified import Hunk, strip_eol
 from sgpatch.placement.match import (
@@ -591,11 +591,10 @@ def _result(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Step:
+class _Step(NamedTuple):
     """One hunk's outcome inside apply_hunks: its result, and the place it was found at.
     `shown` is the input line to report instead of the place's (the hunk is already applied
-    elsewhere in its scope)."""
+    elsewhere in its scope). A named tuple: one a hunk, made at C speed."""
 
     result: HunkResult
     hunk: Hunk
@@ -626,9 +625,9 @@ def _apply_hunks(
         hunks = [h.reversed() for h in hunks]
     if hunks and not any(ln.kind == " " for h in hunks for ln in h.lines):
         # a -U0 diff says nothing about the start or end of the file (git's --unidiff-zero)
-        hunks = [replace(h, anchored=False) for h in hunks]
+        hunks = [h._replace(anchored=False) for h in hunks]
     idx = LineIndex(lines)
-    steps, alternatives = _first_pass(lines, idx, hunks, fuzz)
+    steps, alternatives, plain = _first_pass(lines, idx, hunks, fuzz)
     if alternatives:
         steps = _by_order(steps, alternatives, lines, idx)
     spliced = [s for s in steps if _spliced(s)]
@@ -636,17 +635,21 @@ def _apply_hunks(
     if _may_define_twice(idx, spliced):
         checked = _defined_twice(idx, steps, out, spans)
         if checked is not steps:
-            steps = checked
+            steps, plain = checked, False
             spliced = [s for s in steps if _spliced(s)]
             out, spans, used = _splice(lines, [(s.place, s.hunk) for s in spliced])
+    if plain:  # every hunk at its expected line: the first pass's lines are the result's
+        return FileResult(tuple(out), tuple([s.result for s in steps]))
     return FileResult(tuple(out), tuple(_reported(steps, spliced, spans, used)))
 
 
 def _first_pass(
     lines: Sequence[str], idx: LineIndex, hunks: Sequence[Hunk], fuzz: int
-) -> tuple[list[_Step], dict[int, tuple[tuple[Place, ...], int]]]:
+) -> tuple[list[_Step], dict[int, tuple[tuple[Place, ...], int]], bool]:
     """Place each hunk in file order, after the previous one; ambiguous ones with several
-    plain candidates are kept for the second pass (by index into the steps)."""
+    plain candidates are kept for the second pass (by index into the steps). Also says
+    whether every hunk was plainly at its expected line (`_plainly_at`): then each result's
+    line, foreseen from the shifts of the hunks before it, is the one `_reported` would find."""
     steps: list[_Step] = []
     alternatives: dict[int, tuple[tuple[Place, ...], int]] = {}
     moving: frozenset[str] | None = None  # what place_hunk needs, once one hunk needs it
@@ -655,10 +658,12 @@ def _first_pass(
     prev_stated_end = 0
     shift = 0  # lines the hunks placed so far add: where the next plain one lands, if all stay
     keys = idx.exact_keys()
+    plain = 0
     for hunk in hunks:
         stated = hunk.source_start - 1 if hunk.source_length else hunk.source_start
         expected = stated if prev_end is None else prev_end + (stated - prev_stated_end)
-        if _plainly_at(hunk, keys, idx, expected, lo):
+        if _plainly_at(hunk, keys, expected, lo):
+            plain += 1
             pre, post = hunk.side_texts
             line = expected + shift + 1  # as _reported maps it (it checks)
             offset = line - hunk.target_start - (0 if hunk.target_length else 1)
@@ -682,21 +687,23 @@ def _first_pass(
         elif out.alternatives:
             alternatives[len(steps)] = (out.alternatives, out.expected)
         steps.append(_Step(out.result, hunk, place, out.shown))
-    return steps, alternatives
+    return steps, alternatives, plain == len(steps)
 
 
-def _plainly_at(hunk: Hunk, keys: list[str], idx: LineIndex, expected: int, lo: int) -> bool:
+def _plainly_at(hunk: Hunk, keys: list[str], expected: int, lo: int) -> bool:
     """The common case, which `place_hunk` would settle at its first step with no question
     left (`_at_expected`: one image, the pre-image, matches exactly at the expected line):
     checked without building its outcome, for each hunk of a many-hunk diff. `keys`: the
-    exact keys of `idx`. A post-image whose lines are there too goes the full way, whatever
-    its anchors say."""
+    exact keys of the file's lines. A post-image whose lines are there too goes the full
+    way, whatever its anchors say. (`LineIndex.matches_at`, with its slice compared once.)"""
     pre, post = hunk.side_texts
-    if expected < lo or not pre or keys[expected : expected + len(pre)] != list(pre):
+    end = expected + len(pre)
+    if expected < lo or not pre or keys[expected:end] != list(pre):
         return False
     if post and keys[expected : expected + len(post)] == list(post):
         return False
-    return idx.matches_at(pre, "exact", expected, *anchors(hunk, False, 0, 0, False))
+    at_eof, at_bof = anchors(hunk, False, 0, 0, False)
+    return not ((at_eof and end != len(keys)) or (at_bof and expected))
 
 
 def _spliced(step: _Step) -> bool:
@@ -757,11 +764,15 @@ _DEF_STARTS = ("def ", "class ", "async ")
 def _may_define_twice(idx: LineIndex, spliced: Sequence[_Step]) -> bool:
     """The cheap trigger for the defined-twice check: an applied hunk adds a def/class line
     whose name the input already defines somewhere, or that the hunks add twice. Nothing is
-    parsed (and pydefs is not imported) for the many hunks that add no def/class line."""
+    parsed (and pydefs is not imported) for the many hunks that add no def/class line, nor
+    are their post-images looked at one by one when none of them holds one (one C-speed
+    search of them all, joined)."""
+    if not _mentions_def("\n".join(chain.from_iterable(s.hunk.side_texts[1] for s in spliced))):
+        return False
     added = [
         ln.text
         for s in spliced
-        if _mentions_def(s.hunk)
+        if _mentions_def("\n".join(s.hunk.side_texts[1]))
         for ln in s.hunk.lines
         if ln.kind == "+" and ln.text.lstrip().startswith(_DEF_STARTS)
     ]
@@ -778,10 +789,9 @@ def _may_define_twice(idx: LineIndex, spliced: Sequence[_Step]) -> bool:
     return bool(set(names) & have)  # type: ignore[operator]
 
 
-def _mentions_def(hunk: Hunk) -> bool:
-    """The post-image holds one of `_DEF_STARTS` anywhere: searched in its joined text (C
-    speed) before its lines are looked at one by one."""
-    text = "\n".join(hunk.side_texts[1])
+def _mentions_def(text: str) -> bool:
+    """`text` (post-images, joined) holds one of `_DEF_STARTS` anywhere: searched at C speed
+    before their lines are looked at one by one."""
     return "def " in text or "class " in text or "async " in text  # _DEF_STARTS
 
 
@@ -960,22 +970,14 @@ def _splice(
     for k in order:
         place, hunk = splices[k]
         assert place is not None
-        body = hunk.lines[place.lead : len(hunk.lines) - place.trail]
+        size = len(hunk.lines) - place.lead - place.trail  # the body fuzz leaves
         # the context at either end of the body is the input's lines as they are: copied in
         # one slice each, with the gap before it
-        head = max(0, min(hunk.edges[0] - place.lead, len(body)))
-        tail = max(0, min(hunk.edges[1] - place.trail, len(body) - head))
+        head = max(0, min(hunk.edges[0] - place.lead, size))
+        tail = max(0, min(hunk.edges[1] - place.trail, size - head))
         first = len(out) + place.pos - cur
         out.extend(lines[cur : place.pos + head])
-        i = place.pos + head
-        for kind, text in body[head : len(body) - tail]:
-            if kind == " ":
-                out.append(lines[i])
-                i += 1
-            elif kind == "-":
-                i += 1
-            else:
-                out.append(text + eol)
+        i = _middle(out, lines, place.pos + head, hunk, place.lead + head, size - head - tail, eol)
         out.extend(lines[i : i + tail])
         i += tail
         if i == n and out:
@@ -992,6 +994,31 @@ def _splice(
             if not out[k].endswith("\n"):
                 out[k] = out[k] + eol
     return out, spans, used
+
+
+def _middle(
+    out: list[str], lines: Sequence[str], i: int, hunk: Hunk, before: int, size: int, eol: str
+) -> int:
+    """Splice the middle of a hunk's body, its `size` lines between the context lines at
+    either end (`before` of them ahead: dropped by fuzz or copied with the gap), from input
+    line `i` on, and return the input line after it. With no context line inside it (the
+    usual hunk: removed lines, then added ones), its added lines are the post-image's middle,
+    put in at once, with nothing sliced from the hunk's lines; else it goes line by line."""
+    pre, post = hunk.side_texts
+    ends = len(hunk.lines) - size  # the context lines at either end, on both sides
+    removed, added = len(pre) - ends, len(post) - ends
+    if removed + added == size:
+        out.extend(map(str.__add__, post[before : before + added], repeat(eol)))
+        return i + removed
+    for kind, text in hunk.lines[before : before + size]:
+        if kind == " ":
+            out.append(lines[i])
+            i += 1
+        elif kind == "-":
+            i += 1
+        else:
+            out.append(text + eol)
+    return i
 
 
 def _unended(out: list[str]) -> bool:

@@ -5,7 +5,6 @@ differs. Pure, no I/O; bounded by the file's line index, not by file size x hunk
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from sgpatch.diff.unified import Hunk, strip_eol
 from sgpatch.placement.match import HunkResult, Image, LineIndex, search, side, ws_key
@@ -28,7 +27,7 @@ def explain_conflict(hunk: Hunk, idx: LineIndex, expected: int, lo: int) -> Hunk
             )
     found = _partial(hunk, idx, expected, lo)
     if rule and found.reason and "none of its lines" not in found.reason:
-        return replace(found, reason=f"anchored at {rule}: {found.reason}")
+        return found._replace(reason=f"anchored at {rule}: {found.reason}")
     return found
 
 

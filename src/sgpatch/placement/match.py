@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from sgpatch.diff.unified import Hunk, strip_eol
 
@@ -17,12 +17,12 @@ Status = Literal["applied", "already-applied", "conflict", "ambiguous"]
 Level = Literal["exact", "moved", "whitespace", "fuzz", "none"]
 
 
-@dataclass(frozen=True, slots=True)
-class HunkResult:
-    """What happened to one hunk, with enough detail to explain it to a person. (Slotted, as
-    `Place` is: one a hunk, and a diff may have 100,000 of them.)"""
+class HunkResult(NamedTuple):
+    """What happened to one hunk, with enough detail to explain it to a person. A named tuple
+    (immutable, compared by value): one a hunk, and a diff may have 100,000 of them; a frozen
+    dataclass is made through one `object.__setattr__` per field, a tuple at C speed."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # (a field named as tuple.index: the field wins)
     status: Status
     level: Level = "none"
     line: int | None = None  # 1-based line where the post-image starts in the result file
@@ -174,9 +174,10 @@ class Image:
     at_bof: bool = False  # must start at the top of the file
 
 
-@dataclass(frozen=True, slots=True)
-class Place:
-    """Where a hunk image matched, and how much outer context was dropped to get there."""
+class Place(NamedTuple):
+    """Where a hunk image matched, and how much outer context was dropped to get there. A named
+    tuple (immutable, compared by value as a frozen dataclass is): every hunk of a diff gets
+    one, and a frozen dataclass is made through one `object.__setattr__` per field."""
 
     pos: int  # 0-based start in the input file of the matched (trimmed) image
     new_side: bool  # the post-image matched: already applied

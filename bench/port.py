@@ -190,8 +190,8 @@ def port_step(project: str, a: str, b: str, tmp: Path) -> dict:
     wall, cpu = best
     files = {r for p in series(project, a) for r in touched(p)}
     hunks = sum(sum(len(fp.hunks) for fp in _files(p)) for p in series(project, a))
-    bad_files = {pr["file"] for o in rep.patches for pr in o.problems}
-    bad_hunks = sum(len(pr["hunks"]) for o in rep.patches for pr in o.problems)
+    bad_files = {_problem(pr, "file") for o in rep.patches for pr in o.problems}
+    bad_hunks = sum(len(_problem(pr, "hunks")) for o in rep.patches for pr in o.problems)
     for o in rep.patches:  # files that wait for a stopped patch: not carried yet
         if not o.waiting_files:
             continue
@@ -205,6 +205,12 @@ def port_step(project: str, a: str, b: str, tmp: Path) -> dict:
             "port_hunks": hunks - bad_hunks, "merged_hunks": merged,
             "conflicts": len(bad_files), "wall": wall, "cpu": cpu, "ws": tmp / "w",
             "bad": bad_files}  # fmt: skip
+
+
+def _problem(pr, name: str):
+    """A field of a stopped patch's problem: a stopreport.Problem, or the dict it was before
+    62e53cd (so `--against` an older commit still runs)."""
+    return pr[name] if isinstance(pr, dict) else getattr(pr, name)
 
 
 def _cpu() -> float:

@@ -69,3 +69,23 @@ def test_python_checks():
     branches = b"if X:\n    def f(): pass\nelse:\n    def f(): pass\n"
     assert merge.python_problem("a.py", branches, b"") is None
     assert merge.python_problem("a.txt", b"def f(:\n", None) is None
+
+
+def test_checks_answer_in_the_order_added_with_or_without_workers(monkeypatch):
+    """Input: a patch's files handed to `Checks` one by one (a file that does not compile, a
+    method defined twice, a clean one, a deleted one, a text file), once below the size that
+    is worth a worker and once above it (the pool of the process, as the carry uses it).
+    Outcome: the same answers as `python_problem` of each, in the order added, both ways."""
+    twice = b"class A:\n    def f(self): pass\n    def f(self): pass\n"
+    items = [("a.py", b"def f(:\n", b"x = 1\n"), ("b.py", twice, b"class A:\n    pass\n"),
+             ("c.py", b"x = 1\n" * 20, b""), ("d.py", None, b"x = 1\n"),
+             ("e.txt", b"def f(:\n", None)]  # fmt: skip
+    want = [merge.python_problem(*item, "sglang 1.4") for item in items]
+    assert want[0] and want[1] and want[2:] == [None, None, None]
+    for limit in (10**9, 1):
+        monkeypatch.setattr(merge, "_PARALLEL_BYTES", limit)
+        checks = merge.Checks("sglang 1.4")
+        for item in items:
+            checks.add(*item)
+        assert checks.results() == want
+        assert bool(checks.sent) == (limit == 1 and merge._workers() is not None)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import signal
 from dataclasses import dataclass
 from pathlib import Path
@@ -606,3 +607,57 @@ def test_a_refused_new_port_copies_nothing_aside(cache, tmp_path):
     before = snapshot(w)
     assert run_cli(*port_args(d, w))[0] == 4
     assert snapshot(w) == before and not (tmp_path / "w.aborted-1").exists()
+
+
+def _open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else set()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="symlinks")
+def test_a_steps_kept_folders_write_the_same_and_never_follow_a_planted_symlink(tmp_path):
+    """Input: inside `kept_dirs` (what one port step holds): state files written and read in
+    a few folders, one of them removed meanwhile (by sgpatch's rmtree, then by someone
+    else); a tree folder replaced by a symlink to a folder outside W; then the step left.
+    Outcome: every state write lands (a removed folder made anew), each state folder opened
+    once; the tree write through the symlink is refused (exit 4) and the outside folder stays
+    empty; no descriptor is left open after the step."""
+    from sgpatch.errors import SgpatchError
+    from sgpatch.port import wsfiles
+
+    w = tmp_path / "w"
+    (w / "sglang/srt").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    before = _open_fds()
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting(path, flags, *a, **k):
+        fd = real_open(path, flags, *a, **k)
+        if flags & os.O_DIRECTORY:
+            opened.append(str(path))  # opened (a folder not there yet is made, then opened)
+        return fd
+
+    with wsfiles.kept_dirs(w):
+        os.open = counting
+        try:
+            for n in range(5):
+                wsfiles.write(w, f".sgpatch-port/before/p/srt/f{n}.py", b"x%d\n" % n)
+                wsfiles.append(w, ".sgpatch-port/journal/index", f"{n}\n")
+        finally:
+            os.open = real_open
+        assert sorted(opened) == sorted([str(w), ".sgpatch-port", "before", "p", "srt", "journal"])
+        wsfiles.rmtree(w / ".sgpatch-port/before")
+        wsfiles.write(w, ".sgpatch-port/before/p/srt/f0.py", b"again\n")
+        shutil.rmtree(w / ".sgpatch-port/before/p")  # by someone else: its descriptor kept
+        wsfiles.write(w, ".sgpatch-port/before/p/srt/f1.py", b"anew\n")
+        (w / "sglang/srt").rename(w / "sglang/srt.bak")
+        (w / "sglang/srt").symlink_to(outside)
+        with pytest.raises(SgpatchError) as e:
+            wsfiles.write(w, "sglang/srt/mod.py", b"x\n")
+        assert e.value.code == 4
+    assert sorted(os.listdir(w / ".sgpatch-port/before/p/srt")) == ["f1.py"]
+    assert (w / ".sgpatch-port/before/p/srt/f1.py").read_bytes() == b"anew\n"
+    assert wsfiles.read(w, ".sgpatch-port/journal/index") == b"0\n1\n2\n3\n4\n"
+    assert not any(outside.iterdir())
+    assert _open_fds() == before

@@ -247,6 +247,35 @@ def test_lay_reports_every_file_with_its_record_sha256(cache: Path, tmp_path: Pa
         assert hashlib.sha256((tmp_path / "t" / rel).read_bytes()).hexdigest() == sha
 
 
+@pytest.mark.skipif(os.name != "posix", reason="symlinks")
+def test_lay_never_writes_through_a_link_and_leaves_no_writer_behind(
+    cache: Path, tmp_path: Path
+) -> None:
+    """Input: lay into a folder whose sglang/srt is a symlink to a folder outside; then into
+    one where a file stands in the place of the folder sglang/bin.
+    Outcome: both refused in one line (nothing written outside, what lay made removed); no
+    thread or descriptor of lay's writer left (a fork pool may start after it)."""
+    import threading
+
+    make_wheel(cache / "wheels")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "t/sglang").mkdir(parents=True)
+    (tmp_path / "t/sglang/srt").symlink_to(outside)
+    releases.record("9.9.9")  # the wheel opened (and kept open) before the count
+    fds = set(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else set()
+    with pytest.raises(SgpatchError, match="cannot write the release tree"):
+        releases.lay("9.9.9", tmp_path / "t", "site-packages")
+    assert not any(outside.iterdir())
+    (tmp_path / "u/sglang").mkdir(parents=True)
+    (tmp_path / "u/sglang/bin").write_bytes(b"in the way\n")
+    with pytest.raises(SgpatchError, match="cannot write the release tree"):
+        releases.lay("9.9.9", tmp_path / "u", "site-packages")
+    assert (tmp_path / "u/sglang/bin").read_bytes() == b"in the way\n"
+    assert threading.active_count() == 1
+    assert (set(os.listdir("/proc/self/fd")) if fds else set()) == fds
+
+
 def test_copy_tree_with_members_skips_the_full_tree(cache: Path, tmp_path: Path) -> None:
     make_wheel(cache / "wheels")
     root = releases.copy_tree(

@@ -18,7 +18,7 @@ from pathlib import Path
 from sgpatch.diff.unified import FilePatch, Patch, decode, encode, split_lines
 from sgpatch.ops.plan import FilePlan, Overlay, package_mapper, plan_patch
 from sgpatch.placement.engine import HunkResult, apply_hunks
-from sgpatch.port.merge import marker_lines, merge_file, python_problems
+from sgpatch.port.merge import Checks, marker_lines, merge_file
 
 Reader = Callable[[str], "bytes | None"]
 
@@ -104,6 +104,7 @@ def carry_patch(
     there = MemOverlay(base) if base is not None else None
     out = []
     paths = [mapper(fp.path) for fp in patch.files]
+    checks = Checks(labels.ours)  # parsed meanwhile, in workers, as each file is carried
     for n, fp in enumerate(patch.files):
         one = replace(patch, files=(fp,))
         path = paths[n]
@@ -112,12 +113,14 @@ def carry_patch(
         mine = here.read(fplan.source) if fplan.action == "rename" else before
         done = _carry_file(fp, fplan, (before, mine), there or no_base, one, labels)
         out.append(done)
+        if done.problem is None:
+            checks.add(done.path, done.after, done.before)
         if done.source is not None:
             here.write(done.source, None)
         here.write(done.path, done.after)
         if there is not None and path in paths[n + 1 :]:
             plan_patch(there, one, mapper, fuzz=0)  # the file comes again: the base moves on
-    return CarriedPatch(pid, _checked(out, labels.ours))
+    return CarriedPatch(pid, _checked(out, checks))
 
 
 def _carry_file(fp, fplan: FilePlan, now, there, one: Patch, labels: Labels) -> CarriedFile:
@@ -314,15 +317,14 @@ def _whole_reason(fplan: FilePlan, mine: bytes | None, n: int) -> str:
     return f"{n} conflict(s) in the three-way merge of the whole file"
 
 
-def _checked(files: list[CarriedFile], label: str) -> tuple[CarriedFile, ...]:
+def _checked(files: list[CarriedFile], checks: Checks) -> tuple[CarriedFile, ...]:
     """A carried Python file must compile and must not define a name twice in one body. The
-    files carried without a problem are checked together (in parallel where that helps: the
-    check never changes what the next file of the patch reads). `label` names the release
-    carried onto, so a duplicate can say which copy came with it."""
+    files carried without a problem were handed to `checks` as they were carried (in parallel
+    where that helps: the check never changes what the next file of the patch reads); its
+    label names the release carried onto, so a duplicate can say which copy came with it."""
     todo = [n for n, f in enumerate(files) if f.problem is None]
-    found = python_problems([(files[n].path, files[n].after, files[n].before) for n in todo], label)
     out = list(files)
-    for n, problem in zip(todo, found, strict=True):
+    for n, problem in zip(todo, checks.results(), strict=True):
         if problem is not None:
             done = files[n]
             out[n] = replace(done, problem=problem, hunks=done.kept + done.merged)

@@ -13,10 +13,14 @@ import os
 import re
 import shutil
 import subprocess
+from typing import TYPE_CHECKING
 
 from sgpatch.diff.unified import decode
 from sgpatch.errors import SgpatchError
 from sgpatch.placement.pydefs import defined_twice
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor, Future
 
 MARKERS = ("<<<<<<< ", "||||||| ", "=======", ">>>>>>> ")
 _MARKER_RE = re.compile(r"^(<<<<<<<|\|\|\|\|\|\|\||>>>>>>>)( |$)|^=======$")
@@ -83,24 +87,40 @@ _PARALLEL_BYTES = 200_000  # below this much Python to parse, a worker costs mor
 _pool: list = []  # the one worker pool of this process, made on first need
 
 
-def python_problems(
-    files: list[tuple[str, bytes | None, bytes | None]], label: str = "the release"
-) -> list[str | None]:
-    """`python_problem` of each (path, data, release), in order (`label` names the release).
-    Parsing is CPU-bound: with more than one core and enough Python to parse, the files are
-    checked in forked workers (one pool per process, reused by every patch and step), the
-    biggest first."""
-    work = [i for i, (p, d, _r) in enumerate(files) if d is not None and p.endswith(".py")]
-    size = sum(len(files[i][1] or b"") for i in work)
-    pool = _workers() if len(work) > 1 and size >= _PARALLEL_BYTES else None
-    if pool is None:
-        return [python_problem(*f, label) for f in files]
-    out: list[str | None] = [None] * len(files)
-    work.sort(key=lambda i: -len(files[i][1] or b""))
-    items = [(*files[i], label) for i in work]
-    for i, why in zip(work, pool.map(_problem_of, items), strict=True):
-        out[i] = why
-    return out
+class Checks:
+    """`python_problem` of a patch's carried files, handed in one by one as the carry makes
+    them and read back in order by `results`. Parsing is CPU-bound: once enough Python has
+    come (and with more than one core), each file goes to the forked workers (one pool per
+    process, reused by every patch and step) as soon as it is added, so they parse while the
+    carry plans and merges the patch's next files; below that it is checked here at the end.
+    Same inputs, same function: the same answers in any order."""
+
+    def __init__(self, label: str = "the release") -> None:
+        self.label = label
+        self.items: list[tuple[str, bytes | None, bytes | None]] = []
+        self.sent: dict[int, Future] = {}
+        self.size = 0
+        self.pool: Executor | None = None
+        self.asked = False  # for the pool (once enough Python has come)
+
+    def add(self, path: str, data: bytes | None, release: bytes | None) -> None:
+        self.items.append((path, data, release))
+        if data is None or not path.endswith(".py"):
+            return
+        self.size += len(data)
+        if not self.asked and self.size >= _PARALLEL_BYTES:
+            self.asked, self.pool = True, _workers()
+        if self.pool is not None:
+            for n, item in enumerate(self.items):
+                if n not in self.sent and item[1] is not None and item[0].endswith(".py"):
+                    self.sent[n] = self.pool.submit(_problem_of, (*item, self.label))
+
+    def results(self) -> list[str | None]:
+        """Each added file's problem (None: it can be kept), in the order added."""
+        return [
+            self.sent[n].result() if n in self.sent else python_problem(*item, self.label)
+            for n, item in enumerate(self.items)
+        ]
 
 
 def _problem_of(item: tuple[str, bytes | None, bytes | None, str]) -> str | None:

@@ -57,7 +57,17 @@ from pathlib import Path
 
 from sgpatch.errors import SgpatchError, bad_input, unsafe
 from sgpatch.port import undo
-from sgpatch.port.wsfiles import PKG, STATE, digest, digests, kill_point, read, rmtree, write
+from sgpatch.port.wsfiles import (
+    PKG,
+    STATE,
+    digest,
+    digests,
+    kept_dirs,
+    kill_point,
+    read,
+    rmtree,
+    write,
+)
 from sgpatch.state.folder import TMP_SUFFIX
 
 __all__ = ["PKG", "STATE", "Workspace", "digest", "kill_point", "read", "rmtree", "write"]
@@ -112,16 +122,17 @@ class Workspace:
             return
         from sgpatch import interrupts
 
-        self._journal = current = undo.Journal(self.top, name)
-        try:
-            yield
-        except BaseException:
+        with kept_dirs(self.top):  # the step's folders opened once for its many writes
+            self._journal = current = undo.Journal(self.top, name)
+            try:
+                yield
+            except BaseException:
+                self._journal = None
+                with interrupts.deferred():  # a second Ctrl-C must not cut the rollback short
+                    self.recover()
+                raise
             self._journal = None
-            with interrupts.deferred():  # a second Ctrl-C must not cut the rollback short
-                self.recover()
-            raise
-        self._journal = None
-        current.commit()
+            current.commit()
 
     def recover(self) -> list[str]:
         """Put back what an interrupted step wrote (undo.recover); the tree files left as

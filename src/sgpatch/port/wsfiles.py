@@ -10,7 +10,7 @@ import hashlib
 import os
 import secrets
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
 
@@ -38,20 +38,12 @@ def _parts(rel: str) -> list[str]:
 
 @contextmanager
 def _dir(top: Path, parts: list[str], create: bool) -> Iterator[int]:
-    """A descriptor of top/parts..., each component opened without following symlinks."""
-    fd = os.open(top, _DIR)
+    """A descriptor of top/parts..., each component opened without following symlinks (a
+    folder of the state kept open by `kept_dirs` is reused, not opened again)."""
+    kept = _kept.get(str(top)) if parts and parts[0] == STATE else None
+    fd = -1
     try:
-        for part in parts:
-            try:
-                nxt = os.open(part, _DIR, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                with suppress(FileExistsError):  # made meanwhile: fine, opened next
-                    os.mkdir(part, 0o755, dir_fd=fd)
-                nxt = os.open(part, _DIR, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
+        fd = _open_dir(top, tuple(parts), create, kept)
         yield fd
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
@@ -59,7 +51,81 @@ def _dir(top: Path, parts: list[str], create: bool) -> Iterator[int]:
             raise unsafe(f"{where}: a symlink or file in the way; not following it") from None
         raise
     finally:
+        if kept is None and fd >= 0:
+            os.close(fd)
+
+
+def _open_dir(top: Path, parts: tuple[str, ...], create: bool, kept: dict | None) -> int:
+    """Open top/parts component by component, from the deepest folder `kept` holds; each
+    folder opened is added to `kept` (None: nothing kept, the caller closes the result)."""
+    start = len(parts)
+    while kept is not None and start >= 0 and parts[:start] not in kept:
+        start -= 1
+    if kept is not None and start >= 0:
+        fd = kept[parts[:start]]
+    else:
+        start, fd = 0, os.open(top, _DIR)
+        if kept is not None:
+            kept[()] = fd
+    for n in range(start, len(parts)):
+        try:
+            nxt = _open_part(fd, parts[n], create)
+        except BaseException:
+            if kept is None:
+                os.close(fd)
+            raise
+        if kept is None:
+            os.close(fd)
+        else:
+            kept[parts[: n + 1]] = nxt
+        fd = nxt
+    return fd
+
+
+def _open_part(fd: int, part: str, create: bool) -> int:
+    try:
+        return os.open(part, _DIR, dir_fd=fd)
+    except FileNotFoundError:
+        if not create:
+            raise
+        with suppress(FileExistsError):  # made meanwhile: fine, opened next
+            os.mkdir(part, 0o755, dir_fd=fd)
+        return os.open(part, _DIR, dir_fd=fd)
+
+
+# top -> (parts -> descriptor) of the folders `kept_dirs` keeps open for a step's writes
+_kept: dict[str, dict[tuple[str, ...], int]] = {}
+
+
+@contextmanager
+def kept_dirs(top: Path) -> Iterator[None]:
+    """Keep the folders of W's state (`top/.sgpatch-port/...`) that reads and writes open
+    while inside: one step of the port makes some 900 reads and writes there, in a few dozen
+    folders, and each folder is opened once (component by component, as `_dir` opens them)
+    and reused for every file in it. Removing a folder (`rmtree`) drops them all, as does
+    leaving. The tree (`W/sglang/...`), the person's to edit, is opened afresh for every file,
+    so a symlink planted there meanwhile is refused at once. Nested: the outer one keeps."""
+    key = str(top)
+    if key in _kept:
+        yield
+        return
+    _kept[key] = {}
+    try:
+        yield
+    finally:
+        _forget(_kept.pop(key))
+
+
+def _forget(fds: dict[tuple[str, ...], int]) -> None:
+    for fd in fds.values():
         os.close(fd)
+    fds.clear()
+
+
+def _forget_all() -> None:
+    """A folder is removed or moved: no kept descriptor may outlive its path."""
+    for fds in _kept.values():
+        _forget(fds)
 
 
 def read(top: Path, rel: str) -> bytes | None:
@@ -86,6 +152,22 @@ def write(top: Path, rel: str, data: bytes | None) -> None:
         with suppress(FileNotFoundError), _dir(top, dirs, create=False) as d:
             os.unlink(name, dir_fd=d)  # absent, or its folder is: nothing to remove
         return
+    _afresh(top, lambda: _replace(top, dirs, name, data))
+
+
+def _afresh(top: Path, act: Callable[[], None]) -> None:
+    """Run a write; if a kept folder was removed meanwhile (a file cannot be made in it),
+    drop the kept folders and run it again on the path opened afresh, as without them."""
+    try:
+        act()
+    except FileNotFoundError:
+        if not _kept.get(str(top)):
+            raise
+        _forget_all()
+        act()
+
+
+def _replace(top: Path, dirs: list[str], name: str, data: bytes) -> None:
     with _dir(top, dirs, create=True) as d:
         tmp = f".{name}.{secrets.token_hex(6)}{TMP_SUFFIX}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=d)
@@ -102,6 +184,10 @@ def append(top: Path, rel: str, line: str) -> None:
     """Add one line to top/rel in one write (a kill leaves at most a last line cut short)."""
     *dirs, name = _parts(rel)
     kill_point()
+    _afresh(top, lambda: _append(top, dirs, name, line))
+
+
+def _append(top: Path, dirs: list[str], name: str, line: str) -> None:
     with _dir(top, dirs, create=True) as d:
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
         fd = os.open(name, flags, 0o644, dir_fd=d)
@@ -206,6 +292,7 @@ class _Chain:
 def rmtree(path: Path) -> None:
     """Remove a folder sgpatch made (its state, a release copy it was laying out), read-only
     folders included; a symlink is unlinked, never followed."""
+    _forget_all()
     if path.is_symlink():
         path.unlink()
         return

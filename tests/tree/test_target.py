@@ -534,3 +534,19 @@ def test_a_version_file_with_a_huge_line_is_not_read(tmp_path):
     bad.write_text("__version__ = version = '0.5.9'\nx = " + " + ".join(["'0'"] * 1250) + "\n")
     assert _literal_version(good) == "0.5.9"
     assert _literal_version(bad) is None
+
+
+@pytest.mark.parametrize(
+    "tail",
+    ["x = " + "(" * 1000 + ")" * 1000, "x = (\n" + "-\n" * 20000 + "1)"],
+    ids=["1000 nested parentheses", "20000 nested unary minus"],
+)
+def test_a_version_file_nested_past_the_parser_is_no_version(tmp_path, tail):
+    """Input: _version.py assigning the version, then an expression nested deeper than the
+    parser goes (within the size and line caps). Outcome: no literal version (None), no
+    RecursionError: the version then comes from METADATA or --sglang-version."""
+    from sgpatch.tree.target import _literal_version
+
+    hostile = tmp_path / "_version.py"
+    hostile.write_text("__version__ = '0.5.9'\n" + tail + "\n")
+    assert _literal_version(hostile) is None

@@ -10,7 +10,7 @@ from sgpatch.errors import bad_input
 from sgpatch.ops import report
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ApplyOptions:
     """Everything `sgpatch apply` was given."""
 

@@ -9,7 +9,7 @@ from sgpatch.cli.common import open_target
 from sgpatch.ops import report
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class RevertOptions:
     """Everything `sgpatch revert` was given."""
 

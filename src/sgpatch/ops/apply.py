@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from sgpatch.tree.target import Target
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Request:
     """What one apply is asked to do with its set (the command's options that are not about
     finding the tree or rendering)."""
@@ -42,7 +42,7 @@ class Request:
     dry_run: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Decision:
     """What an apply decided and did: the plan it acted on, its exit code, the environment
     preconditions, and the files it wrote (none for a dry run or a refusal)."""

@@ -708,7 +708,7 @@ def _plan_engine(
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ChosenBy:
     """The tree's version and the version whose variants plan it (None: its own)."""
 

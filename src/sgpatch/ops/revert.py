@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from sgpatch.tree.target import Target
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Request:
     """How to revert: merge edited files (`force`), only say what would happen (`dry_run`),
     and make git mode's revert commits (`git_commit`)."""
@@ -38,7 +38,7 @@ class Request:
     git_commit: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Outcome:
     """What a revert did: whether the set was applied at all, the files it restored (or would),
     those merged with an edit, and git mode's commits."""

@@ -23,7 +23,7 @@ from sgpatch.patchset.manifest import SetManifest
 _NAMING = ("==", "===", ">=", "<=", ">", "<", "~=")  # operators whose version is a named version
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Basis:
     """How a set plans one version: `variants_of` is the version whose variants it uses (the
     version itself when the set was checked on it)."""

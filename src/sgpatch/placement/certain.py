@@ -17,7 +17,7 @@ from sgpatch.diff.unified import Hunk
 from sgpatch.placement.match import HunkResult, LineIndex, search
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Doubt:
     """Why one hunk's place is not certain: it needed tolerance (whitespace, fuzz), or its
     lines are at several places and its header does not pick one (`repeated`)."""

@@ -31,7 +31,7 @@ Key = tuple[str, str]  # (dotted scope of the body, "" = module level; the name)
 Span = tuple[int, int]  # a definition's 1-based (keyword line, last line)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Parsed:
     """One `ast.parse` of a text: the tree, or why it does not parse (the error's type, line
     and message, to raise again as it was)."""
@@ -60,7 +60,7 @@ def parsed(text: str | bytes) -> Parsed:
         return Parsed(None, ValueError, None, str(e))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class _Defs:
     """What the rule reads of one parsed file: every definition per (scope, name), how many
     more times than once a body defines it, and the kind of each scope that repeats one."""
@@ -90,7 +90,7 @@ def _defs_or_raise(text: str | bytes) -> _Defs:
     return found
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Twice:
     """One name defined in one scope's body more often than in the target's.
 

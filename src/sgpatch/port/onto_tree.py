@@ -20,7 +20,7 @@ from sgpatch.patchset.manifest import SetManifest
 from sgpatch.patchset.nearest import nearest_lower, snapshots_named
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class TreeTarget:
     """The tree a set is ported onto, as port sees it."""
 

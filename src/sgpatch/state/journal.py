@@ -32,7 +32,7 @@ SCHEMA = 3  # 1: journal.json (base64 originals inline); 2: this line form over 
 HEADER = f"sgpatch-journal {SCHEMA}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Entry:
     """One journalled path: the sha256 of its bytes before (None: it did not exist), its mode,
     or, for a symlink, the sha256 of its target text (`link`)."""
@@ -44,7 +44,7 @@ class Entry:
     owner: tuple[int, int] | None = None  # (uid, gid) of the file before, where it existed
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Journal:
     """An interrupted run's journal: its entries (in write order), the folders it made, and,
     for the old JSON form only, the original bytes it carried inline (by digest)."""

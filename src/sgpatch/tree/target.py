@@ -145,19 +145,17 @@ def _parse_version(text: str, where: str) -> Version:
 
 
 _MAX_VERSION_FILE = 1 << 16  # a version module is a few lines; refuse to read a huge one
-_MAX_VERSION_LINE = 4096  # nor one with a huge line: Python 3.12's tokenize takes gigabytes there
+_MAX_VERSION_LINE = 4096  # nor one with a huge line (a 50,000-term sum)
 
 
 def _literal_version(path: Path) -> str | None:
     """The string assigned to `__version__` by a module-level statement of `path`, if literal.
 
     Only top-level statements count: from 0.5.7, version.py assigns the fallback "0.0.0.dev0"
-    inside an `except` block, which must not be mistaken for the release. Read with the
-    tokenizer, not `ast.parse`: a hostile `_version.py` with a long expression would end
-    the parser (and sgpatch) in a RecursionError; tokens need no recursion.
+    inside an `except` block, which must not be mistaken for the release; a later non-literal
+    assignment overrides a literal one. A hostile file is bounded before it is parsed (size,
+    line length), and what the parser refuses (deep nesting: RecursionError) is no version.
     """
-    import tokenize  # only here: most commands read the version from nothing else
-
     try:
         data = path.read_bytes()
     except OSError:
@@ -166,69 +164,29 @@ def _literal_version(path: Path) -> str | None:
         len(ln) > _MAX_VERSION_LINE for ln in data.split(b"\n")
     ):
         return None
-    found: str | None = None
     try:
-        for stmt in _top_level_statements(data):
-            names, value = _assignment(stmt)
-            if "__version__" in names:  # a later non-literal assignment overrides a literal
-                found = _string_literal(value)
-    except (tokenize.TokenError, SyntaxError, ValueError):
+        module = ast.parse(data, filename=str(path))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+    found: str | None = None
+    for stmt in module.body:
+        if "__version__" in _assigned_names(stmt):
+            value = stmt.value  # type: ignore[attr-defined]  # an Assign or AnnAssign
+            found = (
+                value.value
+                if isinstance(value, ast.Constant) and isinstance(value.value, str)
+                else None
+            )
     return found
 
 
-def _top_level_statements(data: bytes):
-    """The significant tokens of each logical line at indentation level 0."""
-    import io
-    import tokenize
-
-    depth, line = 0, list[tokenize.TokenInfo]()
-    skip = {tokenize.NL, tokenize.COMMENT, tokenize.ENCODING}
-    for tok in tokenize.tokenize(io.BytesIO(data).readline):
-        if tok.type == tokenize.INDENT:
-            depth += 1
-        elif tok.type == tokenize.DEDENT:
-            depth -= 1
-        elif tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
-            if line and depth == 0:
-                yield line
-            line = []
-        elif tok.type not in skip:
-            line.append(tok)
-
-
-def _assignment(stmt: list) -> tuple[set[str], list]:
-    """({assigned names}, value tokens) of `a = b = value` or `a: T = value`; ({}, []) else."""
-    import tokenize
-
-    segments: list[list] = [[]]
-    level = 0
-    for tok in stmt:
-        if tok.type == tokenize.OP and tok.string in "([{":
-            level += 1
-        elif tok.type == tokenize.OP and tok.string in ")]}":
-            level -= 1
-        if tok.type == tokenize.OP and tok.string == "=" and level == 0:
-            segments.append([])
-        else:
-            segments[-1].append(tok)
-    if len(segments) < 2:
-        return set(), []
-    names = {
-        seg[0].string
-        for seg in segments[:-1]
-        if seg and seg[0].type == tokenize.NAME and (len(seg) == 1 or seg[1].string == ":")
-    }
-    return names, segments[-1]
-
-
-def _string_literal(tokens: list) -> str | None:
-    import tokenize
-
-    if len(tokens) != 1 or tokens[0].type != tokenize.STRING:
-        return None
-    value = ast.literal_eval(tokens[0].string)  # one string token: no recursion
-    return value if isinstance(value, str) else None
+def _assigned_names(stmt: ast.stmt) -> set[str]:
+    """The plain names `a = b = value` or `a: T = value` assigns (not tuples, not attributes)."""
+    if isinstance(stmt, ast.Assign):
+        return {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+    if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        return {stmt.target.id} if isinstance(stmt.target, ast.Name) else set()
+    return set()
 
 
 def find_dist_info(root: Path) -> Path | None:

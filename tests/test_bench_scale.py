@@ -43,7 +43,7 @@ def test_rows_and_section_for_small_counts(tmp_path):
     scale = _scale()
     rows = [scale.measure(scale.generate(n), 1, tmp_path) for n in (5, 20)]
     assert [r.hunks for r in rows] == [5, 20]
-    assert all(r.sgpatch > 0 and r.gnu > 0 and r.floor > 0 for r in rows)
+    assert all(r.sgpatch > 0 and r.gnu > 0 and r.floor > 0 and r.rounds == 1 for r in rows)
     section = scale.render(rows, 1)
     assert [ln.split("|")[1].strip() for ln in section.splitlines() if ln.startswith("| 2")] == [
         "20"
@@ -54,3 +54,11 @@ def test_rows_and_section_for_small_counts(tmp_path):
     scale.update_doc(doc, section)
     text = doc.read_text()
     assert "old" not in text and text.endswith("tail\n") and "| 5 | 20 |" in text
+
+
+def test_a_small_row_gets_ten_times_the_rounds():
+    """Input: the default rows (1k, 10k, 100k hunks) at 3 rounds. Outcome: 30, 3, 3 rounds:
+    the 1,000-hunk row's per-hunk time is a ~20 ms difference of two process times, which a
+    few ms of noise would move by half at 3 rounds."""
+    scale = _scale()
+    assert [scale.rounds_for(n, 3) for n in scale.HUNKS] == [30, 3, 3]

@@ -176,3 +176,21 @@ def test_releases_with_the_same_bytes_give_the_same_row_and_a_byte_its_own(
     assert "y = 3" in rows[2].cells["first"].failures[0].reason
     if workers == 1:
         assert len(calls) == 2  # 1.0 and 1.2; 1.1 repeats 1.0
+
+
+def test_the_gate_fails_on_a_state_a_how_any_fuzz_or_an_unplanned_release():
+    """Input: rows with an applied-at-fuzz-2 cell, an offset cell, a pending cell and a release
+    not planned; --fail-on kinds. Outcome: exit 3 exactly when one asked-for kind is there
+    ("fuzz" matches every fuzz level, "error" the unplanned release), else 0; no CLI, no disk."""
+    from sgpatch.errors import ExitCode
+    from sgpatch.ops.matrix import Cell, Row, gate
+
+    rows = [
+        Row("0.5.9", {"a": Cell("applied", "fuzz 2"), "b": Cell("applied", "offset")}),
+        Row("0.5.10", {"a": Cell("pending", "clean")}),
+        Row("0.5.11", {}, error="no variant for 0.5.11"),
+    ]
+    cases = {(): 0, ("fuzz",): 3, ("offset",): 3, ("pending",): 3, ("error",): 3,
+             ("conflict",): 0, ("whitespace", "upstream"): 0}  # fmt: skip
+    assert {k: int(gate(rows, k)) for k in cases} == cases
+    assert gate(rows[1:2], ("error",)) is ExitCode.OK

@@ -74,19 +74,6 @@ def _fetch_git(url: str, refs: Sequence[str], dest: Path | None, as_json: bool) 
 
 MATRIX_FORMATS = ("table", "markdown", "json")
 LINT_FORMATS = ("text", "github", "json")
-# a cell's state, or how it applied (any fuzz level is "fuzz"); "error": a release not planned
-FAIL_ON = (
-    "conflict",
-    "error",
-    "fuzz",
-    "offset",
-    "whitespace",
-    "partial",
-    "pending",
-    "present",
-    "upstream",
-    "n/a",
-)
 
 
 def _one_of(option: str, value: str, allowed: Sequence[str]) -> None:
@@ -115,59 +102,26 @@ def matrix(opts: MatrixOptions) -> int:
 
     _one_of("--format", opts.fmt, MATRIX_FORMATS)
     for kind in opts.fail_on:
-        _one_of("--fail-on", kind, FAIL_ON)
+        _one_of("--fail-on", kind, mx.FAIL_ON)
     manifest = load_set(opts.set_name, tuple(opts.patchsets))
     tree_rows = mx.compute_trees(manifest, opts.trees)  # bad trees are bad input before any work
     versions = mx.select_versions(manifest, opts.releases_spec, opts.offline)
     if not versions and not opts.trees:
         raise SgpatchError(f"no release matches {opts.releases_spec or manifest.sglang}")
     rows = (mx.compute(manifest, versions, opts.workers) if versions else []) + tree_rows
-    failing = set(opts.fail_on)
-    code = ExitCode.OK
-    for row in rows:
-        if row.error and "error" in failing:
-            code = ExitCode.CONFLICT
-        for cell in row.cells.values():
-            kinds = {cell.state, "fuzz" if cell.how.startswith("fuzz") else cell.how}
-            if kinds & failing:
-                code = ExitCode.CONFLICT
+    code = mx.gate(rows, opts.fail_on)
     if opts.fmt == "json":
-        report.emit_json(
-            {
-                "command": "matrix",
-                "exit_code": int(code),
-                "set": manifest.name,
-                "patches": [p.id for p in manifest.patches],
-                "releases": [
-                    {
-                        "release": r.release,
-                        "tree": r.tree,
-                        "variants_of": r.variants_of,
-                        "error": r.error,
-                        "cells": {k: asdict(c) for k, c in r.cells.items()},
-                    }
-                    for r in rows
-                ],
-            }
-        )
-    elif opts.fmt == "markdown":
+        report.emit_json(mx.json_doc(manifest, rows, code))
+        return int(code)
+    if opts.fmt == "markdown":
         import sys
 
         sys.stdout.write(mx.markdown(manifest, rows))
     else:
         _matrix_table(manifest, rows)
-    if opts.fmt != "json":
-        for r in rows:
-            if r.tree and r.variants_of:
-                report.err(f"sgpatch: tree {r.tree}: sglang {r.release}, not a release "
-                           f"{manifest.name} was checked on: planned with the {r.variants_of} "
-                           "variants, every hunk exact and unique")  # fmt: skip
-        errors = sum(1 for r in rows if r.error)
-        tail = f", {errors} not planned" if errors else ""
-        gate = f"; a --fail-on state found (exit {int(code)})" if code else ""
-        counted = f"{len(rows) - len(tree_rows)} release(s)"
-        counted += f", {len(tree_rows)} tree(s)" if tree_rows else ""
-        report.err(f"sgpatch: {manifest.name}: {counted}{tail}{gate}")
+    for line in mx.tree_notes(manifest, rows):
+        report.err(line)
+    report.err(mx.summary(manifest, rows, code))
     return int(code)
 
 

@@ -21,9 +21,23 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from sgpatch.diff.unified import read_patch
-from sgpatch.errors import bad_input
+from sgpatch.errors import ExitCode, bad_input
 from sgpatch.patchset.manifest import SetManifest, load_manifest, probe_for, probes_of
 from sgpatch.patchset.probe import AllProbe, AnyProbe, NotProbe, RegexProbe, SymbolProbe
+
+# a cell's state, or how it applied (any fuzz level is "fuzz"); "error": a release not planned
+FAIL_ON = (
+    "conflict",
+    "error",
+    "fuzz",
+    "offset",
+    "whitespace",
+    "partial",
+    "pending",
+    "present",
+    "upstream",
+    "n/a",
+)
 
 
 @dataclass(frozen=True)
@@ -400,3 +414,54 @@ def markdown(manifest: SetManifest, rows: Sequence[Row]) -> str:
     fails = [f"- {line}" for line in failure_lines(manifest, rows)]
     tail = ["", "Refused hunks:", "", *fails] if fails else []
     return "\n".join([head, sep, *body, *tail]) + "\n"
+
+
+def gate(rows: Sequence[Row], fail_on: Sequence[str]) -> ExitCode:
+    """`--fail-on`: CONFLICT (3) when a row was not planned and "error" is asked for, or when
+    a cell's state or how it applied (any fuzz level counting as "fuzz") is one asked for."""
+    failing = set(fail_on)
+    for row in rows:
+        if row.error and "error" in failing:
+            return ExitCode.CONFLICT
+        for cell in row.cells.values():
+            if {cell.state, "fuzz" if cell.how.startswith("fuzz") else cell.how} & failing:
+                return ExitCode.CONFLICT
+    return ExitCode.OK
+
+
+def json_doc(manifest: SetManifest, rows: Sequence[Row], code: ExitCode) -> dict:
+    """`matrix --json` (docs/json.md): every row with its cells, and the gate's exit code."""
+    from dataclasses import asdict
+
+    return {
+        "command": "matrix",
+        "exit_code": int(code),
+        "set": manifest.name,
+        "patches": [p.id for p in manifest.patches],
+        "releases": [
+            {"release": r.release, "tree": r.tree, "variants_of": r.variants_of,
+             "error": r.error, "cells": {k: asdict(c) for k, c in r.cells.items()}}
+            for r in rows
+        ],
+    }  # fmt: skip
+
+
+def tree_notes(manifest: SetManifest, rows: Sequence[Row]) -> list[str]:
+    """One line per `--tree` whose release the set was never checked on: which variants
+    planned it, and that only exact, unique hunks count there."""
+    return [
+        f"sgpatch: tree {r.tree}: sglang {r.release}, not a release {manifest.name} was "
+        f"checked on: planned with the {r.variants_of} variants, every hunk exact and unique"
+        for r in rows
+        if r.tree and r.variants_of
+    ]
+
+
+def summary(manifest: SetManifest, rows: Sequence[Row], code: ExitCode) -> str:
+    """The last line: how many releases and trees, how many not planned, and the gate."""
+    trees = sum(1 for r in rows if r.tree)
+    errors = sum(1 for r in rows if r.error)
+    counted = f"{len(rows) - trees} release(s)" + (f", {trees} tree(s)" if trees else "")
+    tail = f", {errors} not planned" if errors else ""
+    gate_note = f"; a --fail-on state found (exit {int(code)})" if code else ""
+    return f"sgpatch: {manifest.name}: {counted}{tail}{gate_note}"

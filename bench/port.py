@@ -293,6 +293,8 @@ def run_step(project: str, a: str, b: str) -> dict:
             differs += got != out
         row["plain_same"], row["plain_differs"] = same, differs
         row["apply3_files"], _bad = apply3(project, a, b, t / "a3")
+        row["w_files"], row["w_bytes"] = disk_use(row["ws"])
+        row["state_bytes"] = disk_use(row["ws"] / ".sgpatch-port")[1]
         row.pop("ws"), row.pop("bad")
     return {"project": project, "from": a, "to": b, **row}
 
@@ -347,6 +349,12 @@ def run_walk(steps: int = 10) -> dict:
     stopped = next((r.to for r in reps if r.exit_code != 0), None)
     return {"from": WALK_FROM, "to": str(to), "steps": len(reps), "done": len(done),
             "stopped": stopped, "wall": wall, "cpu": cpu}  # fmt: skip
+
+
+def disk_use(top: Path) -> tuple[int, int]:
+    """Regular files under `top` and their bytes (symlinks not followed)."""
+    files = [p for p in top.rglob("*") if p.is_file() and not p.is_symlink()]
+    return len(files), sum(p.stat().st_size for p in files)
 
 
 def cache_row() -> dict:
@@ -470,6 +478,12 @@ def markdown(rows: list[dict], walk: dict | None = None, cached: dict | None = N
         out += ["", f"`--against {ag['rev']}` (that commit's code, fresh process, same run): "
                 f"{r['from']} -> {r['to']} took {ag['wall']:.1f} s wall, {ag['cpu']:.1f} s "
                 f"CPU (this tree: {r['wall']:.1f} s, {r['cpu']:.1f} s)."]  # fmt: skip
+    for r in rows:
+        if r["hunks"] == 198 and "w_bytes" in r:
+            out += ["", f"The workspace W that step leaves: {r['w_files']:,} files, "
+                    f"{r['w_bytes'] / 1e6:.0f} MB: a full tree of {r['to']} a person can edit "
+                    f"anywhere (by design), and {r['state_bytes'] / 1e6:.1f} MB of it the port's "
+                    "state (`.sgpatch-port`: base and carried files, the queue)."]  # fmt: skip
     if walk is not None:
         met = walk["wall"] <= WALK_TARGET and walk["done"] == walk["steps"]
         verdict = "pass" if met else "FAIL"

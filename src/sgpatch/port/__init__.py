@@ -373,6 +373,8 @@ def _patch_report(
 ) -> PatchReport:
     """What the report says of one patch beyond its line: a stopped one's file problems and
     probe, the hunks dropped, its files carried and waiting, what it waits for."""
+    from dataclasses import replace
+
     from sgpatch.port import stopreport
 
     ws = ctx.ws
@@ -381,7 +383,7 @@ def _patch_report(
                   if stopreport.kind(p) == "file") if stopped else ()  # fmt: skip
     requires = ctx.manifest.patch(o.id).requires if o.outcome == "waiting" else ()
     return PatchReport(
-        o,
+        replace(o),  # a copy: the sequencer changes outcomes in place
         files=files,
         probe=stopreport.probe_stop(ws, o.id, o.problems) if stopped else None,
         dropped=stopreport.dropped(ws, o.id),

@@ -386,6 +386,24 @@ def make_set(root: Path, second: str | None = None, probe: str = "") -> Path:
     return d
 
 
+def probe_set(tmp_path: Path, probe: str, spec: str = ">=1.0,<1.1") -> Path:
+    """`demo`: `first` (srt/mod.py) and `second` (other.py returns the_answer_to(42)), whose
+    probe is `probe` (YAML lines under `probe:`), both variants and the set on `spec`."""
+    from sgpatch.patchset.manifest import load_manifest
+
+    other = "def other():\n    return 0\n"
+    answer = "def other():\n    return the_answer_to(42)\n"
+    d = make_set(tmp_path, second=port_diff(other, answer, "srt/other.py"))
+    text = (d / "patchset.yaml").read_text().replace(">=1.0,<1.1", spec)
+    body = "".join(f"      {ln}\n" for ln in probe.splitlines())
+    second = f'    variants:\n      - {{sglang: "{spec}", patch: patches/1.0/0002'
+    head = "upstream: {status: pending}\n"
+    text = text.replace(head + second, head + "    probe:\n" + body + second)
+    (d / "patchset.yaml").write_text(text)
+    assert load_manifest(d / "patchset.yaml").patch("second").probe is not None
+    return d
+
+
 def apply_to(tmp: Path, sets: Path, version: str, text: str) -> bytes:
     """Apply the (ported) set to a fresh tree of `version`; return srt/mod.py."""
     pkg = tmp / f"tree-{version}" / "sglang"

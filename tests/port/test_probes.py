@@ -15,7 +15,7 @@ from helpers import (
     make_set,
     make_wheel,
     offline_cache,
-    port_diff,
+    probe_set,
     release_files,
     sgport,
     snapshot,
@@ -24,8 +24,6 @@ from sgpatch.ops import lint, matrix
 from sgpatch.patchset.manifest import load_manifest, probe_for
 from sgpatch.patchset.probe import AnyProbe, RegexProbe
 
-OTHER = "def other():\n    return 0\n"
-ANSWER = "def other():\n    return the_answer_to(42)\n"
 LINE = r"^[ \t]*return the_answer_to\(42\)[ \t\r]*$"
 
 
@@ -38,20 +36,6 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     other14 = {"sglang/srt/other.py": b"def other():\n    return 1\n"}
     make_wheel(c / "wheels", "1.4", release_files(V10, "1.4", other14))
     return c
-
-
-def probe_set(tmp_path: Path, probe: str, spec: str = ">=1.0,<1.1") -> Path:
-    """`demo`: `first` (srt/mod.py) and `second` (other.py returns the_answer_to(42)), whose
-    probe is `probe` (YAML lines under `probe:`), both variants and the set on `spec`."""
-    d = make_set(tmp_path, second=port_diff(OTHER, ANSWER, "srt/other.py"))
-    text = (d / "patchset.yaml").read_text().replace(">=1.0,<1.1", spec)
-    body = "".join(f"      {ln}\n" for ln in probe.splitlines())
-    second = f'    variants:\n      - {{sglang: "{spec}", patch: patches/1.0/0002'
-    head = "upstream: {status: pending}\n"
-    text = text.replace(head + second, head + "    probe:\n" + body + second)
-    (d / "patchset.yaml").write_text(text)
-    assert load_manifest(d / "patchset.yaml").patch("second").probe is not None
-    return d
 
 
 def lint_errors(d: Path, versions: list[str]) -> list[str]:

@@ -6,8 +6,12 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sgpatch.ops import report
+
+if TYPE_CHECKING:
+    from sgpatch.port import PatchReport
 
 
 @dataclass(frozen=True)
@@ -211,34 +215,35 @@ def _human(rep) -> None:
         report.err(f"sgpatch port: {rep.set} -> {rep.to}: {what} (workspace kept)")
 
 
-def line(o) -> str:
+def line(r: PatchReport) -> str:
+    o = r.outcome
     src = f" [from {o.variant}, base {o.base}]" if o.variant != "-" else ""
     note = f" ({o.note})" if o.note else ""
     if o.outcome in ("carried", "fixed"):
         how = "as it was" if o.as_is else f"{o.kept} hunk(s) kept, {o.merged} merged"
-        if o.dropped:
-            how += f", {len(o.dropped)} dropped (already there upstream: see --json)"
+        if r.dropped:
+            how += f", {len(r.dropped)} dropped (already there upstream: see --json)"
         return f"{o.id}: {o.outcome}, {how}{note}{src}"
     if o.outcome == "conflict":
-        names = [p.file for p in o.problems]
+        names = [f.problem.file for f in r.files]
         files = ", ".join(names) if len(names) <= 3 else f"{len(names)} files"
         if not names:
-            files = "its probe" if o.probe and o.probe.get("problem") else "see below"
+            files = "its probe" if r.probe is not None and r.probe.problem else "see below"
         return f"{o.id}: needs a hand ({files}){src}"
     if o.outcome == "waiting":
-        return f"{o.id}: {_waiting(o)}{src}"
+        return f"{o.id}: {_waiting(r)}{src}"
     return f"{o.id}: {o.outcome}{note}"
 
 
-def _waiting(o) -> str:
+def _waiting(r: PatchReport) -> str:
     """What a waiting patch waits on: the files an earlier patch still holds (or it requires
     a stopped patch), and how much of it is carried already."""
-    names = o.waiting_files
+    names = r.waiting_files
     on = ", ".join(names) if len(names) <= 3 else f"{len(names)} files"
     on = (
-        f"waiting for {', '.join(o.waiting_for)} (it requires it)"
-        if o.waiting_for
+        f"waiting for {', '.join(r.waiting_for)} (it requires it)"
+        if r.waiting_for
         else (f"waiting on {on}")
     )
-    done = len(o.carried_files)
+    done = len(r.carried_files)
     return f"{on} ({done} of {done + len(names)} files carried)" if done else on

@@ -30,8 +30,10 @@ from sgpatch.port.edits import capped, set_widened
 from sgpatch.port.merge import merge_file
 
 if TYPE_CHECKING:
-    from sgpatch.port.sequencer import Context
+    from sgpatch.port.sequencer import Context, Outcome
+    from sgpatch.port.snapshots import Listing
     from sgpatch.port.state import PortState
+    from sgpatch.port.stopreport import Dropped, FileStop, ProbeStop, Problem
 
 
 class InterruptedIn(Interrupted):
@@ -42,6 +44,22 @@ class InterruptedIn(Interrupted):
         self.workspace = workspace
 
 
+@dataclass(frozen=True)
+class PatchReport:
+    """One patch in a step's report: its state line (`outcome`, what W's state keeps) and what
+    the report reads off W beside it, kept apart because none of it is state: it is read
+    again at every report (a person fixing W changes the markers). Made JSON by Report.json
+    only."""
+
+    outcome: Outcome
+    files: tuple[FileStop, ...] = ()  # a stopped patch's file problems, as W shows them now
+    probe: ProbeStop | None = None  # a stopped patch's probe file and why it stops
+    dropped: tuple[Dropped, ...] = ()  # hunks already there upstream
+    carried_files: tuple[str, ...] = ()
+    waiting_files: tuple[str, ...] = ()
+    waiting_for: tuple[str, ...] = ()  # unfinished patches it `requires`
+
+
 @dataclass
 class Report:
     """One port step: per patch what happened, what is left to fix, what was written."""
@@ -50,7 +68,7 @@ class Report:
     to: str
     workspace: str
     state: str  # finished | stopped | planned | aborted
-    patches: list = field(default_factory=list)  # sequencer.Outcome
+    patches: list[PatchReport] = field(default_factory=list)
     waiting: list[str] = field(default_factory=list)
     fix: list[str] = field(default_factory=list)
     written: list[str] = field(default_factory=list)  # absolute paths
@@ -84,7 +102,9 @@ class Report:
         }
 
 
-def _outcome_json(o) -> dict:
+def _outcome_json(r: PatchReport) -> dict:
+    """One patch of `port --json` (docs/json.md): its state line, then what was read off W."""
+    o = r.outcome
     return {
         "id": o.id,
         "outcome": o.outcome,
@@ -95,13 +115,20 @@ def _outcome_json(o) -> dict:
         "hunks_kept": o.kept,
         "hunks_merged": o.merged,
         "note": o.note,
-        "problems": o.problems_json,
-        "files_carried": o.carried_files,
-        "files_waiting": o.waiting_files,
-        "waiting_for": o.waiting_for,
-        "probe": o.probe,
-        "hunks_dropped": o.dropped,
+        "problems": [_problem_json(f.problem, f.markers, f.details) for f in r.files],
+        "files_carried": list(r.carried_files),
+        "files_waiting": list(r.waiting_files),
+        "waiting_for": list(r.waiting_for),
+        "probe": None if r.probe is None else {"file": r.probe.file, "problem": r.probe.problem},
+        "hunks_dropped": [
+            {"file": d.file, "hunk": d.hunk, "evidence": list(d.evidence)} for d in r.dropped
+        ],
     }
+
+
+def _problem_json(p: Problem, markers: Sequence[int], details: Sequence[dict]) -> dict:
+    return {"file": p.file, "why": p.why, "hunks": list(p.hunks), "markers": list(markers),
+            "details": list(details)}  # fmt: skip
 
 
 def port(
@@ -319,38 +346,51 @@ def _lint_field(ctx, o, pid: str, message: str) -> str:
 
 
 def _report(ctx: Context, state: PortState, kind: str) -> Report:
-    """The report of a port step, from the state (copies of its outcomes: filled in here)."""
+    """The report of a port step: the state's outcomes in manifest order (the patches still
+    to do as `waiting`), each with what is read off W about it (_patch_report)."""
     from dataclasses import replace
 
     from sgpatch.port import stopreport
     from sgpatch.port.sequencer import Outcome
 
-    ws, q, listing = ctx.ws, state.queue, state.listing
-    refusals = stopreport.lint_json(q.stopped)
-    waiting = [replace(q.partial[pid]) if pid in q.partial else Outcome(pid, "waiting")
-               for pid in q.todo]  # fmt: skip
-    for o in waiting:
-        o.outcome = "waiting"
-    order = {s.id: i for i, s in enumerate(ctx.manifest.patches)}
-    stopped = [replace(o) for o in q.stopped]
-    outs = sorted([replace(o) for o in q.done] + stopped + waiting,
-                  key=lambda o: order.get(o.id, 0))  # fmt: skip
+    q = state.queue
+    waiting = [replace(q.partial[pid], outcome="waiting") if pid in q.partial
+               else Outcome(pid, "waiting") for pid in q.todo]  # fmt: skip
     unfinished = set(q.todo) | {o.id for o in q.stopped}
-    for o in stopped:
-        o.probe = stopreport.probe_json(ws, o.id, o.problems)
-        o.problems = [p for p in o.problems if stopreport.kind(p) == "file"]
-        o.problems_json = [stopreport.problem_json(ws, o.id, p) for p in o.problems]
-    for o in outs:
-        o.dropped = stopreport.dropped_json(ws, o.id)
-        fixing = listing.fixing.get(o.id, frozenset())
-        o.carried_files = sorted(listing.carried.get(o.id, ()))
-        o.waiting_files = sorted(listing.unfinished(o.id) - fixing)
-        if o.outcome == "waiting":
-            o.waiting_for = [r for r in ctx.manifest.patch(o.id).requires if r in unfinished]
-    rep = Report(ctx.manifest.name, str(ctx.to), str(ws.top), kind, outs, list(q.todo),
+    order = {s.id: i for i, s in enumerate(ctx.manifest.patches)}
+    outs = [(o, False) for o in q.done] + [(o, True) for o in q.stopped]
+    patches = [_patch_report(ctx, state.listing, o, stopped, unfinished)
+               for o, stopped in [*outs, *((o, False) for o in waiting)]]  # fmt: skip
+    patches.sort(key=lambda r: order.get(r.outcome.id, 0))
+    rep = Report(ctx.manifest.name, str(ctx.to), str(ctx.ws.top), kind, patches, list(q.todo),
                  list(state.fix), set_dir=str(ctx.manifest.base_dir))  # fmt: skip
-    rep.lint_refusals = refusals
+    rep.lint_refusals = stopreport.lint_json(q.stopped)
     return rep
+
+
+def _patch_report(
+    ctx: Context, listing: Listing, o: Outcome, stopped: bool, unfinished: set[str]
+) -> PatchReport:
+    """What the report says of one patch beyond its line: a stopped one's file problems and
+    probe, the hunks dropped, its files carried and waiting, what it waits for."""
+    from dataclasses import replace
+
+    from sgpatch.port import stopreport
+
+    ws = ctx.ws
+    waiting = listing.unfinished(o.id) - listing.fixing.get(o.id, frozenset())
+    files = tuple(stopreport.file_stop(ws, o.id, p) for p in o.problems
+                  if stopreport.kind(p) == "file") if stopped else ()  # fmt: skip
+    requires = ctx.manifest.patch(o.id).requires if o.outcome == "waiting" else ()
+    return PatchReport(
+        replace(o),  # a copy: the sequencer changes outcomes in place
+        files=files,
+        probe=stopreport.probe_stop(ws, o.id, o.problems) if stopped else None,
+        dropped=stopreport.dropped(ws, o.id),
+        carried_files=tuple(sorted(listing.carried.get(o.id, ()))),
+        waiting_files=tuple(sorted(waiting)),
+        waiting_for=tuple(r for r in requires if r in unfinished),
+    )
 
 
 def walk(
@@ -393,6 +433,7 @@ def steps(manifest: SetManifest, to: Version, known: Sequence[Version]) -> list[
 
 __all__ = [
     "InterruptedIn",
+    "PatchReport",
     "Report",
     "abort",
     "capped",

@@ -36,7 +36,9 @@ PORTED_LINE = "Ported to {to} by sgpatch port (from {variant}, made on {base})"
 
 @dataclass
 class Outcome:
-    """What happened to one patch (one line of `done` or `needs-a-hand`)."""
+    """What happened to one patch (one line of `done` or `needs-a-hand`, and a stopped
+    patch's `problems/ID`): only what W's state keeps. What a report reads off W beside it
+    (files carried or waiting, markers, the probe, hunks dropped) is sgpatch.port.PatchReport."""
 
     id: str
     outcome: str  # carried | fixed | upstream | n/a | skipped | conflict (| waiting: reported)
@@ -47,13 +49,7 @@ class Outcome:
     kept: int = 0
     merged: int = 0
     note: str = ""
-    problems: list[Problem] = field(default_factory=list)
-    problems_json: list[dict] = field(default_factory=list)  # reported: the file problems
-    carried_files: list[str] = field(default_factory=list)  # reported, not kept in the line
-    waiting_files: list[str] = field(default_factory=list)
-    waiting_for: list[str] = field(default_factory=list)  # unfinished patches it `requires`
-    probe: dict | None = None  # reported: its probe file in W, and why it stops (stopreport)
-    dropped: list[dict] = field(default_factory=list)  # reported: hunks already there upstream
+    problems: list[Problem] = field(default_factory=list)  # kept in `problems/ID`
 
     def line(self) -> str:
         how = f"kept {self.kept}, merged {self.merged}" if self.outcome != "upstream" else "-"

@@ -75,7 +75,8 @@ class Listing:
 
 def put(ws: Workspace, side: str, pid: str, files: Files) -> None:
     """Record `files` as patch `pid`'s `side` (before | after), next to what is recorded."""
-    absent = set(ws.lines(f"{side}/{pid}.absent"))
+    name = f"{side}/{pid}.absent"
+    absent = set(absent_of(ws, side, pid))
     for rel, data in files.items():
         if data is None:
             absent.add(rel)
@@ -83,13 +84,23 @@ def put(ws: Workspace, side: str, pid: str, files: Files) -> None:
         else:
             absent.discard(rel)
             ws.put_bytes(f"{side}/{pid}/{rel}", data)
-    ws.put_lines(f"{side}/{pid}.absent", sorted(absent))
+    ws.put_lines(name, sorted(absent))
+    ws.absent[name] = frozenset(absent)
 
 
 def get(ws: Workspace, side: str, pid: str, rels: Iterable[str]) -> dict[str, bytes | None]:
     """Patch `pid`'s recorded `side` of each file (None: absent on that side)."""
-    absent = set(ws.lines(f"{side}/{pid}.absent"))
+    absent = absent_of(ws, side, pid)
     return {r: None if r in absent else ws.get_bytes(f"{side}/{pid}/{r}") for r in rels}
+
+
+def absent_of(ws: Workspace, side: str, pid: str) -> frozenset[str]:
+    """The files absent on patch `pid`'s `side` (`SIDE/ID.absent`), read once per run: a step
+    reads each list when it checks the patch, records its files and takes its diff."""
+    name = f"{side}/{pid}.absent"
+    if name not in ws.absent:
+        ws.absent[name] = frozenset(ws.lines(name))
+    return ws.absent[name]
 
 
 def one(ws: Workspace, side: str, pid: str, rel: str) -> bytes | None:
@@ -104,7 +115,7 @@ def check(ws: Workspace, pid: str, listing: Listing) -> None:
     mine = listing.files.get(pid, frozenset())
     lists = {f"{n}/{pid}": getattr(listing, n).get(pid, frozenset()) for n in LISTS}
     for side in ("before", "after"):
-        lists[f"{side}/{pid}.absent"] = frozenset(ws.lines(f"{side}/{pid}.absent"))
+        lists[f"{side}/{pid}.absent"] = absent_of(ws, side, pid)
     for name, rels in lists.items():
         for rel in sorted(rels):
             parts = rel.split("/")
@@ -114,4 +125,4 @@ def check(ws: Workspace, pid: str, listing: Listing) -> None:
                 raise ws.damaged(name, f"{rel[:60]!r} is not one of {pid}'s files")
 
 
-__all__ = ["LISTS", "Listing", "check", "get", "one", "put"]
+__all__ = ["LISTS", "Listing", "absent_of", "check", "get", "one", "put"]

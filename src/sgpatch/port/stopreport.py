@@ -1,4 +1,5 @@
-"""What a stopped port tells the person: the `fix` file and the stop's part of `port --json`.
+"""What a stopped port tells the person: the `fix` file, and the stop's typed records that
+`port --json` renders (sgpatch.port.Report.json, the one place that makes them JSON).
 
 Three kinds of thing stop a patch, each under its own heading in `fix`:
 
@@ -36,6 +37,36 @@ class Problem:
     file: str
     why: str
     hunks: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class FileStop:
+    """A file problem as a step's report shows it: the conflict markers left in W's file now
+    and the per-hunk details recorded at the stop (`hunks/ID/FILE.jsonl`, JSON rows as
+    written: --json shows them as they are)."""
+
+    problem: Problem
+    markers: tuple[int, ...]
+    details: tuple[dict, ...]
+
+
+@dataclass(frozen=True)
+class ProbeStop:
+    """A stopped patch's probe: its file in W (None: port wrote none) and why it stops the
+    patch (None: it does not)."""
+
+    file: str | None
+    problem: str | None
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A hunk port dropped as already there upstream (one line of `dropped/ID`): the file,
+    the hunk's number in the patch, the evidence lines."""
+
+    file: str
+    hunk: int
+    evidence: tuple[str, ...]
 
 
 def kind(problem: Problem) -> str:
@@ -101,11 +132,11 @@ def has_probe(ws: Workspace, pid: str) -> bool | None:
 
 
 def _file_entry(ws: Workspace, pid: str, p: Problem) -> list[str]:
-    marks = marker_lines(ws.read_pkg(p.file))
-    where = f" (markers at lines {', '.join(map(str, marks))})" if marks else ""
+    stop = file_stop(ws, pid, p)
+    where = f" (markers at lines {', '.join(map(str, stop.markers))})" if stop.markers else ""
     hunks = ", ".join(f"#{h}" for h in p.hunks) or "-"
     out = [f"  {PKG}/{p.file}{where}: {pid} hunk(s) {hunks}: {p.why}"]
-    for d in details(ws, pid, p.file):
+    for d in stop.details:
         out += ["    " + ln for ln in render_detail(d)]
     return out
 
@@ -156,22 +187,19 @@ def side_by_side(left: Sequence[str], right: Sequence[str], gap: str = " | ") ->
     return rows
 
 
-def problem_json(ws: Workspace, pid: str, p: Problem) -> dict:
-    """A file problem in --json: the file, why, hunks, the lines of W's file that are conflict
-    markers now, and the per-hunk details."""
-    markers = marker_lines(ws.read_pkg(p.file))
-    return {"file": p.file, "why": p.why, "hunks": list(p.hunks), "markers": markers,
-            "details": details(ws, pid, p.file)}  # fmt: skip
+def file_stop(ws: Workspace, pid: str, p: Problem) -> FileStop:
+    """A file problem of `pid` as W shows it now (the person may have fixed some markers)."""
+    return FileStop(p, marker_lines(ws.read_pkg(p.file)), tuple(details(ws, pid, p.file)))
 
 
-def probe_json(ws: Workspace, pid: str, problems: Sequence[Problem]) -> dict | None:
-    """A patch's probe in --json: its file in W, and why it stops the patch (or null)."""
+def probe_stop(ws: Workspace, pid: str, problems: Sequence[Problem]) -> ProbeStop | None:
+    """A patch's probe at a stop: its file in W, and why it stops the patch (None: neither)."""
     has_file = ws.get_bytes(f"probes/{pid}.yaml") is not None
     why = [p.why[len(PROBE) :] for p in problems if kind(p) == "probe"]
     if not has_file and not why:
         return None
-    return {"file": f"{ws.top}/{STATE}/probes/{pid}.yaml" if has_file else None,
-            "problem": why[0] if why else None}  # fmt: skip
+    return ProbeStop(f"{ws.top}/{STATE}/probes/{pid}.yaml" if has_file else None,
+                     why[0] if why else None)  # fmt: skip
 
 
 def lint_json(stopped: Sequence) -> list[dict]:
@@ -196,15 +224,15 @@ def keep_hunks(ws: Workspace, pid: str, files: Sequence) -> None:
             put_details(ws, pid, f.path, f.details)
 
 
-def dropped_json(ws: Workspace, pid: str) -> list[dict]:
-    """The hunks of `pid` dropped as already there: {file, hunk, evidence}."""
+def dropped(ws: Workspace, pid: str) -> tuple[Dropped, ...]:
+    """The hunks of `pid` dropped as already there (`dropped/ID`), in the order recorded."""
     out = []
     for ln in ws.lines(f"dropped/{pid}"):
         parts = ln.split("\t")
         if len(parts) != 3 or not parts[1].isdigit() or len(parts[1]) > 9:
             raise ws.damaged(f"dropped/{pid}", f"line {ln[:60]!r}")
-        out.append({"file": parts[0], "hunk": int(parts[1]), "evidence": parts[2].split(" / ")})
-    return out
+        out.append(Dropped(parts[0], int(parts[1]), tuple(parts[2].split(" / "))))
+    return tuple(out)
 
 
 def with_lint_rows(fix: list[str], rows: Sequence[dict]) -> list[str]:

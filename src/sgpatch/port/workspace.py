@@ -99,6 +99,9 @@ class Workspace:
         self.top = Path(os.path.abspath(top))
         self._tree: dict[str, str] | None = None
         self._journal: undo.Journal | None = None  # of the step under way
+        # `before/ID.absent`, `after/ID.absent` as read or last written (snapshots): each read
+        # once per run, dropped with a step's rollback
+        self.absent: dict[str, frozenset[str]] = {}
 
     @property
     def root(self) -> Path:
@@ -139,6 +142,7 @@ class Workspace:
         the person edited them since."""
         kept = undo.recover(self.top)
         self._tree = None
+        self.absent = {}
         return kept
 
     # state files -------------------------------------------------------------------------

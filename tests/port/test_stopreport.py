@@ -1,0 +1,109 @@
+"""A stop's report pinned (sgpatch.port.stopreport, cli/port): the per-patch part of
+`port --json` (problems with markers and hunk details, the probe, the hunks dropped) and the
+text lines, exactly as docs/json.md and docs/porting.md show them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from helpers import V12, make_set, make_wheel, port_diff, probe_set, release_files, run_cli
+
+OTHER14 = b'def other():\n    """Doc."""\n    value = compute_the_value()\n    return value\n'
+STOPPED = (
+    "sgpatch port: stopped: fix what is listed above (also in <tmp>/w/.sgpatch-port/fix), "
+    "then `sgpatch port --continue --workspace <tmp>/w` (or drop the port: `sgpatch port "
+    "--abort --workspace <tmp>/w`); the set is unchanged"
+)
+
+
+def _both(tmp_path: Path, d: Path, to: str) -> tuple[list[dict], list[str]]:
+    """The port to `to` twice (--json into tmp/json/w, text into tmp/text/w): the last step's
+    patches in --json and the text lines, the temporary folder shown as <tmp>."""
+    args = ("--offline", "--set", "demo", "--patchsets", str(d.parent), "--to", to)
+    code, out, _ = run_cli("port", "--json", *args, "--workspace", str(tmp_path / "json/w"))
+    assert code == 3
+    doc = json.loads(out.replace(str(tmp_path / "json"), "<tmp>"))
+    code, _, err = run_cli("port", *args, "--workspace", str(tmp_path / "text/w"))
+    assert code == 3
+    return doc["steps"][-1]["patches"], err.replace(str(tmp_path / "text"), "<tmp>").splitlines()
+
+
+def _outcome(pid: str, outcome: str, kept: int, merged: int, **reported) -> dict:
+    n = "0001-first" if pid == "first" else "0002-second"
+    return {"id": pid, "outcome": outcome, "from_variant": f"patches/1.0/{n}.patch",
+            "from_release": "1.0", "base": "1.0", "as_is": False, "hunks_kept": kept,
+            "hunks_merged": merged, "note": "", "problems": [], "files_carried": [],
+            "files_waiting": [], "waiting_for": [], "probe": None, "hunks_dropped": [],
+            **reported}  # fmt: skip
+
+
+def test_a_conflict_beside_a_dropped_hunk_is_reported_exactly(cache, tmp_path):
+    """Input: 1.5 (1.2's mod.py, other.py already computing the value): `first` conflicts in
+    hunk #2, `second`'s only hunk is already there. Outcome: exit 3; `first` has its file
+    problem (markers, the hunk's detail) and an empty probe file, `second` is carried with
+    the hunk dropped and its evidence; the text says the same in its lines."""
+    make_wheel(cache / "wheels", "1.5", release_files(V12, "1.5", {"sglang/srt/other.py": OTHER14}))
+    old = "def other():\n    return 0\n"
+    new = "def other():\n    value = compute_the_value()\n    return value\n"
+    d = make_set(tmp_path, second=port_diff(old, new, "srt/other.py"))
+    patches, text = _both(tmp_path, d, "1.5")
+    detail = {"hunk": 2, "patch": ["-    y = 2", "+    y = 20"],
+              "patch_label": "first (made on 1.0)", "status": "conflict",
+              "upstream": ["-    y = 2", "+    y = 3"],
+              "upstream_label": "sglang 1.0 -> sglang 1.5",
+              "where": "sglang 1.0 lines 24-28, in def helper()"}  # fmt: skip
+    problem = {"file": "srt/mod.py", "why": "1 conflict(s) in the three-way merge of hunk(s) #2",
+               "hunks": [2], "markers": [28, 30, 32, 34], "details": [detail]}  # fmt: skip
+    evidence = ["in other of the release's file, every line the hunk adds is there:",
+                "  line 3: value = compute_the_value()", "  line 4: return value",
+                "and the 1 line(s) it removes are gone"]  # fmt: skip
+    assert patches == [
+        _outcome("first", "conflict", 1, 0, problems=[problem],
+                 probe={"file": "<tmp>/w/.sgpatch-port/probes/first.yaml", "problem": None}),
+        _outcome("second", "carried", 0, 0, files_carried=["srt/other.py"],
+                 hunks_dropped=[{"file": "srt/other.py", "hunk": 1, "evidence": evidence}]),
+    ]  # fmt: skip
+    assert text == [
+        "sgpatch port: demo -> 1.5 (workspace <tmp>/w)",
+        "  first: needs a hand (srt/mod.py) [from patches/1.0/0001-first.patch, base 1.0]",
+        "  second: carried, 0 hunk(s) kept, 0 merged, 1 dropped (already there upstream: see "
+        "--json) [from patches/1.0/0002-second.patch, base 1.0]",
+        "  files to fix in W (then `sgpatch port --continue --workspace <tmp>/w`):",
+        "    sglang/srt/mod.py (markers at lines 28, 30, 32, 34): first hunk(s) #2: 1 "
+        "conflict(s) in the three-way merge of hunk(s) #2",
+        "      hunk #2: conflict (sglang 1.0 lines 24-28, in def helper())",
+        "        upstream, sglang 1.0 -> sglang 1.5: | the patch, first (made on 1.0):",
+        "        -    y = 2                          | -    y = 2",
+        "        +    y = 3                          | +    y = 20",
+        "  probes (the probe files: edit them during the stop; --continue checks them):",
+        "    first: <tmp>/w/.sgpatch-port/probes/first.yaml (no probe: write one there if it "
+        "needs one; checked at --continue)",
+        STOPPED,
+    ]
+
+
+def test_a_stop_on_a_probe_is_reported_exactly(cache, tmp_path):
+    """Input: `second`'s probe looks for the_answer_to(43), which its patch never writes;
+    ported to 1.1. Outcome: exit 3; `second` has no file problem and its probe (the file in
+    W, why it stops); the text names its probe instead of files."""
+    d = probe_set(tmp_path, r"{file: srt/other.py, regex: 'the_answer_to\(43\)'}")
+    patches, text = _both(tmp_path, d, "1.1")
+    kept = "<tmp>/w/.sgpatch-port/probes/second.yaml"
+    why = (
+        "the probe is false with the patch applied (it does not recognise the ported change): "
+        f"a new one is suggested in {kept}; keep it or edit it, then --continue"
+    )
+    assert patches == [
+        _outcome("first", "carried", 1, 1, files_carried=["srt/mod.py"]),
+        _outcome("second", "conflict", 1, 0, files_carried=["srt/other.py"],
+                 probe={"file": kept, "problem": why}),
+    ]  # fmt: skip
+    assert text == [
+        "sgpatch port: demo -> 1.1 (workspace <tmp>/w)",
+        "  first: carried, 1 hunk(s) kept, 1 merged [from patches/1.0/0001-first.patch, base 1.0]",
+        "  second: needs a hand (its probe) [from patches/1.0/0002-second.patch, base 1.0]",
+        "  probes (the probe files: edit them during the stop; --continue checks them):",
+        f"    second: {why}",
+        STOPPED,
+    ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sgpatch.errors import ExitCode, SgpatchError
-from sgpatch.ops.plan import package_mapper
+from sgpatch.ops.fileplan import package_mapper
 
 
 @pytest.mark.parametrize(

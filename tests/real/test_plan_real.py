@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sgpatch.ops.plan import REPO_ONLY
+from sgpatch.ops.fileplan import REPO_ONLY
 from sgpatch.releases import cache as releases
 
 from .intent import RELEASES

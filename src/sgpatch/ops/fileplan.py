@@ -350,7 +350,7 @@ def _new_file_lines(fp: FilePatch) -> list[str]:
 # from an upstream pull request often touches them (kernels, docs, CI), and read as package-
 # relative they would land inside python/sglang/ (a new file would be created there silently).
 # `test/` and `benchmark/` are not listed: some releases' packages have their own (checked on
-# every cached release by tests/real/test_plan_real.py).
+# every cached release by tests/real/test_fileplan_real.py).
 REPO_ONLY = frozenset(
     {
         "sgl-kernel",

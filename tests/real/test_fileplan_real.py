@@ -1,4 +1,4 @@
-"""plan on real releases: the repository-only folders never name a folder of the package."""
+"""fileplan on real releases: the repository-only folders never name a folder of the package."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 `plan_patch` runs the engine over every file of a patch against an in-memory overlay of the tree
 (so a patch that touches one file twice, or several patches in a row, see each other's results in
 a dry run exactly as in a real run). `sgpatch patch`, port's carry, refresh and revert plan on it
-directly; the set planner (sgpatch.ops.plan) builds its per-patch states on it.
+directly; the set planner (sgpatch.ops.plan) builds its per-patch states on it. Kept apart from
+that planner so that planning a bare patch loads no manifest, probe or ledger code.
 """
 
 from __future__ import annotations

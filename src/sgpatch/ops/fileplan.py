@@ -4,7 +4,8 @@
 (so a patch that touches one file twice, or several patches in a row, see each other's results in
 a dry run exactly as in a real run). `sgpatch patch`, port's carry, refresh and revert plan on it
 directly; the set planner (sgpatch.ops.plan) builds its per-patch states on it. Kept apart from
-that planner so that planning a bare patch loads no manifest, probe or ledger code.
+that planner (one concept per module): a bare patch's plan needs none of a set's states or
+evidence, and `sgpatch patch` does not load the set planner.
 """
 
 from __future__ import annotations

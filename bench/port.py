@@ -232,7 +232,7 @@ def _cpu() -> float:
 
 def _mapper(patch: Path):
     from sgpatch.diff.unified import read_patch
-    from sgpatch.ops.plan import package_mapper
+    from sgpatch.ops.fileplan import package_mapper
 
     return package_mapper(read_patch(patch).name)
 

@@ -105,15 +105,17 @@ def test_apply_imports_the_writer_but_not_git_port_or_rich(tmp_path):
 
 
 def test_patch_imports_no_manifest_or_yaml(tmp_path):
-    """Input: `sgpatch patch -p1` of one file. Outcome: it applied; no patch-set code
-    (manifest, yaml, probe, ledger), no filelock, and nothing from NEVER was imported."""
+    """Input: `sgpatch patch -p1` of one file. Outcome: it applied with the file planner alone:
+    no patch-set code (the set planner ops.plan, manifest, yaml, probe, ledger), no filelock,
+    and nothing from NEVER was imported."""
     (tmp_path / "f.py").write_text("a = 1\nb = 2\n")
     (tmp_path / "x.patch").write_text(make_diff("a = 1\nb = 2\n", "a = 1\nb = 3\n"))
     mods = imported(tmp_path, "patch", "-p1", "x.patch")
     assert (tmp_path / "f.py").read_text() == "a = 1\nb = 3\n"
+    assert "sgpatch.ops.fileplan" in mods
     bad = mods & (
         NEVER
-        | {"filelock", "tempfile", "random"}
+        | {"filelock", "tempfile", "random", "sgpatch.ops.plan"}
         | {"yaml", "sgpatch.patchset.manifest", "sgpatch.patchset.probe", "sgpatch.state.ledger"}
     )
     assert not bad, sorted(bad)

@@ -1,44 +1,79 @@
-"""plan: how diff paths map onto the SGLang package."""
+"""plan: a whole set's per-patch states on one tree, decided in memory (nothing written)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from packaging.version import Version
 
+from helpers import SET, A, make_env, manifest, write_set
 from sgpatch.errors import ExitCode, SgpatchError
-from sgpatch.ops.plan import package_mapper
+from sgpatch.ops.plan import SetPlan, plan_set
+from sgpatch.patchset.manifest import load_manifest
+from sgpatch.state.ledger import Ledger
 
 
-@pytest.mark.parametrize(
-    ("path", "rel"),
-    [
-        ("a/python/sglang/srt/models/kimi_k25.py", "srt/models/kimi_k25.py"),
-        ("b/python/sglang/srt/models/kimi_k25.py", "srt/models/kimi_k25.py"),
-        ("sglang/srt/layers/communicator.py", "srt/layers/communicator.py"),
-        ("a/srt/layers/communicator.py", "srt/layers/communicator.py"),
-        ("a/test/test_utils.py", "test/test_utils.py"),  # the package has a test/ too
-        ("a/benchmark/x.py", "benchmark/x.py"),  # and, in some releases, a benchmark/
-    ],
-)
-def test_upstream_and_package_relative_paths_map_onto_the_package(path: str, rel: str) -> None:
-    assert package_mapper("p.patch")(path) == rel
+def _plan(pkg: Path, sets: Path, **kw) -> SetPlan:
+    return plan_set(
+        load_manifest(sets / SET / "patchset.yaml"), pkg, Version("0.5.9"), Ledger(), **kw
+    )
 
 
-@pytest.mark.parametrize(
-    "path",
-    [
-        "a/sgl-kernel/csrc/allreduce/custom_all_reduce.cu",
-        "a/docs/references/environment_variables.md",
-        "a/python/pyproject.toml",
-        "a/python/sglang_router/__init__.py",
-        "b/.github/workflows/pr-test.yml",
-        "a/docker/Dockerfile",
-    ],
-)
-def test_paths_elsewhere_in_the_repository_are_refused(path: str) -> None:
-    """Input: a path of an upstream pull request outside python/sglang/. Outcome: exit 2 naming
-    it, instead of a file created or looked for inside the package."""
-    with pytest.raises(SgpatchError) as info:
-        package_mapper("0001-fix.patch")(path)
+def test_a_fresh_tree_plans_every_patch_pending_and_writes_nothing(tmp_path: Path) -> None:
+    """Input: the four-patch set on a pristine tree. Outcome: all pending and clean, exit 1
+    (not done), the changes name the four files (d.py created), the tree is unchanged;
+    `applied()` reads as done with nothing left to write."""
+    pkg, sets, _ = make_env(tmp_path)
+    plan = _plan(pkg, sets)
+    assert [(p.id, p.state, p.how) for p in plan.patches] == [
+        (pid, "pending", "clean") for pid in ("pa", "pb", "pc", "pd")
+    ]
+    assert plan.exit_code == ExitCode.NOT_DONE and not plan.done
+    assert sorted(c.path for c in plan.changes) == [
+        "srt/a.py", "srt/extra/d.py", "srt/layers/b.py", "srt/models/c.py"
+    ]  # fmt: skip
+    assert (pkg / "srt/a.py").read_text() == A and not (pkg / "srt/extra").exists()
+    done = plan.applied()
+    assert done.done and done.exit_code == ExitCode.OK and done.changes == ()
+
+
+def test_a_post_image_already_there_is_present(tmp_path: Path) -> None:
+    """Input: srt/a.py already holds patch pa's result (applied by hand). Outcome: pa is
+    `present` and not among the changes; the others are pending."""
+    pkg, sets, _ = make_env(tmp_path)
+    (pkg / "srt/a.py").write_text(A.replace("alpha5\n", "ALPHA5\n"))
+    plan = _plan(pkg, sets)
+    assert [p.state for p in plan.patches] == ["present", "pending", "pending", "pending"]
+    assert "srt/a.py" not in {c.path for c in plan.changes}
+
+
+def test_a_requirement_listed_later_that_conflicts_makes_its_dependent_a_conflict(
+    tmp_path: Path,
+) -> None:
+    """Input: pa requires pd, listed after it, and pd's file to create already exists with
+    other content. Outcome: pd is a conflict, and pa (planned before pd was known) is a
+    conflict "requires pd"; exit 3."""
+    pkg, sets, _ = make_env(tmp_path)
+    text = manifest().replace("    summary: pa\n", "    summary: pa\n    requires: [pd]\n")
+    write_set(sets, text)
+    (pkg / "srt/extra").mkdir()
+    (pkg / "srt/extra/d.py").write_text("something else\n")
+    plan = _plan(pkg, sets)
+    by_id = {p.id: p for p in plan.patches}
+    assert (by_id["pd"].state, by_id["pd"].how) == ("conflict", "conflict")
+    assert (by_id["pa"].state, by_id["pa"].note) == ("conflict", "requires pd")
+    assert plan.exit_code == ExitCode.CONFLICT
+
+
+def test_without_leaves_a_patch_out_and_an_unknown_id_is_bad_input(tmp_path: Path) -> None:
+    """Input: --without pb; then --with nope. Outcome: pb is planned but not selected and its
+    file is not among the changes; an unknown id is refused (exit 2) naming it."""
+    pkg, sets, _ = make_env(tmp_path)
+    plan = _plan(pkg, sets, without_ids=("pb",))
+    pb = next(p for p in plan.patches if p.id == "pb")
+    assert (pb.state, pb.selected, pb.note) == ("pending", False, "left out with --without")
+    assert "srt/layers/b.py" not in {c.path for c in plan.changes}
+    with pytest.raises(SgpatchError, match="unknown patch id 'nope'") as info:
+        _plan(pkg, sets, with_ids=("nope",))
     assert info.value.code == ExitCode.BAD_INPUT
-    assert "outside the SGLang package" in info.value.message
-    assert info.value.message.startswith("0001-fix.patch: ")

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from sgpatch.diff.unified import Hunk, HunkLine, parse_patch, split_lines
 from sgpatch.errors import SgpatchError
-from sgpatch.ops.plan import Overlay, default_mapper, plan_patch
+from sgpatch.ops.fileplan import Overlay, default_mapper, plan_patch
 from sgpatch.placement.engine import apply_hunks
 
 N = int(os.environ.get("SGPATCH_FUZZ_EXAMPLES", "300"))

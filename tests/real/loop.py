@@ -51,7 +51,7 @@ def pid_of(f: Path) -> str:
 
 def touched(patch: Path) -> list[str]:
     from sgpatch.diff.unified import read_patch
-    from sgpatch.ops.plan import package_mapper
+    from sgpatch.ops.fileplan import package_mapper
 
     p = read_patch(patch)
     mapper = package_mapper(p.name)

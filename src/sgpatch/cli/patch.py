@@ -9,7 +9,14 @@ from pathlib import Path
 from sgpatch.diff.unified import Patch, parse_patch, read_patch
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ops import report
-from sgpatch.ops.plan import FilePlan, Overlay, default_mapper, file_modes, patch_status, plan_patch
+from sgpatch.ops.fileplan import (
+    FilePlan,
+    Overlay,
+    default_mapper,
+    file_modes,
+    patch_status,
+    plan_patch,
+)
 from sgpatch.state.folder import STATE_DIR
 from sgpatch.state.txn import commit, locked, stop_if_rolled_back
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from sgpatch.errors import ExitCode, SgpatchError, bad_input, internal
-from sgpatch.ops.plan import FilePlan, Overlay
+from sgpatch.ops.fileplan import FilePlan, Overlay
 from sgpatch.ops.sources import Section, Source
 from sgpatch.patchset.probe import ProbeNode, describe
 
@@ -175,7 +175,7 @@ def _defined_at(data: bytes | None, scope: str, name: str) -> int | None:
 
 def apply_source(overlay: ReleaseOverlay, src: Source) -> tuple[dict, dict, list[str]]:
     """Apply one input to the overlay: (before, after) bytes per touched file, and failures."""
-    from sgpatch.ops.plan import plan_patch
+    from sgpatch.ops.fileplan import plan_patch
 
     patch, mapper = _parse_sections(src)
     touched = sorted({r for s in src.kept for r in (s.rel, s.source_rel) if r})

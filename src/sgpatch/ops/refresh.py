@@ -19,7 +19,7 @@ from sgpatch.errors import ExitCode, SgpatchError
 
 def patch_files(patch) -> list[str]:
     """Package-relative paths a parsed patch touches (sources and targets)."""
-    from sgpatch.ops.plan import package_mapper
+    from sgpatch.ops.fileplan import package_mapper
 
     mapper = package_mapper(patch.name)
     out: set[str] = set()
@@ -354,7 +354,7 @@ def _without(root: Path, rel: str, others: Sequence, patch_id: str) -> bytes | N
     """The file's bytes in the tree with the other applied patches' changes reversed, newest
     first."""
     from sgpatch.errors import ExitCode
-    from sgpatch.ops.plan import package_mapper
+    from sgpatch.ops.fileplan import package_mapper
     from sgpatch.placement.engine import apply_hunks
     from sgpatch.state.txn import read_bytes
 
@@ -379,6 +379,6 @@ def _without(root: Path, rel: str, others: Sequence, patch_id: str) -> bytes | N
 def package_rel(path: str, what: str = "--file") -> str:
     """A file the user named, package-relative; errors name it as `what` (the option or
     argument it came from)."""
-    from sgpatch.ops.plan import package_mapper
+    from sgpatch.ops.fileplan import package_mapper
 
     return package_mapper(what)(path)

@@ -21,7 +21,7 @@ from dataclasses import asdict
 from typing import Any
 
 from sgpatch.errors import SgpatchError
-from sgpatch.ops.plan import FilePlan
+from sgpatch.ops.fileplan import FilePlan
 from sgpatch.placement.engine import HunkResult
 
 SCHEMA = 1

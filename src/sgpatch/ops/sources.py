@@ -241,7 +241,7 @@ def _form(sections: Sequence[tuple[list[str], str, tuple[str | None, str | None]
 
 def package_path(path: str, form: str, git: bool = True) -> tuple[str | None, str]:
     """(package-relative path, "") or (None, why it is left out), for an input of `form`."""
-    from sgpatch.ops.plan import REPO_ONLY
+    from sgpatch.ops.fileplan import REPO_ONLY
 
     clean = _clean(path, git)
     parts, lead = clean.split("/"), 0

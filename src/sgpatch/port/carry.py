@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sgpatch.diff.unified import FilePatch, Patch, decode, encode, split_lines
-from sgpatch.ops.plan import FilePlan, Overlay, package_mapper, plan_patch
+from sgpatch.ops.fileplan import FilePlan, Overlay, package_mapper, plan_patch
 from sgpatch.placement.engine import HunkResult, apply_hunks
 from sgpatch.port.merge import Checks, marker_lines, merge_file
 

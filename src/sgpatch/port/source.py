@@ -18,7 +18,7 @@ from packaging.version import Version
 
 from sgpatch.diff.unified import Patch, read_patch
 from sgpatch.errors import SgpatchError
-from sgpatch.ops.plan import package_mapper, plan_patch
+from sgpatch.ops.fileplan import package_mapper, plan_patch
 from sgpatch.patchset.manifest import PatchSpec, SetManifest, Variant, select_variant
 from sgpatch.port.carry import MemOverlay, Reader
 

@@ -1,8 +1,8 @@
-"""plan on real releases: the repository-only folders never name a folder of the package."""
+"""fileplan on real releases: the repository-only folders never name a folder of the package."""
 
 from __future__ import annotations
 
-from sgpatch.ops.plan import REPO_ONLY
+from sgpatch.ops.fileplan import REPO_ONLY
 from sgpatch.releases import cache as releases
 
 from .intent import RELEASES

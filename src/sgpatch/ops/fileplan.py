@@ -1,0 +1,408 @@
+"""Plan one patch's files on an overlay of a tree, without writing anything.
+
+`plan_patch` runs the engine over every file of a patch against an in-memory overlay of the tree
+(so a patch that touches one file twice, or several patches in a row, see each other's results in
+a dry run exactly as in a real run). `sgpatch patch`, port's carry, refresh and revert plan on it
+directly; the set planner (sgpatch.ops.plan) builds its per-patch states on it. Kept apart from
+that planner (one concept per module): a bare patch's plan needs none of a set's states or
+evidence, and `sgpatch patch` does not load the set planner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+from sgpatch.diff.unified import (
+    DEV_NULL,
+    FilePatch,
+    Patch,
+    decode,
+    encode,
+    split_lines,
+    strip_eol,
+    strip_path,
+)
+from sgpatch.errors import ExitCode, SgpatchError, bad_input, unsafe
+from sgpatch.ops.placed import Placed, place
+from sgpatch.placement.engine import HunkResult, apply_hunks
+from sgpatch.state.folder import is_state_path
+from sgpatch.tree.files import FileChange, read_bytes
+
+Action = Literal["modify", "create", "delete", "rename", "copy"]
+PathMapper = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class FilePlan:
+    """One file of one patch: where it goes, what it becomes, and how each hunk placed."""
+
+    path: str  # tree-relative path written (target; source for a delete)
+    source: str  # tree-relative path read
+    action: Action
+    before: bytes | None
+    after: bytes | None
+    hunks: tuple[HunkResult, ...]
+    note: str | None = None  # file-level problem (e.g. "file does not exist")
+    status: Literal["ok", "already-applied", "conflict", "ambiguous"] = "ok"
+    mode: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("ok", "already-applied")
+
+
+@dataclass
+class Overlay:
+    """The tree as the plan sees it: real bytes, shadowed by earlier planned changes."""
+
+    root: Path
+    changed: dict[str, bytes | None] = field(default_factory=dict)
+    original: dict[str, bytes | None] = field(default_factory=dict)
+
+    def read(self, rel: str) -> bytes | None:
+        if is_state_path(rel):  # sgpatch's own state (ledger, journal, originals): never
+            raise unsafe(f"refusing diff path {rel!r}: it is inside sgpatch's state folder")
+        if rel in self.changed:
+            return self.changed[rel]
+        if rel not in self.original:
+            self.original[rel] = read_bytes(self.root, rel)
+        return self.original[rel]
+
+    def write(self, rel: str, data: bytes | None) -> None:
+        self.read(rel)  # remember the original first
+        self.changed[rel] = data
+
+    def fork(self) -> Overlay:
+        """A copy to plan on without touching this one (reads already done are shared)."""
+        return Overlay(self.root, dict(self.changed), dict(self.original))
+
+    def adopt(self, other: Overlay) -> None:
+        """Take over what a fork planned."""
+        self.changed, self.original = other.changed, other.original
+
+    def changes(self, modes: Mapping[str, int] | None = None) -> list[FileChange]:
+        modes = modes or {}
+        return [
+            FileChange(rel, self.original.get(rel), data, modes.get(rel))
+            for rel, data in self.changed.items()
+            if data != self.original.get(rel) or rel in modes
+        ]
+
+
+def patch_status(files: tuple[FilePlan, ...]) -> ExitCode:
+    """The exit code a patch's file plans call for (0, 3 conflict or 4 ambiguous)."""
+    if any(f.status == "ambiguous" for f in files):
+        return ExitCode.UNSAFE
+    if any(f.status == "conflict" for f in files):
+        return ExitCode.CONFLICT
+    return ExitCode.OK
+
+
+def default_mapper(strip: int, name: str) -> PathMapper:
+    return lambda p: strip_path(p, strip, name)
+
+
+def plan_patch(
+    overlay: Overlay,
+    patch: Patch,
+    mapper: PathMapper,
+    *,
+    fuzz: int = 0,
+    reverse: bool = False,
+    remove_empty: bool = False,
+) -> tuple[FilePlan, ...]:
+    """Plan every file of `patch` against `overlay`; successful files update the overlay.
+
+    As git does, renames and copies read their source as it was before this patch, so two
+    files swapping names (a->b, b->a) each get the other's old content, and a rename's source
+    is removed only when no other file of the patch writes that name."""
+    # -R undoes the last change first: a patch that touches one file twice is reversed in
+    # reverse order (the plans are reported in the patch's order all the same)
+    files = [fp.reversed() for fp in reversed(patch.files)] if reverse else list(patch.files)
+    for fp in files:
+        if fp.symlink:
+            name = fp.target if fp.target != DEV_NULL else fp.source
+            raise bad_input(
+                f"{patch.name}: {name} is a symlink (git mode 120000); sgpatch does not create "
+                "or change symlinks: drop that file from the patch"
+            )
+    start = overlay.fork()
+    moving = {mapper(fp.source) for fp in files if fp.is_rename}
+    written: set[str] = set()
+    plans = []
+    for fp in files:
+        plan = _plan_file(overlay, start, fp, mapper, fuzz, moving)
+        if remove_empty and plan.ok and plan.action == "modify" and plan.after == b"":
+            plan = replace(plan, action="delete", after=None)
+        if plan.ok:
+            if plan.action == "rename" and plan.source not in written:
+                overlay.write(plan.source, None)
+            overlay.write(plan.path, plan.after)
+            written.add(plan.path)
+        plans.append(plan)
+    return tuple(reversed(plans)) if reverse else tuple(plans)
+
+
+def _status(
+    hunks: Sequence[HunkResult],
+) -> Literal["ok", "already-applied", "conflict", "ambiguous"]:
+    if any(h.status == "ambiguous" for h in hunks):
+        return "ambiguous"
+    if any(h.status == "conflict" for h in hunks):
+        return "conflict"
+    if hunks and all(h.status == "already-applied" for h in hunks):
+        return "already-applied"
+    return "ok"
+
+
+def _refused(path: str, source: str, action: Action, current: bytes | None, note: str) -> FilePlan:
+    return FilePlan(path, source, action, current, current, (), note=note, status="conflict")
+
+
+def _creates(fp: FilePatch) -> bool:
+    """A new file: `--- /dev/null` (or an epoch timestamp), or one `@@ -0,0 +1,N @@` hunk."""
+    if fp.is_new:
+        return True
+    return (
+        not fp.git
+        and len(fp.hunks) == 1
+        and fp.hunks[0].source_start == 0
+        and fp.hunks[0].source_length == 0
+    )
+
+
+def _plan_file(
+    overlay: Overlay,
+    start: Overlay,
+    fp: FilePatch,
+    mapper: PathMapper,
+    fuzz: int,
+    moving: set[str] = frozenset(),  # type: ignore[assignment]
+) -> FilePlan:
+    if fp.git_op == "uncopy":
+        return _plan_uncopy(overlay, fp, mapper, fuzz)
+    if fp.is_rename or fp.is_copy:
+        return _plan_move(overlay, start, fp, mapper, fuzz, moving)
+    if _creates(fp):
+        path = _pick_name(overlay, fp, mapper, creating=True)
+        if fp.is_new or overlay.read(path) is None:
+            return _plan_create(overlay, fp, path)
+    path = mapper(fp.source) if fp.is_delete else _pick_name(overlay, fp, mapper)
+    current = overlay.read(path)
+    action: Action = "delete" if fp.is_delete else "modify"
+    if current is None:
+        if fp.is_delete:
+            return FilePlan(path, path, action, None, None, (), status="already-applied")
+        return _refused(path, path, action, None, "file does not exist")
+    if fp.is_delete:
+        return _plan_delete(fp, path, current, fuzz)
+    return _plan_hunks(overlay, fp, path, path, action, current, fuzz)
+
+
+def _plan_hunks(
+    overlay: Overlay,
+    fp: FilePatch,
+    path: str,
+    source: str,
+    action: Action,
+    current: bytes,
+    fuzz: int,
+) -> FilePlan:
+    """Place the hunks of a file that exists (modify, or the content of a rename/copy)."""
+    placed = place(current, fp.hunks, fuzz) if fp.hunks else Placed(current, ())
+    status = _status(placed.hunks)
+    after = placed.after
+    mode_only = not fp.hunks and action == "modify" and fp.new_mode is not None
+    if mode_only and _mode(overlay.root, path) == fp.new_mode:
+        status = "already-applied"  # a mode-only change that is already there
+    return FilePlan(
+        path, source, action, current, after, placed.hunks, status=status, mode=fp.new_mode
+    )
+
+
+def _plan_create(overlay: Overlay, fp: FilePatch, path: str) -> FilePlan:
+    current = overlay.read(path)
+    wanted_lines = [t + "\n" for t in _new_file_lines(fp)]
+    if wanted_lines and fp.hunks and fp.hunks[-1].new_no_eol:
+        wanted_lines[-1] = wanted_lines[-1][:-1]
+    wanted = encode("".join(wanted_lines))
+    if current is None:
+        return FilePlan(path, path, "create", None, wanted, (), mode=fp.new_mode)
+    same = [ln.rstrip("\r\n") for ln in split_lines(decode(current))] == [
+        ln.rstrip("\n") for ln in wanted_lines
+    ]
+    if same:
+        return FilePlan(path, path, "create", current, current, (), status="already-applied")
+    return _refused(path, path, "create", current, "file to create already exists")
+
+
+def _plan_delete(fp: FilePatch, path: str, current: bytes, fuzz: int) -> FilePlan:
+    """Delete a file only when its content is exactly what the patch removes (line endings
+    aside): a file edited since, even in a way fuzz would forgive, is kept."""
+    lines = split_lines(decode(current))
+    result = apply_hunks(lines, fp.hunks, fuzz=0)
+    removed = [ln.text for h in fp.hunks for ln in h.lines if ln.kind != "+"]
+    have = [strip_eol(ln) for ln in lines]
+    if have == removed:
+        return FilePlan(path, path, "delete", current, None, result.hunks)
+    at = next((i for i, (a, b) in enumerate(zip(have, removed, strict=False)) if a != b), None)
+    if at is None:
+        at = min(len(have), len(removed))
+        got = have[at] if at < len(have) else "<end of file>"
+        want = removed[at] if at < len(removed) else "<end of file>"
+    else:
+        got, want = have[at], removed[at]
+    note = (
+        f"content differs from the deletion: line {at + 1} is {got.strip()!r}, the patch "
+        f"removes {want.strip()!r}; the file is kept"
+    )
+    return FilePlan(
+        path, path, "delete", current, current, result.hunks, note=note, status="conflict"
+    )
+
+
+def _plan_move(
+    overlay: Overlay,
+    start: Overlay,
+    fp: FilePatch,
+    mapper: PathMapper,
+    fuzz: int,
+    moving: set[str],
+) -> FilePlan:
+    """A git rename or copy: the source as it was before the patch, edited, at the new name."""
+    source, path = mapper(fp.source), mapper(fp.target)
+    action: Action = "copy" if fp.is_copy else "rename"
+    current = start.read(source)
+    there = overlay.read(path)
+    if current is not None and (there is None or path in moving):
+        plan = _plan_hunks(overlay, fp, path, source, action, current, fuzz)
+        mode = fp.new_mode if fp.new_mode is not None else _mode(overlay.root, source)
+        return replace(plan, before=there, mode=mode)
+    if there is not None and current is None and fp.is_rename:
+        # renamed already (by hand or an earlier run): its hunks are checked, or applied, there
+        return _plan_hunks(overlay, fp, path, path, "modify", there, fuzz)
+    if there is not None and fp.is_copy:
+        done = _plan_hunks(overlay, fp, path, path, "modify", there, fuzz)
+        if done.status == "already-applied" or (not fp.hunks and current in (None, there)):
+            return replace(done, action=action, source=source, status="already-applied")
+    what = "file to rename" if fp.is_rename else "file to copy"
+    if current is None:
+        return _refused(path, source, action, None, f"{what} ({source}) does not exist")
+    return _refused(path, source, action, there, f"{path} already exists ({what} onto it)")
+
+
+def _plan_uncopy(overlay: Overlay, fp: FilePatch, mapper: PathMapper, fuzz: int) -> FilePlan:
+    """-R of a git copy: the copy goes away if, un-edited, it is the original again."""
+    path, original = mapper(fp.source), mapper(fp.target)
+    current = overlay.read(path)
+    if current is None:
+        return FilePlan(path, path, "delete", None, None, (), status="already-applied")
+    plan = _plan_hunks(overlay, fp, path, path, "delete", current, fuzz)
+    if plan.ok and plan.after != overlay.read(original):
+        return _refused(path, path, "delete", current, f"the copy differs from {original}")
+    return replace(plan, after=None) if plan.ok else plan
+
+
+def _pick_name(overlay: Overlay, fp: FilePatch, mapper: PathMapper, creating: bool = False) -> str:
+    """Which file a diff is about. A git diff names it; a plain diff whose two names differ
+    (`diff -u a.py.orig a.py`) patches the one that exists, chosen as GNU patch does (fewest
+    path components, then shortest base name, then shortest name; the same choice among both
+    names when neither exists); never both."""
+    if fp.git or fp.source == fp.target or DEV_NULL in (fp.source, fp.target):
+        return mapper(fp.target if fp.target != DEV_NULL else fp.source)
+    names: list[str] = []
+    error: SgpatchError | None = None
+    for raw in (fp.target, fp.source):
+        try:
+            names.append(mapper(raw))
+        except SgpatchError as exc:  # an unusable or unsafe name: the other one may do (GNU)
+            if exc.code not in (ExitCode.BAD_INPUT, ExitCode.UNSAFE):
+                raise
+            error = error or exc
+    if not names:
+        raise error  # type: ignore[misc]
+    exist = [n for n in names if overlay.read(n) is not None]
+    pool = names if creating or not exist else exist
+    return min(pool, key=lambda n: (n.count("/"), len(n.rsplit("/", 1)[-1]), len(n)))
+
+
+def _mode(root: Path, rel: str) -> int | None:
+    try:
+        return (root / rel).stat().st_mode & 0o777
+    except OSError:
+        return None
+
+
+def file_modes(plans: Sequence[FilePlan]) -> dict[str, int]:
+    """Modes a patch sets (git 'new file mode' / 'new mode') on the files it writes."""
+    return {f.path: f.mode for f in plans if f.ok and f.mode is not None and f.status == "ok"}
+
+
+def _new_file_lines(fp: FilePatch) -> list[str]:
+    out: list[str] = []
+    for h in fp.hunks:
+        out.extend(ln.text for ln in h.lines if ln.kind != "-")
+    return out
+
+
+# Top-level folders of the SGLang repository that are never inside the package: a diff made
+# from an upstream pull request often touches them (kernels, docs, CI), and read as package-
+# relative they would land inside python/sglang/ (a new file would be created there silently).
+# `test/` and `benchmark/` are not listed: some releases' packages have their own (checked on
+# every cached release by tests/real/test_fileplan_real.py).
+REPO_ONLY = frozenset(
+    {
+        "sgl-kernel",
+        "sgl-router",
+        "sgl-model-gateway",
+        "docs",
+        "examples",
+        "scripts",
+        "docker",
+        "3rdparty",
+        "assets",
+        ".github",
+        ".devcontainer",
+    }
+)
+
+
+def package_mapper(name: str) -> PathMapper:
+    """Upstream-form paths (a/python/sglang/x) or bare ones (sglang/x, x) -> package-relative.
+    A path that is clearly elsewhere in the repository (python/<not sglang>/..., sgl-kernel/,
+    docs/, ...) is refused (exit 2): a patch set patches the package only."""
+
+    def mapper(path: str) -> str:
+        rel = strip_path(path, 1 if path.startswith(("a/", "b/")) else 0, name)
+        for prefix in ("python/sglang/", "sglang/"):
+            if rel.startswith(prefix):
+                return rel[len(prefix) :]
+        top = rel.split("/", 1)[0]
+        if top in REPO_ONLY or (top == "python" and "/" in rel):
+            raise SgpatchError(
+                f"{name}: {rel} is outside the SGLang package (python/sglang/); a patch set "
+                "patches the package only: drop that file from the patch"
+            )
+        return rel
+
+    return mapper
+
+
+def how_applied(files: Sequence[FilePlan]) -> str:
+    """clean / offset / fuzz N / whitespace / partial: the words the tables and the matrix use."""
+    hunks = [h for f in files for h in f.hunks]
+    if any(h.status == "already-applied" for h in hunks) and any(
+        h.status == "applied" for h in hunks
+    ):
+        return "partial"
+    applied = [h for h in hunks if h.status == "applied"]
+    if any(h.fuzz for h in applied):
+        return f"fuzz {max(h.fuzz for h in applied)}"
+    if any(h.whitespace for h in applied):
+        return "whitespace"
+    if any(h.offset for h in applied):
+        return "offset"
+    return "clean"

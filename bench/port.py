@@ -232,7 +232,11 @@ def _cpu() -> float:
 
 def _mapper(patch: Path):
     from sgpatch.diff.unified import read_patch
-    from sgpatch.ops.fileplan import package_mapper
+
+    try:
+        from sgpatch.ops.fileplan import package_mapper
+    except ImportError:  # `--against` a commit from before ops.plan was split
+        from sgpatch.ops.plan import package_mapper  # type: ignore[attr-defined,no-redef]
 
     return package_mapper(read_patch(patch).name)
 

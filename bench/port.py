@@ -198,21 +198,29 @@ def port_step(project: str, a: str, b: str, tmp: Path) -> dict:
     wall, cpu = best
     files = {r for p in series(project, a) for r in touched(p)}
     hunks = sum(sum(len(fp.hunks) for fp in _files(p)) for p in series(project, a))
-    bad_files = {_problem(pr, "file") for o in rep.patches for pr in o.problems}
-    bad_hunks = sum(len(_problem(pr, "hunks")) for o in rep.patches for pr in o.problems)
+    done = [_outcome(o) for o in rep.patches]
+    bad_files = {_problem(pr, "file") for o in done for pr in o.problems}
+    bad_hunks = sum(len(_problem(pr, "hunks")) for o in done for pr in o.problems)
     for o in rep.patches:  # files that wait for a stopped patch: not carried yet
         if not o.waiting_files:
             continue
-        patch = next(p for p in series(project, a) if o.id in p.stem.lower().replace("_", "-"))
+        pid = _outcome(o).id
+        patch = next(p for p in series(project, a) if pid in p.stem.lower().replace("_", "-"))
         mapper = _mapper(patch)
         waits = [fp for fp in _files(patch) if _paths(fp, mapper) & set(o.waiting_files)]
         bad_files |= set(o.waiting_files)
         bad_hunks += sum(len(fp.hunks) for fp in waits)
-    merged = sum(o.merged for o in rep.patches)
+    merged = sum(o.merged for o in done)
     return {"files": len(files), "hunks": hunks, "port_files": len(files - bad_files),
             "port_hunks": hunks - bad_hunks, "merged_hunks": merged,
             "conflicts": len(bad_files), "wall": wall, "cpu": cpu, "ws": tmp / "w",
             "bad": bad_files}  # fmt: skip
+
+
+def _outcome(patch):
+    """A patch's state line in a step's report: a PatchReport's outcome, or the Outcome the
+    report held before 9d9fda8 (so `--against` an older commit still runs)."""
+    return getattr(patch, "outcome", patch)
 
 
 def _problem(pr, name: str):

@@ -3,6 +3,9 @@ fuzz trap of a clean merge that defines a method twice, compile and marker check
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from helpers import (
     V10,
     make_set,
@@ -89,3 +92,24 @@ def test_checks_answer_in_the_order_added_with_or_without_workers(monkeypatch):
             checks.add(*item)
         assert checks.results() == want
         assert bool(checks.sent) == (limit == 1 and merge._workers() is not None)
+
+
+_PIECES = ["<<<<<<<", "<<<<<<< ours", "|||||||", "||||||| base", "=======", "=======x",
+           ">>>>>>>", ">>>>>>> t", " =======", "x", "", "\r", "<<<<<<<<",
+           "=======\r\r"]  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=12), st.sampled_from(["\n", "\r\n"]))
+def test_marker_lines_finds_the_lines_a_line_by_line_reading_finds(pieces, eol):
+    """Input: texts of marker-like lines (labels, no label, CRs, look-alikes, LF or CRLF).
+    Outcome: marker_lines gives the lines a plain per-line reading of git's marker rule gives
+    (it scans the whole text once instead); a text without <<<<<<<, ======= or >>>>>>> holds
+    no conflict (a lone ||||||| line is not one)."""
+    import re
+
+    rule = re.compile(r"(<<<<<<<|\|\|\|\|\|\|\||>>>>>>>)( |$)|=======$")
+    text = eol.join(pieces)
+    want = tuple(n for n, ln in enumerate(text.split("\n"), 1) if rule.match(ln.rstrip("\r")))
+    if not any(m in text for m in ("<<<<<<<", "=======", ">>>>>>>")):
+        want = ()
+    assert merge.marker_lines(text.encode()) == want

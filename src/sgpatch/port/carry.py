@@ -18,6 +18,7 @@ from pathlib import Path
 from sgpatch.diff.unified import FilePatch, Patch, decode, encode, split_lines
 from sgpatch.ops.fileplan import FilePlan, Overlay, package_mapper, plan_patch
 from sgpatch.placement.engine import HunkResult, apply_hunks
+from sgpatch.placement.match import FileResult
 from sgpatch.port.merge import Checks, marker_lines, merge_file
 
 Reader = Callable[[str], "bytes | None"]
@@ -158,7 +159,8 @@ def _merge_hunks(fp: FilePatch, fplan: FilePlan, there, exact, labels) -> Carrie
     else:
         kept = apply_hunks(_lines(fplan.before), tuple(h for h in fp.hunks if h.index in exact))
         ours = encode("".join(kept.lines))
-    dropped = _already(failing, base_lines, _lines(ours))
+    alone = _Alone(base_lines)  # each failing hunk placed by itself on the base, once
+    dropped = _already(failing, alone, _lines(ours))
     failing = tuple(h for h in failing if h.index not in dict(dropped))
     if not failing:
         return CarriedFile(fplan.path, fplan.before, ours, kept=exact, dropped=dropped)
@@ -174,29 +176,42 @@ def _merge_hunks(fp: FilePatch, fplan: FilePlan, there, exact, labels) -> Carrie
     return CarriedFile(
         fplan.path, fplan.before, data, kept=exact, problem=why, markers=marker_lines(data),
         hunks=idx, base=base, theirs=theirs, dropped=dropped,
-        details=hunk_details(failing, (base, base_lines, ours), labels, dropped),
+        details=hunk_details(failing, (base, alone, ours), labels, dropped),
     )  # fmt: skip
 
 
-def _placed_at(base_lines: list[str], h) -> int | None:
-    """0-based line where the hunk's pre-image starts on the base, placed alone (None: it
-    does not place there by itself)."""
-    res = apply_hunks(base_lines, (h,))
-    r = res.hunks[0]
-    if r.status != "applied" or r.line is None:
-        return None
-    return r.line - 1
+class _Alone:
+    """Hunks of one file placed by themselves on its base, each once: finding what upstream
+    already has and explaining a conflict both ask, and each placement indexes the whole file."""
+
+    def __init__(self, base_lines: list[str]) -> None:
+        self.lines = base_lines
+        self.placed: dict[int, FileResult] = {}
+
+    def result(self, h) -> FileResult:
+        got = self.placed.get(h.index)
+        if got is None:
+            got = self.placed[h.index] = apply_hunks(self.lines, (h,))
+        return got
+
+    def at(self, h) -> int | None:
+        """0-based line where the hunk's pre-image starts on the base, placed alone (None: it
+        does not place there by itself)."""
+        r = self.result(h).hunks[0]
+        if r.status != "applied" or r.line is None:
+            return None
+        return r.line - 1
 
 
-def _already(failing, base_lines: list[str], ours_lines: list[str]):
+def _already(failing, alone: _Alone, ours_lines: list[str]):
     """The failing hunks whose whole change the release already has (port.already)."""
     from sgpatch.port.already import Files, already_there
 
     out = []
-    files = Files(base_lines, ours_lines)
+    files = Files(alone.lines, ours_lines)
     for h in failing:
-        at = _placed_at(base_lines, h)
-        ev = already_there(h, at, base_lines, ours_lines, files) if at is not None else None
+        at = alone.at(h)
+        ev = already_there(h, at, alone.lines, ours_lines, files) if at is not None else None
         if ev is not None:
             out.append((h.index, tuple(ev.text())))
     return tuple(out)
@@ -205,12 +220,13 @@ def _already(failing, base_lines: list[str], ours_lines: list[str]):
 def hunk_details(failing, merge_in, labels: Labels, dropped) -> tuple[dict, ...]:
     """Per failing hunk of a conflicted file: merged alone (base + that hunk), the region it
     conflicts on, as upstream changed it (base -> the release) and as the patch changes it."""
-    base, base_lines, ours = merge_in
+    base, alone, ours = merge_in
+    base_lines = alone.lines
     out: list[dict] = [
         {"hunk": i, "status": "already there", "evidence": list(ev)} for i, ev in dropped
     ]
     for h in failing:
-        at = _placed_at(base_lines, h)
+        at = alone.at(h)
         row: dict = {"hunk": h.index, "upstream_label": f"{labels.base} -> {labels.ours}",
                      "patch_label": labels.theirs}  # fmt: skip
         if at is None:
@@ -220,8 +236,8 @@ def hunk_details(failing, merge_in, labels: Labels, dropped) -> tuple[dict, ...]
         head = h.section_header.strip() or _funcname_above(base_lines, at)
         scope = f", in {head}" if head else ""
         row["where"] = f"{labels.base} lines {at + 1}-{at + max(size, 1)}{scope}"
-        alone = encode("".join(apply_hunks(base_lines, (h,)).lines))
-        data, n = merge_file(base, ours, alone, (labels.ours, labels.base, labels.theirs))
+        by_itself = encode("".join(alone.result(h).lines))
+        data, n = merge_file(base, ours, by_itself, (labels.ours, labels.base, labels.theirs))
         blocks = conflict_blocks(data) if n else []
         if not blocks:
             out.append({**row, "status": "merges alone; conflicts only with the other hunks"})

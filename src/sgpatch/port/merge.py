@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from concurrent.futures import Executor, Future
 
 MARKERS = ("<<<<<<< ", "||||||| ", "=======", ">>>>>>> ")
-_MARKER_RE = re.compile(r"^(<<<<<<<|\|\|\|\|\|\|\||>>>>>>>)( |$)|^=======$")
+# a marker line, as git merge-file writes them (any CRs before the newline allowed)
+_MARKER_RE = re.compile(r"^(?:(?:<<<<<<<|\|{7}|>>>>>>>)(?: |\r*$)|=======\r*$)", re.MULTILINE)
 
 
 def merge_file(
@@ -57,8 +58,13 @@ def marker_lines(data: bytes | None) -> tuple[int, ...]:
     """1-based lines that are conflict markers (a file with any is not resolved)."""
     if not data or (b"=======" not in data and b"<<<<<<<" not in data and b">>>>>>>" not in data):
         return ()
-    text = decode(data).split("\n")
-    return tuple(n for n, line in enumerate(text, 1) if _MARKER_RE.match(line.rstrip("\r")))
+    text = decode(data)
+    out, line, pos = [], 1, 0
+    for m in _MARKER_RE.finditer(text):  # one scan of the text, not a match per line
+        line += text.count("\n", pos, m.start())
+        pos = m.start()
+        out.append(line)
+    return tuple(out)
 
 
 def python_problem(

@@ -492,7 +492,8 @@ def markdown(rows: list[dict], walk: dict | None = None, cached: dict | None = N
                 f"CPU (this tree: {r['wall']:.1f} s, {r['cpu']:.1f} s)."]  # fmt: skip
     for r in rows:
         if r["hunks"] == 198 and "w_bytes" in r:
-            out += ["", f"The workspace W that step leaves: {r['w_files']:,} files, "
+            out += ["", f"The workspace W the {r['from']} -> {r['to']} step leaves: "
+                    f"{r['w_files']:,} files, "
                     f"{r['w_bytes'] / 1e6:.0f} MB: a full tree of {r['to']} a person can edit "
                     f"anywhere (by design), and {r['state_bytes'] / 1e6:.1f} MB of it the port's "
                     "state (`.sgpatch-port`: base and carried files, the queue)."]  # fmt: skip

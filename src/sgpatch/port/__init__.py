@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from sgpatch.port.sequencer import Context, Outcome
     from sgpatch.port.snapshots import Listing
     from sgpatch.port.state import PortState
-    from sgpatch.port.stopreport import Dropped, FileStop, ProbeStop, Problem
+    from sgpatch.port.stopreport import Dropped, FileStop, LintRefusal, ProbeStop, Problem
 
 
 class InterruptedIn(Interrupted):
@@ -77,7 +77,7 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # hand edits --continue took, and where
     set_dir: str = ""  # the real path of the set's folder (where --continue writes)
-    lint_refusals: list[dict] = field(default_factory=list)  # {patch, field, message}
+    lint_refusals: list[LintRefusal] = field(default_factory=list)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -95,7 +95,10 @@ class Report:
             "written": self.written,
             "changes": self.changes,
             "lint": self.lint,
-            "lint_refusals": self.lint_refusals,
+            "lint_refusals": [
+                {"patch": r.patch, "field": r.field, "message": r.message}
+                for r in self.lint_refusals
+            ],
             "warnings": self.warnings,
             "notes": self.notes,
             "set_dir": self.set_dir,
@@ -280,18 +283,19 @@ def _finished_again(ctx: Context, state: PortState, notes: list[str]) -> Report:
     return rep
 
 
-def _row_refusal(ctx, message: str) -> dict:
+def _row_refusal(ctx, message: str) -> LintRefusal:
     """A lint error about a release rather than one patch's cell (`- [V]: ...`), by the patch
     it names (no variant of patch 'ID' ...: that patch's `variants`), else the set's range."""
     import re
+
+    from sgpatch.port.stopreport import LintRefusal
 
     text = message.split(": ", 1)[-1]
     named = re.search(r"no variant of patch '([a-z0-9-]+)'", text)
     ids = [s.id for s in ctx.manifest.patches]
     if named and named[1] in ids:
-        return {"patch": named[1], "field": f"patches[{ids.index(named[1])}].variants",
-                "message": text}  # fmt: skip
-    return {"patch": None, "field": "sglang", "message": text}
+        return LintRefusal(named[1], f"patches[{ids.index(named[1])}].variants", text)
+    return LintRefusal(None, "sglang", text)
 
 
 def _stopped(ctx: Context, state: PortState) -> PortState:
@@ -364,7 +368,7 @@ def _report(ctx: Context, state: PortState, kind: str) -> Report:
     patches.sort(key=lambda r: order.get(r.outcome.id, 0))
     rep = Report(ctx.manifest.name, str(ctx.to), str(ctx.ws.top), kind, patches, list(q.todo),
                  list(state.fix), set_dir=str(ctx.manifest.base_dir))  # fmt: skip
-    rep.lint_refusals = stopreport.lint_json(q.stopped)
+    rep.lint_refusals = stopreport.lint_refusals(q.stopped)
     return rep
 
 

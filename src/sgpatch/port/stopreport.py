@@ -69,6 +69,16 @@ class Dropped:
     evidence: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class LintRefusal:
+    """A lint error that stops the set being written: the patch it is about (None: the set's
+    own range), the manifest field to change, and lint's message."""
+
+    patch: str | None
+    field: str
+    message: str
+
+
 def kind(problem: Problem) -> str:
     """file | probe | lint."""
     if problem.file:
@@ -202,14 +212,14 @@ def probe_stop(ws: Workspace, pid: str, problems: Sequence[Problem]) -> ProbeSto
                      why[0] if why else None)  # fmt: skip
 
 
-def lint_json(stopped: Sequence) -> list[dict]:
-    """Every lint refusal of the stopped patches: {patch, field, message}."""
+def lint_refusals(stopped: Sequence) -> list[LintRefusal]:
+    """Every lint refusal of the stopped patches."""
     out = []
     for o in stopped:
         for p in o.problems:
             if kind(p) == "lint":
                 field, _, message = p.why[len(LINT) :].partition(": ")
-                out.append({"patch": o.id, "field": field, "message": message})
+                out.append(LintRefusal(o.id, field, message))
     return out
 
 
@@ -235,7 +245,7 @@ def dropped(ws: Workspace, pid: str) -> tuple[Dropped, ...]:
     return tuple(out)
 
 
-def with_lint_rows(fix: list[str], rows: Sequence[dict]) -> list[str]:
+def with_lint_rows(fix: list[str], rows: Sequence[LintRefusal]) -> list[str]:
     """`fix` with lint's errors about a release (not one patch's cell) under the lint
     heading, by patch and field."""
     if not rows:
@@ -246,5 +256,5 @@ def with_lint_rows(fix: list[str], rows: Sequence[dict]) -> list[str]:
     at = out.index(LINT_HEAD) + 1
     while at < len(out) and out[at].startswith("  "):
         at += 1
-    lines = [f"  {r['patch'] or 'the set'} ({r['field']}): {r['message']}" for r in rows]
+    lines = [f"  {r.patch or 'the set'} ({r.field}): {r.message}" for r in rows]
     return out[:at] + lines + out[at:]

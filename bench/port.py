@@ -199,8 +199,9 @@ def port_step(project: str, a: str, b: str, tmp: Path) -> dict:
     files = {r for p in series(project, a) for r in touched(p)}
     hunks = sum(sum(len(fp.hunks) for fp in _files(p)) for p in series(project, a))
     done = [_outcome(o) for o in rep.patches]
-    bad_files = {_problem(pr, "file") for o in done for pr in o.problems}
-    bad_hunks = sum(len(_problem(pr, "hunks")) for o in done for pr in o.problems)
+    stops = [pr for o in rep.patches for pr in _file_problems(o)]
+    bad_files = {_problem(pr, "file") for pr in stops}
+    bad_hunks = sum(len(_problem(pr, "hunks")) for pr in stops)
     for o in rep.patches:  # files that wait for a stopped patch: not carried yet
         if not o.waiting_files:
             continue
@@ -221,6 +222,13 @@ def _outcome(patch):
     """A patch's state line in a step's report: a PatchReport's outcome, or the Outcome the
     report held before 9d9fda8 (so `--against` an older commit still runs)."""
     return getattr(patch, "outcome", patch)
+
+
+def _file_problems(patch) -> list:
+    """A stopped patch's file problems (a probe or lint stop names no file): a PatchReport's
+    FileStops, or the Outcome's problems, which the report filtered to these before 9d9fda8."""
+    files = getattr(patch, "files", None)
+    return [f.problem for f in files] if files is not None else list(patch.problems)
 
 
 def _problem(pr, name: str):

@@ -181,6 +181,67 @@ def test_keyboard_interrupt_mid_commit_rolls_back_and_propagates(tmp_path, monke
     assert tree_snapshot(tmp_path) == before
 
 
+def _with_stored_before(root: Path) -> tuple[list[FileChange], str]:
+    """x.py changing, and the ledger's store keeping its 'before' (a new 0444 state file),
+    as apply commits them."""
+    (root / "x.py").write_bytes(b"old\n")
+    digest = ledger_mod.sha256(b"old\n")
+    store = FileChange(ledger_mod.original_rel(digest), None, b"old\n", 0o444)
+    return [FileChange("x.py", b"old\n", b"new\n"), store], ledger_mod.original_rel(digest)
+
+
+def test_a_stored_before_is_linked_from_the_journal_store_not_written_again(tmp_path, monkeypatch):
+    """Input: a commit whose store file holds the bytes the journal already stored for x.py.
+    Outcome: it is made by one hard link (no second write of those bytes), holds them read-only
+    with one name once the journal's store is dropped, and x.py is written."""
+    changes, rel = _with_stored_before(tmp_path)
+    links, writes = [], []
+    real_link, real_write = os.link, txn._atomic_write
+    monkeypatch.setattr(txn.os, "link", lambda *a, **k: links.append(a) or real_link(*a, **k))
+    monkeypatch.setattr(
+        txn, "_atomic_write", lambda p, *a, **k: writes.append(p) or real_write(p, *a, **k)
+    )
+    commit(tmp_path, tmp_path / ".sgpatch", changes)
+    assert len(links) == 1 and tmp_path / rel not in writes
+    st = os.stat(tmp_path / rel)
+    assert (tmp_path / rel).read_bytes() == b"old\n" and st.st_nlink == 1
+    assert st.st_mode & 0o777 == 0o444
+    assert (tmp_path / "x.py").read_bytes() == b"new\n"
+    assert not (tmp_path / ".sgpatch" / txn.JOURNAL_ORIGINALS).exists()
+
+
+def test_without_hard_links_the_stored_before_is_written(tmp_path, monkeypatch):
+    """Input: the same commit on a filesystem that makes no hard links (os.link: EPERM).
+    Outcome: the store file is written instead: same bytes, mode 0444; x.py written."""
+    changes, rel = _with_stored_before(tmp_path)
+
+    def no_links(*_a, **_k):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(txn.os, "link", no_links)
+    commit(tmp_path, tmp_path / ".sgpatch", changes)
+    assert (tmp_path / rel).read_bytes() == b"old\n"
+    assert os.stat(tmp_path / rel).st_mode & 0o777 == 0o444
+    assert (tmp_path / "x.py").read_bytes() == b"new\n"
+
+
+def test_a_store_file_that_appears_mid_commit_rolls_back(tmp_path, monkeypatch):
+    """Input: the store file's name taken by someone else between the plan and the link
+    (os.link: EEXIST). Outcome: exit 2 in one line, x.py as before, no journal left."""
+    changes, _rel = _with_stored_before(tmp_path)
+    before = tree_snapshot(tmp_path)
+
+    def taken(*_a, **_k):
+        raise OSError(errno.EEXIST, "File exists")
+
+    monkeypatch.setattr(txn.os, "link", taken)
+    with pytest.raises(SgpatchError) as exc:
+        commit(tmp_path, tmp_path / ".sgpatch", changes)
+    assert exc.value.code == ExitCode.BAD_INPUT and "\n" not in exc.value.message
+    assert tree_snapshot(tmp_path) == before
+    assert not (tmp_path / ".sgpatch" / txn.JOURNAL).exists()
+
+
 # ------------------------------------------------------------------------------ recovery
 
 

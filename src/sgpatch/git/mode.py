@@ -592,7 +592,7 @@ def uncommitted(target, manifest, ledger=None) -> list[str]:
     if ck is None or gitread.head(ck.top) is None:
         return []
     from sgpatch.state import ledger as ledger_mod
-    from sgpatch.state.ledger import sha256
+    from sgpatch.state.digest import sha256
 
     ledger = ledger if ledger is not None else ledger_mod.load(target.root)
     record = ledger.sets.get(manifest.name)

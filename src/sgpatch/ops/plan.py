@@ -166,7 +166,7 @@ def _plan_one(
     probe, its requirements, then the engine."""
     from sgpatch.patchset.manifest import probe_for, select_variant
     from sgpatch.patchset.probe import evaluate
-    from sgpatch.state.ledger import sha256
+    from sgpatch.state.digest import sha256
 
     base = PatchPlan(spec.id, "pending", spec.optional, selected, how="")  # decided below
     # 1. the ledger: sgpatch applied it; do the files still hash to what it (or a set

@@ -20,7 +20,6 @@ journal an older sgpatch left is rolled back, never written.
 
 from __future__ import annotations
 
-import base64
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,7 +170,9 @@ def _mode(text: str) -> int | None:
 def _parse_json(path: Path, data: bytes) -> Journal:
     """The schema-1 form: `{"schema": 1, "files": [{"path", "before": base64|null, "mode",
     "link"?}], "dirs": [...]}`, its originals carried inline."""
-    import hashlib
+    import base64
+
+    from sgpatch.state.digest import sha256
 
     doc = json.loads(data)
     if not isinstance(doc, dict) or not isinstance(doc.get("schema"), int):
@@ -188,7 +189,7 @@ def _parse_json(path: Path, data: bytes) -> Journal:
         if mode is not None and (type(mode) is not int or not 0 <= mode <= 0o7777):
             raise ValueError(f"bad mode {mode!r} for {rel!r}")
         raw = link.encode() if link is not None else base64.b64decode(before or "", validate=True)
-        digest = hashlib.sha256(raw).hexdigest() if (before is not None or link) else None
+        digest = sha256(raw) if (before is not None or link) else None
         if digest is not None:
             inline.append((digest, raw))
         entries.append(Entry(rel, digest, mode, link=link is not None))

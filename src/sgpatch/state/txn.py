@@ -6,7 +6,8 @@ A run computes every new file content in memory first (see plan). `Transaction.c
   2. stores the original bytes of every file it will touch in `.sgpatch/journal-originals/`
      (content-addressed), then writes the line-oriented journal `.sgpatch/journal`
      (`state/journal.py`: mode, digest, path per line), both fsynced;
-  3. replaces each file through a temp file + os.replace (mode kept), fsyncing file and folder;
+  3. replaces each file through a temp file + os.replace (mode kept), fsyncing file and folder
+     (a store file holding bytes step 2 stored is hard-linked from there, `_link_stored`);
   4. removes the journal (the commit point), then the journal's originals.
 Any later run that finds a journal rolls the tree back first (`recover`), so an interrupted run
 never leaves a half-patched tree. Recovery is itself idempotent: killed half-way, the journal is
@@ -38,6 +39,7 @@ from pathlib import Path
 from sgpatch import interrupts
 from sgpatch.errors import ExitCode, SgpatchError, internal, unsafe
 from sgpatch.state import journal as journal_mod
+from sgpatch.state.digest import sha256
 from sgpatch.state.folder import (
     JOURNAL,
     JOURNAL_ORIGINALS,
@@ -276,9 +278,7 @@ def _store(state_dir: Path, data: bytes) -> str:
     with those bytes is already there; return its sha256. Not a kill point of the test hook
     (`_step`): until the journal names them these files are scratch, which a crash leaves
     to the next writer to remove (`_drop_originals`); the tree is not touched yet."""
-    import hashlib
-
-    digest = hashlib.sha256(data).hexdigest()
+    digest = sha256(data)
     path = state_dir / JOURNAL_ORIGINALS / digest
     if read_state(path) == data:
         return digest
@@ -301,12 +301,10 @@ def _store(state_dir: Path, data: bytes) -> str:
 def _blob(state_dir: Path, digest: str, doc: journal_mod.Journal) -> bytes:
     """An original the journal names, from the old form's inline bytes or from the store,
     checked against its digest."""
-    import hashlib
-
     inline = dict(doc.inline)
     store = state_dir / JOURNAL_ORIGINALS
     data = inline[digest] if digest in inline else read_state(store / digest)
-    if data is None or hashlib.sha256(data).hexdigest() != digest:
+    if data is None or sha256(data) != digest:
         raise unsafe(
             f"the journal names original {digest[:12]}, which {store} lacks or holds damaged; "
             "inspect the tree, then delete the journal"
@@ -760,9 +758,12 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> list[s
     current_rel = ""
     folders: set[Path] = set()
     notes: list[str] = []
+    journalled = {sha256(c.before) for c in changes if c.before is not None}
     try:
         for c in changes:
             current_rel = c.path
+            if _link_stored(root, state_dir, c, journalled, folders):
+                continue
             mode = c.mode if c.mode is not None else modes.get(c.path)
             lost = _put(root, c.path, c.after, mode, folders, link=c.link)
             if lost is not None:
@@ -789,6 +790,32 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> list[s
     _drop_originals(state_dir)
     _remove_emptied_folders(root, [c.path for c in changes if c.after is None])
     return notes
+
+
+def _link_stored(
+    root: Path, state_dir: Path, c: FileChange, journalled: set[str], folders: set[Path]
+) -> bool:
+    """A new read-only state file whose bytes the journal's store already holds, fsynced (the
+    ledger's store keeping a file's 'before'), is hard-linked from there instead of written
+    and fsynced a second time. False for any other change, or where the filesystem makes no
+    hard links: the caller writes it. Both names are sgpatch's own 0444 files, never written
+    in place; dropping the journal's store leaves the ledger's name."""
+    if c.before is not None or c.after is None or c.link is not None or c.mode != 0o444:
+        return False
+    path = root / c.path
+    digest = sha256(c.after)
+    if digest not in journalled or state_dir not in path.parents:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _step()
+    try:
+        os.link(state_dir / JOURNAL_ORIGINALS / digest, path, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno == errno.EEXIST:
+            raise
+        return False
+    folders.add(path.parent)
+    return True
 
 
 def owner_note(rel: str, lost: Owner, mode: int) -> str:

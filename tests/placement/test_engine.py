@@ -974,3 +974,26 @@ def test_a_far_copy_with_nothing_near_is_placed_without_reading_scopes(monkeypat
     res = run(old, diff)
     assert statuses(res) == ["applied"]
     assert res.hunks[0].line == 500 and text(res) == new
+
+
+def test_a_shared_index_places_every_hunk_set_as_a_fresh_one_does():
+    """Input: one drifted, whitespace-changed file and each hunk of a 3-hunk patch placed
+    alone, then all together, through one LineIndex of the file (as port's carry does), and
+    the same without it. Outcome: identical results; an index of other lines is refused."""
+    import pytest
+
+    from sgpatch.placement.engine import apply_hunks
+    from sgpatch.placement.match import LineIndex
+
+    old = lines(*numbered("l", 90))
+    new = old.replace("l10\n", "TEN\n").replace("l45\n", "FORTY-FIVE\n").replace("l80\n", "X\n")
+    drifted = lines("a", "b") + old.replace("l44\n", "l44  \n")
+    file_lines = split_lines(drifted)
+    hunks = patch_of(old, new).files[0].hunks
+    index = LineIndex(file_lines)
+    for chosen in [(h,) for h in hunks] + [tuple(hunks)]:
+        shared = apply_hunks(file_lines, chosen, fuzz=1, index=index)
+        assert shared == apply_hunks(file_lines, chosen, fuzz=1)
+    assert text(apply_hunks(file_lines, hunks, index=index)) != drifted
+    with pytest.raises(ValueError):
+        apply_hunks(list(file_lines), hunks, index=index)

@@ -603,7 +603,12 @@ class _Step(NamedTuple):
 
 
 def apply_hunks(
-    lines: Sequence[str], hunks: Sequence[Hunk], *, fuzz: int = 0, reverse: bool = False
+    lines: Sequence[str],
+    hunks: Sequence[Hunk],
+    *,
+    fuzz: int = 0,
+    reverse: bool = False,
+    index: LineIndex | None = None,
 ) -> FileResult:
     """Place every hunk of one file and build the result (the input is not modified).
 
@@ -613,20 +618,23 @@ def apply_hunks(
     expected in the file, counted from where the previous hunk really was. A result that would
     define a def/class name twice in one body where the input did not is checked last
     (`_defined_twice`). Linear in hunks + lines on the common path (each hunk at its line).
+    `index`: the LineIndex of these same `lines` from an earlier call (a caller placing many
+    hunk sets on one file keys its lines once).
     """
+    if index is not None and index.lines is not lines:
+        raise ValueError("apply_hunks: the index is of other lines")
     with collector_paused():
-        return _apply_hunks(lines, hunks, fuzz, reverse)
+        return _apply_hunks(lines, hunks, fuzz, reverse, index or LineIndex(lines))
 
 
 def _apply_hunks(
-    lines: Sequence[str], hunks: Sequence[Hunk], fuzz: int, reverse: bool
+    lines: Sequence[str], hunks: Sequence[Hunk], fuzz: int, reverse: bool, idx: LineIndex
 ) -> FileResult:
     if reverse:
         hunks = [h.reversed() for h in hunks]
     if hunks and not any(ln.kind == " " for h in hunks for ln in h.lines):
         # a -U0 diff says nothing about the start or end of the file (git's --unidiff-zero)
         hunks = [h._replace(anchored=False) for h in hunks]
-    idx = LineIndex(lines)
     steps, alternatives, plain = _first_pass(lines, idx, hunks, fuzz)
     if alternatives:
         steps = _by_order(steps, alternatives, lines, idx)

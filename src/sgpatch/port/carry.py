@@ -164,7 +164,7 @@ def _merge_hunks(fp: FilePatch, fplan: FilePlan, there, exact, labels) -> Carrie
     failing = tuple(h for h in failing if h.index not in dict(dropped))
     if not failing:
         return CarriedFile(fplan.path, fplan.before, ours, kept=exact, dropped=dropped)
-    patched = apply_hunks(base_lines, failing)
+    patched = apply_hunks(base_lines, failing, index=alone.index)
     if not patched.ok:
         return None
     theirs = encode("".join(patched.lines))
@@ -185,13 +185,16 @@ class _Alone:
     already has and explaining a conflict both ask, and each placement indexes the whole file."""
 
     def __init__(self, base_lines: list[str]) -> None:
+        from sgpatch.placement.match import LineIndex
+
         self.lines = base_lines
+        self.index = LineIndex(base_lines)  # the base's lines keyed once for every placement
         self.placed: dict[int, FileResult] = {}
 
     def result(self, h) -> FileResult:
         got = self.placed.get(h.index)
         if got is None:
-            got = self.placed[h.index] = apply_hunks(self.lines, (h,))
+            got = self.placed[h.index] = apply_hunks(self.lines, (h,), index=self.index)
         return got
 
     def at(self, h) -> int | None:

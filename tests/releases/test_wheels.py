@@ -41,3 +41,34 @@ def test_a_member_whose_header_is_damaged_is_one_line(tmp_path: Path) -> None:
         f.write(b"JUNK")
     with pytest.raises(SgpatchError, match="corrupt"):
         wheel.read(name)
+
+
+def test_loaded_reads_the_same_bytes_from_memory_and_lets_go_after(tmp_path: Path) -> None:
+    """Input: a wheel read inside `Wheel.loaded()` (a whole-tree lay) and after it. Outcome:
+    the same bytes as RECORD inside, and afterwards the reads come from the file again (the
+    in-memory copy is closed, not kept)."""
+    wheel = Wheel.of(make_wheel(tmp_path))
+    disk = wheel.zip
+    with wheel.loaded():
+        assert wheel.zip is not disk
+        for name in WHEEL_FILES:
+            assert wheel.read(name) == WHEEL_FILES[name]
+    assert wheel.zip is disk
+    assert [wheel.read(n) for n in WHEEL_FILES] == list(WHEEL_FILES.values())
+
+
+def test_a_wheel_rewritten_after_it_was_opened_is_not_loaded(tmp_path: Path) -> None:
+    """Input: the wheel file rewritten (other size and mtime) after this process opened it,
+    then `loaded()`. Outcome: one line saying it changed while sgpatch ran; nothing is read
+    from the new bytes and the Wheel still reads its own file's members."""
+    import os
+
+    path = make_wheel(tmp_path)
+    wheel = Wheel.of(path)
+    data = path.read_bytes()
+    path.write_bytes(data + b"\0" * 16)
+    os.utime(path, ns=(1, 1))
+    with pytest.raises(SgpatchError, match="changed while sgpatch ran") as exc, wheel.loaded():
+        pass
+    assert "\n" not in exc.value.message
+    assert wheel.zip.filename == str(path)

@@ -12,7 +12,7 @@ import os
 import shutil
 import stat
 from collections.abc import Callable
-from contextlib import suppress
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -103,18 +103,31 @@ def _write_members(
     out: dict[str, str] = {}
     writer = _Writer(base)
     try:
-        for name, info in wheel.infos.items():
-            if not _wanted(name, layout, members):
-                continue
-            data = wheel.read(name)  # hashed against RECORD on the first read
-            mode = 0o755 if (info.external_attr >> 16) & 0o111 else 0o644
-            writer.put(name, data, mode)
-            out[name] = rec.hex_sha256(wheel.record.get(name, "")) or _sha(data)
+        with wheel.loaded() if members is None else nullcontext():
+            _queue_members(wheel, layout, members, writer, out)
     except BaseException as e:
         writer.stop(e)  # the files queued are dropped: the caller removes the half tree
         raise
     writer.close()  # every file written (or the writer's error raised) before it returns
     return out
+
+
+def _queue_members(
+    wheel: Wheel,
+    layout: Layout,
+    members: Callable[[str], bool] | None,
+    writer: _Writer,
+    out: dict[str, str],
+) -> None:
+    """Read each kept member (hashed against RECORD) and hand it to the writer; name -> hex
+    into `out`."""
+    for name, info in wheel.infos.items():
+        if not _wanted(name, layout, members):
+            continue
+        data = wheel.read(name)  # hashed against RECORD on the first read
+        mode = 0o755 if (info.external_attr >> 16) & 0o111 else 0o644
+        writer.put(name, data, mode)
+        out[name] = rec.hex_sha256(wheel.record.get(name, "")) or _sha(data)
 
 
 class _Writer:

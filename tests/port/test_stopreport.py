@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from helpers import V12, make_set, make_wheel, port_diff, probe_set, release_files, run_cli
+from helpers import V10, V12, make_set, make_wheel, port_diff, probe_set, release_files, run_cli
 
 OTHER14 = b'def other():\n    """Doc."""\n    value = compute_the_value()\n    return value\n'
 STOPPED = (
@@ -106,4 +106,75 @@ def test_a_stop_on_a_probe_is_reported_exactly(cache, tmp_path):
         "  probes (the probe files: edit them during the stop; --continue checks them):",
         f"    second: {why}",
         STOPPED,
+    ]
+
+
+MINE16 = (
+    V10.replace("        return 2\n", "        self.ready = compute_ready()\n        return 2\n")
+    .replace("# filler 7\n", "# filler seven\n")
+    .replace("    y = 2\n", "    y = 20\n")
+)
+UP16 = (
+    V10.replace("        return 2\n", '        """Doc."""\n        self.ready = compute_ready()\n'
+                "        return 2\n")
+    .replace("# filler 5\n", "# filler five\n")
+    .replace("    y = 2\n", "    y = 3\n")
+)  # fmt: skip
+LABELS = {"patch_label": "first (made on 1.0)", "upstream_label": "sglang 1.0 -> sglang 1.6"}
+JSONL16 = (
+    b'{"evidence": ["in A.g of the release\'s file, every line the hunk adds is there:", '
+    b'"  line 10: self.ready = compute_ready()"], "hunk": 1, "status": "already there"}\n'
+    b'{"hunk": 2, "patch_label": "first (made on 1.0)", "status": "merges alone; conflicts only '
+    b'with the other hunks", "upstream_label": "sglang 1.0 -> sglang 1.6", "where": "sglang 1.0 '
+    b'lines 15-21, in def g(self)"}\n'
+    b'{"hunk": 3, "patch": ["-    y = 2", "+    y = 20"], "patch_label": "first (made on 1.0)", '
+    b'"status": "conflict", "upstream": ["-    y = 2", "+    y = 3"], "upstream_label": '
+    b'"sglang 1.0 -> sglang 1.6", "where": "sglang 1.0 lines 24-28, in def helper()"}\n'
+)
+
+
+def test_every_kind_of_hunk_detail_is_reported_and_kept_exactly(cache, tmp_path):
+    """Input: `first` made on 1.0 with three hunks in srt/mod.py; 1.6 already has hunk #1's
+    line in A.g (under a new docstring), changed a context line of hunk #2 (not its own) and
+    the very line hunk #3 changes. Outcome: exit 3; the file's details are one row per hunk
+    (already there with its evidence, merges alone, conflict with both changes), in --json
+    (keys in the order they are kept), in the text and, byte for byte, in W's
+    `hunks/first/srt/mod.py.jsonl` (the format a workspace keeps across versions)."""
+    make_wheel(cache / "wheels", "1.6", release_files(UP16, "1.6"))
+    d = make_set(tmp_path)
+    (d / "patches/1.0/0001-first.patch").write_text("Subject: first\n\n" + port_diff(V10, MINE16))
+    patches, text = _both(tmp_path, d, "1.6")
+    evidence = ["in A.g of the release's file, every line the hunk adds is there:",
+                "  line 10: self.ready = compute_ready()"]  # fmt: skip
+    details = [
+        {"evidence": evidence, "hunk": 1, "status": "already there"},
+        {"hunk": 2, **LABELS, "status": "merges alone; conflicts only with the other hunks",
+         "where": "sglang 1.0 lines 15-21, in def g(self)"},
+        {"hunk": 3, "patch": ["-    y = 2", "+    y = 20"], "patch_label": LABELS["patch_label"],
+         "status": "conflict", "upstream": ["-    y = 2", "+    y = 3"],
+         "upstream_label": LABELS["upstream_label"],
+         "where": "sglang 1.0 lines 24-28, in def helper()"},
+    ]  # fmt: skip
+    (first, _second) = patches
+    (problem,) = first["problems"]
+    assert problem["details"] == details
+    assert [list(row) for row in problem["details"]] == [sorted(row) for row in details]
+    assert first["hunks_dropped"] == [{"file": "srt/mod.py", "hunk": 1, "evidence": evidence}]
+    for run in ("json", "text"):
+        kept = tmp_path / run / "w/.sgpatch-port/hunks/first/srt/mod.py.jsonl"
+        assert kept.read_bytes() == JSONL16
+    assert text[4:15] == [
+        "    sglang/srt/mod.py (markers at lines 29, 31, 33, 35): first hunk(s) #2, #3: 1 "
+        "conflict(s) in the three-way merge of hunk(s) #2, #3",
+        "      hunk #1: already there",
+        "        in A.g of the release's file, every line the hunk adds is there:",
+        "          line 10: self.ready = compute_ready()",
+        "      hunk #2: merges alone; conflicts only with the other hunks (sglang 1.0 lines "
+        "15-21, in def g(self))",
+        "        upstream, sglang 1.0 -> sglang 1.6: | the patch, first (made on 1.0):",
+        "      hunk #3: conflict (sglang 1.0 lines 24-28, in def helper())",
+        "        upstream, sglang 1.0 -> sglang 1.6: | the patch, first (made on 1.0):",
+        "        -    y = 2                          | -    y = 2",
+        "        +    y = 3                          | +    y = 20",
+        "  probes (the probe files: edit them during the stop; --continue checks them):",
     ]

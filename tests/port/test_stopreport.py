@@ -1,13 +1,25 @@
 """A stop's report pinned (sgpatch.port.stopreport, cli/port): the per-patch part of
 `port --json` (problems with markers and hunk details, the probe, the hunks dropped) and the
-text lines, exactly as docs/json.md and docs/porting.md show them."""
+text lines, exactly as docs/json.md and docs/porting.md show them; a hunk's detail as a
+record and as the JSON row W keeps."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
+
 from helpers import V10, V12, make_set, make_wheel, port_diff, probe_set, release_files, run_cli
+from sgpatch.port.stopreport import (
+    ALREADY,
+    CONFLICT,
+    HunkDetail,
+    detail_json,
+    detail_of,
+    details,
+    put_details,
+)
 
 OTHER14 = b'def other():\n    """Doc."""\n    value = compute_the_value()\n    return value\n'
 STOPPED = (
@@ -178,3 +190,81 @@ def test_every_kind_of_hunk_detail_is_reported_and_kept_exactly(cache, tmp_path)
         "        +    y = 3                          | +    y = 20",
         "  probes (the probe files: edit them during the stop; --continue checks them):",
     ]
+
+
+# ---------------------------------------------------------------------------------------------
+# HunkDetail: the record and its JSON row
+
+ROWS16 = [json.loads(ln) for ln in JSONL16.decode().splitlines()]
+NO_PLACE_ROW = {"hunk": 4, **LABELS, "status": "does not place on the base by itself"}
+
+
+@pytest.mark.parametrize("row", [*ROWS16, NO_PLACE_ROW])
+def test_a_hunk_detail_row_reads_back_to_the_same_row(row):
+    """Input: each kind of row as W keeps it (written by the code before the record: a
+    workspace outlives an upgrade). Outcome: read into a HunkDetail and made JSON again, it is
+    the same row, keys in the same (sorted) order; and the record survives the trip too."""
+    d = detail_of(row)
+    assert isinstance(d, HunkDetail) and d.hunk == row["hunk"] and d.status == row["status"]
+    again = detail_json(d)
+    assert again == row and list(again) == sorted(row)
+    assert detail_of(json.loads(json.dumps(again))) == d
+
+
+def test_a_hunk_detail_keeps_only_the_fields_it_has():
+    """Input: records of each status made the way carry makes them. Outcome: their rows have
+    only the keys whose field is set (an empty list stays a key), as lists."""
+    already = HunkDetail(1, ALREADY, evidence=("in f, every line is there:",))
+    assert detail_json(already) == {"evidence": ["in f, every line is there:"], "hunk": 1,
+                                    "status": "already there"}  # fmt: skip
+    bare = HunkDetail(2, CONFLICT, upstream=(), patch=("+x",))
+    assert detail_json(bare) == {"hunk": 2, "patch": ["+x"], "status": "conflict",
+                                 "upstream": []}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        ["hunk", 1],
+        "conflict",
+        {"hunk": 1},
+        {"status": "conflict"},
+        {"hunk": "1", "status": "conflict"},
+        {"hunk": True, "status": "conflict"},
+        {"hunk": 0, "status": "conflict"},
+        {"hunk": 1, "status": "bogus"},
+        {"hunk": 1, "status": "conflict", "extra": 1},
+        {"hunk": 1, "status": "conflict", "where": None},
+        {"hunk": 1, "status": "conflict", "where": 3},
+        {"hunk": 1, "status": "conflict", "upstream": "-x"},
+        {"hunk": 1, "status": "conflict", "patch": ["+x", 2]},
+        {"hunk": 1, "status": "already there", "evidence": None},
+    ],
+)
+def test_a_malformed_hunk_detail_row_is_refused(row):
+    """Input: rows sgpatch never writes (not an object, no hunk number or status, a number
+    that is a string, a bool or 0, an unknown status or key, a null, a field of the wrong
+    type). Outcome: ValueError, which the reader of W turns into `damaged` (exit 4)."""
+    with pytest.raises(ValueError):
+        detail_of(row)
+
+
+def test_a_malformed_row_in_w_is_damaged_state(tmp_path):
+    """Input: W's details file for a stopped file, one good row then a row that is JSON but
+    no hunk detail. Outcome: the reader refuses the file as damaged (exit 4, naming it and
+    the line), as it does a line that is no JSON; the good row alone reads back."""
+    from sgpatch.errors import SgpatchError
+    from sgpatch.port.workspace import STATE, Workspace
+
+    ws = Workspace(tmp_path / "w")
+    (ws.top / STATE).mkdir(parents=True)
+    put_details(ws, "first", "srt/mod.py", [detail_of(r) for r in ROWS16[:1]])
+    f = tmp_path / "w/.sgpatch-port/hunks/first/srt/mod.py.jsonl"
+    assert f.read_bytes() == JSONL16.splitlines(keepends=True)[0]
+    assert details(ws, "first", "srt/mod.py") == [detail_of(ROWS16[0])]
+    for bad in ('{"hunk": 2, "status": "conflict", "patch": "+x"}', "{not json"):
+        f.write_bytes(JSONL16.splitlines(keepends=True)[0] + bad.encode() + b"\n")
+        with pytest.raises(SgpatchError) as e:
+            details(ws, "first", "srt/mod.py")
+        assert e.value.code == 4
+        assert f"hunks/first/srt/mod.py.jsonl: damaged (line {bad!r})" in str(e.value)

@@ -337,13 +337,16 @@ def test_a_workspace_of_an_older_sgpatch_is_not_continued(cache, tmp_path):
         ("files/second", lambda t: "../../etc/passwd\n"),
         ("before/first.absent", lambda t: "srt/elsewhere.py\n"),
         ("tree", lambda t: t + "0123abcd  sglang/srt/mod.py\n"),
+        ("hunks/first/srt/mod.py.jsonl", lambda t: t[:40] + "\n"),
+        ("hunks/first/srt/mod.py.jsonl", lambda t: t.replace('"hunk": 2', '"hunk": "2"')),
     ],
 )
 def test_a_damaged_state_file_is_one_line_and_exit_4(cache, tmp_path, name, damage):
     """Input: a stopped workspace, one state file damaged by hand (a count that is not a
     number, an unknown outcome, a line cut short, a bad hunk number, a bad release, bytes that
     are not UTF-8, a path list naming a file the patch does not have or a path out of W, a
-    tree line whose digest is cut short).
+    tree line whose digest is cut short, a hunk detail cut short or with a hunk number that is
+    a string).
     Outcome: --continue exits 4 with one line naming the file and --abort;
     W is byte-for-byte as it was; the set too."""
     d, w, code, _ = start_conflict(tmp_path)

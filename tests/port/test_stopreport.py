@@ -1,13 +1,25 @@
 """A stop's report pinned (sgpatch.port.stopreport, cli/port): the per-patch part of
 `port --json` (problems with markers and hunk details, the probe, the hunks dropped) and the
-text lines, exactly as docs/json.md and docs/porting.md show them."""
+text lines, exactly as docs/json.md and docs/porting.md show them; a hunk's detail as a
+record and as the JSON row W keeps."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from helpers import V12, make_set, make_wheel, port_diff, probe_set, release_files, run_cli
+import pytest
+
+from helpers import V10, V12, make_set, make_wheel, port_diff, probe_set, release_files, run_cli
+from sgpatch.port.stopreport import (
+    ALREADY,
+    CONFLICT,
+    HunkDetail,
+    detail_json,
+    detail_of,
+    details,
+    put_details,
+)
 
 OTHER14 = b'def other():\n    """Doc."""\n    value = compute_the_value()\n    return value\n'
 STOPPED = (
@@ -107,3 +119,152 @@ def test_a_stop_on_a_probe_is_reported_exactly(cache, tmp_path):
         f"    second: {why}",
         STOPPED,
     ]
+
+
+MINE16 = (
+    V10.replace("        return 2\n", "        self.ready = compute_ready()\n        return 2\n")
+    .replace("# filler 7\n", "# filler seven\n")
+    .replace("    y = 2\n", "    y = 20\n")
+)
+UP16 = (
+    V10.replace("        return 2\n", '        """Doc."""\n        self.ready = compute_ready()\n'
+                "        return 2\n")
+    .replace("# filler 5\n", "# filler five\n")
+    .replace("    y = 2\n", "    y = 3\n")
+)  # fmt: skip
+LABELS = {"patch_label": "first (made on 1.0)", "upstream_label": "sglang 1.0 -> sglang 1.6"}
+JSONL16 = (
+    b'{"evidence": ["in A.g of the release\'s file, every line the hunk adds is there:", '
+    b'"  line 10: self.ready = compute_ready()"], "hunk": 1, "status": "already there"}\n'
+    b'{"hunk": 2, "patch_label": "first (made on 1.0)", "status": "merges alone; conflicts only '
+    b'with the other hunks", "upstream_label": "sglang 1.0 -> sglang 1.6", "where": "sglang 1.0 '
+    b'lines 15-21, in def g(self)"}\n'
+    b'{"hunk": 3, "patch": ["-    y = 2", "+    y = 20"], "patch_label": "first (made on 1.0)", '
+    b'"status": "conflict", "upstream": ["-    y = 2", "+    y = 3"], "upstream_label": '
+    b'"sglang 1.0 -> sglang 1.6", "where": "sglang 1.0 lines 24-28, in def helper()"}\n'
+)
+
+
+def test_every_kind_of_hunk_detail_is_reported_and_kept_exactly(cache, tmp_path):
+    """Input: `first` made on 1.0 with three hunks in srt/mod.py; 1.6 already has hunk #1's
+    line in A.g (under a new docstring), changed a context line of hunk #2 (not its own) and
+    the very line hunk #3 changes. Outcome: exit 3; the file's details are one row per hunk
+    (already there with its evidence, merges alone, conflict with both changes), in --json
+    (keys in the order they are kept), in the text and, byte for byte, in W's
+    `hunks/first/srt/mod.py.jsonl` (the format a workspace keeps across versions)."""
+    make_wheel(cache / "wheels", "1.6", release_files(UP16, "1.6"))
+    d = make_set(tmp_path)
+    (d / "patches/1.0/0001-first.patch").write_text("Subject: first\n\n" + port_diff(V10, MINE16))
+    patches, text = _both(tmp_path, d, "1.6")
+    evidence = ["in A.g of the release's file, every line the hunk adds is there:",
+                "  line 10: self.ready = compute_ready()"]  # fmt: skip
+    details = [
+        {"evidence": evidence, "hunk": 1, "status": "already there"},
+        {"hunk": 2, **LABELS, "status": "merges alone; conflicts only with the other hunks",
+         "where": "sglang 1.0 lines 15-21, in def g(self)"},
+        {"hunk": 3, "patch": ["-    y = 2", "+    y = 20"], "patch_label": LABELS["patch_label"],
+         "status": "conflict", "upstream": ["-    y = 2", "+    y = 3"],
+         "upstream_label": LABELS["upstream_label"],
+         "where": "sglang 1.0 lines 24-28, in def helper()"},
+    ]  # fmt: skip
+    (first, _second) = patches
+    (problem,) = first["problems"]
+    assert problem["details"] == details
+    assert [list(row) for row in problem["details"]] == [sorted(row) for row in details]
+    assert first["hunks_dropped"] == [{"file": "srt/mod.py", "hunk": 1, "evidence": evidence}]
+    for run in ("json", "text"):
+        kept = tmp_path / run / "w/.sgpatch-port/hunks/first/srt/mod.py.jsonl"
+        assert kept.read_bytes() == JSONL16
+    assert text[4:15] == [
+        "    sglang/srt/mod.py (markers at lines 29, 31, 33, 35): first hunk(s) #2, #3: 1 "
+        "conflict(s) in the three-way merge of hunk(s) #2, #3",
+        "      hunk #1: already there",
+        "        in A.g of the release's file, every line the hunk adds is there:",
+        "          line 10: self.ready = compute_ready()",
+        "      hunk #2: merges alone; conflicts only with the other hunks (sglang 1.0 lines "
+        "15-21, in def g(self))",
+        "        upstream, sglang 1.0 -> sglang 1.6: | the patch, first (made on 1.0):",
+        "      hunk #3: conflict (sglang 1.0 lines 24-28, in def helper())",
+        "        upstream, sglang 1.0 -> sglang 1.6: | the patch, first (made on 1.0):",
+        "        -    y = 2                          | -    y = 2",
+        "        +    y = 3                          | +    y = 20",
+        "  probes (the probe files: edit them during the stop; --continue checks them):",
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# HunkDetail: the record and its JSON row
+
+ROWS16 = [json.loads(ln) for ln in JSONL16.decode().splitlines()]
+NO_PLACE_ROW = {"hunk": 4, **LABELS, "status": "does not place on the base by itself"}
+
+
+@pytest.mark.parametrize("row", [*ROWS16, NO_PLACE_ROW])
+def test_a_hunk_detail_row_reads_back_to_the_same_row(row):
+    """Input: each kind of row as W keeps it (written by the code before the record: a
+    workspace outlives an upgrade). Outcome: read into a HunkDetail and made JSON again, it is
+    the same row, keys in the same (sorted) order; and the record survives the trip too."""
+    d = detail_of(row)
+    assert isinstance(d, HunkDetail) and d.hunk == row["hunk"] and d.status == row["status"]
+    again = detail_json(d)
+    assert again == row and list(again) == sorted(row)
+    assert detail_of(json.loads(json.dumps(again))) == d
+
+
+def test_a_hunk_detail_keeps_only_the_fields_it_has():
+    """Input: records of each status made the way carry makes them. Outcome: their rows have
+    only the keys whose field is set (an empty list stays a key), as lists."""
+    already = HunkDetail(1, ALREADY, evidence=("in f, every line is there:",))
+    assert detail_json(already) == {"evidence": ["in f, every line is there:"], "hunk": 1,
+                                    "status": "already there"}  # fmt: skip
+    bare = HunkDetail(2, CONFLICT, upstream=(), patch=("+x",))
+    assert detail_json(bare) == {"hunk": 2, "patch": ["+x"], "status": "conflict",
+                                 "upstream": []}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        ["hunk", 1],
+        "conflict",
+        {"hunk": 1},
+        {"status": "conflict"},
+        {"hunk": "1", "status": "conflict"},
+        {"hunk": True, "status": "conflict"},
+        {"hunk": 0, "status": "conflict"},
+        {"hunk": 1, "status": "bogus"},
+        {"hunk": 1, "status": "conflict", "extra": 1},
+        {"hunk": 1, "status": "conflict", "where": None},
+        {"hunk": 1, "status": "conflict", "where": 3},
+        {"hunk": 1, "status": "conflict", "upstream": "-x"},
+        {"hunk": 1, "status": "conflict", "patch": ["+x", 2]},
+        {"hunk": 1, "status": "already there", "evidence": None},
+    ],
+)
+def test_a_malformed_hunk_detail_row_is_refused(row):
+    """Input: rows sgpatch never writes (not an object, no hunk number or status, a number
+    that is a string, a bool or 0, an unknown status or key, a null, a field of the wrong
+    type). Outcome: ValueError, which the reader of W turns into `damaged` (exit 4)."""
+    with pytest.raises(ValueError):
+        detail_of(row)
+
+
+def test_a_malformed_row_in_w_is_damaged_state(tmp_path):
+    """Input: W's details file for a stopped file, one good row then a row that is JSON but
+    no hunk detail. Outcome: the reader refuses the file as damaged (exit 4, naming it and
+    the line), as it does a line that is no JSON; the good row alone reads back."""
+    from sgpatch.errors import SgpatchError
+    from sgpatch.port.workspace import STATE, Workspace
+
+    ws = Workspace(tmp_path / "w")
+    (ws.top / STATE).mkdir(parents=True)
+    put_details(ws, "first", "srt/mod.py", [detail_of(r) for r in ROWS16[:1]])
+    f = tmp_path / "w/.sgpatch-port/hunks/first/srt/mod.py.jsonl"
+    assert f.read_bytes() == JSONL16.splitlines(keepends=True)[0]
+    assert details(ws, "first", "srt/mod.py") == [detail_of(ROWS16[0])]
+    for bad in ('{"hunk": 2, "status": "conflict", "patch": "+x"}', "{not json"):
+        f.write_bytes(JSONL16.splitlines(keepends=True)[0] + bad.encode() + b"\n")
+        with pytest.raises(SgpatchError) as e:
+            details(ws, "first", "srt/mod.py")
+        assert e.value.code == 4
+        assert f"hunks/first/srt/mod.py.jsonl: damaged (line {bad!r})" in str(e.value)

@@ -33,7 +33,14 @@ if TYPE_CHECKING:
     from sgpatch.port.sequencer import Context, Outcome
     from sgpatch.port.snapshots import Listing
     from sgpatch.port.state import PortState
-    from sgpatch.port.stopreport import Dropped, FileStop, LintRefusal, ProbeStop, Problem
+    from sgpatch.port.stopreport import (
+        Dropped,
+        FileStop,
+        HunkDetail,
+        LintRefusal,
+        ProbeStop,
+        Problem,
+    )
 
 
 class InterruptedIn(Interrupted):
@@ -129,9 +136,11 @@ def _outcome_json(r: PatchReport) -> dict:
     }
 
 
-def _problem_json(p: Problem, markers: Sequence[int], details: Sequence[dict]) -> dict:
+def _problem_json(p: Problem, markers: Sequence[int], details: Sequence[HunkDetail]) -> dict:
+    from sgpatch.port.stopreport import detail_json
+
     return {"file": p.file, "why": p.why, "hunks": list(p.hunks), "markers": list(markers),
-            "details": list(details)}  # fmt: skip
+            "details": [detail_json(d) for d in details]}  # fmt: skip
 
 
 def port(

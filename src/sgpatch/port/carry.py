@@ -20,6 +20,7 @@ from sgpatch.ops.fileplan import FilePlan, Overlay, package_mapper, plan_patch
 from sgpatch.placement.engine import HunkResult, apply_hunks
 from sgpatch.placement.match import FileResult
 from sgpatch.port.merge import Checks, marker_lines, merge_file
+from sgpatch.port.stopreport import ALONE, ALREADY, CONFLICT, NO_PLACE, HunkDetail
 
 Reader = Callable[[str], "bytes | None"]
 
@@ -59,7 +60,7 @@ class CarriedFile:
     source: str | None = None  # a rename's old path (removed from the workspace)
     base: bytes | None = None  # the merge's inputs, for the person who fixes it
     theirs: bytes | None = None
-    details: tuple[dict, ...] = ()  # per conflicted hunk: upstream's change, the patch's
+    details: tuple[HunkDetail, ...] = ()  # per failing hunk: upstream's change, the patch's
     dropped: tuple[tuple[int, tuple[str, ...]], ...] = ()  # hunks already there: (n, evidence)
 
 
@@ -220,37 +221,36 @@ def _already(failing, alone: _Alone, ours_lines: list[str]):
     return tuple(out)
 
 
-def hunk_details(failing, merge_in, labels: Labels, dropped) -> tuple[dict, ...]:
+def hunk_details(failing, merge_in, labels: Labels, dropped) -> tuple[HunkDetail, ...]:
     """Per failing hunk of a conflicted file: merged alone (base + that hunk), the region it
     conflicts on, as upstream changed it (base -> the release) and as the patch changes it."""
     base, alone, ours = merge_in
     base_lines = alone.lines
-    out: list[dict] = [
-        {"hunk": i, "status": "already there", "evidence": list(ev)} for i, ev in dropped
-    ]
+    out = [HunkDetail(i, ALREADY, evidence=tuple(ev)) for i, ev in dropped]
     for h in failing:
         at = alone.at(h)
-        row: dict = {"hunk": h.index, "upstream_label": f"{labels.base} -> {labels.ours}",
-                     "patch_label": labels.theirs}  # fmt: skip
+        row = HunkDetail(h.index, NO_PLACE, upstream_label=f"{labels.base} -> {labels.ours}",
+                         patch_label=labels.theirs)  # fmt: skip
         if at is None:
-            out.append({**row, "status": "does not place on the base by itself"})
+            out.append(row)
             continue
         size = len(h.before)
         head = h.section_header.strip() or _funcname_above(base_lines, at)
         scope = f", in {head}" if head else ""
-        row["where"] = f"{labels.base} lines {at + 1}-{at + max(size, 1)}{scope}"
+        row = replace(row, where=f"{labels.base} lines {at + 1}-{at + max(size, 1)}{scope}")
         by_itself = encode("".join(alone.result(h).lines))
         data, n = merge_file(base, ours, by_itself, (labels.ours, labels.base, labels.theirs))
         blocks = conflict_blocks(data) if n else []
         if not blocks:
-            out.append({**row, "status": "merges alone; conflicts only with the other hunks"})
+            out.append(replace(row, status=ALONE))
             continue
-        up, mine = [], []
+        up: list[str] = []
+        mine: list[str] = []
         for b_ours, b_base, b_theirs in blocks:
             up += mini_diff(b_base, b_ours)
             mine += mini_diff(b_base, b_theirs)
-        out.append({**row, "status": "conflict", "upstream": up, "patch": mine})
-    return tuple(sorted(out, key=lambda d: d["hunk"]))
+        out.append(replace(row, status=CONFLICT, upstream=tuple(up), patch=tuple(mine)))
+    return tuple(sorted(out, key=lambda d: d.hunk))
 
 
 def _funcname_above(lines: list[str], at: int) -> str:

@@ -1,5 +1,6 @@
 """What a stopped port tells the person: the `fix` file, and the stop's typed records that
-`port --json` renders (sgpatch.port.Report.json, the one place that makes them JSON).
+`port --json` renders (sgpatch.port.Report.json, the one place that makes them JSON, but for
+a hunk's detail: its JSON row is also what W keeps, so `detail_json` makes it for both).
 
 Three kinds of thing stop a patch, each under its own heading in `fix`:
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from sgpatch.port.merge import marker_lines
 from sgpatch.port.workspace import PKG, STATE, Workspace
@@ -39,15 +40,37 @@ class Problem:
     hunks: tuple[int, ...] = ()
 
 
+ALREADY = "already there"
+CONFLICT = "conflict"
+ALONE = "merges alone; conflicts only with the other hunks"
+NO_PLACE = "does not place on the base by itself"
+STATUSES = (CONFLICT, ALREADY, ALONE, NO_PLACE)
+
+
+@dataclass(frozen=True)
+class HunkDetail:
+    """One hunk of a file stopped on its merge, so the person sees why without redoing it:
+    upstream's change to the lines it conflicts on beside the patch's, or (already there) the
+    evidence. None: the row has no such key (which it has depends on `status`)."""
+
+    hunk: int
+    status: str  # one of STATUSES
+    where: str | None = None  # the base's lines it conflicts on, placed alone there
+    upstream_label: str | None = None  # "base -> release"
+    patch_label: str | None = None
+    upstream: tuple[str, ...] | None = None  # diff lines: upstream's change there
+    patch: tuple[str, ...] | None = None  # diff lines: the patch's change there
+    evidence: tuple[str, ...] | None = None  # already there: the scope and the lines
+
+
 @dataclass(frozen=True)
 class FileStop:
     """A file problem as a step's report shows it: the conflict markers left in W's file now
-    and the per-hunk details recorded at the stop (`hunks/ID/FILE.jsonl`, JSON rows as
-    written: --json shows them as they are)."""
+    and the per-hunk details recorded at the stop (`hunks/ID/FILE.jsonl`)."""
 
     problem: Problem
     markers: tuple[int, ...]
-    details: tuple[dict, ...]
+    details: tuple[HunkDetail, ...]
 
 
 @dataclass(frozen=True)
@@ -155,34 +178,76 @@ def _file_entry(ws: Workspace, pid: str, p: Problem) -> list[str]:
 # per-hunk details (what upstream did to the region, what the patch does), kept as JSON lines
 
 
-def put_details(ws: Workspace, pid: str, rel: str, rows: Sequence[dict]) -> None:
-    ws.put_lines(f"hunks/{pid}/{rel}.jsonl", (json.dumps(r, sort_keys=True) for r in rows))
+_KEYS = tuple(sorted(f.name for f in fields(HunkDetail)))  # a row's keys, in its order
 
 
-def details(ws: Workspace, pid: str, rel: str) -> list[dict]:
+def detail_json(d: HunkDetail) -> dict:
+    """The row W keeps and --json shows: keys sorted, as W has always kept them (a workspace
+    outlives an upgrade of sgpatch), a field that is None left out."""
+    row = {k: getattr(d, k) for k in _KEYS}
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in row.items() if v is not None}
+
+
+def detail_of(row: object) -> HunkDetail:
+    """A row read back from W (ValueError for one sgpatch does not write: the caller refuses
+    the file as damaged, as every state file is, rather than show a guess)."""
+    if not isinstance(row, dict) or not row.keys() <= set(_KEYS):
+        raise ValueError("not a hunk detail")
+    hunk, status = row.get("hunk"), row.get("status")
+    if type(hunk) is not int or hunk < 1 or status not in STATUSES:
+        raise ValueError("no hunk number or status")
+    return HunkDetail(
+        hunk, status, where=_text(row, "where"), upstream_label=_text(row, "upstream_label"),
+        patch_label=_text(row, "patch_label"), upstream=_lines(row, "upstream"),
+        patch=_lines(row, "patch"), evidence=_lines(row, "evidence"),
+    )  # fmt: skip
+
+
+def _text(row: dict, key: str) -> str | None:
+    """row[key], a string (None: no such key; a null is no row sgpatch writes)."""
+    if key not in row:
+        return None
+    if not isinstance(row[key], str):
+        raise ValueError(f"{key}: not a string")
+    return row[key]
+
+
+def _lines(row: dict, key: str) -> tuple[str, ...] | None:
+    """row[key], a list of strings (None: no such key)."""
+    if key not in row:
+        return None
+    got = row[key]
+    if not isinstance(got, list) or not all(isinstance(x, str) for x in got):
+        raise ValueError(f"{key}: not a list of strings")
+    return tuple(got)
+
+
+def put_details(ws: Workspace, pid: str, rel: str, rows: Sequence[HunkDetail]) -> None:
+    rows_json = (json.dumps(detail_json(r), sort_keys=True) for r in rows)
+    ws.put_lines(f"hunks/{pid}/{rel}.jsonl", rows_json)
+
+
+def details(ws: Workspace, pid: str, rel: str) -> list[HunkDetail]:
     """The per-hunk details recorded for a stopped file (empty when none were)."""
     out = []
     for ln in ws.lines(f"hunks/{pid}/{rel}.jsonl"):
         try:
-            row = json.loads(ln)
-        except ValueError:
+            out.append(detail_of(json.loads(ln)))
+        except ValueError:  # not JSON, or not a row sgpatch writes
             raise ws.damaged(f"hunks/{pid}/{rel}.jsonl", f"line {ln[:60]!r}") from None
-        if not isinstance(row, dict):
-            raise ws.damaged(f"hunks/{pid}/{rel}.jsonl", f"line {ln[:60]!r}")
-        out.append(row)
     return out
 
 
-def render_detail(d: dict) -> list[str]:
+def render_detail(d: HunkDetail) -> list[str]:
     """One hunk's detail as text: what happened, then upstream's change and the patch's
     change to the same lines side by side (or the evidence a hunk is already there)."""
-    head = f"hunk #{d.get('hunk')}: {d.get('status')}"
-    if d.get("where"):
-        head += f" ({d['where']})"
-    if d.get("status") == "already there":
-        return [head, *[f"  {e}" for e in d.get("evidence", [])]]
-    left = [f"upstream, {d.get('upstream_label', '')}:", *d.get("upstream", [])]
-    right = [f"the patch, {d.get('patch_label', '')}:", *d.get("patch", [])]
+    head = f"hunk #{d.hunk}: {d.status}"
+    if d.where:
+        head += f" ({d.where})"
+    if d.status == ALREADY:
+        return [head, *[f"  {e}" for e in d.evidence or ()]]
+    left = [f"upstream, {d.upstream_label or ''}:", *(d.upstream or ())]
+    right = [f"the patch, {d.patch_label or ''}:", *(d.patch or ())]
     return [head, *side_by_side(left, right)]
 
 

@@ -4,6 +4,7 @@ at once."""
 
 from __future__ import annotations
 
+import pytest
 from packaging.version import Version
 
 from helpers import (
@@ -102,3 +103,41 @@ def test_a_waiting_patch_carries_its_other_files_now(cache, tmp_path):
     assert port_applied(tmp_path, d, "1.4", files, rels) == {
         r: (w / "sglang" / r).read_bytes() for r in rels
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# conflict details, worked out in the workers
+
+
+def test_conflict_details_are_the_same_from_the_workers_as_worked_out_here(monkeypatch):
+    """Input: a base file, upstream's change to it (ours) and a two-hunk patch whose first hunk
+    conflicts with upstream's and whose second merges alone, explained by `Explanations` with
+    no worker pool and with the process's pool (as a big carry has it). Outcome: both give
+    what `hunk_details` gives here (a conflict row and a merges-alone row), at the file's
+    index among the patch's carried files."""
+    from helpers import make_diff
+    from sgpatch.diff.unified import encode, parse_patch
+    from sgpatch.port import carry
+
+    base = "".join(f"line {i}\n" for i in range(60))
+    ours = base.replace("line 10\n", "line ten upstream\n").replace("line 40\n", "line 40b\n")
+    mine = base.replace("line 10\n", "line ten mine\n").replace("line 50\n", "line fifty\n")
+    hunks = parse_patch(make_diff(base, mine, "a.py"), "t.patch").files[0].hunks
+    labels = carry.Labels("sglang 1.1", "sglang 1.0", "p (made on 1.0)")
+    job = (hunks, encode(base), encode(ours), labels, ())
+    alone = carry._Alone(carry._lines(encode(base)))
+    want = carry.hunk_details(hunks, (encode(base), alone, encode(ours)), labels, ())
+    assert [d.status for d in want] == [carry.CONFLICT, carry.ALONE]
+    files = [carry.CarriedFile("b.py", b"", b""), carry.CarriedFile("a.py", b"", b"")]
+    for pooled in (False, True):
+        if pooled and merge.workers() is None:
+            pytest.skip("one core (or threads running): no worker pool to compare with")
+        if not pooled:
+            monkeypatch.setattr(carry, "workers", lambda make=True: None)
+        explain = carry.Explanations()
+        explain.at = 1
+        explain.add(job, alone)
+        assert isinstance(explain.jobs[1], tuple) is not pooled  # sent to a worker, or not
+        got = explain.filled(files)
+        assert got[1].details == want and got[0].details == ()
+        monkeypatch.undo()

@@ -91,7 +91,7 @@ def test_checks_answer_in_the_order_added_with_or_without_workers(monkeypatch):
         for item in items:
             checks.add(*item)
         assert checks.results() == want
-        assert bool(checks.sent) == (limit == 1 and merge._workers() is not None)
+        assert bool(checks.sent) == (limit == 1 and merge.workers() is not None)
 
 
 _PIECES = ["<<<<<<<", "<<<<<<< ours", "|||||||", "||||||| base", "=======", "=======x",

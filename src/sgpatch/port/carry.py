@@ -14,13 +14,17 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sgpatch.diff.unified import FilePatch, Patch, decode, encode, split_lines
 from sgpatch.ops.fileplan import FilePlan, Overlay, package_mapper, plan_patch
 from sgpatch.placement.engine import HunkResult, apply_hunks
 from sgpatch.placement.match import FileResult
-from sgpatch.port.merge import Checks, marker_lines, merge_file
+from sgpatch.port.merge import Checks, marker_lines, merge_file, workers
 from sgpatch.port.stopreport import ALONE, ALREADY, CONFLICT, NO_PLACE, HunkDetail
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 Reader = Callable[[str], "bytes | None"]
 
@@ -107,13 +111,15 @@ def carry_patch(
     out = []
     paths = [mapper(fp.path) for fp in patch.files]
     checks = Checks(labels.ours)  # parsed meanwhile, in workers, as each file is carried
+    explain = Explanations()  # each conflict's per-hunk details, worked out meanwhile too
     for n, fp in enumerate(patch.files):
         one = replace(patch, files=(fp,))
         path = paths[n]
         before = here.read(path)
         (fplan,) = plan_patch(here.fork(), one, mapper, fuzz=0)
         mine = here.read(fplan.source) if fplan.action == "rename" else before
-        done = _carry_file(fp, fplan, (before, mine), there or no_base, one, labels)
+        explain.at = n
+        done = _carry_file(fp, fplan, (before, mine), there or no_base, one, labels, explain)
         out.append(done)
         if done.problem is None:
             checks.add(done.path, done.after, done.before)
@@ -122,10 +128,12 @@ def carry_patch(
         here.write(done.path, done.after)
         if there is not None and path in paths[n + 1 :]:
             plan_patch(there, one, mapper, fuzz=0)  # the file comes again: the base moves on
-    return CarriedPatch(pid, _checked(out, checks))
+    return CarriedPatch(pid, _checked(explain.filled(out), checks))
 
 
-def _carry_file(fp, fplan: FilePlan, now, there, one: Patch, labels: Labels) -> CarriedFile:
+def _carry_file(
+    fp, fplan: FilePlan, now, there, one: Patch, labels: Labels, explain: Explanations
+) -> CarriedFile:
     """`now`: W's file at the patch's path before it, and the file the change is made to (a
     rename's source; else the same). `there`: the merge base, or why there is none."""
     before, mine = now
@@ -137,7 +145,7 @@ def _carry_file(fp, fplan: FilePlan, now, there, one: Patch, labels: Labels) -> 
     if isinstance(there, str):
         return CarriedFile(fplan.path, before, before, problem=there, hunks=every)
     if fplan.action == "modify" and fplan.before is not None:
-        got = _merge_hunks(fp, fplan, there, exact, labels)
+        got = _merge_hunks(fp, fplan, there, exact, labels, explain)
         if got is not None:
             return got
     return _merge_whole(fplan, (before, mine), there, one, labels)
@@ -147,7 +155,9 @@ def _lines(data: bytes | None) -> list[str]:
     return split_lines(decode(data or b""))
 
 
-def _merge_hunks(fp: FilePatch, fplan: FilePlan, there, exact, labels) -> CarriedFile | None:
+def _merge_hunks(
+    fp: FilePatch, fplan: FilePlan, there, exact, labels, explain: Explanations
+) -> CarriedFile | None:
     """Keep the exact hunks, drop the ones upstream already made in the same scope (with the
     evidence), merge only the others (None: fall back to a whole-file merge)."""
     base = there.read(fplan.path)
@@ -174,10 +184,10 @@ def _merge_hunks(fp: FilePatch, fplan: FilePlan, there, exact, labels) -> Carrie
     if n == 0:
         return CarriedFile(fplan.path, fplan.before, data, kept=exact, merged=idx, dropped=dropped)
     why = f"{n} conflict(s) in the three-way merge of hunk(s) {_hunk_list(idx)}"
+    explain.add((failing, base, ours, labels, dropped), alone)
     return CarriedFile(
         fplan.path, fplan.before, data, kept=exact, problem=why, markers=marker_lines(data),
         hunks=idx, base=base, theirs=theirs, dropped=dropped,
-        details=hunk_details(failing, (base, alone, ours), labels, dropped),
     )  # fmt: skip
 
 
@@ -219,6 +229,39 @@ def _already(failing, alone: _Alone, ours_lines: list[str]):
         if ev is not None:
             out.append((h.index, tuple(ev.text())))
     return tuple(out)
+
+
+class Explanations:
+    """`hunk_details` of a patch's conflicted files (a git merge-file per failing hunk, and a
+    diff of each conflict region): handed to the forked workers as each conflict is found, so
+    they are worked out while the carry goes on with the patch's next files, and filled into
+    the carried files at the end (`filled`). Without workers, worked out here, the same way.
+    `at`: the index, in the patch's carried files, of the file being carried."""
+
+    def __init__(self) -> None:
+        self.at = 0
+        self.jobs: dict[int, Future | tuple[HunkDetail, ...]] = {}
+
+    def add(self, job: tuple, alone: _Alone) -> None:
+        pool = workers(make=False)  # the checks' pool, once a big patch made one
+        if pool is None:
+            failing, base, ours, labels, dropped = job
+            self.jobs[self.at] = hunk_details(failing, (base, alone, ours), labels, dropped)
+        else:
+            self.jobs[self.at] = pool.submit(_details_of, job)
+
+    def filled(self, files: list[CarriedFile]) -> list[CarriedFile]:
+        out = list(files)
+        for n, job in self.jobs.items():
+            details = job if isinstance(job, tuple) else job.result()
+            out[n] = replace(out[n], details=details)
+        return out
+
+
+def _details_of(job: tuple) -> tuple[HunkDetail, ...]:
+    """hunk_details in a worker: the hunks placed alone on the base again there."""
+    failing, base, ours, labels, dropped = job
+    return hunk_details(failing, (base, _Alone(_lines(base)), ours), labels, dropped)
 
 
 def hunk_details(failing, merge_in, labels: Labels, dropped) -> tuple[HunkDetail, ...]:

@@ -115,7 +115,7 @@ class Checks:
             return
         self.size += len(data)
         if not self.asked and self.size >= _PARALLEL_BYTES:
-            self.asked, self.pool = True, _workers()
+            self.asked, self.pool = True, workers()
         if self.pool is not None:
             for n, item in enumerate(self.items):
                 if n not in self.sent and item[1] is not None and item[0].endswith(".py"):
@@ -133,13 +133,15 @@ def _problem_of(item: tuple[str, bytes | None, bytes | None, str]) -> str | None
     return python_problem(*item)
 
 
-def _workers():
+def workers(make: bool = True):
     """A fork pool of one worker per core (None: one core, or threads running, where a fork
-    is unsafe); shut down when the process exits."""
+    is unsafe; or none made yet and `make` is False); shut down when the process exits."""
     import threading
 
     if _pool:
         return _pool[0]
+    if not make:
+        return None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     if (cores or 1) < 2 or threading.active_count() > 1:
         return None

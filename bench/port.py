@@ -315,8 +315,25 @@ def run_step(project: str, a: str, b: str) -> dict:
         row["apply3_files"], _bad = apply3(project, a, b, t / "a3")
         row["w_files"], row["w_bytes"] = disk_use(row["ws"])
         row["state_bytes"] = disk_use(row["ws"] / ".sgpatch-port")[1]
+        if row["hunks"] == 198:
+            row["peak_mb"] = port_peak(project, b, t)
         row.pop("ws"), row.pop("bad")
     return {"project": project, "from": a, "to": b, **row}
+
+
+def port_peak(project: str, b: str, tmp: Path) -> float:
+    """Peak resident memory (MB) of `sgpatch port` of the set port_step made, as a person runs
+    it (its own process and workers, the largest of them), into a fresh W."""
+    from speed import peak_rss
+
+    cmd = [str(Path(sys.executable).with_name("sgpatch")), "port", "--set", project,
+           "--patchsets", str(tmp / "sets"), "--to", b, "--workspace", str(tmp / "w-peak"),
+           "--offline", "--no-finish"]  # fmt: skip
+    env = {**ENV, "PYTHONPATH": str(REPO / "src"), "NO_COLOR": "1"}
+    proc, mb = peak_rss(cmd, env)
+    if proc.returncode not in (0, 3):
+        raise SystemExit(f"bench: port to {b} exited {proc.returncode}: {proc.stderr[-500:]}")
+    return mb
 
 
 REPEAT = 2  # each step is timed twice (warm cache, offline), the better run counts
@@ -505,6 +522,10 @@ def markdown(rows: list[dict], walk: dict | None = None, cached: dict | None = N
                     f"{r['w_bytes'] / 1e6:.0f} MB: a full tree of {r['to']} a person can edit "
                     f"anywhere (by design), and {r['state_bytes'] / 1e6:.1f} MB of it the port's "
                     "state (`.sgpatch-port`: base and carried files, the queue)."]  # fmt: skip
+            if "peak_mb" in r:
+                out[-1] += (f" The `sgpatch port` process of that step peaks at "
+                            f"{r['peak_mb']:.0f} MB resident (its largest process, sgpatch or "
+                            "a worker).")  # fmt: skip
     if walk is not None:
         met = walk["wall"] <= WALK_TARGET and walk["done"] == walk["steps"]
         verdict = "pass" if met else "FAIL"

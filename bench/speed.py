@@ -310,12 +310,31 @@ def _matrix(args: list[str], repeat: int, src: Path) -> tuple[float, int, float]
     time of the run with its workers (wall ~ CPU / cores on an otherwise idle machine)."""
     env = _env(src)
     cmd = [*SGPATCH, "matrix", *args, "--format", "json", "--offline"]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    proc, peak = peak_rss(cmd, env)
     if proc.returncode not in (0, 3):
         raise SystemExit(f"bench: matrix {args} exited {proc.returncode}: {proc.stderr[-500:]}")
     n = len(json.loads(proc.stdout)["releases"])
     runs = [_run(cmd, env) for _ in range(repeat)]
-    return statistics.median(r[0] for r in runs), n, statistics.median(r[2] for r in runs)
+    wall, cpu = statistics.median(r[0] for r in runs), statistics.median(r[2] for r in runs)
+    return wall, n, cpu, peak
+
+
+_PEAK = (
+    "import resource, subprocess, sys\n"
+    "p = subprocess.run(sys.argv[1:])\n"
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+    "sys.exit(p.returncode)\n"
+)
+
+
+def peak_rss(cmd: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess, float]:
+    """Run `cmd` once under a small parent that reports the peak resident memory of the
+    largest process it waited for (sgpatch or one of its workers), in MB."""
+    proc = subprocess.run([sys.executable, "-c", _PEAK, *cmd], env=env, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL)  # fmt: skip
+    head, _, last = proc.stderr.rstrip("\n").rpartition("\n")
+    proc.stderr = head
+    return proc, int(last) / 1024
 
 
 def stack_set(stack: str, tmp: Path) -> Path:
@@ -347,9 +366,9 @@ def matrix_rows(
     """One row per set and source (this tree, and --against's commit when given)."""
     out = []
     for label, src in srcs.items():
-        t, n, cpu = _matrix(["--set", SET, "--releases", shipped], repeat, src)
+        t, n, cpu, mb = _matrix(["--set", SET, "--releases", shipped], repeat, src)
         what = f"shipped set {SET}, `--releases '{shipped}'`"
-        out.append({"what": what, "src": label, "releases": n, "s": t, "cpu": cpu})
+        out.append({"what": what, "src": label, "releases": n, "s": t, "cpu": cpu, "mb": mb})
     if not (STACKS / stack / "series").is_file():
         out.append({"what": f"real stack {stack}", "skipped": f"no {STACKS.name}/{stack}/series"})
         return out
@@ -358,13 +377,15 @@ def matrix_rows(
     args = ["--set", set_dir.name, "--patchsets", str(set_dir.parent), "--releases"]
     what = f"real stack {stack} ({hunks} hunks, {files} files), `--releases '{stack_releases}'`"
     for label, src in srcs.items():
-        t, n, cpu = _matrix([*args, stack_releases], repeat, src)
-        out.append({"what": what, "src": label, "releases": n, "s": t, "cpu": cpu, "target": 5.0})
+        t, n, cpu, mb = _matrix([*args, stack_releases], repeat, src)
+        out.append({"what": what, "src": label, "releases": n, "s": t, "cpu": cpu, "mb": mb,
+                    "target": 5.0})  # fmt: skip
     # every cached release (42 in a full cache): issue 23's "matrix over everything"
     what = f"real stack {stack} ({hunks} hunks, {files} files), every cached release"
     for label, src in srcs.items():
-        t, n, cpu = _matrix([*args, ">=0"], repeat, src)
-        out.append({"what": what, "src": label, "releases": n, "s": t, "cpu": cpu, "target": 10.0})
+        t, n, cpu, mb = _matrix([*args, ">=0"], repeat, src)
+        out.append({"what": what, "src": label, "releases": n, "s": t, "cpu": cpu, "mb": mb,
+                    "target": 10.0})  # fmt: skip
     return out
 
 
@@ -468,14 +489,15 @@ def _matrix_md(res: dict) -> list[str]:
     out = [
         "",
         "`sgpatch matrix` with a warm cache (`--offline`, median of "
-        f"{res['matrix_repeat']}, both cores{res.get('matrix_how', '')}):",
+        f"{res['matrix_repeat']}, both cores{res.get('matrix_how', '')}; *peak memory*: the "
+        "resident memory of its largest process, sgpatch or a worker, in the untimed run):",
         "",
-        "| set | code | releases | time | CPU (all workers) | target |",
-        "|---|---|---:|---:|---:|---:|",
+        "| set | code | releases | time | CPU (all workers) | peak memory | target |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     for m in res["matrix"]:
         if "skipped" in m:
-            out.append(f"| {m['what']} | | | skipped: {m['skipped']} | | < 5 s |")
+            out.append(f"| {m['what']} | | | skipped: {m['skipped']} | | | < 5 s |")
             continue
         tgt = f"< {m['target']:.0f} s" if m.get("target") else ""
         verdict = ""
@@ -483,7 +505,7 @@ def _matrix_md(res: dict) -> list[str]:
             verdict = " pass" if m["s"] < m["target"] else " FAIL"
         out.append(
             f"| {m['what']} | {m['src']} | {m['releases']} | {m['s']:.2f} s{verdict} | "
-            f"{m['cpu']:.2f} s "
+            f"{m['cpu']:.2f} s | {m['mb']:.0f} MB "
             f"| {tgt} |"
         )
     out.append("")

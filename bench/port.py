@@ -336,7 +336,7 @@ def port_peak(project: str, b: str, tmp: Path) -> float:
     return mb
 
 
-REPEAT = 2  # each step is timed twice (warm cache, offline), the better run counts
+REPEAT = 3  # each step is timed three times (warm cache, offline), the best run counts
 STEP_TARGET = 2.0  # s: one step of the 198-hunk four-patch stack, warm cache (issue 23)
 WALK_TARGET = 15.0  # s: `port --step` across ten releases
 WALK_SET = "kimi-eagle3-sm120"  # the shipped set, cut down to one release, walked ten releases on
@@ -479,7 +479,8 @@ def markdown(rows: list[dict], walk: dict | None = None, cached: dict | None = N
         "## Port (real third-party stacks)",
         "",
         "`python bench/port.py`: each stack of tests/data/stacks carried from release A to B "
-        "(one warm run; the release trees come from the cache). *port*: files / hunks carried "
+        "(the best of three warm runs, each into a new W; releases read from the cached wheels). "
+        "*port*: files / hunks carried "
         "with no hand needed (hunks merged three-way in brackets); *merge-file*: files a plain "
         "per-file `git merge-file` resolves cleanly; *apply -3*: files `git apply -3` applies "
         "cleanly; *same*: of the files merge-file resolves, how many port carried to the very "

@@ -113,3 +113,22 @@ def test_marker_lines_finds_the_lines_a_line_by_line_reading_finds(pieces, eol):
     if not any(m in text for m in ("<<<<<<<", "=======", ">>>>>>>")):
         want = ()
     assert merge.marker_lines(text.encode()) == want
+
+
+def test_a_forked_process_never_uses_its_parents_pool():
+    """Input: this process makes its worker pool, then forks (as the kill tests fork the CLI).
+    Outcome: in the child, `workers(make=False)` is None (the parent's workers and feeder
+    thread did not come along: a job sent there would hang), while the parent still has it."""
+    import os
+
+    import pytest
+
+    pool = merge.workers()
+    if pool is None:
+        pytest.skip("one core (or threads running): no pool to inherit")
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if merge.workers(make=False) is None else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert merge.workers(make=False) is pool

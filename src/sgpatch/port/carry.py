@@ -21,7 +21,7 @@ from sgpatch.ops.fileplan import FilePlan, Overlay, package_mapper, plan_patch
 from sgpatch.placement.engine import HunkResult, apply_hunks
 from sgpatch.placement.match import FileResult
 from sgpatch.port.merge import Checks, marker_lines, merge_file, workers
-from sgpatch.port.stopreport import ALONE, ALREADY, CONFLICT, NO_PLACE, HunkDetail
+from sgpatch.port.stopreport import ALONE, ALREADY, CONFLICT, NO_PLACE, Dropped, HunkDetail
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -65,7 +65,7 @@ class CarriedFile:
     base: bytes | None = None  # the merge's inputs, for the person who fixes it
     theirs: bytes | None = None
     details: tuple[HunkDetail, ...] = ()  # per failing hunk: upstream's change, the patch's
-    dropped: tuple[tuple[int, tuple[str, ...]], ...] = ()  # hunks already there: (n, evidence)
+    dropped: tuple[Dropped, ...] = ()  # hunks already there upstream, with the evidence
 
 
 @dataclass(frozen=True)
@@ -171,8 +171,8 @@ def _merge_hunks(
         kept = apply_hunks(_lines(fplan.before), tuple(h for h in fp.hunks if h.index in exact))
         ours = encode("".join(kept.lines))
     alone = _Alone(base_lines)  # each failing hunk placed by itself on the base, once
-    dropped = _already(failing, alone, _lines(ours))
-    failing = tuple(h for h in failing if h.index not in dict(dropped))
+    dropped = _already(fplan.path, failing, alone, _lines(ours))
+    failing = tuple(h for h in failing if h.index not in {d.hunk for d in dropped})
     if not failing:
         return CarriedFile(fplan.path, fplan.before, ours, kept=exact, dropped=dropped)
     patched = apply_hunks(base_lines, failing, index=alone.index)
@@ -217,8 +217,8 @@ class _Alone:
         return r.line - 1
 
 
-def _already(failing, alone: _Alone, ours_lines: list[str]):
-    """The failing hunks whose whole change the release already has (port.already)."""
+def _already(path: str, failing, alone: _Alone, ours_lines: list[str]) -> tuple[Dropped, ...]:
+    """The failing hunks of `path` whose whole change the release already has (port.already)."""
     from sgpatch.port.already import Files, already_there
 
     out = []
@@ -227,7 +227,7 @@ def _already(failing, alone: _Alone, ours_lines: list[str]):
         at = alone.at(h)
         ev = already_there(h, at, alone.lines, ours_lines, files) if at is not None else None
         if ev is not None:
-            out.append((h.index, tuple(ev.text())))
+            out.append(Dropped(path, h.index, tuple(ev.text())))
     return tuple(out)
 
 
@@ -269,7 +269,7 @@ def hunk_details(failing, merge_in, labels: Labels, dropped) -> tuple[HunkDetail
     conflicts on, as upstream changed it (base -> the release) and as the patch changes it."""
     base, alone, ours = merge_in
     base_lines = alone.lines
-    out = [HunkDetail(i, ALREADY, evidence=tuple(ev)) for i, ev in dropped]
+    out = [HunkDetail(d.hunk, ALREADY, evidence=d.evidence) for d in dropped]
     for h in failing:
         at = alone.at(h)
         row = HunkDetail(h.index, NO_PLACE, upstream_label=f"{labels.base} -> {labels.ours}",

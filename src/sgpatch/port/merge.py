@@ -90,7 +90,7 @@ def python_problem(
 
 
 _PARALLEL_BYTES = 200_000  # below this much Python to parse, a worker costs more than it saves
-_pool: list = []  # the one worker pool of this process, made on first need
+_pool: dict[int, Executor] = {}  # pid -> the one worker pool of that process, made on first need
 
 
 class Checks:
@@ -135,11 +135,14 @@ def _problem_of(item: tuple[str, bytes | None, bytes | None, str]) -> str | None
 
 def workers(make: bool = True):
     """A fork pool of one worker per core (None: one core, or threads running, where a fork
-    is unsafe; or none made yet and `make` is False); shut down when the process exits."""
+    is unsafe; or none made yet and `make` is False); shut down when the process exits. A
+    process forked from one that had a pool never uses that one: its workers and the thread
+    that feeds them stayed with the parent, and a job sent there would wait forever."""
     import threading
 
-    if _pool:
-        return _pool[0]
+    pid = os.getpid()
+    if pid in _pool:
+        return _pool[pid]
     if not make:
         return None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -151,7 +154,7 @@ def workers(make: bool = True):
 
     pool = ProcessPoolExecutor(min(cores or 2, 4), mp_context=multiprocessing.get_context("fork"))
     atexit.register(pool.shutdown, wait=False, cancel_futures=True)
-    _pool.append(pool)
+    _pool[pid] = pool
     return pool
 
 

@@ -291,7 +291,7 @@ def lint_refusals(stopped: Sequence) -> list[LintRefusal]:
 def keep_hunks(ws: Workspace, pid: str, files: Sequence) -> None:
     """Record what the carry found per hunk: the details of each conflicted file's hunks
     (`hunks/ID/FILE.jsonl`) and the hunks dropped as already there (`dropped/ID`)."""
-    rows = [f"{f.path}\t{n}\t{' / '.join(ev)}" for f in files for n, ev in f.dropped]
+    rows = [f"{d.file}\t{d.hunk}\t{' / '.join(d.evidence)}" for f in files for d in f.dropped]
     if rows:
         ws.put_lines(f"dropped/{pid}", [*ws.lines(f"dropped/{pid}"), *rows])
     for f in files:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sgpatch.diff.unified import FilePatch, Patch, decode, encode, split_lines
+from sgpatch.diff.unified import FilePatch, Hunk, Patch, decode, encode, split_lines
 from sgpatch.ops.fileplan import FilePlan, Overlay, package_mapper, plan_patch
 from sgpatch.placement.engine import HunkResult, apply_hunks
 from sgpatch.placement.match import FileResult
@@ -184,7 +184,7 @@ def _merge_hunks(
     if n == 0:
         return CarriedFile(fplan.path, fplan.before, data, kept=exact, merged=idx, dropped=dropped)
     why = f"{n} conflict(s) in the three-way merge of hunk(s) {_hunk_list(idx)}"
-    explain.add((failing, base, ours, labels, dropped), alone)
+    explain.add(_Conflict(failing, base, ours, labels, dropped), alone)
     return CarriedFile(
         fplan.path, fplan.before, data, kept=exact, problem=why, markers=marker_lines(data),
         hunks=idx, base=base, theirs=theirs, dropped=dropped,
@@ -231,6 +231,24 @@ def _already(path: str, failing, alone: _Alone, ours_lines: list[str]) -> tuple[
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class _Conflict:
+    """What explaining one conflicted file needs, picklable for a worker: its failing hunks,
+    the base, ours (the release's file with the kept hunks), the labels, the dropped hunks."""
+
+    failing: tuple[Hunk, ...]
+    base: bytes
+    ours: bytes
+    labels: Labels
+    dropped: tuple[Dropped, ...]
+
+    def details(self, alone: _Alone | None = None) -> tuple[HunkDetail, ...]:
+        """hunk_details of the file; `alone`: the hunks placed alone on the base already (a
+        worker places them again)."""
+        alone = alone or _Alone(_lines(self.base))
+        return hunk_details(self.failing, (self.base, alone, self.ours), self.labels, self.dropped)
+
+
 class Explanations:
     """`hunk_details` of a patch's conflicted files (a git merge-file per failing hunk, and a
     diff of each conflict region): handed to the forked workers as each conflict is found, so
@@ -240,28 +258,23 @@ class Explanations:
 
     def __init__(self) -> None:
         self.at = 0
-        self.jobs: dict[int, Future | tuple[HunkDetail, ...]] = {}
+        self.done: dict[int, tuple[HunkDetail, ...]] = {}
+        self.sent: dict[int, Future] = {}
 
-    def add(self, job: tuple, alone: _Alone) -> None:
+    def add(self, job: _Conflict, alone: _Alone) -> None:
         pool = workers(make=False)  # the checks' pool, once a big patch made one
         if pool is None:
-            failing, base, ours, labels, dropped = job
-            self.jobs[self.at] = hunk_details(failing, (base, alone, ours), labels, dropped)
+            self.done[self.at] = job.details(alone)
         else:
-            self.jobs[self.at] = pool.submit(_details_of, job)
+            self.sent[self.at] = pool.submit(_details_of, job)
 
     def filled(self, files: list[CarriedFile]) -> list[CarriedFile]:
-        out = list(files)
-        for n, job in self.jobs.items():
-            details = job if isinstance(job, tuple) else job.result()
-            out[n] = replace(out[n], details=details)
-        return out
+        got = {**self.done, **{n: f.result() for n, f in self.sent.items()}}
+        return [replace(f, details=got[n]) if n in got else f for n, f in enumerate(files)]
 
 
-def _details_of(job: tuple) -> tuple[HunkDetail, ...]:
-    """hunk_details in a worker: the hunks placed alone on the base again there."""
-    failing, base, ours, labels, dropped = job
-    return hunk_details(failing, (base, _Alone(_lines(base)), ours), labels, dropped)
+def _details_of(job: _Conflict) -> tuple[HunkDetail, ...]:
+    return job.details()  # in a worker (a module-level function: the pool pickles it by name)
 
 
 def hunk_details(failing, merge_in, labels: Labels, dropped) -> tuple[HunkDetail, ...]:

@@ -182,22 +182,28 @@ def port_step(project: str, a: str, b: str, tmp: Path) -> dict:
     # W and the earlier ones are removed only after the last: on ext4 without a journal
     # (this machine's disk) the kernel skips inodes freed in the last ~30 s when it makes new
     # ones, so a W removed just before a run made its 3,500 files ~2x slower (`perf`:
-    # recently_deleted), which timed the bench's own clean-up, not the port
+    # recently_deleted), which timed the bench's own clean-up, not the port. For the same
+    # reason a target step waits until the last step's folders were removed 30 s ago (keeping
+    # them instead makes the kernel write gigabytes back meanwhile, slower still). Each run
+    # begins as a `sgpatch port` process does, with no worker pool yet
+    hunks = sum(sum(len(fp.hunks) for fp in _files(p)) for p in series(project, a))
+    if hunks == TARGET_HUNKS:
+        _quiet_disk()
     for k in range(REPEAT):
         w = tmp / f"w{k}"
-        shutil.rmtree(w, ignore_errors=True)
+        _no_pool()
         t0, c0 = time.perf_counter(), _cpu()
         rep = port.port(m, Version(b), w, offline=True, finish=False)
         wall, cpu = time.perf_counter() - t0, _cpu() - c0
         if best is None or wall < best[0]:
             best = (wall, cpu)
+    _no_pool()
     for k in range(REPEAT - 1):
         shutil.rmtree(tmp / f"w{k}")
-    shutil.rmtree(tmp / "w", ignore_errors=True)
+    _removed()
     os.rename(w, tmp / "w")  # the last run's W, read by run_step
     wall, cpu = best
     files = {r for p in series(project, a) for r in touched(p)}
-    hunks = sum(sum(len(fp.hunks) for fp in _files(p)) for p in series(project, a))
     done = [_outcome(o) for o in rep.patches]
     stops = [pr for o in rep.patches for pr in _file_problems(o)]
     bad_files = {_problem(pr, "file") for pr in stops}
@@ -216,6 +222,28 @@ def port_step(project: str, a: str, b: str, tmp: Path) -> dict:
             "port_hunks": hunks - bad_hunks, "merged_hunks": merged,
             "conflicts": len(bad_files), "wall": wall, "cpu": cpu, "ws": tmp / "w",
             "bad": bad_files}  # fmt: skip
+
+
+_LAST_REMOVED = [0.0]  # time.monotonic() when the bench last removed a tree
+QUIET = 30.0  # s after a removal before a target step is timed (port_step)
+
+
+def _removed() -> None:
+    _LAST_REMOVED[0] = time.monotonic()
+
+
+def _quiet_disk() -> None:
+    time.sleep(max(0.0, _LAST_REMOVED[0] + QUIET - time.monotonic()))
+
+
+def _no_pool() -> None:
+    """Shut the check workers' pool down (sgpatch.port.merge makes one per process)."""
+    from sgpatch.port import merge
+
+    pools = getattr(merge, "_pool", {})
+    for pool in list(pools.values()) if isinstance(pools, dict) else list(pools):
+        pool.shutdown(wait=True)
+    pools.clear()
 
 
 def _outcome(patch):
@@ -280,10 +308,9 @@ def against_step(rev: str, project: str, a: str, b: str, tmp: Path) -> dict:
     code = (
         "import json, sys, tempfile; from pathlib import Path; "
         f"sys.path.insert(0, {str(REPO / 'bench')!r}); import port as bp; "
-        "from sgpatch.port import merge; "
         "t = Path(tempfile.mkdtemp(prefix='sgpatch-bench-against-')); "
         f"r = bp.port_step({project!r}, {a!r}, {b!r}, t); "
-        "[p.shutdown(wait=True) for p in merge._pool]; "
+        "bp._no_pool(); "
         "print(json.dumps({'wall': r['wall'], 'cpu': r['cpu'], 'all_cpu': bp._cpu()}))"
     )
     env = {**os.environ, "PYTHONPATH": str(src / "src")}
@@ -294,30 +321,36 @@ def against_step(rev: str, project: str, a: str, b: str, tmp: Path) -> dict:
 
 
 def run_step(project: str, a: str, b: str) -> dict:
-    with tempfile.TemporaryDirectory(prefix="sgpatch-bench-port-") as tmp:
-        t = Path(tmp)
-        row = port_step(project, a, b, t)
-        t0 = time.perf_counter()
-        plain = plain_merges(project, a, b, t / "plain")
-        row["plain_wall"] = time.perf_counter() - t0
-        row["plain_files"] = sum(1 for _o, n in plain.values() if n == 0)
-        same = differs = 0
-        for rel, (out, n) in plain.items():
-            if n:
-                continue
-            if rel in row["bad"]:
-                continue
-            path = row["ws"] / "sglang" / rel
-            got = path.read_bytes() if path.exists() else b""
-            same += got == out
-            differs += got != out
-        row["plain_same"], row["plain_differs"] = same, differs
-        row["apply3_files"], _bad = apply3(project, a, b, t / "a3")
-        row["w_files"], row["w_bytes"] = disk_use(row["ws"])
-        row["state_bytes"] = disk_use(row["ws"] / ".sgpatch-port")[1]
-        if row["hunks"] == 198:
-            row["peak_mb"] = port_peak(project, b, t)
-        row.pop("ws"), row.pop("bad")
+    try:
+        with tempfile.TemporaryDirectory(prefix="sgpatch-bench-port-") as tmp:
+            return _run_step(project, a, b, Path(tmp))
+    finally:
+        _removed()
+
+
+def _run_step(project: str, a: str, b: str, t: Path) -> dict:
+    row = port_step(project, a, b, t)
+    t0 = time.perf_counter()
+    plain = plain_merges(project, a, b, t / "plain")
+    row["plain_wall"] = time.perf_counter() - t0
+    row["plain_files"] = sum(1 for _o, n in plain.values() if n == 0)
+    same = differs = 0
+    for rel, (out, n) in plain.items():
+        if n:
+            continue
+        if rel in row["bad"]:
+            continue
+        path = row["ws"] / "sglang" / rel
+        got = path.read_bytes() if path.exists() else b""
+        same += got == out
+        differs += got != out
+    row["plain_same"], row["plain_differs"] = same, differs
+    row["apply3_files"], _bad = apply3(project, a, b, t / "a3")
+    row["w_files"], row["w_bytes"] = disk_use(row["ws"])
+    row["state_bytes"] = disk_use(row["ws"] / ".sgpatch-port")[1]
+    if row["hunks"] == TARGET_HUNKS:
+        row["peak_mb"] = port_peak(project, b, t)
+    row.pop("ws"), row.pop("bad")
     return {"project": project, "from": a, "to": b, **row}
 
 
@@ -338,6 +371,7 @@ def port_peak(project: str, b: str, tmp: Path) -> float:
 
 REPEAT = 3  # each step is timed three times (warm cache, offline), the best run counts
 STEP_TARGET = 2.0  # s: one step of the 198-hunk four-patch stack, warm cache (issue 23)
+TARGET_HUNKS = 198  # the stack the target is about
 WALK_TARGET = 15.0  # s: `port --step` across ten releases
 WALK_SET = "kimi-eagle3-sm120"  # the shipped set, cut down to one release, walked ten releases on
 WALK_FROM = "0.5.10.post1"
@@ -495,7 +529,7 @@ def markdown(rows: list[dict], walk: dict | None = None, cached: dict | None = N
     ]
     for r in rows:
         verdict = ""
-        if r["hunks"] == 198:
+        if r["hunks"] == TARGET_HUNKS:
             verdict = " pass" if r["wall"] <= STEP_TARGET else " FAIL"
         out.append(
             f"| {r['project']} | {r['from']} -> {r['to']} | {r['files']} | {r['hunks']} | "
@@ -517,7 +551,7 @@ def markdown(rows: list[dict], walk: dict | None = None, cached: dict | None = N
                 f"{r['from']} -> {r['to']} took {ag['wall']:.1f} s wall, {ag['cpu']:.1f} s "
                 f"CPU (this tree: {r['wall']:.1f} s, {r['cpu']:.1f} s)."]  # fmt: skip
     for r in rows:
-        if r["hunks"] == 198 and "w_bytes" in r:
+        if r["hunks"] == TARGET_HUNKS and "w_bytes" in r:
             out += ["", f"The workspace W the {r['from']} -> {r['to']} step leaves: "
                     f"{r['w_files']:,} files, "
                     f"{r['w_bytes'] / 1e6:.0f} MB: a full tree of {r['to']} a person can edit "
@@ -567,7 +601,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.against:
         with tempfile.TemporaryDirectory(prefix="sgpatch-bench-rev-") as tmp:
             for r in rows:
-                if r["hunks"] == 198 and r["to"] == "0.5.13.post1":
+                if r["hunks"] == TARGET_HUNKS and r["to"] == "0.5.13.post1":
                     r["against"] = against_step(args.against, r["project"], r["from"], r["to"],
                                                 Path(tmp))  # fmt: skip
     walk = None if (args.only or args.loop_only) else run_walk()

@@ -60,11 +60,27 @@ def marker_lines(data: bytes | None) -> tuple[int, ...]:
         return ()
     text = decode(data)
     out, line, pos = [], 1, 0
-    for m in _MARKER_RE.finditer(text):  # one scan of the text, not a match per line
-        line += text.count("\n", pos, m.start())
-        pos = m.start()
-        out.append(line)
+    for at in _line_starts_with(text, _MARKER_HEADS):  # str.find's C scan: a regex with ^
+        if _MARKER_RE.match(text, at):  # tries every position of the text, ~3x slower
+            line += text.count("\n", pos, at)
+            pos = at
+            out.append(line)
     return tuple(out)
+
+
+_MARKER_HEADS = ("<<<<<<<", "|||||||", "=======", ">>>>>>>")
+
+
+def _line_starts_with(text: str, heads: tuple[str, ...]) -> list[int]:
+    """Where a line of `text` begins with one of `heads` (ascending)."""
+    found = []
+    for head in heads:
+        at = text.find(head)
+        while at != -1:
+            if at == 0 or text[at - 1] == "\n":
+                found.append(at)
+            at = text.find(head, at + len(head))
+    return sorted(found)
 
 
 def python_problem(

@@ -180,15 +180,12 @@ def port_step(project: str, a: str, b: str, tmp: Path) -> dict:
     best = None
     # the best of REPEAT: the first also warms imports and wheels. Each run ports into a new
     # W and the earlier ones are removed only after the last: on ext4 without a journal
-    # (this machine's disk) the kernel skips inodes freed in the last ~30 s when it makes new
-    # ones, so a W removed just before a run made its 3,500 files ~2x slower (`perf`:
-    # recently_deleted), which timed the bench's own clean-up, not the port. For the same
-    # reason a target step waits until the last step's folders were removed 30 s ago (keeping
-    # them instead makes the kernel write gigabytes back meanwhile, slower still). Each run
-    # begins as a `sgpatch port` process does, with no worker pool yet
-    hunks = sum(sum(len(fp.hunks) for fp in _files(p)) for p in series(project, a))
-    if hunks == TARGET_HUNKS:
-        _quiet_disk()
+    # (this machine's disk) the kernel skips inodes freed in the last 60 s (360 s while the
+    # inode table is dirty) when it makes new ones, so a W removed just before a run made its
+    # 3,500 files ~2x slower (`perf`: recently_deleted), which timed the bench's own clean-up,
+    # not the port (fresh_step waits for the steps before too). Each run begins as a
+    # `sgpatch port` process does, with no worker pool yet
+    hunks = _hunks(project, a)
     for k in range(REPEAT):
         w = tmp / f"w{k}"
         _no_pool()
@@ -224,8 +221,12 @@ def port_step(project: str, a: str, b: str, tmp: Path) -> dict:
             "bad": bad_files}  # fmt: skip
 
 
+def _hunks(project: str, a: str) -> int:
+    return sum(sum(len(fp.hunks) for fp in _files(p)) for p in series(project, a))
+
+
 _LAST_REMOVED = [0.0]  # time.monotonic() when the bench last removed a tree
-QUIET = 30.0  # s after a removal before a target step is timed (port_step)
+QUIET = 60.0  # s after a removal before a target step is timed: ext4's RECENTCY_MIN (port_step)
 
 
 def _removed() -> None:
@@ -295,6 +296,29 @@ def _files(patch: Path):
     return read_patch(patch).files
 
 
+def fresh_step(project: str, a: str, b: str, tmp: Path) -> dict:
+    """port_step in a process of its own, as a person runs `sgpatch port`: in the bench's own
+    process the steps timed before leave their caches and objects behind (the 198-hunk far
+    step took 3.2 s there, 1.8-1.9 s alone). A target step first waits until the bench last
+    removed a tree a minute ago, for the reason port_step gives (keeping the trees instead makes
+    the kernel write gigabytes back meanwhile, slower still)."""
+    if _hunks(project, a) == TARGET_HUNKS:
+        _quiet_disk()
+    code = (
+        "import json, sys; from pathlib import Path; "
+        f"sys.path.insert(0, {str(REPO / 'bench')!r}); import port as bp; "
+        f"r = bp.port_step({project!r}, {a!r}, {b!r}, Path({str(tmp)!r})); "
+        "r['ws'], r['bad'] = str(r['ws']), sorted(r['bad']); print(json.dumps(r))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"bench: port step {project} {a} -> {b} failed: {out.stderr[-300:]}")
+    row = json.loads(out.stdout.splitlines()[-1])
+    row["ws"], row["bad"] = Path(row["ws"]), set(row["bad"])
+    return row
+
+
 def against_step(rev: str, project: str, a: str, b: str, tmp: Path) -> dict:
     """The port step timed on commit `rev`'s code (its src/ unpacked from git, in a fresh
     process, the same REPEAT), in the same run: the baseline beside this tree's time. CPU
@@ -329,7 +353,7 @@ def run_step(project: str, a: str, b: str) -> dict:
 
 
 def _run_step(project: str, a: str, b: str, t: Path) -> dict:
-    row = port_step(project, a, b, t)
+    row = fresh_step(project, a, b, t)
     t0 = time.perf_counter()
     plain = plain_merges(project, a, b, t / "plain")
     row["plain_wall"] = time.perf_counter() - t0
@@ -513,7 +537,9 @@ def markdown(rows: list[dict], walk: dict | None = None, cached: dict | None = N
         "## Port (real third-party stacks)",
         "",
         "`python bench/port.py`: each stack of tests/data/stacks carried from release A to B "
-        "(the best of three warm runs, each into a new W; releases read from the cached wheels). "
+        "(the best of three warm runs, each into a new W, in a process of its own; releases "
+        "read from the cached wheels; a step of the 198-hunk stack timed a minute after the "
+        "bench last removed a tree). "
         "*port*: files / hunks carried "
         "with no hand needed (hunks merged three-way in brackets); *merge-file*: files a plain "
         "per-file `git merge-file` resolves cleanly; *apply -3*: files `git apply -3` applies "

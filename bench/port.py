@@ -197,7 +197,6 @@ def port_step(project: str, a: str, b: str, tmp: Path) -> dict:
     _no_pool()
     for k in range(REPEAT - 1):
         shutil.rmtree(tmp / f"w{k}")
-    _removed()
     os.rename(w, tmp / "w")  # the last run's W, read by run_step
     wall, cpu = best
     files = {r for p in series(project, a) for r in touched(p)}
@@ -297,11 +296,10 @@ def _files(patch: Path):
 
 
 def fresh_step(project: str, a: str, b: str, tmp: Path) -> dict:
-    """port_step in a process of its own, as a person runs `sgpatch port`: in the bench's own
-    process the steps timed before leave their caches and objects behind (the 198-hunk far
-    step took 3.2 s there, 1.8-1.9 s alone). A target step first waits until the bench last
-    removed a tree a minute ago, for the reason port_step gives (keeping the trees instead makes
-    the kernel write gigabytes back meanwhile, slower still)."""
+    """port_step in a process of its own, as a person runs `sgpatch port` (not after the
+    bench's other steps in its one process). A target step first waits until the bench last
+    removed a tree a minute ago, for the reason port_step gives (keeping the trees instead
+    makes the kernel write gigabytes back meanwhile, slower still)."""
     if _hunks(project, a) == TARGET_HUNKS:
         _quiet_disk()
     code = (

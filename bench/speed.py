@@ -304,10 +304,11 @@ def _count_hunks(set_dir: Path) -> tuple[int, int]:
     return len(files), hunks
 
 
-def _matrix(args: list[str], repeat: int, src: Path) -> tuple[float, int, float]:
+def _matrix(args: list[str], repeat: int, src: Path) -> tuple[float, int, float, float]:
     """Median wall time of `sgpatch matrix ... --format json --offline` after one untimed run
-    (pristine trees and page cache warm), how many cached releases it covered, and the CPU
-    time of the run with its workers (wall ~ CPU / cores on an otherwise idle machine)."""
+    (pristine trees and page cache warm), how many cached releases it covered, the CPU time
+    of the run with its workers (wall ~ CPU / cores on an otherwise idle machine), and the
+    peak resident memory (MB) of the untimed run (peak_rss)."""
     env = _env(src)
     cmd = [*SGPATCH, "matrix", *args, "--format", "json", "--offline"]
     proc, peak = peak_rss(cmd, env)

@@ -149,7 +149,7 @@ def _problem_of(item: tuple[str, bytes | None, bytes | None, str]) -> str | None
     return python_problem(*item)
 
 
-def workers(make: bool = True):
+def workers(make: bool = True) -> Executor | None:
     """A fork pool of one worker per core (None: one core, or threads running, where a fork
     is unsafe; or none made yet and `make` is False); shut down when the process exits. A
     process forked from one that had a pool never uses that one: its workers and the thread

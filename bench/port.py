@@ -179,12 +179,8 @@ def port_step(project: str, a: str, b: str, tmp: Path) -> dict:
     m = load_manifest(d / "patchset.yaml")
     best = None
     # the best of REPEAT: the first also warms imports and wheels. Each run ports into a new
-    # W and the earlier ones are removed only after the last: on ext4 without a journal
-    # (this machine's disk) the kernel skips inodes freed in the last 60 s (360 s while the
-    # inode table is dirty) when it makes new ones, so a W removed just before a run made its
-    # 3,500 files ~2x slower (`perf`: recently_deleted), which timed the bench's own clean-up,
-    # not the port (fresh_step waits for the steps before too). Each run begins as a
-    # `sgpatch port` process does, with no worker pool yet
+    # W and none is removed here (run_steps says why). Each run begins as a `sgpatch port`
+    # process does, with no worker pool yet
     hunks = _hunks(project, a)
     for k in range(REPEAT):
         w = tmp / f"w{k}"
@@ -222,18 +218,6 @@ def port_step(project: str, a: str, b: str, tmp: Path) -> dict:
 
 def _hunks(project: str, a: str) -> int:
     return sum(sum(len(fp.hunks) for fp in _files(p)) for p in series(project, a))
-
-
-_LAST_REMOVED = [0.0]  # time.monotonic() when the bench last removed a tree
-QUIET = 60.0  # s after a removal before a target step is timed: ext4's RECENTCY_MIN (port_step)
-
-
-def _removed() -> None:
-    _LAST_REMOVED[0] = time.monotonic()
-
-
-def _quiet_disk() -> None:
-    time.sleep(max(0.0, _LAST_REMOVED[0] + QUIET - time.monotonic()))
 
 
 def _no_pool() -> None:
@@ -297,11 +281,7 @@ def _files(patch: Path):
 
 def fresh_step(project: str, a: str, b: str, tmp: Path) -> dict:
     """port_step in a process of its own, as a person runs `sgpatch port` (not after the
-    bench's other steps in its one process). A target step first waits until the bench last
-    removed a tree a minute ago, for the reason port_step gives (keeping the trees instead
-    makes the kernel write gigabytes back meanwhile, slower still)."""
-    if _hunks(project, a) == TARGET_HUNKS:
-        _quiet_disk()
+    bench's other steps in its one process)."""
     code = (
         "import json, sys; from pathlib import Path; "
         f"sys.path.insert(0, {str(REPO / 'bench')!r}); import port as bp; "
@@ -342,15 +322,34 @@ def against_step(rev: str, project: str, a: str, b: str, tmp: Path) -> dict:
     return {"rev": rev, **json.loads(out.stdout.splitlines()[-1])}
 
 
-def run_step(project: str, a: str, b: str) -> dict:
-    try:
-        with tempfile.TemporaryDirectory(prefix="sgpatch-bench-port-") as tmp:
-            return _run_step(project, a, b, Path(tmp))
-    finally:
-        _removed()
+def run_steps(
+    steps: list[tuple[str, ...]], against: str | None, walk: bool
+) -> tuple[list, dict | None]:
+    """The rows of `steps`, in their order, and the walk. The timed parts run first: the
+    target steps, `--against`'s and the walk, every tree they make kept until all are timed,
+    then the other steps, each tree removed after its row. On ext4 without a journal (this
+    machine's disk) the kernel skips inodes freed in the last 60 s when it makes new ones,
+    and for 360 s once making them has dirtied the inode table (`perf` of a far step after a
+    removal: 46% of its samples in recently_deleted, 3.5 s instead of 1.0 s): a target timed
+    after the bench had removed trees timed the bench's clean-up, not the port."""
+    rows: dict[tuple[str, ...], dict] = {}
+    walked = None
+    with tempfile.TemporaryDirectory(prefix="sgpatch-bench-timed-") as keep:
+        for n, s in enumerate(x for x in steps if _hunks(x[0], x[1]) == TARGET_HUNKS):
+            rows[s] = _run_step(*s, Path(keep) / f"step-{n}")
+            if against and s[2] == "0.5.13.post1":
+                rows[s]["against"] = against_step(against, *s, Path(keep) / "against")
+        if walk:
+            walked = run_walk(Path(keep) / "walk")
+    for s in steps:
+        if s not in rows:
+            with tempfile.TemporaryDirectory(prefix="sgpatch-bench-port-") as tmp:
+                rows[s] = _run_step(*s, Path(tmp))
+    return [rows[s] for s in steps], walked
 
 
 def _run_step(project: str, a: str, b: str, t: Path) -> dict:
+    t.mkdir(parents=True, exist_ok=True)
     row = fresh_step(project, a, b, t)
     t0 = time.perf_counter()
     plain = plain_merges(project, a, b, t / "plain")
@@ -422,7 +421,7 @@ def walk_set(dest: Path, release: str) -> Path:
     return d
 
 
-def run_walk(steps: int = 10) -> dict:
+def run_walk(tmp: Path, steps: int = 10) -> dict:
     """`port --step` of the cut-down shipped set from WALK_FROM to the release `steps` later
     (offline: the cache's releases), as one timed call; and the same releases' files merged
     with `git merge-file` one by one (what a hand port would run at least)."""
@@ -432,12 +431,11 @@ def run_walk(steps: int = 10) -> dict:
 
     known = [v for v in known_releases(True) if v > Version(WALK_FROM)]
     to = known[min(steps, len(known)) - 1]
-    with tempfile.TemporaryDirectory(prefix="sgpatch-bench-walk-") as tmp:
-        d = walk_set(Path(tmp) / "sets", WALK_FROM)
-        m = load_manifest(d / "patchset.yaml")
-        t0, c0 = time.perf_counter(), _cpu()
-        reps = port.walk(m, to, Path(tmp) / "w", offline=True, without=WALK_WITHOUT)
-        wall, cpu = time.perf_counter() - t0, _cpu() - c0
+    d = walk_set(tmp / "sets", WALK_FROM)
+    m = load_manifest(d / "patchset.yaml")
+    t0, c0 = time.perf_counter(), _cpu()
+    reps = port.walk(m, to, tmp / "w", offline=True, without=WALK_WITHOUT)
+    wall, cpu = time.perf_counter() - t0, _cpu() - c0
     done = [r.to for r in reps if r.exit_code == 0]
     stopped = next((r.to for r in reps if r.exit_code != 0), None)
     return {"from": WALK_FROM, "to": str(to), "steps": len(reps), "done": len(done),
@@ -639,14 +637,9 @@ def main(argv: list[str] | None = None) -> int:
 
     steps = [tuple(args.only.split(":"))] if args.only else STEPS
     loops = [s for s in LOOP_STEPS if not args.only or s == tuple(args.only.split(":"))]
-    rows = [] if args.loop_only else [run_step(*s) for s in steps]
-    if args.against:
-        with tempfile.TemporaryDirectory(prefix="sgpatch-bench-rev-") as tmp:
-            for r in rows:
-                if r["hunks"] == TARGET_HUNKS and r["to"] == "0.5.13.post1":
-                    r["against"] = against_step(args.against, r["project"], r["from"], r["to"],
-                                                Path(tmp))  # fmt: skip
-    walk = None if (args.only or args.loop_only) else run_walk()
+    rows, walk = [], None
+    if not args.loop_only:
+        rows, walk = run_steps(steps, args.against, walk=not args.only)
     cached = cache_row()
     speed = machine_speed()
     lrows = [loop_step(*s) for s in loops]

@@ -536,8 +536,8 @@ def markdown(
         "",
         "`python bench/port.py`: each stack of tests/data/stacks carried from release A to B "
         "(the best of three warm runs, each into a new W, in a process of its own; releases "
-        "read from the cached wheels; a step of the 198-hunk stack timed a minute after the "
-        "bench last removed a tree). "
+        "read from the cached wheels; the 198-hunk target steps and the walk run first, before "
+        "the bench removes any tree). "
         "*port*: files / hunks carried "
         "with no hand needed (hunks merged three-way in brackets); *merge-file*: files a plain "
         "per-file `git merge-file` resolves cleanly; *apply -3*: files `git apply -3` applies "

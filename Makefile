@@ -1,6 +1,9 @@
 # The README's two commands: `make demo` and `make test`. Both set themselves up.
 PYTHON ?= python3
 VENV   ?= .venv
+# bench/port.py times the 198-hunk step on this commit's code beside this tree's, in the same
+# run: main before issue 23's port work (PORT_AGAINST= leaves it out)
+PORT_AGAINST ?= 3ac6171
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # Python's bytecode cache is on for everything make runs, as after a `pip install`: with
@@ -43,7 +46,7 @@ demo: $(STAMP)  ## fetch a real SGLang release and apply kimi-eagle3-sm120 to it
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash examples/demo.sh
 
 bench: $(STAMP)  ## accuracy (vs GNU patch / git) and speed (vs the stack's floor; AGAINST=REV adds REV's rows) -> docs/benchmarks.md
-	$(PY) bench/port.py --out docs/benchmarks.md  # first: its timed steps must not follow the others' removals (bench/port.py run_steps)
+	$(PY) bench/port.py --out docs/benchmarks.md $(if $(PORT_AGAINST),--against $(PORT_AGAINST))  # first: its timed steps must not follow the others' removals (bench/port.py run_steps)
 	$(PY) bench/accuracy.py --out docs/benchmarks.md
 	$(PY) bench/suites.py --out docs/benchmarks.md  # GNU patch / git suites: only with $$SGPATCH_SUITE_GNU_PATCH / $$SGPATCH_SUITE_GIT
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/scale.py --out docs/benchmarks.md  # hunks per diff vs GNU patch

@@ -232,8 +232,10 @@ def _no_pool() -> None:
 
 def _outcome(patch):
     """A patch's state line in a step's report: a PatchReport's outcome, or the Outcome the
-    report held before 9d9fda8 (so `--against` an older commit still runs)."""
-    return getattr(patch, "outcome", patch)
+    report held before 9d9fda8 (so `--against` an older commit still runs; that Outcome's own
+    `outcome` field is its state's name)."""
+    out = getattr(patch, "outcome", patch)
+    return patch if isinstance(out, str) else out
 
 
 def _file_problems(patch) -> list:
@@ -300,7 +302,9 @@ def fresh_step(project: str, a: str, b: str, tmp: Path) -> dict:
 def against_step(rev: str, project: str, a: str, b: str, tmp: Path) -> dict:
     """The port step timed on commit `rev`'s code (its src/ unpacked from git, in a fresh
     process, the same REPEAT), in the same run: the baseline beside this tree's time. CPU
-    counts the check workers too (the pool is shut down before it is read)."""
+    counts the check workers too (the pool is shut down before it is read). REV gets a cache
+    of its own that shares only the wheels: an older sgpatch unpacked read-only trees into its
+    cache, which must not land in the user's (or in this bench's cache row)."""
     src = tmp / f"rev-{rev}"
     if not src.is_dir():
         src.mkdir(parents=True)
@@ -315,7 +319,13 @@ def against_step(rev: str, project: str, a: str, b: str, tmp: Path) -> dict:
         "bp._no_pool(); "
         "print(json.dumps({'wall': r['wall'], 'cpu': r['cpu'], 'all_cpu': bp._cpu()}))"
     )
-    env = {**os.environ, "PYTHONPATH": str(src / "src")}
+    cache = tmp / "cache"
+    if not cache.is_dir():
+        cache.mkdir()
+        from sgpatch.releases import cache as release_cache
+
+        (cache / "wheels").symlink_to(release_cache.cache_dir() / "wheels")
+    env = {**os.environ, "PYTHONPATH": str(src / "src"), "SGPATCH_CACHE": str(cache)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     if out.returncode:
         return {"rev": rev, "error": out.stderr[-300:]}

@@ -8,6 +8,7 @@ import difflib
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import zipfile
@@ -639,3 +640,20 @@ def other_release(cache: Path, version: str) -> dict[str, bytes]:
 FIXED12 = V12.replace("        return 1\n", "        return 100\n").replace(
     "    y = 3\n", "    y = 30\n"
 )  # what a person makes of `first` on 1.2's code: upstream's y = 3 kept, the patch's 30
+
+
+@contextlib.contextmanager
+def no_hang(seconds: int = 20) -> Iterator[None]:
+    """A FIFO opened for reading blocks forever: fail the test with a TimeoutError instead of
+    hanging the suite (raised inside sgpatch, its error boundary reports it as exit 70)."""
+
+    def stop(*_args: object) -> None:
+        raise TimeoutError(f"blocked for {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import SET, A, B, make_diff, make_env, manifest
+from helpers import SET, A, B, add_dist_info, make_diff, make_env, manifest, no_hang
 from helpers import run_cli as cli
 from helpers import tree_snapshot as snapshot
 from sgpatch.state import ledger as ledger_mod
@@ -788,6 +788,177 @@ CASES += [
 ]
 
 
+# ---------------------------------------------------------------- hostile files beside a tree
+
+BIG_VERSION = "0." + "1" * 5000  # over Python's 4,300-digit int() limit
+
+
+def _special_version_file(kind: str) -> Callable[[Ctx], None]:
+    """_version.py replaced by a FIFO, or by a symlink to /dev/zero (endless bytes)."""
+
+    def setup(ctx: Ctx) -> None:
+        (ctx.pkg / "_version.py").unlink()
+        if kind == "fifo":
+            os.mkfifo(ctx.pkg / "_version.py")
+        else:
+            (ctx.pkg / "_version.py").symlink_to("/dev/zero")
+
+    return setup
+
+
+def _dist_info_with(name: str, fifo: bool, version: str = "0.5.9") -> Callable[[Ctx], None]:
+    """A site-packages tree (dist-info beside it, no _version.py) whose METADATA or RECORD is
+    a FIFO, or whose METADATA says `version`."""
+
+    def setup(ctx: Ctx) -> None:
+        (ctx.pkg / "_version.py").unlink()
+        info = add_dist_info(ctx.pkg)
+        if fifo:
+            (info / name).unlink()
+            os.mkfifo(info / name)
+        else:
+            (info / "METADATA").write_text(f"Name: sglang\nVersion: {version}\n")
+
+    return setup
+
+
+def _precondition_fifo(ctx: Ctx) -> None:
+    """Patch pa requires flashinfer-python; beside the tree, its egg-info's PKG-INFO a FIFO."""
+    need = "    environment: [{package: flashinfer-python, specifier: '>=0.2', why: w}]\n"
+    ctx.manifest_sub("  - id: pa\n", "  - id: pa\n" + need)
+    add_dist_info(ctx.pkg)
+    egg = ctx.pkg.parent / "flashinfer_python.egg-info"
+    egg.mkdir()
+    os.mkfifo(egg / "PKG-INFO")
+
+
+def _ledger_edit(old: str, new: str) -> Callable[[Ctx], None]:
+    """The set applied, then one value of its ledger rewritten by hand."""
+
+    def setup(ctx: Ctx) -> None:
+        _applied_first(ctx)
+        path = ctx.pkg / ".sgpatch" / "ledger.json"
+        text = path.read_text()
+        assert old in text, old
+        path.write_text(text.replace(old, new, 1))
+
+    return setup
+
+
+def _status(ctx: Ctx) -> list[str]:
+    return ["status", *ctx.args]
+
+
+CASES += [
+    Case(
+        "version-file-fifo",
+        _special_version_file("fifo"),
+        2,
+        "no readable _version.py",
+        argv=_status,
+    ),
+    Case(
+        "version-file-dev-zero",
+        _special_version_file("zero"),
+        2,
+        "no readable _version.py",
+        argv=_status,
+    ),
+    Case(
+        "metadata-fifo",
+        _dist_info_with("METADATA", True),
+        2,
+        "cannot tell the SGLang version",
+        argv=_status,
+    ),
+    Case("record-fifo-is-no-record", _dist_info_with("RECORD", True), 0, "4 pending", argv=_status),
+    Case(
+        "metadata-version-too-long",
+        _dist_info_with("METADATA", False, BIG_VERSION),
+        2,
+        "is not a PEP 440 version",
+        argv=_status,
+    ),
+    Case("precondition-pkg-info-fifo", _precondition_fifo, 0, "4 pending", argv=_status),
+    Case(
+        "sglang-version-too-long",
+        nothing,
+        2,
+        "--sglang-version",
+        argv=lambda c: ["status", *c.args, "--sglang-version", BIG_VERSION],
+    ),
+    Case(
+        "manifest-specifier-too-long",
+        _sub('sglang: ">=0.5.0,<0.6"', f'sglang: "<{BIG_VERSION}"'),
+        2,
+        "invalid specifier",
+    ),
+    Case("ledger-nested-too-deep", _with_ledger("[" * 200_000), 2, "nested too deeply"),
+    Case(
+        "ledger-nested-too-deep-revert",
+        _with_ledger("[" * 200_000),
+        2,
+        "nested too deeply",
+        argv=lambda c: ["revert", *c.args],
+    ),
+    Case(
+        "ledger-mode-negative",
+        _ledger_edit('"mode_before": 420', '"mode_before": -1'),
+        2,
+        "a mode 0..0o7777, got -1",
+        argv=lambda c: ["revert", *c.args],
+    ),
+    Case(
+        "ledger-mode-setuid-range",
+        _ledger_edit('"mode_before": 420', '"mode_before": 99999'),
+        2,
+        "a mode 0..0o7777",
+        argv=lambda c: ["revert", *c.args],
+    ),
+    Case(
+        "ledger-mode-huge",
+        _ledger_edit('"mode_before": 420', '"mode_before": ' + "9" * 40),
+        2,
+        "a mode 0..0o7777",
+        argv=lambda c: ["revert", *c.args],
+    ),
+    Case(
+        "ledger-version-too-long",
+        _ledger_edit('"sglang_version": "0.5.9"', f'"sglang_version": "{BIG_VERSION}"'),
+        0,
+        "",
+        argv=_status,
+    ),
+    Case(
+        "journal-nested-too-deep",
+        lambda c: (
+            (c.pkg / ".sgpatch").mkdir(),
+            (c.pkg / ".sgpatch" / LEGACY_JOURNAL).write_text("[" * 100_000),
+        ),
+        4,
+        "nested too deeply",
+    ),
+    Case(
+        "journal-pid-infinite",
+        lambda c: (
+            (c.pkg / ".sgpatch").mkdir(),
+            (c.pkg / ".sgpatch" / LEGACY_JOURNAL).write_text(
+                '{"schema": 1, "files": [], "dirs": [], "pid": 1e400}'
+            ),
+        ),
+        4,
+        "bad pid",
+    ),
+    Case(
+        "tree-path-with-newline-and-escape",
+        nothing,
+        2,
+        "x\\nb\\x1b[31m",
+        argv=lambda c: ["status", "--sglang-dir", str(c.tmp / "x\nb\x1b[31m")],
+    ),
+]
+
+
 def test_corpus_is_big_enough():
     assert len(CASES) >= 40
     assert len({c.id for c in CASES}) == len(CASES)
@@ -811,7 +982,8 @@ def test_bad_input(case: Case, tmp_path, monkeypatch):
     before_tree, before_sets = snapshot(pkg), snapshot(sets)
     ledger_path = pkg / ".sgpatch" / "ledger.json"
     ledger_before = ledger_path.read_bytes() if ledger_path.is_file() else None
-    code, out, err = cli(*argv)
+    with no_hang():  # a FIFO read would block the suite, not fail it
+        code, out, err = cli(*argv)
     assert "Traceback" not in err and "Traceback" not in out, err
     assert code == case.code, err
     if case.fragment:

@@ -53,8 +53,13 @@ def _fill_closed_streams() -> None:
             if opened != fd:  # lower ones were free: the loop fills them in order
                 os.dup2(opened, fd)
                 os.close(opened)
+    # each lives as long as the process
+    if sys.stdin is None:  # `patch <&-` reads an empty patch, not None.buffer
+        sys.stdin = open(os.devnull)  # noqa: SIM115
+    if sys.stdout is None:  # `help >&-`: a product nobody asked for, written nowhere
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
     if sys.stderr is None:
-        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115
 
 
 def main() -> None:

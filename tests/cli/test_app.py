@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -152,6 +153,64 @@ def test_a_listing_to_a_full_disk_is_one_error_line() -> None:
     assert proc.stderr.splitlines() == [
         "sgpatch: error: cannot write to stdout: No space left on device"
     ]
+
+
+ONLY_OUTPUT = [
+    ["--version"],
+    ["--help"],
+    ["apply", "--help"],
+    ["help", "apply"],
+    ["completion", "bash"],
+]  # commands whose whole work is printing
+
+
+@pytest.mark.parametrize("argv", ONLY_OUTPUT, ids=" ".join)
+def test_printing_to_a_full_disk_is_one_error_line(argv: list[str]) -> None:
+    """Input: `sgpatch --version`, `--help`, `apply --help`, `help apply`, `completion bash`,
+    each with stdout on /dev/full. Outcome: exit 2 and the one `cannot write to stdout` line
+    (was exit 70, an internal error, for all five)."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "sgpatch", *argv],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    assert (proc.returncode, proc.stderr) == (
+        2,
+        "sgpatch: error: cannot write to stdout: No space left on device\n",
+    )
+
+
+@pytest.mark.parametrize("argv", ONLY_OUTPUT, ids=" ".join)
+def test_printing_to_a_closed_stdout_prints_nothing_and_succeeds(argv: list[str]) -> None:
+    """Input: the same commands started with stdout closed (`>&-`). Outcome: exit 0, nothing
+    on stderr (was exit 70: `'NoneType' object has no attribute 'write'`)."""
+    cmd = " ".join([shlex.quote(sys.executable), "-m", "sgpatch", *argv, ">&-"])
+    proc = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True)
+    assert (proc.returncode, proc.stderr) == (0, "")
+
+
+def test_a_patch_read_from_a_closed_stdin_is_an_empty_patch(tmp_path) -> None:
+    """Input: `sgpatch patch -p1 <&-` in an empty folder. Outcome: exit 2, one line saying the
+    patch on stdin is empty (was exit 70 on `sys.stdin` being None); nothing written."""
+    cmd = " ".join([shlex.quote(sys.executable), "-m", "sgpatch", "patch", "-p1", "<&-"])
+    proc = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr == "sgpatch: error: <stdin>: empty patch file\n"
+    assert os.listdir(tmp_path) == []
+
+
+def test_an_error_line_shows_control_characters_escaped(tmp_path) -> None:
+    """Input: `--sglang-dir` holding a newline and a terminal escape (ESC [31m). Outcome: exit 2
+    and one line on stderr with them written as `\\n` and `\\x1b`; the JSON error document
+    keeps the path exact."""
+    odd = str(tmp_path / "a\nb\x1b[31m")
+    code, out, err = run_cli("status", "--sglang-dir", odd, "--json")
+    assert code == 2 and err.count("\n") == 1 and "\x1b" not in err
+    assert "a\\nb\\x1b[31m" in err
+    assert odd in json.loads(out)["error"]
 
 
 def test_a_log_holding_both_streams_keeps_the_verdict_last(tmp_path) -> None:

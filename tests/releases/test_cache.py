@@ -12,6 +12,7 @@ from packaging.version import Version
 
 from helpers import WHEEL_FILES, _digest, _move, make_wheel, offline_cache
 from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.pyrun import module_command
 from sgpatch.releases import cache as releases
 from sgpatch.releases import download, wheels
 from sgpatch.releases import index as index_mod
@@ -333,7 +334,7 @@ def test_pip_download_command_and_error(tmp_path: Path, monkeypatch: pytest.Monk
     with pytest.raises(SgpatchError, match=r"cannot download sglang==0\.0\.1: ERROR: No matching"):
         download._pip_download("0.0.1", tmp_path)
     cmd = seen[0]
-    assert cmd[1:4] == ["-m", "pip", "download"]
+    assert cmd[: len(module_command("pip")) + 1] == [*module_command("pip"), "download"]
     assert "--no-deps" in cmd and "--only-binary=:all:" in cmd and "sglang==0.0.1" in cmd
     platforms = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--platform"]
     assert platforms == ["manylinux_2_34_x86_64", "any"]
@@ -365,8 +366,9 @@ def test_listing_asks_the_index_for_the_same_target_as_downloading(monkeypatch) 
     monkeypatch.setattr(index_mod.subprocess, "run", run)
     index_mod._pip_index_versions(False)
     (cmd,) = seen
-    assert cmd[1:5] == ["-m", "pip", "index", "versions"] and cmd[-1] == "sglang"
-    assert tuple(cmd[5:-1]) == releases.PIP_TARGET_FLAGS
+    n = len(module_command("pip"))
+    assert cmd[: n + 2] == [*module_command("pip"), "index", "versions"] and cmd[-1] == "sglang"
+    assert tuple(cmd[n + 2 : -1]) == releases.PIP_TARGET_FLAGS
     assert set(releases.PIP_TARGET_FLAGS) <= set(releases.PIP_DOWNLOAD_FLAGS)
 
 

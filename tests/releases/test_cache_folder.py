@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from helpers import make_wheel, offline_cache, run_cli
+from helpers import make_wheel, no_hang, offline_cache, run_cli
 
 
 @pytest.fixture
@@ -21,24 +19,8 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return offline_cache(tmp_path, monkeypatch)
 
 
-@contextlib.contextmanager
-def _no_hang(seconds: int = 20):
-    """A FIFO opened for reading blocks forever: fail the test instead."""
-
-    def stop(*_args):
-        raise TimeoutError("sgpatch blocked on something in the cache")
-
-    old = signal.signal(signal.SIGALRM, stop)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-
-
 def _fetch(tmp_path: Path) -> tuple[int, str]:
-    with _no_hang():
+    with no_hang():
         code, _out, err = run_cli("fetch", "9.9.9", "--dest", str(tmp_path / "tree"))
     return code, err
 

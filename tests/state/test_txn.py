@@ -843,6 +843,26 @@ def test_lock_owner_fifo_does_not_hang_the_busy_message(env, monkeypatch):
     assert code == 4 and "holder unknown" in one_line_error(err)
 
 
+@pytest.mark.parametrize(
+    "owner",
+    ['{"pid": 1, "host": "h", "since": 1e400, "cmd": "x"}', "[" * 100_000, '{"since": "now"}'],
+    ids=["since-infinite", "nested-too-deep", "since-a-word"],
+)
+def test_a_forged_lock_owner_reads_as_holder_unknown(env, monkeypatch, owner):
+    """Input: while another run holds the lock, lock.owner says it started at 1e400 seconds
+    (time.localtime overflows), is nested 100,000 lists deep, or gives a word for the time.
+    Outcome: the waiting apply gives up after SGPATCH_LOCK_TIMEOUT=1 with exit 4 and
+    'holder unknown' in one line (was exit 70 for the first two); the tree untouched."""
+    pkg, _, args = env
+    monkeypatch.setenv(txn.LOCK_TIMEOUT_ENV, "1")
+    before = tree_snapshot(pkg)
+    with locked(pkg / ".sgpatch"):
+        (pkg / ".sgpatch" / txn.LOCK_OWNER).write_text(owner)
+        code, _, err = cli("apply", *args)
+    assert code == 4 and "holder unknown" in one_line_error(err)
+    assert tree_snapshot(pkg) == before
+
+
 def test_stress_mixed_apply_revert_status_stays_consistent(env):
     """Input: 6 forked processes (2 apply, 2 revert, 2 status) each running its command 8
     times in a loop on one tree, released together, plus one real `python -m sgpatch` process

@@ -230,3 +230,40 @@ def test_a_gitpython_error_is_read_by_its_stderr(tmp_path):
         repo.git.rev_parse("--verify", "no-such-rev")
     said = gitread.error_reason(e.value)
     assert said.startswith("fatal:") and "stderr" not in said and not said.endswith("'")
+
+
+@pytest.mark.parametrize("where", ["HEAD", "config", "packed-refs", "refs/heads/BRANCH", ".git"])
+def test_a_fifo_in_the_checkouts_git_is_found_before_git_waits_on_it(tmp_path, monkeypatch, where):
+    """Input: a tagged checkout whose `.git/HEAD`, `.git/config`, `.git/packed-refs`, the
+    branch HEAD names, or `.git` itself is a FIFO; `status` without a version. Outcome: exit 2
+    in one line within seconds (git would have waited on the FIFO for its 120 s timeout),
+    naming the FIFO; the checkout byte-identical and no program of its config run."""
+    repo, canary = hostile_checkout(tmp_path)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    branch = (repo / ".git" / "HEAD").read_text().removeprefix("ref:").strip()
+    rel = where.replace("refs/heads/BRANCH", branch)
+    planted = repo / rel if where == ".git" else repo / ".git" / rel
+    if planted.is_dir():
+        subprocess.run(["rm", "-rf", str(planted)], check=True)
+    else:
+        planted.unlink(missing_ok=True)
+    os.mkfifo(planted)
+    before = full_snapshot(repo, with_state=True)
+    with tp.no_hang():
+        code, out, err = run_cli("status", "--sglang-dir", str(repo / "python" / "sglang"))
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert f"{planted} is not a regular file" in err and "pass --sglang-version" in err
+    assert os.listdir(canary) == [] and full_snapshot(repo, with_state=True) == before
+
+
+def test_a_git_that_does_not_answer_is_one_line_without_its_argv(tmp_path, monkeypatch):
+    """Input: git that never finishes (subprocess.run timing out). Outcome: GitUnreadable whose
+    message says how long git was waited for, not the whole git command line."""
+
+    def slow(cmd, **kw):
+        raise subprocess.TimeoutExpired(cmd, kw["timeout"])
+
+    monkeypatch.setattr(subprocess, "run", slow)
+    with pytest.raises(gitread.GitUnreadable) as e:
+        gitread.run(tmp_path, "rev-parse", "HEAD")
+    assert e.value.message == f"{tmp_path}: git did not answer in 120 s"

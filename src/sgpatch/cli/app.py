@@ -37,7 +37,7 @@ def _version(value: bool) -> None:
     if value:
         from sgpatch import __version__
 
-        sys.stdout.write(f"sgpatch {__version__}\n")
+        _product(f"sgpatch {__version__}\n")
         raise typer.Exit(0)
 
 
@@ -787,7 +787,7 @@ def help_cmd(
     assert isinstance(group, typer.core.TyperGroup)  # an app of several commands
     root = group.context_class(group, info_name="sgpatch", **group.context_settings)
     if command is None:
-        sys.stdout.write(group.get_help(root) + "\n")
+        _product(group.get_help(root) + "\n")
         return
     sub = group.get_command(root, command)
     if sub is None:
@@ -795,7 +795,7 @@ def help_cmd(
 
         raise bad_input(f"no such command {command!r}; see `sgpatch --help`")
     ctx = sub.context_class(sub, info_name=command, parent=root)
-    sys.stdout.write(sub.get_help(ctx) + "\n")
+    _product(sub.get_help(ctx) + "\n")
 
 
 SHELLS = ("bash", "zsh", "fish")
@@ -820,7 +820,7 @@ def completion_cmd(
     from typer._completion_shared import get_completion_script
 
     script = get_completion_script(prog_name="sgpatch", complete_var=COMPLETE_VAR, shell=shell)
-    sys.stdout.write(script.rstrip("\n") + "\n")
+    _product(script.rstrip("\n") + "\n")
 
 
 COMPLETE_VAR = "_SGPATCH_COMPLETE"
@@ -854,8 +854,24 @@ def main(argv: list[str] | None = None) -> None:
     except (interrupts.Interrupted, KeyboardInterrupt):
         _say(sys.stderr, interrupts.MESSAGE + "\n")
         sys.exit(interrupts.EXIT)
+    except OSError as exc:
+        if not _raised_by_echo(exc):  # a bug, as below
+            _fail(args, internal_message(exc), ExitCode.INTERNAL)
+        with contextlib.suppress(OSError):  # nothing more can go out through this stdout
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        _fail(args, f"cannot write to stdout: {exc.strerror or exc}", ExitCode.BAD_INPUT)
     except Exception as exc:  # a bug: never a raw traceback, never an exit code that means a state
         _fail(args, internal_message(exc), ExitCode.INTERNAL)
+
+
+def _raised_by_echo(exc: OSError) -> bool:
+    """The OSError came out of click's `echo` itself (`--help` or a usage message on a full
+    stdout): the product could not be written, which is exit 2, as for sgpatch's own output."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code if tb is not None else None
+    return code is not None and code.co_name == "echo" and "click" in code.co_filename
 
 
 DEBUG_ENV = "SGPATCH_DEBUG"
@@ -878,12 +894,20 @@ def internal_message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text} (a bug in sgpatch; {hint})"
 
 
+def one_line(text: str) -> str:
+    """`text` with its control characters shown as Python escapes (`\\n`, `\\x1b`): a path
+    holding a newline or a terminal escape must neither split the one error line nor drive
+    the terminal. The JSON error document keeps the text exact."""
+    controls = {c: repr(chr(c))[1:-1] for c in (*range(32), *range(127, 160))}
+    return text.translate(controls)
+
+
 def _fail(args: list[str], message: str, code: int) -> None:
     """The last words of a failed run: one line on stderr (and, with --json, the error
     document on stdout), then the exit code."""
     internal = code == ExitCode.INTERNAL
     prefix = "sgpatch: internal error: " if internal else "sgpatch: error: "
-    _say(sys.stderr, prefix + message.removeprefix("internal error: ") + "\n")
+    _say(sys.stderr, prefix + one_line(message.removeprefix("internal error: ")) + "\n")
     if _wants_json(args):
         import json
 
@@ -906,6 +930,21 @@ def _replace_unencodable() -> None:
         if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
             with contextlib.suppress(Exception):
                 stream.reconfigure(errors="replace")
+
+
+def _product(text: str) -> None:
+    """What `--version`, `help` and `completion` print, written as every product is: nothing
+    on a closed stdout, an error line and exit 2 on a full one (sgpatch.ops.report.write; not
+    imported here, where it would cost `--version` the placement engine)."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as exc:
+        with contextlib.suppress(OSError):  # nothing more can go out through this stdout
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        raise SgpatchError(f"cannot write to stdout: {exc.strerror or exc}") from None
 
 
 def _flush_product() -> None:

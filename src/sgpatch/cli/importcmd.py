@@ -53,13 +53,13 @@ def run(opts: ImportOptions) -> int:
 
 
 def _version(text: str | None):
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import Version
 
     if text is None:
         raise bad_input("--sglang-version V is needed: the release the patches were made for")
     try:
         return Version(text)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or digits past int()'s limit
         raise bad_input(f"--sglang-version {text!r}: not a PEP 440 version") from None
 
 

@@ -114,9 +114,7 @@ def matrix(opts: MatrixOptions) -> int:
         report.emit_json(mx.json_doc(manifest, rows, code))
         return int(code)
     if opts.fmt == "markdown":
-        import sys
-
-        sys.stdout.write(mx.markdown(manifest, rows))
+        report.write(mx.markdown(manifest, rows))
     else:
         _matrix_table(manifest, rows)
     for line in mx.tree_notes(manifest, rows):

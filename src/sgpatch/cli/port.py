@@ -118,14 +118,14 @@ def _check(a: Args) -> None:
 
 
 def _inputs(a: Args):
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import Version
 
     from sgpatch.errors import bad_input
     from sgpatch.patchset.manifest import load_set
 
     try:
         version = Version(a.to or "")
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or digits past int()'s limit
         raise bad_input(f"--to {a.to!r}: not a PEP 440 version") from None
     if version.local or version.is_prerelease:
         raise bad_input(f"--to {a.to}: port carries a set to a final release (no rc, dev, +local)")

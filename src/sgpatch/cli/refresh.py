@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -86,7 +85,7 @@ def _say(
             }
         )
     elif dry_run:
-        sys.stdout.write(res.data.decode("utf-8", "surrogateescape"))
+        report.write(res.data.decode("utf-8", "surrogateescape"))
         what = "would change" if res.changed else "unchanged"
         report.err(f"sgpatch refresh: {set_name}/{patch_id}: {rel} {what} (dry run)")
     else:
@@ -127,7 +126,7 @@ class DiffOptions:
 
 
 def diff(opts: DiffOptions) -> int:
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import Version
 
     from sgpatch.cli.common import locate_tree
     from sgpatch.ops import refresh as rf
@@ -136,7 +135,7 @@ def diff(opts: DiffOptions) -> int:
     if opts.against is not None:
         try:
             Version(opts.against)
-        except InvalidVersion:
+        except ValueError:  # InvalidVersion, or digits past int()'s limit
             raise SgpatchError(f"--against {opts.against!r}: not a PEP 440 version") from None
     target = find_target(opts.sglang_dir, opts.against, root=locate_tree(opts.sglang_dir))
     version = Version(opts.against) if opts.against else target.version
@@ -153,5 +152,5 @@ def diff(opts: DiffOptions) -> int:
             }
         )
     else:
-        sys.stdout.write(res.text)
+        report.write(res.text)
     return int(ExitCode.OK)

@@ -17,7 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from sgpatch.diff.unified import read_patch
@@ -378,10 +378,11 @@ def select_versions(
 ) -> list[Version]:
     """Releases on the index (or in the cache when offline) that the set and `spec` cover."""
     from sgpatch.releases import cache as releases
+    from sgpatch.versions import checked
 
     try:
-        wanted = SpecifierSet(spec) if spec else SpecifierSet()
-    except InvalidSpecifier:
+        wanted = checked(SpecifierSet(spec)) if spec else SpecifierSet()
+    except ValueError:  # InvalidSpecifier, or a version past int()'s digit limit
         raise bad_input(f"--releases {spec!r}: not a PEP 440 specifier (e.g. '>=0.5.10')") from None
     found = releases.cached_versions() if offline else releases.index_versions(">=0")
     return [

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from sgpatch.patchset.manifest import EnvRequirement
 from sgpatch.tree.target import metadata_version
@@ -84,7 +84,7 @@ def check(req: EnvRequirement, site_packages: Path | None) -> Precondition:
     if found is not None:
         try:
             verdict = "ok" if req.specifier.contains(Version(found), prereleases=True) else "unmet"
-        except InvalidVersion:
+        except ValueError:  # InvalidVersion, or digits past int()'s limit
             verdict = "unknown"
     return Precondition(req.package, str(req.specifier), req.why, found, where, verdict)
 

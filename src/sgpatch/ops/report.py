@@ -63,12 +63,17 @@ def warnings(lines: Iterable[str]) -> None:
 
 
 def out(text: str = "") -> None:
-    """A line of the command's product on stdout. A closed stdout (`>&-`) asked for nothing; a
+    """A line of the command's product on stdout (see `write`)."""
+    write(text + "\n")
+
+
+def write(text: str) -> None:
+    """The command's product, as it is, on stdout. A closed stdout (`>&-`) asked for nothing; a
     full disk is an error (a reader that went away ends the process by SIGPIPE)."""
     if sys.stdout is None:
         return
     try:
-        sys.stdout.write(text + "\n")
+        sys.stdout.write(text)
     except OSError as exc:
         raise SgpatchError(f"cannot write to stdout: {exc.strerror or exc}") from None
 

@@ -17,12 +17,12 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.errors import ExitCode
+from sgpatch.pyrun import module_command
 from sgpatch.state.folder import STATE_DIR
 
 STEPS = ("apply", "compile", "reapply", "status", "revert")
@@ -58,7 +58,7 @@ def sgpatch_json(args: Sequence[str]) -> tuple[int, dict]:
     env = {k: v for k, v in os.environ.items() if k not in ("SGLANG_DIR", "_SGPATCH_COMPLETE")}
     env["NO_COLOR"] = "1"
     proc = subprocess.run(
-        [sys.executable, "-m", "sgpatch", *args, "--json"],
+        [*module_command("sgpatch"), *args, "--json"],
         capture_output=True,
         text=True,
         env=env,

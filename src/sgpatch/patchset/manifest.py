@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import NoReturn
 
-from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.specifiers import Specifier, SpecifierSet
+from packaging.version import Version
 
 from sgpatch.errors import bad_input, unsafe
 from sgpatch.patchset.hygiene import refuse_others_writable, refuse_writable_inside
@@ -34,6 +34,7 @@ from sgpatch.patchset.probe import (
     SymbolProbe,
     compile_regex,
 )
+from sgpatch.versions import checked
 
 MANIFEST_NAME = "patchset.yaml"
 SCHEMA = 1
@@ -202,8 +203,8 @@ class _Checker:
     def specifier(self, node: object, field: str) -> SpecifierSet:
         text = self.text(node, field).strip()
         try:
-            return AsWritten(text)
-        except InvalidSpecifier:
+            return checked(AsWritten(text))
+        except ValueError:  # InvalidSpecifier, or a version with digits past int()'s limit
             hint = " (a bare version needs '==')" if _looks_like_version(text) else ""
             self.fail(node, field, f"invalid specifier {text!r}{hint}")
 
@@ -211,7 +212,7 @@ class _Checker:
         text = self.text(node, field).strip()
         try:
             return Version(text)
-        except InvalidVersion:
+        except ValueError:  # InvalidVersion, or digits past int()'s limit
             self.fail(node, field, f"invalid version {text!r} (PEP 440, e.g. '0.5.10')")
 
     # containers -------------------------------------------------------------------------------
@@ -336,7 +337,7 @@ def _describe(node: object) -> str:
 def _looks_like_version(text: str) -> bool:
     try:
         Version(text)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or digits past int()'s limit
         return False
     return True
 
@@ -681,7 +682,7 @@ def _load_base(chk: _Checker, node: object, field: str) -> Version:
     text = chk.text(node, field).strip()
     try:
         return Version(Version(text).public)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or digits past int()'s limit
         chk.fail(node, field, f"{text!r} is not a PEP 440 version (one release, e.g. 0.5.9)")
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from sgpatch.errors import bad_input
 from sgpatch.patchset.manifest import SetManifest
@@ -53,7 +53,7 @@ def _clause_versions(spec: SpecifierSet) -> list[Version]:
             continue
         try:
             out.append(_public(Version(clause.version)))
-        except InvalidVersion:  # `===` takes any string
+        except ValueError:  # `===` takes any string; InvalidVersion, or digits past int()'s limit
             continue
     return out
 
@@ -77,7 +77,7 @@ def snapshots_named(manifest: SetManifest) -> list[Version]:
                 if clause.operator in ("==", "===") and not clause.version.endswith(".*"):
                     try:
                         v = _public(Version(clause.version))
-                    except InvalidVersion:
+                    except ValueError:  # InvalidVersion, or digits past int()'s limit
                         continue
                     if v.is_prerelease:
                         out.add(v)

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from sgpatch.errors import bad_input
 from sgpatch.port.sequencer import FORMAT, Carried, Queue
@@ -47,11 +47,11 @@ class Options:
         got = {n: (ws.get(n) or "").strip() for n in ("set", "set-dir", "set-name", "set-sha256")}
         try:
             onto = Version((ws.get("onto") or "").strip())
-        except InvalidVersion:
+        except ValueError:  # InvalidVersion, or digits past int()'s limit
             raise ws.damaged("onto", "not a version") from None
         try:
             known = tuple(sorted(Version(v) for v in ws.lines("known")))
-        except InvalidVersion:
+        except ValueError:  # InvalidVersion, or digits past int()'s limit
             raise ws.damaged("known", "not a list of versions") from None
         return cls(Path(got["set"]), got["set-dir"], got["set-name"], got["set-sha256"], onto,
                    (ws.get("offline") or "").strip() == "yes", known)  # fmt: skip

@@ -24,10 +24,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-from packaging.version import InvalidVersion, Version
+from packaging.utils import parse_wheel_filename
+from packaging.version import Version
 
 from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.pyrun import module_command
 from sgpatch.releases import folder, wheels
 
 PACKAGE = "sglang"
@@ -51,7 +52,7 @@ def release(version: str | Version) -> Version:
     """The release a version string names: PEP 440, local label dropped."""
     try:
         v = version if isinstance(version, Version) else Version(str(version).strip())
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or digits past int()'s limit
         raise SgpatchError(f"not a PEP 440 version: {version!r}", ExitCode.BAD_INPUT) from None
     return Version(v.public)
 
@@ -75,7 +76,7 @@ def _listing(where: Path, _mtime_ns: int) -> dict[Version, Path]:
     ):
         try:
             name, ver, _build, _tags = parse_wheel_filename(p.name)
-        except (InvalidWheelFilename, InvalidVersion):
+        except ValueError:  # a bad name or version (InvalidWheelFilename, InvalidVersion)
             continue
         if name == PACKAGE and ver not in found and folder.regular_file(p) is not None:
             found[ver] = p
@@ -99,7 +100,7 @@ def cached_snapshots() -> dict[Version, Path]:
     for p in sorted(where.glob(f"{PACKAGE}-*.whl")):
         try:
             name, ver, _build, _tags = parse_wheel_filename(p.name)
-        except (InvalidWheelFilename, InvalidVersion):
+        except ValueError:  # a bad name or version (InvalidWheelFilename, InvalidVersion)
             continue
         if name == PACKAGE and ver.is_prerelease and folder.regular_file(p) is not None:
             found[ver] = p
@@ -357,7 +358,7 @@ def _tell_download(path: Path, seconds: float) -> None:
 
 def _pip_download(version: str, dest: Path) -> Path:
     """Run `pip download` for one sglang release into `dest`; return the wheel it saved."""
-    cmd = [sys.executable, "-m", "pip", "download", *PIP_DOWNLOAD_FLAGS, "-d", str(dest)]
+    cmd = [*module_command("pip"), "download", *PIP_DOWNLOAD_FLAGS, "-d", str(dest)]
     cmd += ["--quiet", f"{PACKAGE}=={version}"]
     try:
         proc = _with_progress(

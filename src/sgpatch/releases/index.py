@@ -5,21 +5,22 @@ from __future__ import annotations
 import logging
 import re
 import subprocess
-import sys
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from sgpatch.errors import SgpatchError
+from sgpatch.pyrun import module_command
 from sgpatch.releases import folder
 from sgpatch.releases.download import PACKAGE, PIP_TARGET_FLAGS, cached_versions
+from sgpatch.versions import checked
 
 log = logging.getLogger("sgpatch.releases.cache")
 
 
 def _pip_index_versions(prereleases: bool) -> str:
     """Raw `pip index versions sglang` output (stdout); raises OSError/CalledProcessError."""
-    cmd = [sys.executable, "-m", "pip", "index", "versions", *PIP_TARGET_FLAGS, PACKAGE]
+    cmd = [*module_command("pip"), "index", "versions", *PIP_TARGET_FLAGS, PACKAGE]
     if prereleases:
         cmd.append("--pre")
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
@@ -34,7 +35,7 @@ def _parse_index_output(text: str) -> list[Version]:
     for tok in m.group(1).split(","):
         try:
             out.append(Version(tok.strip()))
-        except InvalidVersion:
+        except ValueError:  # InvalidVersion, or digits past int()'s limit
             continue
     return out
 
@@ -65,8 +66,8 @@ def index_versions(spec: str = ">=0.5.5,<0.6", *, prereleases: bool = False) -> 
     runs still know which releases they can test.
     """
     try:
-        spec_set = SpecifierSet(spec)
-    except InvalidSpecifier:
+        spec_set = checked(SpecifierSet(spec))
+    except ValueError:  # InvalidSpecifier, or a version past int()'s digit limit
         raise SgpatchError(f"not a PEP 440 version specifier: {spec!r}") from None
     try:
         found = _asked(prereleases)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from sgpatch.errors import SgpatchError
 from sgpatch.state.ledger import Ledger, sha256
-from sgpatch.tree.files import read_bytes
+from sgpatch.tree.files import read_bytes, read_regular
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,9 @@ class Drift:
     seen_in: str  # "ledger" (hash from before sgpatch's first write) or "tree" (current bytes)
 
 
+_MAX_RECORD = 1 << 26  # sglang's RECORD is ~400 KB; a bigger one is not a wheel's
+
+
 def record_hashes(
     dist_info: Path, package: str = "sglang", wanted: Iterable[str] | None = None
 ) -> dict[str, str] | None:
@@ -44,9 +47,8 @@ def record_hashes(
     (sgpatch.releases.record), the same that checks the cached wheels."""
     from sgpatch.releases import record
 
-    try:
-        data = (dist_info / "RECORD").read_bytes()
-    except OSError:
+    data = read_regular(dist_info / "RECORD", _MAX_RECORD)
+    if data is None:
         return None
     prefix = f"{package}/"
     names = None if wanted is None else {prefix + p for p in wanted}

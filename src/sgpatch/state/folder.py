@@ -18,6 +18,7 @@ import errno
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from sgpatch.errors import unsafe
 
@@ -148,3 +149,15 @@ def write_state(path: Path, data: bytes, mode: int | None = 0o644) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def parse_json(data: bytes) -> Any:
+    """A state file's JSON document. Anything that is not one (bad syntax, nesting deep enough
+    to exhaust Python's recursion, `[[[...` written by someone else) is a ValueError, the one
+    error every reader of a state file already turns into its own message."""
+    import json
+
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("nested too deeply to be sgpatch's") from None

@@ -20,11 +20,11 @@ journal an older sgpatch left is rolled back, never written.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.errors import SgpatchError, unsafe
+from sgpatch.state.folder import parse_json
 
 SCHEMA = 3  # 1: journal.json (base64 originals inline); 2: this line form over the store;
 # 3: `owner UID GID PATH` after a file's line (the owner a rollback gives it back)
@@ -174,7 +174,7 @@ def _parse_json(path: Path, data: bytes) -> Journal:
 
     from sgpatch.state.digest import sha256
 
-    doc = json.loads(data)
+    doc = parse_json(data)
     if not isinstance(doc, dict) or not isinstance(doc.get("schema"), int):
         raise ValueError("not an sgpatch journal")
     if doc["schema"] > 1:
@@ -196,4 +196,7 @@ def _parse_json(path: Path, data: bytes) -> Journal:
     dirs = doc.get("dirs", [])
     if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
         raise ValueError("bad 'dirs'")
-    return Journal(int(doc.get("pid") or 0), tuple(entries), tuple(dirs), tuple(inline))
+    pid = doc.get("pid") or 0
+    if type(pid) is not int or pid < 0:
+        raise ValueError(f"bad pid {pid!r}")
+    return Journal(pid, tuple(entries), tuple(dirs), tuple(inline))

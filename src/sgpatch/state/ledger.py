@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.state.digest import sha256
-from sgpatch.state.folder import LEDGER, ORIGINALS, STATE_DIR, read_state
+from sgpatch.state.folder import LEDGER, ORIGINALS, STATE_DIR, parse_json, read_state
 
 if TYPE_CHECKING:
     from sgpatch.tree.files import FileChange
@@ -116,9 +116,7 @@ def load(root: Path) -> Ledger:
         data = read_state(path)  # no symlink followed, no FIFO opened for long
         if data is None:
             return Ledger()
-        import json  # only when there is a ledger: status on a pending tree needs no json
-
-        doc = json.loads(data)
+        doc = parse_json(data)
     except (OSError, ValueError) as exc:
         raise SgpatchError(f"{path}: ledger is unreadable ({exc}); restore or remove it") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("schema"), int):
@@ -131,7 +129,8 @@ def load(root: Path) -> Ledger:
         sets = {name: _set_from(name, s) for name, s in doc.get("sets", {}).items()}
         names = _order(doc.get("order"), sets)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
-        raise SgpatchError(f"{path}: ledger is corrupted (missing {exc})") from None
+        what = {KeyError: "missing ", ValueError: "wants "}.get(type(exc), "") + str(exc)
+        raise SgpatchError(f"{path}: ledger is corrupted ({what})") from None
     return Ledger({n: sets[n] for n in names})
 
 
@@ -152,12 +151,21 @@ def _opt(value: Any, kind: type) -> Any:
     raise ValueError(f"a {kind.__name__}, got {value!r}")
 
 
+def _mode(value: Any) -> int | None:
+    """A recorded mode: None, or permission bits 0..0o7777 (revert chmods to it; -1 would read
+    as 0o7777, a setuid file)."""
+    mode = _opt(value, int)
+    if mode is not None and not 0 <= mode <= 0o7777:
+        raise ValueError(f"a mode 0..0o7777, got {mode!r}")
+    return mode
+
+
 def _file_from(v: dict[str, Any]) -> FileRecord:
     return FileRecord(
         _opt(v["before"], str),
         _opt(v["after"], str),
-        _opt(v.get("mode_before"), int),
-        _opt(v.get("mode_after"), int),
+        _mode(v.get("mode_before")),
+        _mode(v.get("mode_after")),
         _opt(v.get("link_before"), str),
         _opt(v.get("link_after"), str),
     )

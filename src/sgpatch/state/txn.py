@@ -48,6 +48,7 @@ from sgpatch.state.folder import (
     TMP_SUFFIX,
     journal_path,
     new_temp,
+    parse_json,
     read_state,
     write_state,
 )
@@ -450,11 +451,11 @@ def lock_timeout(default: float = DEFAULT_LOCK_TIMEOUT) -> float:
 
 def _holder(state_dir: Path) -> str:
     try:
-        doc = json.loads(read_state(state_dir / LOCK_OWNER) or b"")
+        doc = parse_json(read_state(state_dir / LOCK_OWNER) or b"")
         since = time.strftime("%H:%M:%S", time.localtime(float(doc["since"])))
         return f"held by pid {doc['pid']} on {doc['host']} since {since}: {doc['cmd']}"
-    except (OSError, ValueError, KeyError, TypeError, SgpatchError):
-        return "holder unknown"
+    except (OSError, ValueError, OverflowError, KeyError, TypeError, SgpatchError):
+        return "holder unknown"  # OverflowError: a `since` of 1e400
 
 
 def _host() -> str:

@@ -48,11 +48,11 @@ def _same_release(recorded: str, version: str) -> bool:
     """The same release, as far as reinstalls go: local labels (`+cu130`) do not count, and a
     development build of a checkout (`0.5.9.post1.dev3+gabc`, what `git describe` gives a few
     commits after the tag) is its tag's release: committing in a checkout is no reinstall."""
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import Version
 
     try:
         a, b = Version(recorded), Version(version)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or digits past int()'s limit
         return recorded == version
     if a.dev is not None or b.dev is not None:
         return (a.epoch, a.release, a.pre) == (b.epoch, b.release, b.pre)

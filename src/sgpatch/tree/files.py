@@ -114,3 +114,27 @@ def read_bytes(root: Path, rel: str) -> bytes | None:
         raise SgpatchError(f"{rel}: a parent is not a directory", ExitCode.BAD_INPUT) from None
     except OSError as exc:
         raise SgpatchError(f"{rel}: cannot read: {exc.strerror}", ExitCode.BAD_INPUT) from None
+
+
+def read_regular(path: Path, limit: int) -> bytes | None:
+    """The bytes of `path` when it is a regular file of at most `limit` bytes; None when it is
+    missing, unreadable, too big, or not a regular file. For the files sgpatch reads beside
+    a tree to learn about it (a version module, METADATA, RECORD): opened without blocking, so
+    a FIFO planted there is never waited on, and /dev/zero is never read to its end."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError):  # ValueError: a NUL in the path
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        chunks, size = [], 0
+        while size <= limit and (chunk := os.read(fd, min(1 << 20, limit + 1 - size))):
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks) if size <= limit else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

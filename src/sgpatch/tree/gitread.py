@@ -112,6 +112,9 @@ def _pipe_safe() -> Iterator[None]:
 def run(repo: Path, *args: str, stdin: bytes | None = None, ok: Sequence[int] = (0,)) -> bytes:
     """stdout of a reading `git -C repo ARGS`; GitUnreadable when git is missing, refuses the
     repository (dubious ownership) or fails with an exit code not in `ok`."""
+    planted = _special_git_file(repo)
+    if planted is not None:
+        raise GitUnreadable(f"git cannot read {repo}: {planted} is not a regular file")
     try:
         with _pipe_safe():
             proc = subprocess.run(
@@ -125,11 +128,66 @@ def run(repo: Path, *args: str, stdin: bytes | None = None, ok: Sequence[int] = 
             )
     except FileNotFoundError:
         raise GitUnreadable(f"{repo}: git is not installed") from None
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise GitUnreadable(f"{repo}: git could not run ({exc})") from None
+    except subprocess.TimeoutExpired as exc:
+        raise GitUnreadable(f"{repo}: git did not answer in {exc.timeout:.0f} s") from None
+    except OSError as exc:
+        raise GitUnreadable(f"{repo}: git could not run ({exc.strerror or exc})") from None
     if proc.returncode in ok:
         return proc.stdout
     raise _failure(repo, proc.stderr)
+
+
+_GIT_FILES = ("HEAD", "config", "index", "packed-refs", "commondir")  # what every read opens
+
+
+def _special_git_file(repo: Path) -> Path | None:
+    """A FIFO, device or socket where git would open a file of the repository `repo` is in
+    (`.git` itself, HEAD, config, the index, packed-refs, the branch HEAD names): git would
+    wait on it until its timeout, so it is found first. None when there is none, or no `.git`
+    above `repo` at all (git then says so itself)."""
+    from sgpatch.tree.files import read_regular
+
+    here = repo.absolute()
+    for folder in (here, *here.parents):
+        dotgit = folder / ".git"
+        if not _exists(dotgit):
+            continue
+        if _special(dotgit):
+            return dotgit
+        if not dotgit.is_dir():  # a worktree's or submodule's `gitdir: PATH` file
+            line = (read_regular(dotgit, 4096) or b"").decode("utf-8", "replace").strip()
+            dotgit = folder / line.removeprefix("gitdir:").strip()
+        names = [*_GIT_FILES, _head_ref(dotgit / "HEAD")]
+        return next((dotgit / n for n in names if n and _special(dotgit / n)), None)
+    return None
+
+
+def _exists(path: Path) -> bool:
+    try:
+        os.lstat(path)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _special(path: Path) -> bool:
+    """`path` exists and is neither a regular file, a folder nor a symlink."""
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
+
+
+def _head_ref(head: Path) -> str | None:
+    """The ref a regular HEAD names (`ref: refs/heads/main`), if it names one inside .git."""
+    from sgpatch.tree.files import read_regular
+
+    text = (read_regular(head, 4096) or b"").decode("utf-8", "replace").strip()
+    ref = text.removeprefix("ref:").strip() if text.startswith("ref:") else ""
+    return ref if ref.startswith("refs/") and ".." not in ref.split("/") else None
 
 
 def _failure(repo: Path, stderr: bytes) -> GitUnreadable:

@@ -23,6 +23,7 @@ from typing import Literal
 from packaging.version import InvalidVersion, Version
 
 from sgpatch.errors import SgpatchError, bad_input
+from sgpatch.tree.files import read_regular
 
 Layout = Literal["site-packages", "checkout", "package"]
 
@@ -140,7 +141,7 @@ def _installed_root() -> tuple[Path | None, str]:
 def _parse_version(text: str, where: str) -> Version:
     try:
         return Version(text.strip())
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or digits past int()'s limit
         raise bad_input(f"{where}: {text.strip()!r} is not a PEP 440 version") from None
 
 
@@ -156,13 +157,8 @@ def _literal_version(path: Path) -> str | None:
     assignment overrides a literal one. A hostile file is bounded before it is parsed (size,
     line length), and what the parser refuses (deep nesting: RecursionError) is no version.
     """
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if len(data) > _MAX_VERSION_FILE or any(
-        len(ln) > _MAX_VERSION_LINE for ln in data.split(b"\n")
-    ):
+    data = read_regular(path, _MAX_VERSION_FILE)
+    if data is None or any(len(ln) > _MAX_VERSION_LINE for ln in data.split(b"\n")):
         return None
     try:
         module = ast.parse(data, filename=str(path))
@@ -202,7 +198,7 @@ def find_dist_info(root: Path) -> Path | None:
             continue
         try:
             version = Version(candidate.name[len("sglang-") : -len(".dist-info")])
-        except InvalidVersion:
+        except ValueError:  # InvalidVersion, or digits past int()'s limit
             continue
         if best is None or version > best[0]:
             best = (version, candidate)
@@ -223,15 +219,17 @@ def _dist_infos(site: Path):
     return [site / n for n in wanted if n.endswith(".dist-info")]
 
 
+_MAX_METADATA = 1 << 24  # sglang's METADATA, its README included, is ~40 KB
+
+
 def metadata_version(info: Path) -> str | None:
     """`Version:` from a dist-info's METADATA (or an egg-info's PKG-INFO); headers end at the
     first blank line."""
     for name in ("METADATA", "PKG-INFO"):
-        try:
-            text = (info / name).read_text(encoding="utf-8", errors="replace")
-        except OSError:
+        data = read_regular(info / name, _MAX_METADATA)
+        if data is None:
             continue
-        for line in text.splitlines():
+        for line in data.decode("utf-8", "replace").splitlines():
             if not line.strip():
                 break
             if line.lower().startswith("version:"):
@@ -321,15 +319,15 @@ def detect_version(
         if described is not None:
             try:
                 return describe_to_version(described), "git describe"
-            except InvalidVersion:
+            except ValueError:  # InvalidVersion, or digits past int()'s limit
                 raise bad_input(
                     f"{repo_root}: git describe gave {described!r}, not a vX.Y.Z tag "
                     "(pass --sglang-version)"
                 ) from None
     tag = f"and {why}" if why else "no vX.Y.Z git tag"
     raise bad_input(
-        f"cannot tell the SGLang version of {root}: no _version.py, no literal __version__ in "
-        f"version.py, no sglang-*.dist-info beside it, {tag}; pass --sglang-version"
+        f"cannot tell the SGLang version of {root}: no readable _version.py, no literal "
+        f"__version__ in version.py, no sglang-*.dist-info beside it, {tag}; pass --sglang-version"
     )
 
 

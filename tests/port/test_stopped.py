@@ -5,6 +5,7 @@ edit in a file no patch changes is refused naming it, and the set is left as it 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from helpers import (
     by_id,
     make_set,
     make_wheel,
+    no_hang,
     other_release,
     port_applied,
     port_diff,
@@ -339,14 +341,15 @@ def test_a_workspace_of_an_older_sgpatch_is_not_continued(cache, tmp_path):
         ("tree", lambda t: t + "0123abcd  sglang/srt/mod.py\n"),
         ("hunks/first/srt/mod.py.jsonl", lambda t: t[:40] + "\n"),
         ("hunks/first/srt/mod.py.jsonl", lambda t: t.replace('"hunk": 2', '"hunk": "2"')),
+        ("hunks/first/srt/mod.py.jsonl", lambda t: "[" * 200_000 + "\n"),
     ],
 )
 def test_a_damaged_state_file_is_one_line_and_exit_4(cache, tmp_path, name, damage):
     """Input: a stopped workspace, one state file damaged by hand (a count that is not a
     number, an unknown outcome, a line cut short, a bad hunk number, a bad release, bytes that
     are not UTF-8, a path list naming a file the patch does not have or a path out of W, a
-    tree line whose digest is cut short, a hunk detail cut short or with a hunk number that is
-    a string).
+    tree line whose digest is cut short, a hunk detail cut short, with a hunk number that is
+    a string, or nested 200,000 lists deep: exit 70 on RecursionError before).
     Outcome: --continue exits 4 with one line naming the file and --abort;
     W is byte-for-byte as it was; the set too."""
     d, w, code, _ = start_conflict(tmp_path)
@@ -358,6 +361,30 @@ def test_a_damaged_state_file_is_one_line_and_exit_4(cache, tmp_path, name, dama
     assert code == 4, err
     (line,) = err.splitlines()
     assert f"{name}: damaged" in line and "--abort" in line
+    assert snapshot(w) == before and snapshot(d) == set_before
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["needs-a-hand", "done", "tree", "fixing/first", "before/first.absent",
+     "before/first/srt/mod.py", "hunks/first/srt/mod.py.jsonl", "carried/second"],
+)  # fmt: skip
+def test_a_fifo_at_a_state_file_is_refused_not_waited_on(cache, tmp_path, name):
+    """Input: a stopped workspace whose state file NAME (a list, a snapshot, a hunk detail)
+    was replaced by a FIFO nobody writes. Outcome: --continue exits 4 at once (it blocked for
+    ever on the open) with one line naming the file as not a regular file; W otherwise
+    byte-for-byte as it was, the set too."""
+    d, w, code, _ = start_conflict(tmp_path)
+    assert code == 3
+    f = w / ".sgpatch-port" / name
+    f.unlink()
+    os.mkfifo(f)
+    before, set_before = snapshot(w), snapshot(d)
+    with no_hang():
+        code, _out, err = run_cli("port", "--continue", "--workspace", str(w))
+    assert code == 4, err
+    (line,) = err.splitlines()
+    assert f"{name} is not a regular file" in line
     assert snapshot(w) == before and snapshot(d) == set_before
 
 

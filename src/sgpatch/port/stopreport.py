@@ -23,6 +23,7 @@ from dataclasses import dataclass, fields
 
 from sgpatch.port.merge import marker_lines
 from sgpatch.port.workspace import PKG, STATE, Workspace
+from sgpatch.state.folder import parse_json
 
 PROBE, LINT = "probe: ", "lint: "
 FILES_HEAD = "files to fix in W (then `sgpatch port --continue --workspace {top}`):"
@@ -232,8 +233,8 @@ def details(ws: Workspace, pid: str, rel: str) -> list[HunkDetail]:
     out = []
     for ln in ws.lines(f"hunks/{pid}/{rel}.jsonl"):
         try:
-            out.append(detail_of(json.loads(ln)))
-        except ValueError:  # not JSON, or not a row sgpatch writes
+            out.append(detail_of(parse_json(ln.encode())))
+        except ValueError:  # not JSON (nested too deeply too), or not a row sgpatch writes
             raise ws.damaged(f"hunks/{pid}/{rel}.jsonl", f"line {ln[:60]!r}") from None
     return out
 

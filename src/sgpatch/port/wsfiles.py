@@ -10,6 +10,7 @@ import hashlib
 import os
 import secrets
 import shutil
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
@@ -129,12 +130,16 @@ def _forget_all() -> None:
 
 
 def read(top: Path, rel: str) -> bytes | None:
-    """Bytes of top/rel (None: absent); a symlink anywhere on the way is refused."""
+    """Bytes of top/rel (None: absent); a symlink anywhere on the way is refused, and so is
+    anything but a regular file (opened without blocking: a FIFO planted there is refused, not
+    waited on)."""
     *dirs, name = _parts(rel)
     try:
         with _dir(top, dirs, create=False) as d:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=d)
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=d)
             with os.fdopen(fd, "rb") as f:
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    raise unsafe(f"{top}/{rel} is not a regular file; not reading it")
                 return f.read()
     except FileNotFoundError:
         return None
@@ -239,13 +244,15 @@ def _file_digest(dir_fd: int, name: str) -> str | None:
     """sha256 of the file `name` in the folder (None: absent); SgpatchError: not a plain
     readable file (a symlink, a folder)."""
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dir_fd)
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
     except FileNotFoundError:
         return None
     except OSError:
         raise SgpatchError(name) from None
     try:
         with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise SgpatchError(name)  # a FIFO or device: not a plain file
             return hashlib.sha256(f.read()).hexdigest()
     except OSError:
         raise SgpatchError(name) from None

@@ -574,3 +574,39 @@ def test_reverse_of_a_patch_touching_one_file_twice_undoes_the_last_change_first
     diff = put(tmp_path, make_diff(base, one) + make_diff(one, two))
     assert sgpatch("patch", "-R", "-d", str(empty), diff) == 0
     assert (empty / "f.py").read_text() == base
+
+
+def test_an_endless_patch_input_ends_in_a_moment(tmp_path: Path) -> None:
+    """Input: `sgpatch patch -p1 -i /dev/zero`, and `sgpatch patch -p1 < /dev/zero` (a device
+    that never ends). Outcome: exit 2 and one line saying it is more than 256 MiB, not a
+    patch (it filled memory for minutes before); nothing written in the folder."""
+    base = [sys.executable, "-m", "sgpatch", "patch", "-p1"]
+    named = subprocess.run([*base, "-i", "/dev/zero"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=60)  # fmt: skip
+    with open("/dev/zero", "rb") as zero:
+        piped = subprocess.run(base, cwd=tmp_path, stdin=zero, capture_output=True, text=True,
+                               timeout=60)  # fmt: skip
+    assert (named.returncode, piped.returncode) == (2, 2)
+    assert named.stderr == (
+        "sgpatch: error: /dev/zero: cannot read patch file: more than 256 MiB, not a patch\n"
+    )
+    assert piped.stderr == "sgpatch: error: <stdin>: more than 256 MiB, not a patch\n"
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_patch_from_a_pipe_is_read_as_gnu_patch_reads_one(tmp_path: Path) -> None:
+    """Input: `sgpatch patch -p1 -i /dev/fd/N`, N a pipe holding a diff of f.py (what
+    `-i <(curl ...)` passes). Outcome: exit 0 and f.py patched: a pipe the user names is
+    input, only devices without end are refused."""
+    (tmp_path / "f.py").write_text("a\nb\nc\n")
+    diff = make_diff("a\nb\nc\n", "a\nB\nc\n", "f.py")
+    r, w = os.pipe()
+    os.write(w, diff.encode())
+    os.close(w)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sgpatch", "patch", "-p1", "-i", f"/dev/fd/{r}"],
+        cwd=tmp_path, capture_output=True, text=True, pass_fds=(r,), timeout=60,
+    )  # fmt: skip
+    os.close(r)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "f.py").read_text() == "a\nB\nc\n"

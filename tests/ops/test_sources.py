@@ -138,3 +138,16 @@ def test_binary_file_outside_the_package_is_left_out_not_refused():
     assert [s.rel for s in src.kept] == ["f.py"]
     assert [s.shown for s in src.left_out] == ["sgl-kernel/k.so"]
     assert not any("Binary" in ln for ln in src.kept[0].lines)
+
+
+def test_an_endless_input_file_is_bad_input_in_a_moment() -> None:
+    """Input: `sgpatch import ... /dev/zero` (read_files of a device without end). Outcome:
+    SgpatchError, exit 2, saying it is more than 256 MiB, not a patch (import filled memory
+    for minutes before)."""
+    from pathlib import Path
+
+    from sgpatch.ops.sources import read_files
+
+    with pytest.raises(SgpatchError, match=r"^/dev/zero: cannot read: more than 256 MiB") as e:
+        read_files([Path("/dev/zero")])
+    assert e.value.code == 2

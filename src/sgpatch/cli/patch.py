@@ -40,7 +40,12 @@ class Options:
 def _read(source: Path) -> Patch:
     """A patch from a file, or from stdin for '-' (read once, as GNU patch does)."""
     if str(source) == STDIN:
-        return parse_patch(sys.stdin.buffer.read(), "<stdin>")
+        from sgpatch.tree.files import MAX_INPUT
+
+        data = sys.stdin.buffer.read(MAX_INPUT + 1)  # `< /dev/zero` must end, and soon
+        if len(data) > MAX_INPUT:
+            raise SgpatchError(f"<stdin>: more than {MAX_INPUT >> 20} MiB, not a patch")
+        return parse_patch(data, "<stdin>")
     return read_patch(source)
 
 

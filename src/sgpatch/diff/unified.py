@@ -20,6 +20,7 @@ from typing import Any, Literal, NamedTuple
 
 from sgpatch.errors import bad_input, unsafe
 from sgpatch.startup import collector_paused
+from sgpatch.tree.files import read_input
 
 DEV_NULL = "/dev/null"
 SYMLINK_MODE = 0o120000
@@ -696,7 +697,7 @@ def read_patch(path: Path, name: str | None = None) -> Patch:
     """Read and parse a patch file; unreadable files are bad input (exit 2)."""
     label = name or str(path)
     try:
-        data = Path(path).read_bytes()
+        data = read_input(Path(path))
     except OSError as exc:
         raise bad_input(f"{label}: cannot read patch file: {exc.strerror or exc}") from None
     return parse_patch(data, label)

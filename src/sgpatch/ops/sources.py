@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 
 from sgpatch.diff.unified import DEV_NULL, decode, split_lines, strip_eol
 from sgpatch.errors import bad_input, unsafe
+from sgpatch.tree.files import read_input
 
 _MBOX_FROM = re.compile(r"^From \S+ +(Mon|Tue|Wed|Thu|Fri|Sat|Sun) ")
 _GIT_DIFF = re.compile(r"^diff --git (\S+) (\S+)\s*$")
@@ -78,7 +79,7 @@ def read_files(paths: Sequence[Path], exclude: Sequence[str] = ()) -> list[Sourc
     out: list[Source] = []
     for path in paths:
         try:
-            data = Path(path).read_bytes()
+            data = read_input(Path(path))
         except OSError as exc:
             raise bad_input(f"{path}: cannot read: {exc.strerror or exc}") from None
         out += from_text(decode(data), str(path), Path(path).stem, exclude)

@@ -7,6 +7,7 @@ its journal, lock and temp-file code stay off their start-up path.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from dataclasses import dataclass
@@ -138,3 +139,17 @@ def read_regular(path: Path, limit: int) -> bytes | None:
         return None
     finally:
         os.close(fd)
+
+
+MAX_INPUT = 256 << 20  # a patch or a stack file; the largest real stack file is a few MB
+
+
+def read_input(path: Path, limit: int = MAX_INPUT) -> bytes:
+    """The bytes of a file the user named as input (a patch, a stack's mbox). A pipe is read
+    as GNU patch reads one (`-i <(curl ...)`), but nothing is read past `limit`: a device such as
+    /dev/zero is an OSError (EFBIG) in a moment, not memory filled for minutes."""
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"more than {limit >> 20} MiB, not a patch")
+    return data

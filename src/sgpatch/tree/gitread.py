@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -150,35 +151,30 @@ def _special_git_file(repo: Path) -> Path | None:
     here = repo.absolute()
     for folder in (here, *here.parents):
         dotgit = folder / ".git"
-        if not _exists(dotgit):
+        mode = _lmode(dotgit)
+        if mode is None:
             continue
-        if _special(dotgit):
+        if _odd(mode):
             return dotgit
-        if not dotgit.is_dir():  # a worktree's or submodule's `gitdir: PATH` file
+        if not stat.S_ISDIR(mode):  # a worktree's or submodule's `gitdir: PATH` file
             line = (read_regular(dotgit, 4096) or b"").decode("utf-8", "replace").strip()
             dotgit = folder / line.removeprefix("gitdir:").strip()
         names = [*_GIT_FILES, _head_ref(dotgit / "HEAD")]
-        return next((dotgit / n for n in names if n and _special(dotgit / n)), None)
+        return next((dotgit / n for n in names if n and _odd(_lmode(dotgit / n))), None)
     return None
 
 
-def _exists(path: Path) -> bool:
+def _lmode(path: Path) -> int | None:
+    """`path`'s st_mode, not following a symlink; None when there is nothing there."""
     try:
-        os.lstat(path)
+        return os.lstat(path).st_mode
     except (OSError, ValueError):
-        return False
-    return True
+        return None
 
 
-def _special(path: Path) -> bool:
-    """`path` exists and is neither a regular file, a folder nor a symlink."""
-    import stat
-
-    try:
-        mode = os.lstat(path).st_mode
-    except (OSError, ValueError):
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
+def _odd(mode: int | None) -> bool:
+    """Something is there, and it is neither a regular file, a folder nor a symlink."""
+    return mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
 
 
 def _head_ref(head: Path) -> str | None:

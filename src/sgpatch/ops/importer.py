@@ -492,8 +492,9 @@ def validate(set_dir: Path, version: Version, final: Path | None = None) -> list
     errors = [f for f in findings if f.level == "error"]
     if errors:
         first = errors[0]
+        what = f"{first.patch}: " if first.patch else ""
         raise SgpatchError(
-            f"the imported set fails lint on sglang {version}: {first.patch}: {first.message}",
+            f"the imported set fails lint on sglang {version}: {what}{first.message}",
             ExitCode.CONFLICT,
         )
     return findings

@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 
 from sgpatch.diff.unified import DEV_NULL, decode, split_lines, strip_eol
 from sgpatch.errors import bad_input, unsafe
+from sgpatch.state.folder import is_state_path
 from sgpatch.tree.files import read_input
 
 _MBOX_FROM = re.compile(r"^From \S+ +(Mon|Tue|Wed|Thu|Fri|Sat|Sun) ")
@@ -285,6 +286,10 @@ def _place(
     if any(why == UNSAFE for _rel, why in mapped.values()):
         raise unsafe(f"{_clean(shown, git)}: a path that climbs out of the SGLang package; "
                      "nothing imported")  # fmt: skip
+    for rel_side, _why in mapped.values():
+        if rel_side is not None and is_state_path(rel_side):
+            raise unsafe(f"{_clean(shown, git)}: a path into sgpatch's state folder (.sgpatch/); "
+                         "nothing imported")  # fmt: skip
     rel, why = mapped[target]
     source_rel = mapped[old][0] if old is not None else None
     if rel is not None and old is not None and source_rel is None:

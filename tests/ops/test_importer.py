@@ -361,3 +361,52 @@ def test_a_diff_path_into_the_state_folder_is_refused_for_safety_in_one_line(tmp
     assert code == 4, err
     assert err.count("\n") == 1 and "sgpatch's state folder (.sgpatch/)" in err, err
     assert "None" not in err and list(dest.iterdir()) == []
+
+
+# --- any unified diff: the strip level (issue 45, item 2)
+
+
+def test_diff_ru_between_folders_not_named_a_b_imports_with_the_detected_level(
+    tmp_path, cached_release
+):
+    """Input: `diff -ru b c` of two site-packages copies of release 1.0 (paths
+    b/sglang/srt/mod.py, c/sglang/srt/mod.py, with timestamps). Outcome: exit 0, the patch
+    file's paths are a/python/sglang/srt/mod.py, stderr says the paths were read with -p1
+    (detected), `--json` says `"strip": 1`; `-p 0` instead names the unstripped file as
+    missing (exit 3)."""
+    import json
+
+    body = cached_release.split("@@", 1)[1]
+    diff = (
+        "diff -ru b/sglang/srt/mod.py c/sglang/srt/mod.py\n"
+        "--- b/sglang/srt/mod.py\t2026-01-01 10:00:00.000000000 +0000\n"
+        "+++ c/sglang/srt/mod.py\t2026-01-01 11:00:00.000000000 +0000\n@@" + body
+    )
+    (tmp_path / "x.patch").write_text(diff)
+    dest = tmp_path / "dest"
+    args = ("import", "--name", "s", "--sglang-version", "1.0", str(tmp_path / "x.patch"))
+    code, out, err = run_cli(*args, "--dest", str(dest), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["patches"][0]["strip"] == 1 and doc["patches"][0]["files"] == ["srt/mod.py"]
+    data = (dest / "s" / doc["patches"][0]["file"]).read_text()
+    assert "diff --git a/python/sglang/srt/mod.py b/python/sglang/srt/mod.py" in data
+    code, _, err = run_cli(*args, "--dest", str(tmp_path / "d2"))
+    assert code == 0 and "x.patch: paths read with -p1 (detected" in err, err
+    code, _, err = run_cli(*args, "--dest", str(tmp_path / "d3"), "-p", "0")
+    assert code == 3 and "b/sglang/srt/mod.py: file does not exist" in err, err
+
+
+def test_an_input_whose_every_file_is_left_out_says_why_for_each(release, capsys):
+    """Input: a git diff touching only python/docs/a.md and sgl-kernel/k.cu (nothing in the
+    package). Outcome: exit 3, "nothing left to import" for the input; on stderr one line per
+    file with its reason, under that input's line."""
+    diff = make_diff("a\n", "b\n", "python/docs/a.md") + make_diff("a\n", "b\n", "sgl-kernel/k.cu")
+    with pytest.raises(SgpatchError) as e:
+        importer.import_sources("mine", V, [src(diff, "out.patch")])
+    assert e.value.code == 3 and e.value.message.startswith("1 hunk(s) or input(s) do not")
+    assert "out.patch: nothing left to import (every file is left out" in e.value.message
+    assert capsys.readouterr().err.splitlines()[1:] == [
+        "      python/docs/a.md: left out (outside the SGLang package (python/sglang/))",
+        "      sgl-kernel/k.cu: left out (outside the SGLang package (python/sglang/))",
+    ]

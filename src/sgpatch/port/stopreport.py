@@ -151,18 +151,12 @@ def fix_lines(ws: Workspace, stopped: Sequence) -> list[str]:
 
 def has_probe(ws: Workspace, pid: str) -> bool | None:
     """Whether the patch's probe file holds a probe (None: port wrote no file for it; a file
-    that does not load counts as holding one: --continue names its problem)."""
-    from sgpatch.errors import SgpatchError
-    from sgpatch.patchset.manifest import load_probe_text
+    that does not load, or is too big to, counts as holding one: --continue names its
+    problem)."""
+    from sgpatch.port.probes import kept
 
-    data = ws.get_bytes(f"probes/{pid}.yaml")
-    if data is None:
-        return None
-    try:
-        probe, _ = load_probe_text(data.decode("utf-8"), ws.top / STATE / f"probes/{pid}.yaml")
-    except (SgpatchError, UnicodeDecodeError):
-        return True
-    return probe is not None
+    k = kept(ws, pid)
+    return None if k is None else bool(k.error) or k.probe is not None
 
 
 def _file_entry(ws: Workspace, pid: str, p: Problem) -> list[str]:

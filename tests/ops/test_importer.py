@@ -308,3 +308,105 @@ def test_a_method_an_earlier_input_added_twice_is_named_as_the_stacks(release):
     msg = e.value.message
     assert e.value.code == 3 and "two.patch: srt/c.py hunk #1: would define get twice" in msg
     assert "came with an earlier input of this stack, not with sglang 0.5.9" in msg
+
+
+# --- a patch that only creates a file; a path into sgpatch's state folder (issue 46, 14-15)
+
+NEW_MODULE = (
+    "diff --git a/python/sglang/srt/brand_new.py b/python/sglang/srt/brand_new.py\n"
+    "new file mode 100644\n--- /dev/null\n+++ b/python/sglang/srt/brand_new.py\n"
+    "@@ -0,0 +1,2 @@\n+def brand_new_helper_function():\n+    return compute_the_answer(42)\n"
+)
+
+
+def test_a_patch_that_only_creates_a_file_imports_lints_and_applies(tmp_path, cached_release):
+    """Input: a diff that only creates srt/brand_new.py (no file of the release is read), on a
+    release in the cache. Outcome: import exit 0; `lint` of the set exit 0 (no "not an SGLang
+    tree" about a scratch tree); `apply` to a tree of that release creates the file with the
+    diff's bytes, exit 0."""
+    import helpers as tp
+
+    (tmp_path / "new.patch").write_text(NEW_MODULE)
+    dest = tmp_path / "dest"
+    code, _, err = run_cli("import", "--name", "s", "--sglang-version", "1.0", "--dest",
+                           str(dest), str(tmp_path / "new.patch"))  # fmt: skip
+    assert code == 0, err
+    code, _, err = run_cli("lint", "--set", "s", "--patchsets", str(dest), "--offline")
+    assert code == 0 and "not an SGLang tree" not in err, err
+    for name, data in tp.release_files(tp.V10, "1.0").items():
+        (tmp_path / "t" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "t" / name).write_bytes(data)
+    pkg = tmp_path / "t" / "sglang"
+    code, _, err = run_cli("apply", "--set", "s", "--patchsets", str(dest), "--sglang-dir",
+                           str(pkg))  # fmt: skip
+    assert code == 0, err
+    assert (pkg / "srt/brand_new.py").read_bytes() == (
+        b"def brand_new_helper_function():\n    return compute_the_answer(42)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "path", ["python/sglang/.sgpatch/ledger.json", "sglang/srt/.SGPATCH/x", ".sgpatch/journal"]
+)
+def test_a_diff_path_into_the_state_folder_is_refused_for_safety_in_one_line(tmp_path, path):
+    """Input: a diff creating a file inside sgpatch's state folder (three spellings). Outcome:
+    exit 4 (refused for safety, docs/exit-codes.md), one line naming the path and the state
+    folder, no stray `None:`; DEST as it was; nothing downloaded (the release is never read)."""
+    diff = NEW_MODULE.replace("python/sglang/srt/brand_new.py", path)
+    (tmp_path / "in.patch").write_text(diff)
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    code, _, err = run_cli("import", "--name", "s", "--sglang-version", "0.5.9", "--dest",
+                           str(dest), str(tmp_path / "in.patch"))  # fmt: skip
+    assert code == 4, err
+    assert err.count("\n") == 1 and "sgpatch's state folder (.sgpatch/)" in err, err
+    assert "None" not in err and list(dest.iterdir()) == []
+
+
+# --- any unified diff: the strip level (issue 45, item 2)
+
+
+def test_diff_ru_between_folders_not_named_a_b_imports_with_the_detected_level(
+    tmp_path, cached_release
+):
+    """Input: `diff -ru b c` of two site-packages copies of release 1.0 (paths
+    b/sglang/srt/mod.py, c/sglang/srt/mod.py, with timestamps). Outcome: exit 0, the patch
+    file's paths are a/python/sglang/srt/mod.py, stderr says the paths were read with -p1
+    (detected), `--json` says `"strip": 1`; `-p 0` instead names the unstripped file as
+    missing (exit 3)."""
+    import json
+
+    body = cached_release.split("@@", 1)[1]
+    diff = (
+        "diff -ru b/sglang/srt/mod.py c/sglang/srt/mod.py\n"
+        "--- b/sglang/srt/mod.py\t2026-01-01 10:00:00.000000000 +0000\n"
+        "+++ c/sglang/srt/mod.py\t2026-01-01 11:00:00.000000000 +0000\n@@" + body
+    )
+    (tmp_path / "x.patch").write_text(diff)
+    dest = tmp_path / "dest"
+    args = ("import", "--name", "s", "--sglang-version", "1.0", str(tmp_path / "x.patch"))
+    code, out, err = run_cli(*args, "--dest", str(dest), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["patches"][0]["strip"] == 1 and doc["patches"][0]["files"] == ["srt/mod.py"]
+    data = (dest / "s" / doc["patches"][0]["file"]).read_text()
+    assert "diff --git a/python/sglang/srt/mod.py b/python/sglang/srt/mod.py" in data
+    code, _, err = run_cli(*args, "--dest", str(tmp_path / "d2"))
+    assert code == 0 and "x.patch: paths read with -p1 (detected" in err, err
+    code, _, err = run_cli(*args, "--dest", str(tmp_path / "d3"), "-p", "0")
+    assert code == 3 and "b/sglang/srt/mod.py: file does not exist" in err, err
+
+
+def test_an_input_whose_every_file_is_left_out_says_why_for_each(release, capsys):
+    """Input: a git diff touching only python/docs/a.md and sgl-kernel/k.cu (nothing in the
+    package). Outcome: exit 3, "nothing left to import" for the input; on stderr one line per
+    file with its reason, under that input's line."""
+    diff = make_diff("a\n", "b\n", "python/docs/a.md") + make_diff("a\n", "b\n", "sgl-kernel/k.cu")
+    with pytest.raises(SgpatchError) as e:
+        importer.import_sources("mine", V, [src(diff, "out.patch")])
+    assert e.value.code == 3 and e.value.message.startswith("1 hunk(s) or input(s) do not")
+    assert "out.patch: nothing left to import (every file is left out" in e.value.message
+    assert capsys.readouterr().err.splitlines()[1:] == [
+        "      python/docs/a.md: left out (outside the SGLang package (python/sglang/))",
+        "      sgl-kernel/k.cu: left out (outside the SGLang package (python/sglang/))",
+    ]

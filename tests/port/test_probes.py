@@ -137,7 +137,7 @@ def test_a_probe_file_past_the_bound_is_a_stop_that_says_so_unread(cache, tmp_pa
     """Input: the same stop; the probe file replaced by 10 MB of comments (YAML would take
     seconds to parse). Outcome: --continue exits 3, naming the file and the 64 KiB bound;
     the file is not parsed, the set unchanged."""
-    from sgpatch.port.probes import MAX_FILE
+    from sgpatch.port.stopreport import MAX_PROBE_FILE
 
     d = probe_set(tmp_path, r"{file: srt/other.py, regex: 'the_answer_to\(43\)'}")
     before = snapshot(d)
@@ -147,7 +147,7 @@ def test_a_probe_file_past_the_bound_is_a_stop_that_says_so_unread(cache, tmp_pa
     code, doc = sgport("--continue", "--workspace", str(w))
     assert code == 3 and snapshot(d) == before
     problem = by_id(doc)["second"]["probe"]["problem"]
-    assert f"second.yaml: more than {MAX_FILE} bytes, too big for a probe" in problem
+    assert f"second.yaml: more than {MAX_PROBE_FILE} bytes, too big for a probe" in problem
 
 
 def test_a_suggested_probe_is_replaced_by_a_new_suggestion(cache, tmp_path):

@@ -722,6 +722,12 @@ def import_cmd(
         list[str] | None,
         typer.Option("--exclude", help="Leave out files matching this glob (repeatable)."),
     ] = None,
+    strip: Annotated[
+        int | None,
+        typer.Option(
+            "-p", "--strip", help="Strip N leading folders of PATCH paths (default: detected)."
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Make a patch set from patches you have: one patch per input file, per mbox commit, per
@@ -741,6 +747,7 @@ def import_cmd(
                 tree,
                 tuple(exclude or ()),
                 as_json,
+                strip,
             )
         )
     )

@@ -23,6 +23,7 @@ class ImportOptions:
     tree: Path | None
     exclude: tuple[str, ...]
     as_json: bool
+    strip: int | None = None  # -p N for PATCH files (None: detected)
 
 
 def run(opts: ImportOptions) -> int:
@@ -33,6 +34,10 @@ def run(opts: ImportOptions) -> int:
         raise bad_input("give exactly one of: PATCH files, --git RANGE (with --repo), --tree DIR")
     if (opts.git_range is None) != (opts.repo is None):
         raise bad_input("--git RANGE and --repo CHECKOUT go together")
+    if opts.strip is not None and not opts.patches:
+        raise bad_input("-p N reads PATCH files; --git and --tree paths need no stripping")
+    if opts.strip is not None and opts.strip < 0:
+        raise bad_input(f"-p must be 0 or more (got {opts.strip})")
     tree_changes = None
     if opts.tree is not None:
         version, src, before, after = _tree(opts.tree, opts.sglang_version, opts.name)
@@ -40,12 +45,13 @@ def run(opts: ImportOptions) -> int:
         tree_changes = (before, after)
     else:
         version = _version(opts.sglang_version)
+        reading = sources.Reading(opts.exclude, opts.strip, lambda: _release_files(version))
         if opts.git_range is not None:
             assert opts.repo is not None
-            srcs = sources.from_git(opts.repo, opts.git_range, opts.exclude)
+            srcs = sources.from_git(opts.repo, opts.git_range, reading)
         else:
-            srcs = sources.read_files(opts.patches, opts.exclude)
-    _known_release(version)
+            srcs = sources.read_files(opts.patches, reading)
+    _release_files(version)  # the release must be on the index or cached: its wheel is the base
     result = importer.import_sources(opts.name, version, srcs, tree_changes)
     final, findings = importer.write_set(result, opts.dest)
     _report(result, final, findings, opts.as_json)
@@ -63,11 +69,13 @@ def _version(text: str | None):
         raise bad_input(f"--sglang-version {text!r}: not a PEP 440 version") from None
 
 
-def _known_release(version) -> None:
-    """The pristine release must be on the index (or cached): its wheel is the base."""
+def _release_files(version) -> frozenset[str]:
+    """The release's package-relative files (its wheel is the base, so it must be on the index
+    or cached): what the inputs' strip level is detected against."""
     from sgpatch.releases import cache as releases
 
-    releases.wheel_path(version)
+    prefix = f"{releases.PACKAGE}/"
+    return frozenset(n[len(prefix) :] for n in releases.record(version) if n.startswith(prefix))
 
 
 def _tree(tree: Path, sglang_version: str | None, name: str):
@@ -102,6 +110,7 @@ def _report(result, final: Path, findings, as_json: bool) -> None:
                         "requires": list(p.requires),
                         "probe": probe_text(p) if p.probe is not None else None,
                         "probe_missing": p.probe_why or None,
+                        "strip": p.source.strip,
                     }
                     for p in result.patches
                 ],
@@ -115,6 +124,11 @@ def _report(result, final: Path, findings, as_json: bool) -> None:
     for label, sec in result.left_out:
         report.err(f"warning: {label}: left out {sec.shown} ({sec.why})")
     for p in result.patches:
+        if p.source.detected:
+            report.err(
+                f"  {p.source.label}: paths read with -p{p.source.strip} (detected: the level at "
+                f"which they name files of sglang {result.version}; -p N says otherwise)"
+            )
         probe = f"probe: {_count(p.probe)} line(s)" if p.probe else f"no probe: {p.probe_why}"
         report.err(f"  {p.file}: {len(p.files)} file(s), {p.hunks} hunk(s); {probe}")
     for f in findings:

@@ -193,10 +193,8 @@ def lint(opts: LintOptions) -> int:
         _say_skipped(name, len(versions), unchecked)
         errors = sum(1 for f in findings if f.level == "error")
         warnings = len(findings) - errors
-        counted = (
-            f"{len(versions)} release(s)"
-            + (" (offline: the cached ones)" if opts.offline else "")
-            + (f", {len(opts.trees)} tree(s)" if opts.trees else "")
+        counted = f"{len(versions)} release(s)" + (
+            f", {len(opts.trees)} tree(s)" if opts.trees else ""
         )
         report.err(f"sgpatch lint: {name}: {counted}, {errors} error(s), {warnings} warning(s)")
     code = ExitCode.CONFLICT if any(f.level == "error" for f in findings_all) else ExitCode.OK

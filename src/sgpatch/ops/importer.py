@@ -23,7 +23,7 @@ from packaging.version import Version
 
 from sgpatch.errors import ExitCode, SgpatchError, bad_input, internal
 from sgpatch.ops.fileplan import FilePlan, Overlay
-from sgpatch.ops.sources import Section, Source
+from sgpatch.ops.sources import OUTSIDE, Section, Source
 from sgpatch.patchset.probe import ProbeNode, describe
 
 TYPE = "feature"
@@ -133,6 +133,16 @@ def _failures(label: str, plans: Sequence[FilePlan]) -> list[str]:
 
 
 _TWICE = re.compile(r": (\S+) hunk #\d+: would define (\w+) twice in (?:class|def) (\w+)")
+
+
+def _nothing_kept(src: Source) -> list[str]:
+    """An input whose every file is left out, and under it (indented: details, not counted)
+    why, file by file, and what to try."""
+    hint = ""
+    if src.strip is None and any(sec.why == OUTSIDE for sec in src.left_out):
+        hint = "; if its paths start with folders of your own, give -p N, the number to strip"
+    lines = [f"    {sec.shown}: left out ({sec.why})" for sec in src.left_out]
+    return [f"{src.label}: nothing left to import (every file is left out{hint})", *lines]
 
 
 def _whose_copy(line: str, version: Version) -> str:
@@ -259,6 +269,7 @@ def header(src: Source, version: Version, left_out: Sequence[Section]) -> str:
     if src.body.strip():
         lines += [_safe(ln) for ln in src.body.strip("\n").splitlines()] + [""]
     origin = src.label + (f" (commit {src.commit})" if src.commit else "")
+    origin += f" (paths read with -p{src.strip})" if src.strip is not None else ""
     lines.append(f"Imported-from: {origin}, onto sglang {version}, by sgpatch import")
     for sec in left_out:
         lines.append(f"Left-out: {sec.shown} ({sec.why})")
@@ -309,7 +320,7 @@ def import_sources(
             for rel, data in after.items():
                 overlay.write(rel, data)
         elif not src.kept:
-            failures.append(f"{src.label}: nothing left to import (every file is left out)")
+            failures += _nothing_kept(src)
             continue
         else:
             before, after, bad = apply_source(overlay, src)
@@ -380,9 +391,10 @@ def _fail(failures: Sequence[str], version: Version) -> None:
 
     for line in failures:
         report.err(f"  {line}")
+    counted = [line for line in failures if not line.startswith(" ")]  # details are indented
     raise SgpatchError(
-        f"{len(failures)} hunk(s) or input(s) do not apply to sglang {version} as given "
-        f"(fuzz 0, as git apply does; listed above); first: {failures[0]}",
+        f"{len(counted)} hunk(s) or input(s) do not apply to sglang {version} as given "
+        f"(fuzz 0, as git apply does; listed above); first: {counted[0]}",
         ExitCode.CONFLICT,
     )
 
@@ -492,8 +504,9 @@ def validate(set_dir: Path, version: Version, final: Path | None = None) -> list
     errors = [f for f in findings if f.level == "error"]
     if errors:
         first = errors[0]
+        what = f"{first.patch}: " if first.patch else ""
         raise SgpatchError(
-            f"the imported set fails lint on sglang {version}: {first.patch}: {first.message}",
+            f"the imported set fails lint on sglang {version}: {what}{first.message}",
             ExitCode.CONFLICT,
         )
     return findings

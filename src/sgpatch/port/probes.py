@@ -88,19 +88,17 @@ def keep(
     ws.put(f"{DIR}/{pid}.sha256", digest(data) + "\n")
 
 
-MAX_FILE = 64 << 10  # a probe file is a few hundred bytes; YAML is parsed at ~1.5 MB/s
-
-
 def kept(ws: Workspace, pid: str) -> Kept | None:
-    """The probe file as it is now (None: port wrote none for this patch). One past MAX_FILE is
-    an error the stop reports (not read, not parsed: 10 MB of it cost --continue 8.7 s)."""
-    if _size(file_of(ws, pid)) > MAX_FILE:
-        return _too_big(ws, pid)
-    data = ws.get_bytes(f"{DIR}/{pid}.yaml")
+    """The probe file as it is now (None: port wrote none for this patch); one too big to read
+    is a problem the stop reports (port.stopreport.probe_file)."""
+    from sgpatch.port.stopreport import probe_file
+
+    try:
+        data = probe_file(ws, pid)
+    except SgpatchError as e:
+        return Kept(None, False, True, e.message)
     if data is None:
         return None
-    if len(data) > MAX_FILE:  # grew between the look and the read
-        return _too_big(ws, pid)
     edited = digest(data) != (ws.get(f"{DIR}/{pid}.sha256") or "").strip()
     try:
         probe, suggested = load_probe_text(data.decode("utf-8"), file_of(ws, pid))
@@ -109,18 +107,6 @@ def kept(ws: Workspace, pid: str) -> Kept | None:
     except SgpatchError as e:
         return Kept(None, False, True, e.message)
     return Kept(probe, suggested and not edited, edited)
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.lstat().st_size
-    except (OSError, ValueError):
-        return 0
-
-
-def _too_big(ws: Workspace, pid: str) -> Kept:
-    return Kept(None, False, True, f"{shown(ws, pid)}: more than {MAX_FILE} bytes, too big for a "
-                "probe (what `probe:` holds in patchset.yaml); make it a few lines")  # fmt: skip
 
 
 def carried(spec: PatchSpec, release: Version) -> tuple[ProbeNode | None, bool, bool]:

@@ -80,6 +80,7 @@ def _show(opts: ApplyOptions, target, d, untested_hint: bool) -> None:
         )
         return
     report.show_set(target, after, list(d.pre), opts.verbose)
-    report.apply_summary(after, d.code, written, opts.dry_run)
+    unmet = [x for x in d.pre if x.verdict == "unmet"] if opts.strict else []
+    report.apply_summary(after, d.code, written, opts.dry_run, unmet if d.code else [])
     if opts.dry_run and untested_hint:
         report.err("sgpatch: a real apply on this untested version needs --untested")

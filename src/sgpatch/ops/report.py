@@ -380,11 +380,21 @@ def status_verdict(plan, code) -> None:
     err(f"sgpatch: {plan.name}: {state_counts(plan)}; {word}{untested_tail(plan)}")
 
 
-def apply_summary(plan, code, written, dry_run: bool) -> None:
-    """One line a build log can grep: what happened to the set, counted by final state."""
+def apply_summary(plan, code, written, dry_run: bool, unmet: Sequence = ()) -> None:
+    """One line a build log can grep: what happened to the set, counted by final state, and
+    why it was not applied when --strict refused `unmet` preconditions."""
     parts, tail = state_counts(plan), untested_tail(plan)
     if code != 0:
-        err(f"sgpatch: {plan.name}: not applied ({parts}); nothing was written{_next(plan)}{tail}")
+        why = (
+            ": --strict and unmet precondition(s) "
+            + ", ".join(f"{x.package}{x.specifier} (found {x.found})" for x in unmet)
+            if unmet
+            else ""
+        )
+        err(
+            f"sgpatch: {plan.name}: not applied{why} ({parts}); nothing was written"
+            f"{_next(plan)}{tail}"
+        )
     elif dry_run:
         err(f"sgpatch: {plan.name}: dry run ({parts}); nothing was written{tail}")
     elif written:

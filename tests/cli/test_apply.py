@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers import add_dist_info, make_env, manifest, run_cli, tree_snapshot, write_set
+from helpers import (
+    add_dist_info,
+    hint_commands,
+    make_env,
+    manifest,
+    run_cli,
+    tree_snapshot,
+    write_set,
+)
 
 NEED = "    environment: [{package: flashinfer-python, specifier: '>=0.6.17', why: w}]\n"
 
@@ -47,3 +55,22 @@ def test_strict_apply_with_the_precondition_met_applies(tmp_path) -> None:
     _pkg, args = _with_precondition(tmp_path, "0.6.17")
     code, _, err = run_cli("apply", *args, "--strict")
     assert code == 0 and "precondition" not in err.splitlines()[-1]
+
+
+def test_without_an_applied_patch_says_so_and_its_advice_takes_it_out(tmp_path) -> None:
+    """Input: the set applied, then `apply --without pb`. Outcome: exit 0 (apply takes no
+    patch out, and the others still apply), with a warning naming pb and two commands; run as
+    typed, the first (revert) exits 0 and the second leaves pb out: exit 0, pb's file is as
+    the release has it, the others applied."""
+    pkg, _sets, args = make_env(tmp_path)
+    assert run_cli("apply", *args)[0] == 0
+    code, _, err = run_cli("apply", *args, "--without", "pb")
+    (warning,) = [ln for ln in err.splitlines() if "warning: --without" in ln]
+    assert code == 0 and "--without pb: applied in this tree already" in warning
+    revert, again = hint_commands(warning)
+    assert revert[:2] == ["revert", "--set"] and again[:2] == ["apply", "--set"]
+    assert run_cli(*revert)[0] == 0
+    code, _, err = run_cli(*again)
+    assert code == 0 and "warning" not in err
+    assert "BETA6" not in (pkg / "srt/layers/b.py").read_text()
+    assert "ALPHA5" in (pkg / "srt/a.py").read_text()

@@ -332,10 +332,20 @@ def show_patch_detail(p, say: Callable[[str], None] = err) -> None:
             say("  " + line)
     if p.probe is not None:
         say(f"  probe: {'true' if p.probe.value else 'false'}")
-        for e in p.probe.evidence:
-            where = f"{e.file}:{e.line}" if e.line else e.file
-            text = f" {e.text!r}" if e.text else ""
-            say(f"    {e.kind} {where}{text} {e.note}".rstrip())
+        for line in evidence_lines(p.probe.evidence):
+            say(line)
+
+
+def evidence_lines(evidence: Iterable) -> list[str]:
+    """A probe's evidence, a line each, each line once: the clauses of an `all` that name
+    methods of one class each find that class (the same line three times for three methods);
+    --json keeps every entry."""
+    out: dict[str, None] = {}
+    for e in evidence:
+        where = f"{e.file}:{e.line}" if e.line else e.file
+        text = f" {e.text!r}" if e.text else ""
+        out.setdefault(f"    {e.kind} {where}{text} {e.note}".rstrip())
+    return list(out)
 
 
 RECORDED = ("applied", "modified")  # in the tree whatever this run selects

@@ -351,9 +351,10 @@ def fetch_cmd(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Download pristine SGLang releases into the cache ($SGPATCH_CACHE, else $XDG_CACHE_HOME/sgpatch, else ~/.cache/sgpatch).
+    """Download pristine SGLang releases into the cache ($SGPATCH_CACHE or ~/.cache/sgpatch).
 
     Wheels come from the package index via pip and are checked against their RECORD hashes.
+    With $XDG_CACHE_HOME set, the cache defaults to $XDG_CACHE_HOME/sgpatch.
     With --git URL, each argument is a git ref checked out into --dest (for releases not on the
     index, or main).
     """

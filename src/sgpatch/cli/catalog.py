@@ -41,9 +41,9 @@ def list_sets(opts: ListOptions) -> int:
     for _, path in found:
         try:
             sets.append(load_manifest(path / "patchset.yaml"))
-        except SgpatchError as e:
-            refused.append(e)
-    code = max((int(e.code) for e in refused), default=0)
+        except SgpatchError as exc:
+            refused.append(exc)
+    code = max((int(r.code) for r in refused), default=0)
     if opts.as_json:
         report.emit_json(
             {
@@ -59,7 +59,7 @@ def list_sets(opts: ListOptions) -> int:
                     }
                     for m in sets
                 ],
-                "refused": [e.message for e in refused],
+                "refused": [r.message for r in refused],
             }
         )
         return code
@@ -67,8 +67,8 @@ def list_sets(opts: ListOptions) -> int:
         ("set", "sglang", "patches", "summary"),
         [(m.name, str(m.sglang), str(len(m.patches)), m.summary) for m in sets],
     )
-    for e in refused:
-        report.err(f"sgpatch: error: {one_line(e.message)}")
+    for refusal in refused:
+        report.err(f"sgpatch: error: {one_line(refusal.message)}")
     return code
 
 

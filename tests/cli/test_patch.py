@@ -490,16 +490,31 @@ def test_git_mode_change_is_kept_on_apply_and_restored_by_reverse(empty, tmp_pat
     assert "a3\n" in (empty / "a.py").read_text()
 
 
-def test_git_symlink_is_refused_in_one_line_and_never_becomes_a_file(empty, tmp_path, capsys):
-    """`new file mode 120000`: refused (exit 2, one line), no regular file, empty unchanged."""
-    diff = (
-        "diff --git a/link b/link\nnew file mode 120000\nindex 0000000..1de5659\n"
-        "--- /dev/null\n+++ b/link\n@@ -0,0 +1 @@\n+target\n\\ No newline at end of file\n"
-    )
-    assert sgpatch("patch", "-d", str(empty), put(tmp_path, diff)) == 2
+LINK = (
+    "diff --git a/link b/link\nnew file mode 120000\nindex 0000000..1de5659\n"
+    "--- /dev/null\n+++ b/link\n@@ -0,0 +1 @@\n+{target}\n\\ No newline at end of file\n"
+)
+
+
+def test_git_symlink_is_made_as_a_link_and_reversed(empty, tmp_path):
+    """`new file mode 120000` with target `sub/t.txt`: a symlink (never a regular file holding
+    the target), exit 0; again: already there, exit 0; -R removes the link."""
+    diff = put(tmp_path, LINK.format(target="sub/t.txt"))
+    assert sgpatch("patch", "-d", str(empty), diff) == 0
+    assert (empty / "link").is_symlink() and os.readlink(empty / "link") == "sub/t.txt"
+    assert sgpatch("patch", "-d", str(empty), diff) == 0
+    assert sgpatch("patch", "-R", "-d", str(empty), diff) == 0
+    assert not os.path.lexists(empty / "link")
+
+
+@pytest.mark.parametrize("target", ["../outside", "/etc/passwd", "a/../../x", ".sgpatch/ledger"])
+def test_a_symlink_leaving_the_tree_is_refused_in_one_line(empty, tmp_path, capsys, target):
+    """A git symlink whose target climbs out of the tree, is absolute or names sgpatch's state
+    folder: exit 4, one line naming the link and its target; nothing made."""
+    assert sgpatch("patch", "-d", str(empty), put(tmp_path, LINK.format(target=target))) == 4
     assert not os.path.lexists(empty / "link")
     err = capsys.readouterr().err.strip()
-    assert "symlink" in err and len(err.splitlines()) == 1
+    assert "refusing symlink link -> " in err and len(err.splitlines()) == 1
 
 
 def test_binary_patch_is_refused_in_one_line(empty, tmp_path, capsys):

@@ -25,6 +25,7 @@ def release(monkeypatch):
     """A fake pristine release: {package-relative path: bytes}."""
     files = {"srt/a.py": ORIG.encode(), "srt/b.py": ORIG.encode()}
     monkeypatch.setattr(importer, "pristine", lambda version, rel: files.get(rel))
+    monkeypatch.setattr(importer, "executables", lambda version: frozenset({"srt/b.py"}))
     return files
 
 
@@ -186,7 +187,10 @@ def test_a_path_that_climbs_out_of_the_package_is_refused_for_safety(tmp_path, c
 
 @pytest.fixture
 def cached_release(tmp_path, monkeypatch):
-    """Release 1.0 (helpers.V10) in an offline cache; no index, no download."""
+    """Release 1.0 (helpers.V10) in an offline cache; no index, no download (the per-version
+    memos start empty: other tests make other releases named 1.0)."""
+    importer.pristine.cache_clear()
+    importer.executables.cache_clear()
     import helpers as tp
     from helpers import fake_index, make_wheel
 
@@ -410,3 +414,102 @@ def test_an_input_whose_every_file_is_left_out_says_why_for_each(release, capsys
         "      python/docs/a.md: left out (outside the SGLang package (python/sglang/))",
         "      sgl-kernel/k.cu: left out (outside the SGLang package (python/sglang/))",
     ]
+
+
+# --- every kind of file a stack carries (issue 42, item 1)
+
+KINDS = (
+    "diff --git a/python/sglang/srt/cfg/E=128,N=384.json b/python/sglang/srt/cfg/E=128,N=384.json\n"
+    "new file mode 100644\n--- /dev/null\n+++ b/python/sglang/srt/cfg/E=128,N=384.json\n"
+    '@@ -0,0 +1,3 @@\n+{\n+  "BLOCK_SIZE_M": 64\n+}\n'
+    "diff --git a/python/sglang/srt/cfg/latest.json b/python/sglang/srt/cfg/latest.json\n"
+    "new file mode 120000\n--- /dev/null\n+++ b/python/sglang/srt/cfg/latest.json\n"
+    "@@ -0,0 +1 @@\n+E=128,N=384.json\n\\ No newline at end of file\n"
+    "diff --git a/python/sglang/srt/tune.sh b/python/sglang/srt/tune.sh\n"
+    "new file mode 100755\n--- /dev/null\n+++ b/python/sglang/srt/tune.sh\n"
+    "@@ -0,0 +1,2 @@\n+#!/bin/sh\n+echo tune_the_moe_kernels_now\n"
+    "diff --git a/python/sglang/srt/a.py b/python/sglang/srt/a.py\nold mode 100644\n"
+    "new mode 100755\n"
+    "diff --git a/python/sglang/srt/b.py b/python/sglang/srt/b.py\nold mode 100755\n"
+    "new mode 100644\n"
+)
+
+
+def test_json_files_a_symlink_and_modes_are_imported_as_git_writes_them(release):
+    """Input: one git diff adding a JSON tuning file, a symlink to it and an executable
+    script, making srt/a.py executable and srt/b.py (executable in the release) not. Outcome:
+    one patch with all five files; the JSON as text, `new file mode 120000` with the target
+    as its one line, `new file mode 100755`, and `old mode`/`new mode` blocks alone (no
+    hunks); the probe reads only the text files."""
+    res = importer.import_sources("mine", V, [src(KINDS, "kinds.patch")])
+    (p,) = res.patches
+    assert p.files == ("srt/a.py", "srt/b.py", "srt/cfg/E=128,N=384.json",
+                       "srt/cfg/latest.json", "srt/tune.sh")  # fmt: skip
+    text = p.data.decode()
+    assert (
+        "new file mode 120000\n--- /dev/null\n+++ b/python/sglang/srt/cfg/latest.json\n"
+        "@@ -0,0 +1 @@\n+E=128,N=384.json\n\\ No newline at end of file\n" in text
+    )
+    assert "new file mode 100755\n--- /dev/null\n+++ b/python/sglang/srt/tune.sh\n" in text
+    assert "b/python/sglang/srt/a.py\nold mode 100644\nnew mode 100755\ndiff --git" in text
+    assert "b/python/sglang/srt/b.py\nold mode 100755\nnew mode 100644\ndiff --git" in text
+    assert '+  "BLOCK_SIZE_M": 64\n' in text
+    assert "latest.json" not in str(p.probe)
+
+
+def test_a_symlink_made_then_retargeted_by_a_later_input_is_imported_per_input(release):
+    """Input: diff 1 makes srt/cfg/latest -> a.json; diff 2 retargets it to b.json (git's
+    `index A..B 120000` block). Outcome: two patches: the first makes the link, the second
+    retargets it (its block a 120000 change from a.json to b.json), and requires the first."""
+    one = ("diff --git a/python/sglang/srt/cfg/latest b/python/sglang/srt/cfg/latest\n"
+           "new file mode 120000\n--- /dev/null\n+++ b/python/sglang/srt/cfg/latest\n"
+           "@@ -0,0 +1 @@\n+a.json\n\\ No newline at end of file\n")  # fmt: skip
+    two = ("diff --git a/python/sglang/srt/cfg/latest b/python/sglang/srt/cfg/latest\n"
+           "index 1..2 120000\n--- a/python/sglang/srt/cfg/latest\n"
+           "+++ b/python/sglang/srt/cfg/latest\n@@ -1 +1 @@\n-a.json\n"
+           "\\ No newline at end of file\n+b.json\n\\ No newline at end of file\n")  # fmt: skip
+    res = importer.import_sources("mine", V, [src(one, "one.patch"), src(two, "two.patch")])
+    assert [p.files for p in res.patches] == [("srt/cfg/latest",), ("srt/cfg/latest",)]
+    assert res.patches[1].requires == (res.patches[0].id,)
+    second = parse_patch(res.patches[1].data).files[0]
+    assert second.symlink and [ln.kind + ln.text for h in second.hunks for ln in h.lines] == [
+        "-a.json", "+b.json"]  # fmt: skip
+
+
+def test_files_a_set_cannot_carry_stop_the_import_unless_allowed(tmp_path, cached_release):
+    """Input: a git diff with a text change to srt/mod.py, a `GIT binary patch` for
+    srt/kernel.so and a symlink srt/etc -> ../../../etc. Outcome: exit 3, nothing written,
+    each of the two named on stderr and in `--json` `left_out` (kind `uncarried`, with why);
+    with --allow-left-out: exit 0, the set carries the text change and its patch header
+    names both as `Left-out:`."""
+    import json
+
+    binary = (
+        "diff --git a/python/sglang/srt/kernel.so b/python/sglang/srt/kernel.so\n"
+        "new file mode 100644\nindex 0000000..1111111\nGIT binary patch\nliteral 3\n"
+        "KcmZ?wbN~PV0RR91\n\nliteral 0\nHcmV?d00001\n\n"
+    )
+    link = (
+        "diff --git a/python/sglang/srt/etc b/python/sglang/srt/etc\nnew file mode 120000\n"
+        "--- /dev/null\n+++ b/python/sglang/srt/etc\n@@ -0,0 +1 @@\n+../../../etc\n"
+        "\\ No newline at end of file\n"
+    )
+    (tmp_path / "x.patch").write_text(cached_release + binary + link)
+    args = ("import", "--name", "s", "--sglang-version", "1.0", str(tmp_path / "x.patch"))
+    code, out, err = run_cli(*args, "--dest", str(tmp_path / "d1"), "--json")
+    assert code == 3 and not (tmp_path / "d1").exists()
+    doc = json.loads(out)
+    assert doc["exit_code"] == 3 and "cannot be carried by a patch set" in doc["error"]
+    assert [(e["path"], e["kind"]) for e in doc["left_out"]] == [
+        ("python/sglang/srt/kernel.so", "uncarried"),
+        ("python/sglang/srt/etc", "uncarried"),
+    ]
+    assert "srt/kernel.so: cannot be carried by a patch set: binary" in err
+    assert "srt/etc: cannot be carried by a patch set: a symlink to '../../../etc'" in err
+    code, _, err = run_cli(*args, "--dest", str(tmp_path / "d2"), "--allow-left-out")
+    assert code == 0, err
+    (patch,) = (tmp_path / "d2" / "s" / "patches" / "1.0").iterdir()
+    text = patch.read_text()
+    assert "Left-out: python/sglang/srt/kernel.so (binary" in text
+    assert "Left-out: python/sglang/srt/etc (a symlink" in text
+    assert "a_distinctive_change_here" in text and "GIT binary" not in text

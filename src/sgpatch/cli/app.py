@@ -769,6 +769,14 @@ def import_cmd(
             "-p", "--strip", help="Strip N leading folders of PATCH paths (default: detected)."
         ),
     ] = None,
+    allow_left_out: Annotated[
+        bool,
+        typer.Option(
+            "--allow-left-out",
+            help="Import the rest where files a set cannot carry (binary, a symlink leaving the "
+            "tree) must be left out; they are still listed.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Make a patch set from patches you have: one patch per input file, per mbox commit, per
@@ -789,6 +797,7 @@ def import_cmd(
                 tuple(exclude or ()),
                 as_json,
                 strip,
+                allow_left_out,
             )
         )
     )

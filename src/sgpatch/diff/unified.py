@@ -764,7 +764,8 @@ def _freeze_file(pf, hunks: Sequence[Hunk], line_no: int, name: str) -> FilePatc
         old_mode=None if old_mode is None else old_mode & 0o7777,
         patch_line=line_no,
         git_op=op,
-        symlink=any(m & 0o170000 == SYMLINK_MODE for m in modes.values()),
+        symlink=any(m & 0o170000 == SYMLINK_MODE for m in modes.values())
+        or _index_mode(pf.patch_info or ()) == SYMLINK_MODE,
         git=git,
     )
 
@@ -784,6 +785,19 @@ def _split_stamp(path: str, stamp: str | None) -> tuple[str, str | None]:
         return path, stamp
     m = re.match(_DAMAGED_STAMP, path)
     return (m.group(1), m.group(2)) if m else (path, stamp)
+
+
+def _index_mode(lines) -> int | None:
+    """The mode on git's `index A..B MODE` line (a symlink retargeted says 120000 only there)."""
+    for line in lines:
+        text = str(line)
+        if text.startswith("index "):
+            parts = text.split()
+            try:
+                return int(parts[2], 8) if len(parts) == 3 else None
+            except ValueError:
+                return None
+    return None
 
 
 def _git_info(lines, name: str) -> dict[str, Any]:

@@ -38,6 +38,8 @@ REPO_FORM = "python/sglang/"
 SITE_FORM = "sglang/"
 UNSAFE = "unsafe path"
 OUTSIDE = "outside the SGLang package (python/sglang/)"
+EXCLUDED = "excluded with --exclude"
+BINARY = "binary: a patch set carries text diffs only"
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,14 @@ class Section:
     rel: str | None  # package-relative path; None when left out
     source_rel: str | None  # package-relative path read (differs for a rename); None if new
     why: str = ""  # why it is left out
+    lost: bool = False  # left out as a file of the package a patch set cannot carry
+
+    @property
+    def kind(self) -> str:
+        """Why it is left out, as a word: `outside` the package, `excluded` with --exclude,
+        or `uncarried` (a file of the package a set cannot carry: binary, a link leaving the
+        tree, a special file)."""
+        return "uncarried" if self.lost else "excluded" if self.why == EXCLUDED else "outside"
 
 
 @dataclass(frozen=True)
@@ -401,9 +411,31 @@ def _place(block: _Block, how: tuple[_Read, Callable[[str], str]], reading: Read
     source_rel = mapped[old][0] if old is not None else None
     if rel is not None and old is not None and source_rel is None:
         rel, why = None, mapped[old][1]
-    if rel is not None and _excluded(rel, show(target), reading.exclude):
-        rel, why = None, "excluded with --exclude"
+    if rel is not None and excluded(rel, show(target), reading.exclude):
+        rel, why = None, EXCLUDED
+    lost = uncarried(raw, rel) if rel is not None else ""
+    if lost:
+        return Section(tuple(raw), show(shown), None, None, lost, lost=True)
     return Section(tuple(raw), show(shown), rel, source_rel if rel else None, why)
+
+
+def uncarried(raw: Sequence[str], rel: str) -> str:
+    """Why a package file's diff block cannot go into a patch set ("" when it can): a binary
+    diff, or a symlink whose target leaves the tree."""
+    from sgpatch.errors import SgpatchError
+    from sgpatch.ops.fileplan import check_link
+
+    if any(_BINARY_FILES.match(ln) or ln.startswith("GIT binary patch") for ln in raw):
+        return BINARY
+    if not any(re.match(r"(new file |new |old |deleted file )?mode 120000\b", ln) for ln in raw):
+        return ""
+    target = "\n".join(strip_eol(ln[1:]) for ln in raw if ln.startswith("+") and ln[:4] != "+++ ")
+    try:
+        check_link(Path("/nonexistent-sgpatch-tree"), rel, target)
+    except SgpatchError as exc:
+        why = exc.message.rsplit(": ", 1)[-1]
+        return f"a symlink to {target!r}, which a patch set never makes: {why}"
+    return ""
 
 
 def _better(new: str, rel_new: str | None, reading: Reading) -> bool:
@@ -417,7 +449,7 @@ def _names_package(path: str) -> bool:
     return _after(clean, REPO_FORM) is not None or clean.startswith(SITE_FORM)
 
 
-def _excluded(rel: str, shown: str, patterns: Sequence[str]) -> bool:
+def excluded(rel: str, shown: str, patterns: Sequence[str]) -> bool:
     names = (rel, shown, REPO_FORM + rel)
     return any(fnmatch.fnmatchcase(n, g) for g in patterns for n in names)
 

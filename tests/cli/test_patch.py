@@ -261,6 +261,37 @@ def test_every_run_ends_with_a_verdict_line(tree, tmp_path, capsys):
     ]
 
 
+def test_a_patch_with_nothing_to_do_says_so_not_patched(tree, tmp_path, capsys):
+    """Input: a diff of two files applied, then applied again, then -R twice, then the diff
+    with one file reverted by hand (-R's second run undone for it). Outcome: exit 0 each time;
+    the last line says "nothing to do (already patched: 2 file(s))" and "nothing to do
+    (nothing to reverse in 2 file(s))" where it said "2 file(s) patched/reversed", the tree
+    unchanged by those runs; a mixed run counts each kind."""
+    base = (tree / "f.py").read_text()
+    (tree / "g.py").write_text(base)
+    p = write_patch(tmp_path, "two.patch", make_diff(base, base.replace("l15\n", "X\n"))
+                    + make_diff(base, base.replace("l3\n", "Y\n"), "g.py"))  # fmt: skip
+    last = []
+    for extra in ((), (), ("-R",), ("-R",)):
+        capsys.readouterr()
+        before = {n: (tree / n).read_bytes() for n in ("f.py", "g.py")}
+        assert sgpatch("patch", *extra, "-d", str(tree), p) == 0
+        last.append(capsys.readouterr().err.splitlines()[-1])
+        if "nothing to do" in last[-1]:
+            assert {n: (tree / n).read_bytes() for n in ("f.py", "g.py")} == before
+    assert last == [
+        "sgpatch: 2 file(s) patched",
+        "sgpatch: nothing to do (already patched: 2 file(s)); nothing was written",
+        "sgpatch: 2 file(s) reversed",
+        "sgpatch: nothing to do (nothing to reverse in 2 file(s)); nothing was written",
+    ]
+    (tree / "g.py").write_text(base.replace("l3\n", "Y\n"))
+    assert sgpatch("patch", "-d", str(tree), p) == 0
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "sgpatch: 1 file(s) patched; already patched: 1 file(s)"
+    )
+
+
 # ------------------------------------------------------------------------------------------
 # File operations a diff can mean, and the GNU flags people type (issue: peer suites).
 # `empty` is an empty tree; `git_diff` makes a real git diff of a change.

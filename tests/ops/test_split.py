@@ -83,6 +83,24 @@ def test_cli_bad_input_leaves_the_set_as_it_was(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
+    ("old", "position", "new"),
+    [("0001-p.patch", 2, "0002-n.patch"), ("0005-p.patch", 6, "0006-n.patch"),
+     ("01-p.patch", 3, "03-n.patch"), ("p.patch", 2, "split-n.patch")],
+)  # fmt: skip
+def test_the_new_patch_file_is_numbered_by_its_place_in_the_set(tmp_path, old, position, new):
+    """Input: the split patch's file name and the new patch's place in the set (the split
+    one's + 1). Outcome: the new file beside it, numbered by that place in the old file's
+    width (was the split file's own number: `0001-...` for the second patch)."""
+    from sgpatch.ops.split import _new_file
+
+    path = _set(tmp_path)
+    (path.parent / "patches" / old).write_text(PATCH)
+    path.write_text(path.read_text().replace("patches/p.patch", f"patches/{old}"))
+    variant = load_manifest(path).patch("p").variants[0]
+    assert _new_file(variant, "n", position) == path.parent / "patches" / new
+
+
+@pytest.mark.parametrize(
     "block",
     [
         "diff --git a/python/sglang/srt/l b/python/sglang/srt/l\nnew file mode 120000\n"

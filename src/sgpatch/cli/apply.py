@@ -8,6 +8,7 @@ from pathlib import Path
 from sgpatch.cli.common import open_target
 from sgpatch.errors import bad_input
 from sgpatch.ops import report
+from sgpatch.ops.report import RECORDED
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,26 @@ def _show(opts: ApplyOptions, target, d, untested_hint: bool) -> None:
         )
         return
     report.show_set(target, after, list(d.pre), opts.verbose)
-    report.apply_summary(after, d.code, written, opts.dry_run)
+    _without_applied(opts, target, after)
+    unmet = [x for x in d.pre if x.verdict == "unmet"] if opts.strict else []
+    report.apply_summary(after, d.code, written, opts.dry_run, unmet if d.code else [])
     if opts.dry_run and untested_hint:
         report.err("sgpatch: a real apply on this untested version needs --untested")
+
+
+def _without_applied(opts: ApplyOptions, target, plan) -> None:
+    """`--without X` where X is in the tree already: apply never takes a patch out (that is
+    revert's work, for the whole set), and refusing would also stop the patches the same
+    command asks for; so it goes on, and says what would take X out."""
+    from sgpatch.shown import command, context
+
+    kept = [p.id for p in plan.patches if p.id in opts.without_ids and p.state in RECORDED]
+    if not kept:
+        return
+    where = context(target.root, opts.patchsets)
+    again = [x for pid in opts.without_ids for x in ("--without", pid)]
+    report.err(
+        f"sgpatch: warning: --without {', '.join(kept)}: applied in this tree already, and apply "
+        f"does not take a patch out; {command('revert', '--set', plan.name, *where)} takes the "
+        f"set out, then {command('apply', '--set', plan.name, *where, *again)}"
+    )

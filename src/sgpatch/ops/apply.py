@@ -96,12 +96,7 @@ class _Job:
         pre = preconditions.for_plan(self.manifest, plan, self.target.site_packages)
         unmet = [x for x in pre if x.verdict == "unmet"]
         if self.request.strict and unmet and code == ExitCode.OK:
-            code = ExitCode.NOT_DONE
-            if say:
-                report.err(
-                    "sgpatch: --strict: unmet precondition(s): "
-                    + ", ".join(f"{x.package}{x.specifier} (found {x.found})" for x in unmet)
-                )
+            code = ExitCode.NOT_DONE  # the verdict line says why (report.apply_summary)
         _refuse_stacking(reconciled.ledger, plan)
         return Decision(plan, code, tuple(pre))
 

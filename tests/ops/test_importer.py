@@ -513,3 +513,17 @@ def test_files_a_set_cannot_carry_stop_the_import_unless_allowed(tmp_path, cache
     assert "Left-out: python/sglang/srt/kernel.so (binary" in text
     assert "Left-out: python/sglang/srt/etc (a symlink" in text
     assert "a_distinctive_change_here" in text and "GIT binary" not in text
+
+
+def test_a_hunk_that_changes_nothing_imports_as_git_applies_it(release):
+    """Input: a diff whose first hunk removes a line and adds it back unchanged (a no-op, as
+    hand-edited stacks have) and whose second hunk adds a line. Outcome: imported (not
+    "already there"); the patch holds only the real change."""
+    lines = ORIG.splitlines(keepends=True)
+    noop = "@@ -2,3 +2,3 @@\n " + lines[1] + "-" + lines[2] + "+" + lines[2] + " " + lines[3]
+    real = "@@ -30,2 +30,3 @@\n " + lines[29] + "+    really_added_line = True_and_long()\n "
+    diff = ("--- a/python/sglang/srt/a.py\n+++ b/python/sglang/srt/a.py\n" + noop + real
+            + lines[30])  # fmt: skip
+    res = importer.import_sources("mine", V, [src(diff, "noop.patch")])
+    text = res.patches[0].data.decode()
+    assert res.patches[0].hunks == 1 and "+    really_added_line" in text

@@ -243,3 +243,18 @@ def test_a_detected_level_still_refuses_a_path_that_climbs_out():
     with pytest.raises(SgpatchError) as e:
         from_text(plain_block("b/../../etc/x.py", "c/../../etc/x.py"), "u", "u", reading(strip=1))
     assert e.value.code == 4
+
+
+def test_lines_past_a_hunks_counts_are_dropped_as_git_apply_drops_them():
+    """Input: a git diff whose hunk says `@@ -1,2 +1,3 @@` but is followed by two more
+    context lines (a hand-edited hunk), then a second file. Outcome: the first section ends
+    with the hunk as its header counts it (the two lines dropped), the second file is its own
+    section, and the source carries one note naming the file, the hunk and the count."""
+    text = git_block("python/sglang/srt/x.py") + " d\n e\n" + git_block("python/sglang/srt/y.py")
+    (src,) = from_text(text, "long.patch", "long")
+    assert [s.rel for s in src.sections] == ["srt/x.py", "srt/y.py"]
+    assert src.sections[0].lines[-1] == " c\n"
+    assert src.notes == (
+        "python/sglang/srt/x.py: the hunk `@@ -1,2 +1,3 @@` is 2 line(s) longer than its "
+        "header says; read as git apply reads it, without them",
+    )

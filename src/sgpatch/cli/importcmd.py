@@ -153,13 +153,15 @@ def _report(result, final: Path, findings, as_json: bool) -> None:
             }
             for p in result.patches
         ]
-        warnings = [f.message for f in findings]
+        warnings = _notes(result) + [f.message for f in findings]
         report.emit_json(
             _document(result.name, final, result.version, patches, result.left_out, warnings)
         )
         return
     for label, sec in result.left_out:
         report.err(f"warning: {label}: left out {sec.shown} ({sec.why})")
+    for note in _notes(result):
+        report.err(f"warning: {note}")
     for p in result.patches:
         if p.source.detected:
             report.err(
@@ -174,6 +176,11 @@ def _report(result, final: Path, findings, as_json: bool) -> None:
         f"sgpatch import: {result.name}: {len(result.patches)} patch(es) for sglang "
         f"{result.version} -> {final}"
     )
+
+
+def _notes(result) -> list[str]:
+    """How an input was read where that is worth saying (a hunk longer than its header)."""
+    return [f"{p.source.label}: {note}" for p in result.patches for note in p.source.notes]
 
 
 def _count(node) -> int:

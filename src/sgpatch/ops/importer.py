@@ -182,13 +182,17 @@ def _plain_create_delete(fp):
     return fp
 
 
-def _failures(label: str, plans: Sequence[FilePlan]) -> list[str]:
-    """Everything `git apply` would refuse (or do differently), one line per hunk."""
+def _failures(label: str, plans: Sequence[FilePlan], noop: set[tuple[int, int]]) -> list[str]:
+    """Everything `git apply` would refuse (or do differently), one line per hunk. A hunk
+    that changes nothing (`noop`: (file, hunk) whose lines read the same before and after)
+    and is found in place is what git applies too: no failure."""
     out = []
-    for f in plans:
+    for i, f in enumerate(plans):
         if f.note or (f.status == "already-applied" and not f.hunks):
             out.append(f"{label}: {f.path}: {f.note or 'already there'}")
         for h in f.hunks:
+            if h.status == "already-applied" and (i, h.index) in noop:
+                continue
             if h.status == "already-applied":
                 out.append(f"{label}: {f.path} hunk #{h.index}: already there (in {f.path} of V)")
             elif not h.ok:
@@ -261,7 +265,9 @@ def apply_source(overlay: ReleaseOverlay, src: Source) -> tuple[Step, list[str]]
     overlay.settle_modes(plans, old_modes)
     after = {rel: overlay.read(rel) for rel in touched}
     modes = {rel: (old_modes[rel], overlay.git_mode(rel)) for rel in touched}
-    failures = _failures(src.label, plans)
+    noop = {(i, h.index) for i, fp in enumerate(patch.files) for h in fp.hunks
+            if h.before == h.after}  # fmt: skip
+    failures = _failures(src.label, plans, noop)
     return Step(before, after, modes), [_whose_copy(f, overlay.version) for f in failures]
 
 

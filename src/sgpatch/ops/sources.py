@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from sgpatch.diff.unified import DEV_NULL, decode, split_lines, strip_eol
+from sgpatch.diff.unified import DEV_NULL, body_like, decode, split_lines, strip_eol
 from sgpatch.errors import bad_input, unsafe
 from sgpatch.state.folder import is_state_path
 from sgpatch.tree.files import read_input
@@ -75,6 +75,7 @@ class Source:
     commit: str = ""
     strip: int | None = None  # the -p level its paths were read with (None: as written)
     detected: bool = False  # that level was detected (no -p given)
+    notes: tuple[str, ...] = ()  # how it was read where that is worth a warning
 
     @property
     def kept(self) -> tuple[Section, ...]:
@@ -160,10 +161,16 @@ def _source(text: str, label: str, stem: str, reading: Reading) -> Source:
     if first is None:
         raise bad_input(f"{label}: no diff found (expected 'diff --git' or '--- a/...' lines)")
     mail = _mail(lines[:first])
-    blocks = [_map(raw, label) for raw in _sections(_strip_signature(lines[first:]))]
+    raws, overlong = _sections(_strip_signature(lines[first:]))
+    blocks = [_map(raw, label) for raw in raws]
     sections, strip = _placed(blocks, reading)
     detected = strip is not None and reading.strip is None
-    return Source(label, stem, sections, strip=strip, detected=detected, **mail)
+    notes = tuple(
+        f"{sections[b].shown}: the hunk `{head[:40]}` is {n} line(s) longer than its header "
+        "says; read as git apply reads it, without them"
+        for b, head, n in overlong
+    )
+    return Source(label, stem, sections, strip=strip, detected=detected, notes=notes, **mail)
 
 
 def _strip_signature(lines: list[str]) -> list[str]:
@@ -185,12 +192,17 @@ def _starts_file(lines: Sequence[str], i: int) -> bool:
     return line.startswith("--- ") and _next_is_plus(lines, i)
 
 
-def _sections(lines: list[str]) -> list[list[str]]:
+def _sections(lines: list[str]) -> tuple[list[list[str]], list[tuple[int, str, int]]]:
     """Split a diff into per-file blocks: a new block starts at a `diff ...` line, or at a
     `---`/`+++` pair outside a hunk (hunks are measured by their @@ counts, so a removed line
-    that reads `-- x` stays in its hunk) unless the block's `diff` line has not had its pair."""
+    that reads `-- x` stays in its hunk) unless the block's `diff` line has not had its pair.
+    Body lines right after a hunk whose counts are used up are not part of it, as `git apply`
+    reads them (a hand-edited hunk longer than its header): they are dropped, and each such
+    run is returned as (block, hunk header, lines dropped)."""
     out: list[list[str]] = []
+    overlong: list[tuple[int, str, int]] = []
     old = new = 0  # lines left in the current hunk
+    head = ""  # the header of the last hunk, once its counts are used up
     for i, line in enumerate(lines):
         if old > 0 or new > 0:
             kind = line[:1]
@@ -203,15 +215,23 @@ def _sections(lines: list[str]) -> list[list[str]]:
             out[-1].append(line)
             continue
         pair = line.startswith("--- ") and _next_is_plus(lines, i)
+        if head and not pair and body_like(line):
+            if overlong and overlong[-1][:2] == (len(out) - 1, head):
+                overlong[-1] = (len(out) - 1, head, overlong[-1][2] + 1)
+            else:
+                overlong.append((len(out) - 1, head, 1))
+            continue
         binary = _BINARY_FILES.match(line) and (not out or _has_minus_header(out[-1]))
         if line.startswith("diff ") or not out or binary or (pair and _has_minus_header(out[-1])):
             out.append([])
+            head = ""
         m = _HUNK_COUNTS.match(line)
         if m:
             old = int(m.group(1) if m.group(1) is not None else 1)
             new = int(m.group(2) if m.group(2) is not None else 1)
+            head = strip_eol(line)
         out[-1].append(line)
-    return out
+    return out, overlong
 
 
 def _has_minus_header(block: list[str]) -> bool:

@@ -164,6 +164,12 @@ def _check_take(by: str, take: set, variant: Variant) -> None:
 
     patch = read_patch(variant.file)
     mapper = package_mapper(patch.name)
+    kinds = [fp for fp in patch.files if fp.symlink or fp.mode_change or fp.new_mode == 0o755]
+    if kinds:  # its halves are written from bytes alone: a link or a mode would be lost
+        raise bad_input(
+            f"{variant.file.name}: {mapper(kinds[0].path)} is a symlink or changes a file mode, "
+            "which split cannot carry into the halves yet; split this patch file by hand"
+        )
     have = (
         {mapper(fp.path) for fp in patch.files}
         if by == "file"

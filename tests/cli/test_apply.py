@@ -74,3 +74,45 @@ def test_without_an_applied_patch_says_so_and_its_advice_takes_it_out(tmp_path) 
     assert code == 0 and "warning" not in err
     assert "BETA6" not in (pkg / "srt/layers/b.py").read_text()
     assert "ALPHA5" in (pkg / "srt/a.py").read_text()
+
+
+def test_in_a_git_checkout_apply_says_how_to_ignore_the_state_folder(tmp_path) -> None:
+    """Input: the synthetic set applied to a git checkout (python/sglang committed), where
+    git would list `python/sglang/.sgpatch/` as untracked. Outcome: one note naming it and the
+    command that hides it (`echo .sgpatch/ >> .git/info/exclude`, sgpatch writes nothing in
+    .git itself: the exclude file is as git made it); run as typed in a shell, git status no
+    longer lists it, and the next writing apply says nothing more."""
+    import shutil
+    import subprocess
+
+    from helpers import git
+
+    pkg, sets, _args = make_env(tmp_path)
+    repo = tmp_path / "repo"
+    shutil.copytree(pkg, repo / "python" / "sglang")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "release")
+    exclude = repo / ".git" / "info" / "exclude"
+    before = exclude.read_bytes()
+    where = ("--sglang-dir", str(repo / "python" / "sglang"), "--patchsets", str(sets))
+    code, _, err = run_cli("apply", "--set", "safety-set", *where)
+    (note,) = [ln for ln in err.splitlines() if "note: git shows" in ln]
+    assert code == 0 and "python/sglang/.sgpatch/ (what sgpatch applied" in note
+    assert exclude.read_bytes() == before
+    assert "python/sglang/.sgpatch/" in git(repo, "status", "--porcelain")
+    typed = note.split("to hide it: ", 1)[1]
+    assert typed == f"echo .sgpatch/ >> {exclude}"
+    subprocess.run(["bash", "-c", typed], check=True)
+    assert ".sgpatch" not in git(repo, "status", "--porcelain", "--untracked-files=all")
+    assert run_cli("revert", "--set", "safety-set", *where)[0] == 0
+    code, _, err = run_cli("apply", "--set", "safety-set", *where)
+    assert code == 0 and "note: git shows" not in err
+
+
+def test_outside_git_apply_says_nothing_about_ignoring(tmp_path) -> None:
+    """Input: the synthetic set applied to a site-packages-like tree (no git). Outcome: no
+    note about git."""
+    _pkg, _sets, args = make_env(tmp_path)
+    code, _, err = run_cli("apply", *args)
+    assert code == 0 and "note: git shows" not in err

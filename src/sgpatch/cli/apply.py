@@ -59,7 +59,31 @@ def run(opts: ApplyOptions) -> int:
     )
     d = apply_set(target, manifest, request)
     _show(opts, target, d, untested_hint=not basis.checked and not opts.untested)
+    if d.written and not opts.as_json:
+        _state_untracked(target)
     return int(d.code)
+
+
+def _state_untracked(target) -> None:
+    """In a git checkout, `.sgpatch/` (the ledger and original bytes) shows as untracked until
+    it is ignored: say how, once per writing run until it is. sgpatch writes nothing outside
+    the tree, `.git/info/exclude` included, so the person adds the line (docs/safety.md)."""
+    import os
+    import shlex
+
+    from sgpatch.state.folder import STATE_DIR
+    from sgpatch.tree.gitread import unignored_exclude
+
+    top = target.repo_root
+    if top is None or not os.path.lexists(top / ".git") or not (target.root / STATE_DIR).is_dir():
+        return
+    rel = os.path.relpath(target.root / STATE_DIR, top) + "/"
+    exclude = unignored_exclude(top, rel)
+    if exclude is not None:
+        report.err(
+            f"sgpatch: note: git shows {rel} (what sgpatch applied, and the original bytes) as "
+            f"untracked; to hide it: echo {STATE_DIR}/ >> {shlex.quote(str(exclude))}"
+        )
 
 
 def _show(opts: ApplyOptions, target, d, untested_hint: bool) -> None:

@@ -295,6 +295,20 @@ def checkout(inside: Path) -> Checkout | None:
     return Checkout(Path(lines[1]), lines[2])
 
 
+def unignored_exclude(top: Path, rel: str) -> Path | None:
+    """The repository's `info/exclude` file when git would show `rel` (a folder of the work
+    tree `top`) as untracked, so a person can add it there; None when git ignores it already,
+    or cannot tell. sgpatch never writes into `.git` itself (it writes only inside the tree)."""
+    try:
+        # check-ignore takes no pathspec magic, so not the literal one the environment sets
+        if run(top, "--no-literal-pathspecs", "check-ignore", rel, ok=(0, 1)).strip():
+            return None
+        where = run(top, "rev-parse", "--git-path", "info/exclude").decode().strip()
+    except (GitUnreadable, UnicodeDecodeError):
+        return None
+    return Path(os.path.abspath(top / where))
+
+
 def head(top: Path) -> str | None:
     """HEAD's commit, or None before the first commit."""
     out = run(top, "rev-parse", "-q", "--verify", "HEAD^{commit}", ok=(0, 1))

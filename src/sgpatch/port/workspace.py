@@ -56,6 +56,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from sgpatch.errors import SgpatchError, bad_input, unsafe
+from sgpatch.fs import atomic
+from sgpatch.fs.atomic import TMP_SUFFIX
 from sgpatch.port import undo
 from sgpatch.port.wsfiles import (
     PKG,
@@ -68,7 +70,6 @@ from sgpatch.port.wsfiles import (
     rmtree,
     write,
 )
-from sgpatch.state.folder import TMP_SUFFIX
 
 __all__ = ["PKG", "STATE", "Workspace", "digest", "kill_point", "read", "rmtree", "write"]
 
@@ -400,7 +401,7 @@ def claim(top: Path, made: bool, identity: dict[str, str]) -> Workspace:
     if reused is not None:
         hand_over(ws, new, reused)
     kill_point()
-    os.rename(new, ws.top / STATE)
+    atomic.rename_path(new, ws.top / STATE)
     for name in os.listdir(ws.top):
         if name.startswith(OLD_STATE):
             rmtree(ws.top / name)
@@ -439,9 +440,9 @@ def hand_over(ws: Workspace, new: Path, reused: dict[str, str]) -> None:
     os.mkdir(new / "stage", 0o755)
     for t in sorted({p.split("/", 1)[0] for p in reused}):
         kill_point()
-        os.rename(ws.top / t, new / "stage" / t)
+        atomic.rename_path(ws.top / t, new / "stage" / t)
     kill_point()
-    os.rename(ws.top / STATE, ws.top / f"{OLD_STATE}{secrets.token_hex(4)}")
+    atomic.rename_path(ws.top / STATE, ws.top / f"{OLD_STATE}{secrets.token_hex(4)}")
 
 
 def existing(top: Path) -> Workspace:
@@ -544,7 +545,7 @@ def remove(ws: Workspace, keep_top: bool = False) -> bool:
     old = ws.top / f"{OLD_STATE}{secrets.token_hex(4)}"
     if (ws.top / STATE).is_dir() and not (ws.top / STATE).is_symlink():
         kill_point()
-        os.rename(ws.top / STATE, old)  # whole: W is a workspace, or holds only leftovers
+        atomic.rename_path(ws.top / STATE, old)  # whole: W is a workspace, or holds only leftovers
     rmtree(ws.top / STATE)  # a symlink planted there: unlinked
     for name in os.listdir(ws.top):
         if name.startswith(_LEFTOVER):

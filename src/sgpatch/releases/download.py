@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import shutil
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
 from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.fs import atomic
 from sgpatch.pyrun import module_command
 from sgpatch.releases import folder, wheels
 
@@ -342,7 +342,7 @@ def _download_locked(rel: Version, where: Path) -> Path:
         got = _pip_download(str(rel), tmp)
         wheels.verify_wheel(got)
         path = where / got.name
-        os.replace(got, path)
+        atomic.rename_path(got, path)
         wheels.write_stamp(path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -19,6 +19,7 @@ from helpers import (
     V12,
     fork_cli,
     make_set,
+    no_hang,
     run_cli,
     sgport,
     snapshot,
@@ -261,6 +262,26 @@ def test_a_release_the_index_lacks_leaves_w_as_it_was(cache, tmp_path, monkeypat
 
 # ---------------------------------------------------------------------------------------------
 # one writer at a time
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_a_fifo_or_link_at_the_workspace_lock_ends_in_one_line(cache, tmp_path, kind):
+    """Input: a stopped port whose `W/.sgpatch-port.lock` was replaced by a FIFO nobody
+    writes, or by a symlink to a file outside W that does not exist yet. Outcome: --continue
+    exits 4 at once (it waited for ever on the FIFO) with one line naming the lock and what
+    is there; W and the set are byte for byte as they were; nothing is made through the link."""
+    d, w = stopped(tmp_path)
+    lock = w / ".sgpatch-port.lock"
+    lock.unlink()
+    outside = tmp_path / "made-through-the-link"
+    os.mkfifo(lock) if kind == "fifo" else lock.symlink_to(outside)
+    before, set_before = snapshot(w), snapshot(d)
+    with no_hang():
+        code, _out, err = run_cli(*cont(w))
+    assert code == 4, err
+    (line,) = err.splitlines()
+    assert f"{lock} is a {'FIFO' if kind == 'fifo' else 'symlink'}" in line
+    assert snapshot(w) == before and snapshot(d) == set_before and not outside.exists()
 
 
 def test_a_second_writer_is_refused_in_one_line(cache, tmp_path):

@@ -20,7 +20,7 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from sgpatch.fs.regular import OddFile, kind
@@ -159,6 +159,20 @@ def acquire(
         return None
     finally:
         os.close(fd)  # the flock belongs to the lock's own descriptor: this does not unlock
+
+
+@contextlib.contextmanager
+def held(path: Path, timeout: float, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+    """The lock on `path` for the block, waiting up to `timeout` seconds (`Busy` after)."""
+    deadline = time.monotonic() + timeout
+    while (lock := acquire(path, deadline, on_wait)) is None:
+        if time.monotonic() >= deadline:
+            raise Busy(str(path))
+        time.sleep(POLL)
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 # ---------------------------------------------------------------------------------------------

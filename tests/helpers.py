@@ -677,3 +677,12 @@ def no_hang(seconds: int = 20) -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
+
+
+def hint_commands(text: str) -> list[list[str]]:
+    """The argv (without `sgpatch`) of every command a message advises in backticks
+    (`sgpatch ...`), split as a POSIX shell would: to run advice as typed."""
+    import re
+    import shlex
+
+    return [shlex.split(m)[1:] for m in re.findall(r"`(sgpatch [^`]*)`", text)]

@@ -198,7 +198,11 @@ def _plan_recorded(
     edited = [
         f
         for f in rec.files
-        if f in record.files and not holds(ledger, record.name, f, sha256(overlay.read(f)))
+        if f in record.files
+        and (
+            not holds(ledger, record.name, f, sha256(overlay.read(f)))
+            or overlay.is_link(f) != (record.files[f].link_after is not None)
+        )
     ]
     if edited:
         return replace(

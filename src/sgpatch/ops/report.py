@@ -332,10 +332,20 @@ def show_patch_detail(p, say: Callable[[str], None] = err) -> None:
             say("  " + line)
     if p.probe is not None:
         say(f"  probe: {'true' if p.probe.value else 'false'}")
-        for e in p.probe.evidence:
-            where = f"{e.file}:{e.line}" if e.line else e.file
-            text = f" {e.text!r}" if e.text else ""
-            say(f"    {e.kind} {where}{text} {e.note}".rstrip())
+        for line in evidence_lines(p.probe.evidence):
+            say(line)
+
+
+def evidence_lines(evidence: Iterable) -> list[str]:
+    """A probe's evidence, a line each, each line once: the clauses of an `all` that name
+    methods of one class each find that class (the same line three times for three methods);
+    --json keeps every entry."""
+    out: dict[str, None] = {}
+    for e in evidence:
+        where = f"{e.file}:{e.line}" if e.line else e.file
+        text = f" {e.text!r}" if e.text else ""
+        out.setdefault(f"    {e.kind} {where}{text} {e.note}".rstrip())
+    return list(out)
 
 
 RECORDED = ("applied", "modified")  # in the tree whatever this run selects
@@ -380,11 +390,21 @@ def status_verdict(plan, code) -> None:
     err(f"sgpatch: {plan.name}: {state_counts(plan)}; {word}{untested_tail(plan)}")
 
 
-def apply_summary(plan, code, written, dry_run: bool) -> None:
-    """One line a build log can grep: what happened to the set, counted by final state."""
+def apply_summary(plan, code, written, dry_run: bool, unmet: Sequence = ()) -> None:
+    """One line a build log can grep: what happened to the set, counted by final state, and
+    why it was not applied when --strict refused `unmet` preconditions."""
     parts, tail = state_counts(plan), untested_tail(plan)
     if code != 0:
-        err(f"sgpatch: {plan.name}: not applied ({parts}); nothing was written{_next(plan)}{tail}")
+        why = (
+            ": --strict and unmet precondition(s) "
+            + ", ".join(f"{x.package}{x.specifier} (found {x.found})" for x in unmet)
+            if unmet
+            else ""
+        )
+        err(
+            f"sgpatch: {plan.name}: not applied{why} ({parts}); nothing was written"
+            f"{_next(plan)}{tail}"
+        )
     elif dry_run:
         err(f"sgpatch: {plan.name}: dry run ({parts}); nothing was written{tail}")
     elif written:

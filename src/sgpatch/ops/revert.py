@@ -48,6 +48,7 @@ class Outcome:
     restored: tuple[str, ...] = ()
     edited: tuple[str, ...] = ()
     commits: tuple[Made, ...] = ()
+    blocked: tuple[str, ...] = ()  # a dry run without force: edited files a revert refuses
 
 
 def revert_set(
@@ -81,6 +82,10 @@ def _revert(target: Target, set_name: str, patchsets: Sequence[Path], request: R
         _not_recorded(target, set_name, patchsets, request, reconciled)
         return Outcome(applied=False)
     _refuse_shared(ledger, set_name, record)
+    blocked = _blocked(root, record) if request.dry_run and not request.force else []
+    if blocked:  # show what a revert would do and what stops it (the real one refuses)
+        restorable = [p for p in sorted(record.files) if p not in blocked]
+        return Outcome(True, tuple(restorable), blocked=tuple(blocked))
     changes, edited = _restore(root, record, request.force, set_name, patchsets)
     restored = tuple(c.path for c in changes)
     changes += ledger_mod.store_changes(root, reconciled.stored, ledger.without_set(set_name))
@@ -170,6 +175,18 @@ def _restore(root: Path, record: SetRecord, force: bool, set_name, patchsets):
     if legacy:  # a v1 ledger kept no after-bytes: reverse-apply today's patch files
         changes += _reverse_apply(root, set_name, record, legacy, patchsets)
     return changes, edited
+
+
+def _blocked(root: Path, record: SetRecord) -> list[str]:
+    """The files a revert without --force refuses: changed since sgpatch wrote them."""
+    out = []
+    for path, rec in sorted(record.files.items()):
+        if rec.link_before is not None or rec.link_after is not None:
+            if _restore_link(root, path, rec) is None:
+                out.append(path)
+        elif sha256(read_bytes(root, path)) != rec.after:
+            out.append(path)
+    return out
 
 
 def _restore_link(root: Path, path: str, rec) -> FileChange | None:

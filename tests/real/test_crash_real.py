@@ -117,7 +117,7 @@ def _no_disk_flush():
     loses nothing the kernel already has. Skipping the flush in-process keeps 100+ runs within
     the CI budget; the real-CLI runs below keep it."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(txn, "_fsync", lambda fd: None)
+        mp.setattr(atomic, "fsync", lambda fd: None)
         yield
 
 

@@ -619,8 +619,8 @@ def uncommitted(target, manifest, ledger=None) -> list[str]:
 
 def _touched(target, manifest, record) -> set[str]:
     """Files the set's patches for this release change, and those the ledger records."""
+    from sgpatch.diff.paths import patch_files
     from sgpatch.diff.unified import read_patch
-    from sgpatch.ops.refresh import patch_files
     from sgpatch.patchset.manifest import select_variant
 
     paths: set[str] = set()

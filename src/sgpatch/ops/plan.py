@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from sgpatch.diff.paths import package_mapper
 from sgpatch.diff.unified import Patch, decode, parse_patch, split_lines
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ops.fileplan import (
@@ -20,7 +21,6 @@ from sgpatch.ops.fileplan import (
     Overlay,
     file_modes,
     how_applied,
-    package_mapper,
     patch_status,
     plan_patch,
 )

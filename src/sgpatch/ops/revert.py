@@ -254,8 +254,8 @@ def _merge(root: Path, path: str, record: SetRecord) -> FileChange:
 def _reverse_apply(root, set_name, record, edited, patchsets) -> list[FileChange]:
     """--force on a ledger from before schema 2 (no after-bytes stored): un-apply the set's
     patches from edited files with the engine, newest first, from the patch files."""
+    from sgpatch.diff.paths import package_mapper
     from sgpatch.diff.unified import decode, encode, parse_patch, split_lines
-    from sgpatch.ops.fileplan import package_mapper
     from sgpatch.placement.engine import apply_hunks
 
     manifest = load_set(set_name, tuple(patchsets))

@@ -99,7 +99,7 @@ def _revert(target: Target, set_name: str, patchsets: Sequence[Path], request: R
         report.notes(reconciled, dropped=True)  # the ledger written holds none of the stale sets
         if plan is not None:
             made = gitmode.finish(target, plan, undo=changes)
-            gitmode.report_commits(made)
+            report.lines([m.line() for m in made])
     return Outcome(True, restored, tuple(edited), tuple(made))
 
 
@@ -116,9 +116,7 @@ def _not_recorded(target, set_name, patchsets, request, reconciled) -> None:
     if request.git_commit:
         from sgpatch.git import mode as gitmode
 
-        made = gitmode.finish_revert(target, set_name)
-        if made:
-            gitmode.report_commits(made)
+        report.lines([m.line() for m in gitmode.finish_revert(target, set_name)])
 
 
 def _refuse_shared(ledger: Ledger, set_name: str, record: SetRecord) -> None:

@@ -334,3 +334,35 @@ def test_writing_git_mode_runs_exactly_the_hooks_the_docs_list(checkout, tmp_pat
         ], command
         for f in ran.iterdir():
             f.unlink()
+
+
+def test_apply_commit_records_symlinks_and_modes_as_git_does(checkout, capsys):
+    """Input: a set whose one patch makes srt/a.py executable (`old mode`/`new mode`, no hunk)
+    and adds a symlink srt/latest -> a.py; apply --commit, then revert --commit. Outcome: the
+    commit's tree has srt/a.py as 100755 and srt/latest as a 120000 blob holding `a.py`; the
+    work tree is clean against it; `export` writes the mode change and the link back as git
+    does; the revert commit's tree is the pristine one again."""
+    repo, sets = checkout
+    (sets / "patches" / "0001-one.patch").write_text(
+        "Subject: [PATCH] one\n\n"
+        "diff --git a/python/sglang/srt/a.py b/python/sglang/srt/a.py\nold mode 100644\n"
+        "new mode 100755\n"
+        "diff --git a/python/sglang/srt/latest b/python/sglang/srt/latest\nnew file mode 120000\n"
+        "--- /dev/null\n+++ b/python/sglang/srt/latest\n@@ -0,0 +1 @@\n+a.py\n"
+        "\\ No newline at end of file\n"
+    )
+    text = (sets / "patchset.yaml").read_text()
+    (sets / "patchset.yaml").write_text(text[: text.index("  - id: two")])
+    pristine_tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    assert sgpatch("apply", *_args(repo, sets), "--commit") == 0, capsys.readouterr().err
+    entries = git(repo, "ls-tree", "-r", "HEAD", "python/sglang/srt").splitlines()
+    modes = {e.split("\t")[1]: e.split()[0] for e in entries}
+    assert modes == {"python/sglang/srt/a.py": "100755", "python/sglang/srt/latest": "120000"}
+    assert git(repo, "show", "HEAD:python/sglang/srt/latest") == "a.py"
+    assert git(repo, "status", "--porcelain", "--untracked-files=no") == ""
+    (exported,) = gitmode.export(find_target(repo), "demo", repo.parent / "out")
+    text = exported.path.read_text()
+    assert "b/python/sglang/srt/a.py\nold mode 100644\nnew mode 100755\n" in text
+    assert "new file mode 120000\n--- /dev/null\n+++ b/python/sglang/srt/latest\n" in text
+    assert sgpatch("revert", *_args(repo, sets), "--commit") == 0, capsys.readouterr().err
+    assert git(repo, "rev-parse", "HEAD^{tree}").strip() == pristine_tree

@@ -527,3 +527,24 @@ def test_a_hunk_that_changes_nothing_imports_as_git_applies_it(release):
     res = importer.import_sources("mine", V, [src(diff, "noop.patch")])
     text = res.patches[0].data.decode()
     assert res.patches[0].hunks == 1 and "+    really_added_line" in text
+
+
+def test_a_file_turned_into_a_symlink_imports_as_gits_two_blocks(release):
+    """Input: git's diff of srt/b.py (executable in the release) turned into a symlink to
+    a.py: a `deleted file mode 100755` block, then a `new file mode 120000` block. Outcome:
+    one patch whose file srt/b.py is written the same way (deletion with the mode it had,
+    then the link), which reads back as two blocks for one path."""
+    old = "".join("-" + ln for ln in ORIG.splitlines(keepends=True))
+    diff = (
+        "diff --git a/python/sglang/srt/b.py b/python/sglang/srt/b.py\n"
+        "deleted file mode 100755\n--- a/python/sglang/srt/b.py\n+++ /dev/null\n"
+        f"@@ -1,40 +0,0 @@\n{old}"
+        "diff --git a/python/sglang/srt/b.py b/python/sglang/srt/b.py\n"
+        "new file mode 120000\n--- /dev/null\n+++ b/python/sglang/srt/b.py\n"
+        "@@ -0,0 +1 @@\n+a.py\n\\ No newline at end of file\n"
+    )
+    (p,) = importer.import_sources("mine", V, [src(diff, "type.patch")]).patches
+    blocks = parse_patch(p.data).files
+    assert p.files == ("srt/b.py",) and len(blocks) == 2
+    assert (blocks[0].is_delete, blocks[0].old_mode, blocks[1].is_new, blocks[1].symlink) == (
+        True, 0o755, True, True)  # fmt: skip

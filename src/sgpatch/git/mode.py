@@ -218,12 +218,15 @@ def _store_blob(repo, data: bytes) -> str:
     return stored.hexsha.decode() if isinstance(stored.hexsha, bytes) else stored.hexsha
 
 
-def _stage(repo, g, env: dict, path: str, data: bytes | None, new_mode: int | None) -> None:
-    """Put `data` at `path` in the temporary index (None: remove it)."""
+def _stage(
+    repo, g, env: dict, path: str, data: bytes | None, new_mode: int | None, link: bool = False
+) -> None:
+    """Put `data` at `path` in the temporary index (None: remove it; `link`: `data` is a
+    symlink's target, git's mode 120000)."""
     if data is None:
         g.update_index("--force-remove", "--", path, env=env)
         return
-    mode = _mode(g, path, env, new_mode)
+    mode = "120000" if link else _mode(g, path, env, new_mode)
     g.update_index("--add", "--cacheinfo", f"{mode},{_store_blob(repo, data)},{path}", env=env)
 
 
@@ -249,7 +252,7 @@ def apply_plan(target, manifest, plan) -> GitPlan:
                     _stage(repo, g, env, prefix + f.source, None, None)
                     touched.add(prefix + f.source)
                 touched.add(prefix + f.path)
-                _stage(repo, g, env, prefix + f.path, f.after, f.mode)
+                _stage(repo, g, env, prefix + f.path, f.after, f.mode, f.link)
             tree = g.write_tree(env=env)
             header = _header_of(manifest, p.variant)
             message = commit_message(header, manifest.name, p.id, p.variant or "")
@@ -398,7 +401,8 @@ def _revert_commit(repo, prefix: str, set_name: str, ids, commits, files) -> Git
         g = repo.git
         g.read_tree(head, env=env)
         for c in files:
-            _stage(repo, g, env, prefix + c.path, c.after, c.mode)
+            data = c.after if c.link is None else c.link.encode("utf-8", "surrogateescape")
+            _stage(repo, g, env, prefix + c.path, data, c.mode, c.link is not None)
         tree = g.write_tree(env=env)
         if tree == repo.head.commit.tree.hexsha:  # HEAD already has these bytes
             return GitPlan(head, head, (), (), "")
@@ -477,11 +481,12 @@ def _has_ident(repo) -> bool:
 
 
 def _mode(g, path: str, env: dict, new_mode: int | None) -> str:
+    """The git mode to stage: the patch's (`new mode`, `new file mode`), else the index's."""
+    if new_mode is not None:
+        return "100755" if new_mode & 0o111 else "100644"
     out = g.ls_files("-s", "--", path, env=env).strip()
-    if out:
+    if out and not out.startswith("120000"):  # a link turned into a file takes a file's mode
         return out.split()[0]
-    if new_mode is not None and new_mode & 0o111:
-        return "100755"
     return "100644"
 
 
@@ -563,7 +568,8 @@ def export(target, set_name: str, dest: Path, manifest=None) -> list[Exported]:
                 if not path.startswith(prefix):
                     continue
                 rel = path[len(prefix) :]
-                files.append(rf.FileDiff(rel, _blob(parent, path), _blob(commit, path)))
+                (old, old_mode), (new, new_mode) = _blob(parent, path), _blob(commit, path)
+                files.append(rf.FileDiff(rel, old, new, old_mode, new_mode))
         header = message_header(msg)
         m = _VARIANT_RE.search(msg)
         name = Path(m.group("variant")).name if m else f"{n + 1:04d}-{pid}.patch"
@@ -573,11 +579,13 @@ def export(target, set_name: str, dest: Path, manifest=None) -> list[Exported]:
     return out
 
 
-def _blob(commit, path: str) -> bytes | None:
+def _blob(commit, path: str) -> tuple[bytes | None, int]:
+    """A path's bytes in a commit (None: absent) and its git mode (a symlink's: 120000)."""
     try:
-        return commit.tree[path].data_stream.read()
+        blob = commit.tree[path]
     except KeyError:
-        return None
+        return None, 0o100644
+    return blob.data_stream.read(), blob.mode
 
 
 # ---------------------------------------------------------------------------------------------

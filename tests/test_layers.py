@@ -19,6 +19,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 CORE = {"sgpatch", "errors", "interrupts", "pyrun", "shown", "startup", "versions", "__main__"}
 PACKAGE_LAYERS: list[tuple[str, set[str]]] = [
     ("core", set()),
+    ("fs", {"fs"}),  # the one file-system safety layer: below everything that writes
     ("diff, tree, releases", {"diff", "tree", "releases"}),
     ("state, placement", {"state", "placement"}),
     ("patchset", {"patchset"}),

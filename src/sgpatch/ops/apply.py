@@ -18,7 +18,8 @@ from sgpatch.ops.plan import SetPlan, plan_set
 from sgpatch.state import ledger as ledger_mod
 from sgpatch.state.consistent import stable_read
 from sgpatch.state.ledger import PatchRecord, state_dir
-from sgpatch.state.txn import LockBusy, commit, lock_timeout, locked
+from sgpatch.state.lock import LockBusy, lock_timeout, locked
+from sgpatch.state.txn import commit
 from sgpatch.state.upgrade import Reconciled, for_target
 
 if TYPE_CHECKING:

@@ -228,15 +228,11 @@ def _known_releases() -> list:
 
 
 def _write(path: Path, data: bytes) -> None:
-    import os
-    import secrets
+    """A patch file or manifest of the set, replaced atomically (its mode kept)."""
+    from sgpatch.fs import atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.sgpatch-tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+    atomic.write_path(path, data, None)
 
 
 def _refuse_stacked(ledger, set_name: str, files: Sequence[str]) -> None:
@@ -260,7 +256,8 @@ def _keep_applied(root: Path, set_name: str, patch_id: str, variant: str, res) -
     from dataclasses import replace
 
     from sgpatch.state import ledger as ledger_mod
-    from sgpatch.state.txn import commit, locked, read_bytes
+    from sgpatch.state.lock import locked
+    from sgpatch.state.txn import commit, read_bytes
 
     with locked(ledger_mod.state_dir(root)):
         ledger = ledger_mod.load(root)

@@ -20,7 +20,8 @@ from sgpatch.ops import merge3, report
 from sgpatch.patchset.manifest import load_set
 from sgpatch.state import ledger as ledger_mod
 from sgpatch.state.ledger import Ledger, SetRecord, has_bytes, read_original, sha256, state_dir
-from sgpatch.state.txn import FileChange, commit, locked, read_bytes
+from sgpatch.state.lock import locked
+from sgpatch.state.txn import FileChange, commit, read_bytes
 from sgpatch.state.upgrade import for_target
 
 if TYPE_CHECKING:

@@ -620,7 +620,7 @@ def uncommitted(target, manifest, ledger=None) -> list[str]:
     reverted = set(_reverted_uncommitted(ck, target, manifest.name, dirty))
     for rel in dirty:
         if rel in reverted:
-            continue  # sgpatch's own revert, not committed yet: status_warning says so
+            continue  # sgpatch's own revert, not committed yet: status_check says so
         rec = record.files.get(rel) if record is not None else None
         if rec is not None and sha256(_read(target, rel)) == rec.after:
             continue  # what sgpatch wrote (apply without --commit): status shows it

@@ -48,7 +48,7 @@ def roll_back_interrupted(
         if journal_path(state_dir) is None:
             if tidy and state_dir.is_dir() and not state_dir.is_symlink():
                 with locked(state_dir, wait, create=False):
-                    pass  # locked() tidies when it lets go
+                    store.drop(state_dir)  # scratch originals (a link planted there: exit 4)
             return None
         with locked(state_dir, wait, create=False), interrupts.deferred():
             return recover(root, state_dir)

@@ -69,7 +69,7 @@ def write_journal(
     owners = owners or {}
     entries = []
     tree.folder(state_dir.relative_to(tree.root).as_posix(), create=True)
-    with store.opened(state_dir, create=True) as originals:
+    with store.opened(state_dir, create=True, owner=tree.new_owner) as originals:
         assert originals is not None
         for c in changes:
             if c.before_link is not None:

@@ -1,8 +1,8 @@
-"""`sgpatch import` on the real third-party stacks in tests/data/stacks (slime, AReaL), each on
-the pristine release it was made for: the imported set applied by sgpatch must give, file for
-file and byte for byte, what `git apply` (or GNU patch -F0 for AReaL's `diff -ruN` file) gives
-on a copy of the same pristine tree, and every suggested probe must be false on the pristine
-release and true on the patched tree."""
+"""`sgpatch import` on the real third-party stacks in tests/data/stacks (slime, AReaL, TraceLens,
+Relax), each on the pristine release it was made for: the imported set applied by sgpatch must
+give, file for file and byte for byte, what `git apply` (or GNU patch -F0 for AReaL's `diff -ruN`
+file) gives on a copy of the same pristine tree, and every suggested probe must be false on the
+pristine release and true on the patched tree."""
 
 from __future__ import annotations
 
@@ -20,10 +20,23 @@ from sgpatch.patchset.probe import evaluate
 STACKS = Path(__file__).resolve().parents[1] / "data" / "stacks"
 
 
-def _stacks() -> list[tuple[str, str]]:
-    out = []
+# Stacks that `git apply` applies but import refuses today: issue 42.1 (faithful import) and
+# 45.2 (any unified diff) are to make them pass; strict, so the fix has to drop the mark.
+KNOWN_GAPS = {
+    ("tracelens", "0.5.12"): "cuda_graph_runner.patch: a context line past its last hunk's "
+    "@@ count (git apply ignores it); import: exit 2, malformed diff",
+    ("tracelens", "0.5.16"): "decode_cuda_graph_runner.patch hunk #1 removes and adds the same "
+    "line (a no-op git apply accepts); import: exit 3, already there",
+}
+
+
+def _stacks() -> list[object]:
+    out: list[object] = []
     for series in sorted(STACKS.glob("*/*/series")):
-        out.append((series.parent.parent.name, series.parent.name))
+        key = (series.parent.parent.name, series.parent.name)
+        gap = KNOWN_GAPS.get(key)
+        marks = [pytest.mark.xfail(strict=True, reason=gap)] if gap else []
+        out.append(pytest.param(*key, marks=marks, id=f"{key[0]}-{key[1]}"))
     return out
 
 
@@ -79,6 +92,8 @@ def _sgpatch_applied(release_tree, version: str, sets: Path, name: str) -> Path:
 DEFINES_TWICE = {
     ("slime", "0.5.12.post1"): "get_cpu_copy twice in class NSATokenToKVPool",
     ("slime", "0.5.15.post1"): "release_memory_occupation twice",
+    ("relax", "0.5.12.post1"): "get_cpu_copy twice in class NSATokenToKVPool",
+    ("relax", "0.5.15.post1"): "release_memory_occupation twice",
 }
 UPSTREAMS_OWN = "'s own: upstream has it now; delete this hunk's copy of"
 

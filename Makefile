@@ -56,4 +56,4 @@ dist: $(STAMP)  ## dist/sgpatch-<version>-py3-none-any.whl, what examples/Docker
 	$(PY) tools/dist.py --out dist
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache .mypy_cache .nox
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache .mypy_cache .nox demo-tree

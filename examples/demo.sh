@@ -4,7 +4,9 @@
 #   SGLANG_VERSION=0.5.9     release to patch (default 0.5.9; any release the set supports)
 #   UPSTREAM_VERSION=V       release to compare with (default: the first release after
 #                            SGLANG_VERSION that the set supports; none after the newest)
-#   DEMO_DIR=./demo-tree     where to build the trees (default: a fresh temp dir, kept)
+#   DEMO_DIR=DIR             where to build the trees (default: ./demo-tree, one named place:
+#                            each run replaces the trees it makes there, nothing goes to /tmp;
+#                            `make clean` or `rm -rf demo-tree` removes it)
 #
 # Section titles come from what `sgpatch status` reports on the release, not from a script
 # written for one release.
@@ -16,7 +18,7 @@ set -euo pipefail
 
 VERSION="${SGLANG_VERSION:-0.5.9}"
 SET=kimi-eagle3-sm120
-DIR="${DEMO_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/sgpatch-demo.XXXXXX")}"
+DIR="$(mkdir -p "${DEMO_DIR:-demo-tree}" && cd "${DEMO_DIR:-demo-tree}" && pwd)"
 PY="$(command -v python || command -v python3)"
 
 # bold headings on a terminal only: a log or pipe gets plain text, like sgpatch's own output
@@ -134,4 +136,4 @@ else
 fi
 
 section "done"
-echo "trees kept in $DIR (revert with: sgpatch revert --set $SET --sglang-dir $T)"
+echo "trees kept in $DIR, replaced by the next run (revert with: sgpatch revert --set $SET --sglang-dir $T; remove with: rm -rf $DIR)"

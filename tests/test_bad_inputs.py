@@ -24,7 +24,10 @@ import pytest
 from helpers import SET, A, B, add_dist_info, make_diff, make_env, manifest, no_hang
 from helpers import run_cli as cli
 from helpers import tree_snapshot as snapshot
+from sgpatch.fs import atomic
+from sgpatch.state import folder as state_folder
 from sgpatch.state import ledger as ledger_mod
+from sgpatch.state import lock as state_lock
 from sgpatch.state import txn
 from sgpatch.state.folder import LEGACY_JOURNAL
 from sgpatch.state.txn import FileChange, write_journal
@@ -121,7 +124,7 @@ def _journal(ctx: Ctx) -> None:
 
 def _journal_restored(ctx: Ctx, before: dict) -> None:
     assert (ctx.pkg / "srt/a.py").read_text() == A
-    assert not (ctx.pkg / ".sgpatch" / txn.JOURNAL).exists()
+    assert not (ctx.pkg / ".sgpatch" / state_folder.JOURNAL).exists()
 
 
 def _crlf(ctx: Ctx) -> None:
@@ -328,7 +331,7 @@ CASES = [
         nothing,
         2,
         "SGPATCH_LOCK_TIMEOUT",
-        env={txn.LOCK_TIMEOUT_ENV: "soon"},
+        env={state_lock.LOCK_TIMEOUT_ENV: "soon"},
     ),
     # ---------------------------------------------------------------- patch files
     Case("patch-empty", _patch(""), 2, "empty patch"),
@@ -490,7 +493,8 @@ CASES = [
     Case(
         "journal-corrupted",
         lambda c: (
-            (c.pkg / ".sgpatch").mkdir() or (c.pkg / ".sgpatch" / txn.JOURNAL).write_text("{trunc")
+            (c.pkg / ".sgpatch").mkdir()
+            or (c.pkg / ".sgpatch" / state_folder.JOURNAL).write_text("{trunc")
         ),
         4,
         "unreadable journal",
@@ -565,7 +569,7 @@ def _journal_lines(*lines: str) -> Callable[[Ctx], None]:
     def setup(ctx: Ctx) -> None:
         (ctx.pkg / ".sgpatch").mkdir(exist_ok=True)
         text = "".join(f"{ln}\n" for ln in lines)
-        (ctx.pkg / ".sgpatch" / txn.JOURNAL).write_text(text)
+        (ctx.pkg / ".sgpatch" / state_folder.JOURNAL).write_text(text)
 
     return setup
 
@@ -764,13 +768,13 @@ CASES += [
         "version-deep-expression",
         _version_file("__version__ = " + "(" * 30_000 + "'0.5.9'" + ")" * 30_000 + "\n"),
         2,
-        "cannot tell the SGLang version",
+        "sgpatch does not read a version from it",
     ),
     Case(
         "version-long-sum",
         _version_file("__version__ = " + " + ".join(["'0'"] * 50_000) + "\n"),
         2,
-        "cannot tell the SGLang version",
+        "sgpatch does not read a version from it",
     ),
     Case("probe-lookbehind", _probe("(?<=def )a"), 2, "/(?<=def )a/ needs a construct"),
     Case("probe-backreference", _probe(r"(alpha)\1"), 2, "RE2"),
@@ -996,7 +1000,7 @@ def test_bad_input(case: Case, tmp_path, monkeypatch):
     assert snapshot(pkg) == before_tree
     assert snapshot(sets) == before_sets
     assert (ledger_path.read_bytes() if ledger_path.is_file() else None) == ledger_before
-    assert not list(pkg.rglob(f"*{txn.TMP_SUFFIX}"))
+    assert not list(pkg.rglob(f"*{atomic.TMP_SUFFIX}"))
 
 
 @pytest.mark.parametrize("case_id", ["yaml-malformed", "patch-git-binary", "journal-left-behind"])

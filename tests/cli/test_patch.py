@@ -261,6 +261,37 @@ def test_every_run_ends_with_a_verdict_line(tree, tmp_path, capsys):
     ]
 
 
+def test_a_patch_with_nothing_to_do_says_so_not_patched(tree, tmp_path, capsys):
+    """Input: a diff of two files applied, then applied again, then -R twice, then the diff
+    with one file reverted by hand (-R's second run undone for it). Outcome: exit 0 each time;
+    the last line says "nothing to do (already patched: 2 file(s))" and "nothing to do
+    (nothing to reverse in 2 file(s))" where it said "2 file(s) patched/reversed", the tree
+    unchanged by those runs; a mixed run counts each kind."""
+    base = (tree / "f.py").read_text()
+    (tree / "g.py").write_text(base)
+    p = write_patch(tmp_path, "two.patch", make_diff(base, base.replace("l15\n", "X\n"))
+                    + make_diff(base, base.replace("l3\n", "Y\n"), "g.py"))  # fmt: skip
+    last = []
+    for extra in ((), (), ("-R",), ("-R",)):
+        capsys.readouterr()
+        before = {n: (tree / n).read_bytes() for n in ("f.py", "g.py")}
+        assert sgpatch("patch", *extra, "-d", str(tree), p) == 0
+        last.append(capsys.readouterr().err.splitlines()[-1])
+        if "nothing to do" in last[-1]:
+            assert {n: (tree / n).read_bytes() for n in ("f.py", "g.py")} == before
+    assert last == [
+        "sgpatch: 2 file(s) patched",
+        "sgpatch: nothing to do (already patched: 2 file(s)); nothing was written",
+        "sgpatch: 2 file(s) reversed",
+        "sgpatch: nothing to do (nothing to reverse in 2 file(s)); nothing was written",
+    ]
+    (tree / "g.py").write_text(base.replace("l3\n", "Y\n"))
+    assert sgpatch("patch", "-d", str(tree), p) == 0
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "sgpatch: 1 file(s) patched; already patched: 1 file(s)"
+    )
+
+
 # ------------------------------------------------------------------------------------------
 # File operations a diff can mean, and the GNU flags people type (issue: peer suites).
 # `empty` is an empty tree; `git_diff` makes a real git diff of a change.
@@ -459,16 +490,31 @@ def test_git_mode_change_is_kept_on_apply_and_restored_by_reverse(empty, tmp_pat
     assert "a3\n" in (empty / "a.py").read_text()
 
 
-def test_git_symlink_is_refused_in_one_line_and_never_becomes_a_file(empty, tmp_path, capsys):
-    """`new file mode 120000`: refused (exit 2, one line), no regular file, empty unchanged."""
-    diff = (
-        "diff --git a/link b/link\nnew file mode 120000\nindex 0000000..1de5659\n"
-        "--- /dev/null\n+++ b/link\n@@ -0,0 +1 @@\n+target\n\\ No newline at end of file\n"
-    )
-    assert sgpatch("patch", "-d", str(empty), put(tmp_path, diff)) == 2
+LINK = (
+    "diff --git a/link b/link\nnew file mode 120000\nindex 0000000..1de5659\n"
+    "--- /dev/null\n+++ b/link\n@@ -0,0 +1 @@\n+{target}\n\\ No newline at end of file\n"
+)
+
+
+def test_git_symlink_is_made_as_a_link_and_reversed(empty, tmp_path):
+    """`new file mode 120000` with target `sub/t.txt`: a symlink (never a regular file holding
+    the target), exit 0; again: already there, exit 0; -R removes the link."""
+    diff = put(tmp_path, LINK.format(target="sub/t.txt"))
+    assert sgpatch("patch", "-d", str(empty), diff) == 0
+    assert (empty / "link").is_symlink() and os.readlink(empty / "link") == "sub/t.txt"
+    assert sgpatch("patch", "-d", str(empty), diff) == 0
+    assert sgpatch("patch", "-R", "-d", str(empty), diff) == 0
+    assert not os.path.lexists(empty / "link")
+
+
+@pytest.mark.parametrize("target", ["../outside", "/etc/passwd", "a/../../x", ".sgpatch/ledger"])
+def test_a_symlink_leaving_the_tree_is_refused_in_one_line(empty, tmp_path, capsys, target):
+    """A git symlink whose target climbs out of the tree, is absolute or names sgpatch's state
+    folder: exit 4, one line naming the link and its target; nothing made."""
+    assert sgpatch("patch", "-d", str(empty), put(tmp_path, LINK.format(target=target))) == 4
     assert not os.path.lexists(empty / "link")
     err = capsys.readouterr().err.strip()
-    assert "symlink" in err and len(err.splitlines()) == 1
+    assert "refusing symlink link -> " in err and len(err.splitlines()) == 1
 
 
 def test_binary_patch_is_refused_in_one_line(empty, tmp_path, capsys):
@@ -610,3 +656,23 @@ def test_a_patch_from_a_pipe_is_read_as_gnu_patch_reads_one(tmp_path: Path) -> N
     os.close(r)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "f.py").read_text() == "a\nB\nc\n"
+
+
+def test_a_file_name_with_terminal_escapes_is_printed_escaped(tmp_path, capsys):
+    """Input: a diff (paths C-quoted, as git writes them) patching a file named with ESC and
+    BEL, an escape that would retitle the terminal (`a\\x1b]0;pwned\\x07b.py`). Outcome: the
+    patch applies (exit 0), and stderr shows the name with `\\x1b` and `\\x07` written out: no
+    raw ESC or BEL reaches the terminal. (A newline in a diff's path is refused, exit 2.)"""
+    name = "a\x1b]0;pwned\x07b.py"
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / name).write_text("x\n")
+    quoted = '"%s/a\\033]0;pwned\\007b.py"'  # as git quotes such a name
+    body = f"--- {quoted % 'a'}\n+++ {quoted % 'b'}\n@@ -1 +1 @@\n-x\n+y\n"
+    p = write_patch(tmp_path, "e.patch", body)
+    capsys.readouterr()
+    assert sgpatch("patch", "-d", str(root), p) == 0
+    err = capsys.readouterr().err
+    assert not any(c in err for c in "\x1b\x07")
+    assert "patching file a\\x1b]0;pwned\\x07b.py\n" in err
+    assert (root / name).read_text() == "y\n"

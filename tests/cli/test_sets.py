@@ -680,3 +680,65 @@ def test_apply_without_an_applied_patch_counts_it_as_applied(tmp_path):
     code, _, err = run_cli("apply", *args, "--with", "pe", "--without", "pb")
     assert code == 0
     assert err.splitlines()[-1] == "sgpatch: safety-set: applied; 1 file(s) written (5 applied)"
+
+
+# --- symlinks and file kinds a set carries (issue 42, item 1)
+
+LINKS = (
+    "diff --git a/python/sglang/srt/cfg/E=1.json b/python/sglang/srt/cfg/E=1.json\n"
+    "new file mode 100644\n--- /dev/null\n+++ b/python/sglang/srt/cfg/E=1.json\n"
+    '@@ -0,0 +1,3 @@\n+{\n+  "a": 1\n+}\n'
+    "diff --git a/python/sglang/srt/cfg/latest.json b/python/sglang/srt/cfg/latest.json\n"
+    "new file mode 120000\n--- /dev/null\n+++ b/python/sglang/srt/cfg/latest.json\n"
+    "@@ -0,0 +1 @@\n+E=1.json\n\\ No newline at end of file\n"
+    "diff --git a/python/sglang/srt/run.sh b/python/sglang/srt/run.sh\n"
+    "new file mode 100755\n--- /dev/null\n+++ b/python/sglang/srt/run.sh\n"
+    "@@ -0,0 +1,2 @@\n+#!/bin/sh\n+echo tune\n"
+)
+
+
+def test_a_set_makes_a_symlink_and_an_executable_and_reverts_them(tmp_path, capsys):
+    """Input: a set whose patch adds srt/cfg/E=1.json, a symlink srt/cfg/latest.json ->
+    E=1.json and an executable srt/run.sh; apply, status, the link edited by hand, status,
+    the link put back, revert. Outcome: apply makes a real symlink (never a file holding the
+    target) and a 0755 file; the ledger records the link's target; status says applied, then
+    modified naming the link once it points elsewhere, applied again once put back; revert
+    leaves the tree as it was (no cfg/ folder, no run.sh)."""
+    from helpers import make_env, tree_snapshot
+
+    pkg, sets, args = make_env(tmp_path)
+    (sets / "safety-set" / "patches" / "0001-pa.patch").write_text(LINKS)
+    before = tree_snapshot(pkg)
+    assert sgpatch("apply", *args) == 0, capsys.readouterr().err
+    link = pkg / "srt/cfg/latest.json"
+    assert link.is_symlink() and os.readlink(link) == "E=1.json"
+    assert (pkg / "srt/run.sh").stat().st_mode & 0o777 == 0o755
+    rec = ledger_mod.load(pkg).sets["safety-set"].files["srt/cfg/latest.json"]
+    assert (rec.link_before, rec.link_after) == (None, "E=1.json")
+    capsys.readouterr()
+    assert sgpatch("status", *args, "--json") == 0
+    assert json.loads(capsys.readouterr().out)["sets"][0]["patches"][0]["state"] == "applied"
+    link.unlink()
+    link.symlink_to("../a.py")
+    sgpatch("status", *args, "--json")
+    doc = json.loads(capsys.readouterr().out)["sets"][0]["patches"][0]
+    assert doc["state"] == "modified" and "srt/cfg/latest.json" in doc["note"]
+    link.unlink()
+    link.symlink_to("E=1.json")
+    assert sgpatch("revert", *args) == 0
+    assert tree_snapshot(pkg) == before and not (pkg / "srt/cfg").exists()
+
+
+def test_a_file_where_the_set_makes_a_symlink_is_a_conflict(tmp_path, capsys):
+    """Input: the same set, on a tree where srt/cfg/latest.json is already a regular file.
+    Outcome: exit 3 naming it ("file to create already exists"), nothing written."""
+    from helpers import make_env, tree_snapshot
+
+    pkg, sets, args = make_env(tmp_path)
+    (sets / "safety-set" / "patches" / "0001-pa.patch").write_text(LINKS)
+    (pkg / "srt/cfg").mkdir()
+    (pkg / "srt/cfg/latest.json").write_text("E=1.json")
+    before = tree_snapshot(pkg)
+    assert sgpatch("apply", *args) == 3
+    assert "srt/cfg/latest.json" in capsys.readouterr().err
+    assert tree_snapshot(pkg) == before

@@ -357,3 +357,15 @@ def test_hunks_sliced_from_the_patch_are_the_hunks_made_one_by_one():
         assert h == Hunk(*h[:11])
         assert h.reversed().side_texts == h.side_texts[::-1]
         assert h._replace(index=7) == Hunk(7, *h[1:11])
+
+
+def test_a_symlink_retargeted_is_known_by_its_index_line():
+    """Input: git's diff of a retargeted symlink, whose only mention of mode 120000 is its
+    `index A..B 120000` line (and one with a bad mode there). Outcome: the file is a symlink;
+    the bad mode reads as no mode (not an error)."""
+    text = (
+        "diff --git a/l b/l\nindex 1e1..2f2 120000\n--- a/l\n+++ b/l\n@@ -1 +1 @@\n-a\n"
+        "\\ No newline at end of file\n+b\n\\ No newline at end of file\n"
+    )
+    assert parse_patch(text).files[0].symlink
+    assert not parse_patch(text.replace("120000", "19x")).files[0].symlink

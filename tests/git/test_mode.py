@@ -112,9 +112,10 @@ def test_apply_commit_refuses_dirty_files_and_non_git_trees(checkout, tmp_path):
                    "--sglang-dir", str(plain), "--commit") == 2  # fmt: skip
 
 
-def test_status_warning_lists_foreign_uncommitted_changes_only(checkout, capsys):
+def test_status_check_lists_foreign_uncommitted_changes_only(checkout, capsys):
     """Input: apply without --commit (sgpatch's own changes), then a hand edit. Outcome: no
-    warning for sgpatch's own uncommitted changes; the hand-edited file is listed."""
+    warning for sgpatch's own uncommitted changes; the hand-edited file is listed, and the
+    warning line naming it is returned, not printed (git mode leaves the streams to ops/cli)."""
     repo, sets = checkout
     args = ["--set", "demo", "--patchsets", str(sets.parent), "--sglang-dir", str(repo)]
     assert sgpatch("apply", *args) == 0
@@ -124,9 +125,11 @@ def test_status_warning_lists_foreign_uncommitted_changes_only(checkout, capsys)
     a = repo / "python/sglang/srt/a.py"
     a.write_text(a.read_text() + "# mine\n")
     capsys.readouterr()
-    assert gitmode.status_warning(target, manifest) == ["srt/a.py"]
-    assert "uncommitted changes" in capsys.readouterr().err
-    assert gitmode.status_warning(target, manifest, quiet=True) == ["srt/a.py"]
+    checked = gitmode.status_check(target, manifest)
+    assert checked.files == ["srt/a.py"]
+    assert checked.notes == (gitmode.warning_line(["srt/a.py"]),)
+    assert "uncommitted changes" in checked.notes[0]
+    assert gitmode.status_check(target, manifest, quiet=True).files == ["srt/a.py"]
     assert capsys.readouterr().err == ""
 
 
@@ -334,3 +337,35 @@ def test_writing_git_mode_runs_exactly_the_hooks_the_docs_list(checkout, tmp_pat
         ], command
         for f in ran.iterdir():
             f.unlink()
+
+
+def test_apply_commit_records_symlinks_and_modes_as_git_does(checkout, capsys):
+    """Input: a set whose one patch makes srt/a.py executable (`old mode`/`new mode`, no hunk)
+    and adds a symlink srt/latest -> a.py; apply --commit, then revert --commit. Outcome: the
+    commit's tree has srt/a.py as 100755 and srt/latest as a 120000 blob holding `a.py`; the
+    work tree is clean against it; `export` writes the mode change and the link back as git
+    does; the revert commit's tree is the pristine one again."""
+    repo, sets = checkout
+    (sets / "patches" / "0001-one.patch").write_text(
+        "Subject: [PATCH] one\n\n"
+        "diff --git a/python/sglang/srt/a.py b/python/sglang/srt/a.py\nold mode 100644\n"
+        "new mode 100755\n"
+        "diff --git a/python/sglang/srt/latest b/python/sglang/srt/latest\nnew file mode 120000\n"
+        "--- /dev/null\n+++ b/python/sglang/srt/latest\n@@ -0,0 +1 @@\n+a.py\n"
+        "\\ No newline at end of file\n"
+    )
+    text = (sets / "patchset.yaml").read_text()
+    (sets / "patchset.yaml").write_text(text[: text.index("  - id: two")])
+    pristine_tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    assert sgpatch("apply", *_args(repo, sets), "--commit") == 0, capsys.readouterr().err
+    entries = git(repo, "ls-tree", "-r", "HEAD", "python/sglang/srt").splitlines()
+    modes = {e.split("\t")[1]: e.split()[0] for e in entries}
+    assert modes == {"python/sglang/srt/a.py": "100755", "python/sglang/srt/latest": "120000"}
+    assert git(repo, "show", "HEAD:python/sglang/srt/latest") == "a.py"
+    assert git(repo, "status", "--porcelain", "--untracked-files=no") == ""
+    (exported,) = gitmode.export(find_target(repo), "demo", repo.parent / "out")
+    text = exported.path.read_text()
+    assert "b/python/sglang/srt/a.py\nold mode 100644\nnew mode 100755\n" in text
+    assert "new file mode 120000\n--- /dev/null\n+++ b/python/sglang/srt/latest\n" in text
+    assert sgpatch("revert", *_args(repo, sets), "--commit") == 0, capsys.readouterr().err
+    assert git(repo, "rev-parse", "HEAD^{tree}").strip() == pristine_tree

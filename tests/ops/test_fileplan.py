@@ -1,4 +1,4 @@
-"""fileplan: one patch planned file by file on an overlay; diff paths mapped onto the package."""
+"""fileplan: one patch planned file by file on an overlay."""
 
 from __future__ import annotations
 
@@ -13,46 +13,9 @@ from sgpatch.ops.fileplan import (
     Overlay,
     default_mapper,
     how_applied,
-    package_mapper,
     patch_status,
     plan_patch,
 )
-
-
-@pytest.mark.parametrize(
-    ("path", "rel"),
-    [
-        ("a/python/sglang/srt/models/kimi_k25.py", "srt/models/kimi_k25.py"),
-        ("b/python/sglang/srt/models/kimi_k25.py", "srt/models/kimi_k25.py"),
-        ("sglang/srt/layers/communicator.py", "srt/layers/communicator.py"),
-        ("a/srt/layers/communicator.py", "srt/layers/communicator.py"),
-        ("a/test/test_utils.py", "test/test_utils.py"),  # the package has a test/ too
-        ("a/benchmark/x.py", "benchmark/x.py"),  # and, in some releases, a benchmark/
-    ],
-)
-def test_upstream_and_package_relative_paths_map_onto_the_package(path: str, rel: str) -> None:
-    assert package_mapper("p.patch")(path) == rel
-
-
-@pytest.mark.parametrize(
-    "path",
-    [
-        "a/sgl-kernel/csrc/allreduce/custom_all_reduce.cu",
-        "a/docs/references/environment_variables.md",
-        "a/python/pyproject.toml",
-        "a/python/sglang_router/__init__.py",
-        "b/.github/workflows/pr-test.yml",
-        "a/docker/Dockerfile",
-    ],
-)
-def test_paths_elsewhere_in_the_repository_are_refused(path: str) -> None:
-    """Input: a path of an upstream pull request outside python/sglang/. Outcome: exit 2 naming
-    it, instead of a file created or looked for inside the package."""
-    with pytest.raises(SgpatchError) as info:
-        package_mapper("0001-fix.patch")(path)
-    assert info.value.code == ExitCode.BAD_INPUT
-    assert "outside the SGLang package" in info.value.message
-    assert info.value.message.startswith("0001-fix.patch: ")
 
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> Overlay:
@@ -131,3 +94,102 @@ def test_how_applied_names_offset_and_partial(tmp_path: Path) -> None:
     partial = plan_patch(overlay, patch_of(A, both, n=1), default_mapper(1, "t"))
     assert [h.status for h in partial[0].hunks] == ["already-applied", "applied"]
     assert how_applied(partial) == "partial"
+
+
+# --- symlinks (git mode 120000): made, retargeted, removed as links, never leaving the tree
+
+
+def link_block(path: str, old: str | None, new: str | None) -> str:
+    """A git symlink block: made (old None), removed (new None) or retargeted."""
+    head = f"diff --git a/{path} b/{path}\n"
+    if old is None:
+        return head + (f"new file mode 120000\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n"
+                       f"+{new}\n\\ No newline at end of file\n")  # fmt: skip
+    if new is None:
+        return head + (f"deleted file mode 120000\n--- a/{path}\n+++ /dev/null\n@@ -1 +0,0 @@\n"
+                       f"-{old}\n\\ No newline at end of file\n")  # fmt: skip
+    eof = "\\ No newline at end of file\n"
+    return (
+        head
+        + f"index 1..2 120000\n--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-{old}\n{eof}+{new}\n{eof}"
+    )
+
+
+def test_a_symlink_is_planned_as_a_link_and_written_as_one(tmp_path: Path) -> None:
+    """Input: a tree with cfg/a.json; a git diff making cfg/latest -> a.json. Outcome: one
+    `create` plan marked as a link; the overlay reads the target and calls it a link; its one
+    change is a FileChange with `link` set (no bytes); the tree is not written."""
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg/a.json").write_text("{}\n")
+    overlay = Overlay(tmp_path)
+    (plan,) = plan_patch(overlay, parse_patch(link_block("cfg/latest", None, "a.json")),
+                         default_mapper(1, "p"))  # fmt: skip
+    assert (plan.action, plan.link, plan.after, plan.status) == ("create", True, b"a.json", "ok")
+    assert overlay.is_link("cfg/latest") and overlay.read("cfg/latest") == b"a.json"
+    (change,) = overlay.changes()
+    assert (change.path, change.after, change.link, change.before_link) == (
+        "cfg/latest", None, "a.json", None)  # fmt: skip
+    assert not (tmp_path / "cfg/latest").exists()
+
+
+def test_a_link_in_the_tree_is_retargeted_or_removed_only_as_the_patch_expects(tmp_path: Path):
+    """Input: cfg/latest -> a.json in the tree; diffs retargeting it from a.json to b.json,
+    from x.json (stale), and removing it. Outcome: the retarget is a link change (before_link
+    a.json, link b.json); the stale one a conflict naming the expected target; the removal a
+    change with before_link and no link."""
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg/latest").symlink_to("a.json")
+    mapper = default_mapper(1, "p")
+    overlay = Overlay(tmp_path)
+    plan_patch(overlay, parse_patch(link_block("cfg/latest", "a.json", "b.json")), mapper)
+    (change,) = overlay.changes()
+    assert (change.before_link, change.link, change.before, change.after) == (
+        "a.json", "b.json", None, None)  # fmt: skip
+    (stale,) = plan_patch(Overlay(tmp_path), parse_patch(link_block("cfg/latest", "x.json",
+                          "b.json")), mapper)  # fmt: skip
+    assert stale.status == "conflict" and "a symlink to 'x.json'" in (stale.note or "")
+    gone = Overlay(tmp_path)
+    plan_patch(gone, parse_patch(link_block("cfg/latest", "a.json", None)), mapper)
+    (change,) = gone.changes()
+    assert (change.before_link, change.link, change.after) == ("a.json", None, None)
+
+
+@pytest.mark.parametrize(
+    "target", ["../../outside", "/etc/passwd", "x/../../../y", "../.sgpatch/ledger.json", ""]
+)
+def test_a_link_leaving_the_tree_is_refused_for_safety(tmp_path: Path, target: str) -> None:
+    """Input: a git diff making cfg/latest point above the tree's root, at an absolute path,
+    into sgpatch's state folder, or nowhere. Outcome: exit 4 naming the link, nothing planned."""
+    (tmp_path / "cfg").mkdir()
+    overlay = Overlay(tmp_path)
+    with pytest.raises(SgpatchError) as e:
+        plan_patch(overlay, parse_patch(link_block("cfg/latest", None, target)),
+                   default_mapper(1, "p"))  # fmt: skip
+    assert e.value.code == ExitCode.UNSAFE and "refusing symlink cfg/latest" in e.value.message
+    assert overlay.changes() == []
+
+
+def test_a_link_through_a_linked_folder_that_leaves_the_tree_is_refused(tmp_path: Path):
+    """Input: the tree's own `out` is a symlink to a folder outside it; a diff makes cfg/l ->
+    ../out/x (inside the tree as written). Outcome: exit 4: it resolves outside the tree."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    tree = tmp_path / "tree"
+    (tree / "cfg").mkdir(parents=True)
+    (tree / "out").symlink_to(outside)
+    with pytest.raises(SgpatchError) as e:
+        plan_patch(Overlay(tree), parse_patch(link_block("cfg/l", None, "../out/x")),
+                   default_mapper(1, "p"))  # fmt: skip
+    assert e.value.code == ExitCode.UNSAFE and "resolves outside the tree" in e.value.message
+
+
+def test_a_text_diff_on_a_symlink_is_refused_not_written_through(tmp_path: Path) -> None:
+    """Input: srt/alias.py is a symlink to srt/a.py; a text diff of srt/alias.py whose context
+    is the link's target text. Outcome: exit 4 (never a regular file in the link's place)."""
+    (tmp_path / "srt").mkdir()
+    (tmp_path / "srt/a.py").write_text("a.py\n")
+    (tmp_path / "srt/alias.py").symlink_to("a.py")
+    diff = "--- a/srt/alias.py\n+++ b/srt/alias.py\n@@ -1 +1 @@\n-a.py\n+b.py\n"
+    with pytest.raises(SgpatchError) as e:
+        plan_patch(Overlay(tmp_path), parse_patch(diff), default_mapper(1, "p"))
+    assert e.value.code == ExitCode.UNSAFE and "srt/alias.py" in e.value.message

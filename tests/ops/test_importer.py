@@ -25,6 +25,7 @@ def release(monkeypatch):
     """A fake pristine release: {package-relative path: bytes}."""
     files = {"srt/a.py": ORIG.encode(), "srt/b.py": ORIG.encode()}
     monkeypatch.setattr(importer, "pristine", lambda version, rel: files.get(rel))
+    monkeypatch.setattr(importer, "executables", lambda version: frozenset({"srt/b.py"}))
     return files
 
 
@@ -186,7 +187,10 @@ def test_a_path_that_climbs_out_of_the_package_is_refused_for_safety(tmp_path, c
 
 @pytest.fixture
 def cached_release(tmp_path, monkeypatch):
-    """Release 1.0 (helpers.V10) in an offline cache; no index, no download."""
+    """Release 1.0 (helpers.V10) in an offline cache; no index, no download (the per-version
+    memos start empty: other tests make other releases named 1.0)."""
+    importer.pristine.cache_clear()
+    importer.executables.cache_clear()
     import helpers as tp
     from helpers import fake_index, make_wheel
 
@@ -308,3 +312,239 @@ def test_a_method_an_earlier_input_added_twice_is_named_as_the_stacks(release):
     msg = e.value.message
     assert e.value.code == 3 and "two.patch: srt/c.py hunk #1: would define get twice" in msg
     assert "came with an earlier input of this stack, not with sglang 0.5.9" in msg
+
+
+# --- a patch that only creates a file; a path into sgpatch's state folder (issue 46, 14-15)
+
+NEW_MODULE = (
+    "diff --git a/python/sglang/srt/brand_new.py b/python/sglang/srt/brand_new.py\n"
+    "new file mode 100644\n--- /dev/null\n+++ b/python/sglang/srt/brand_new.py\n"
+    "@@ -0,0 +1,2 @@\n+def brand_new_helper_function():\n+    return compute_the_answer(42)\n"
+)
+
+
+def test_a_patch_that_only_creates_a_file_imports_lints_and_applies(tmp_path, cached_release):
+    """Input: a diff that only creates srt/brand_new.py (no file of the release is read), on a
+    release in the cache. Outcome: import exit 0; `lint` of the set exit 0 (no "not an SGLang
+    tree" about a scratch tree); `apply` to a tree of that release creates the file with the
+    diff's bytes, exit 0."""
+    import helpers as tp
+
+    (tmp_path / "new.patch").write_text(NEW_MODULE)
+    dest = tmp_path / "dest"
+    code, _, err = run_cli("import", "--name", "s", "--sglang-version", "1.0", "--dest",
+                           str(dest), str(tmp_path / "new.patch"))  # fmt: skip
+    assert code == 0, err
+    code, _, err = run_cli("lint", "--set", "s", "--patchsets", str(dest), "--offline")
+    assert code == 0 and "not an SGLang tree" not in err, err
+    for name, data in tp.release_files(tp.V10, "1.0").items():
+        (tmp_path / "t" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "t" / name).write_bytes(data)
+    pkg = tmp_path / "t" / "sglang"
+    code, _, err = run_cli("apply", "--set", "s", "--patchsets", str(dest), "--sglang-dir",
+                           str(pkg))  # fmt: skip
+    assert code == 0, err
+    assert (pkg / "srt/brand_new.py").read_bytes() == (
+        b"def brand_new_helper_function():\n    return compute_the_answer(42)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "path", ["python/sglang/.sgpatch/ledger.json", "sglang/srt/.SGPATCH/x", ".sgpatch/journal"]
+)
+def test_a_diff_path_into_the_state_folder_is_refused_for_safety_in_one_line(tmp_path, path):
+    """Input: a diff creating a file inside sgpatch's state folder (three spellings). Outcome:
+    exit 4 (refused for safety, docs/exit-codes.md), one line naming the path and the state
+    folder, no stray `None:`; DEST as it was; nothing downloaded (the release is never read)."""
+    diff = NEW_MODULE.replace("python/sglang/srt/brand_new.py", path)
+    (tmp_path / "in.patch").write_text(diff)
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    code, _, err = run_cli("import", "--name", "s", "--sglang-version", "0.5.9", "--dest",
+                           str(dest), str(tmp_path / "in.patch"))  # fmt: skip
+    assert code == 4, err
+    assert err.count("\n") == 1 and "sgpatch's state folder (.sgpatch/)" in err, err
+    assert "None" not in err and list(dest.iterdir()) == []
+
+
+# --- any unified diff: the strip level (issue 45, item 2)
+
+
+def test_diff_ru_between_folders_not_named_a_b_imports_with_the_detected_level(
+    tmp_path, cached_release
+):
+    """Input: `diff -ru b c` of two site-packages copies of release 1.0 (paths
+    b/sglang/srt/mod.py, c/sglang/srt/mod.py, with timestamps). Outcome: exit 0, the patch
+    file's paths are a/python/sglang/srt/mod.py, stderr says the paths were read with -p1
+    (detected), `--json` says `"strip": 1`; `-p 0` instead names the unstripped file as
+    missing (exit 3)."""
+    import json
+
+    body = cached_release.split("@@", 1)[1]
+    diff = (
+        "diff -ru b/sglang/srt/mod.py c/sglang/srt/mod.py\n"
+        "--- b/sglang/srt/mod.py\t2026-01-01 10:00:00.000000000 +0000\n"
+        "+++ c/sglang/srt/mod.py\t2026-01-01 11:00:00.000000000 +0000\n@@" + body
+    )
+    (tmp_path / "x.patch").write_text(diff)
+    dest = tmp_path / "dest"
+    args = ("import", "--name", "s", "--sglang-version", "1.0", str(tmp_path / "x.patch"))
+    code, out, err = run_cli(*args, "--dest", str(dest), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["patches"][0]["strip"] == 1 and doc["patches"][0]["files"] == ["srt/mod.py"]
+    data = (dest / "s" / doc["patches"][0]["file"]).read_text()
+    assert "diff --git a/python/sglang/srt/mod.py b/python/sglang/srt/mod.py" in data
+    code, _, err = run_cli(*args, "--dest", str(tmp_path / "d2"))
+    assert code == 0 and "x.patch: paths read with -p1 (detected" in err, err
+    code, _, err = run_cli(*args, "--dest", str(tmp_path / "d3"), "-p", "0")
+    assert code == 3 and "b/sglang/srt/mod.py: file does not exist" in err, err
+
+
+def test_an_input_whose_every_file_is_left_out_says_why_for_each(release, capsys):
+    """Input: a git diff touching only python/docs/a.md and sgl-kernel/k.cu (nothing in the
+    package). Outcome: exit 3, "nothing left to import" for the input; on stderr one line per
+    file with its reason, under that input's line."""
+    diff = make_diff("a\n", "b\n", "python/docs/a.md") + make_diff("a\n", "b\n", "sgl-kernel/k.cu")
+    with pytest.raises(SgpatchError) as e:
+        importer.import_sources("mine", V, [src(diff, "out.patch")])
+    assert e.value.code == 3 and e.value.message.startswith("1 hunk(s) or input(s) do not")
+    assert "out.patch: nothing left to import (every file is left out" in e.value.message
+    assert capsys.readouterr().err.splitlines()[1:] == [
+        "      python/docs/a.md: left out (outside the SGLang package (python/sglang/))",
+        "      sgl-kernel/k.cu: left out (outside the SGLang package (python/sglang/))",
+    ]
+
+
+# --- every kind of file a stack carries (issue 42, item 1)
+
+KINDS = (
+    "diff --git a/python/sglang/srt/cfg/E=128,N=384.json b/python/sglang/srt/cfg/E=128,N=384.json\n"
+    "new file mode 100644\n--- /dev/null\n+++ b/python/sglang/srt/cfg/E=128,N=384.json\n"
+    '@@ -0,0 +1,3 @@\n+{\n+  "BLOCK_SIZE_M": 64\n+}\n'
+    "diff --git a/python/sglang/srt/cfg/latest.json b/python/sglang/srt/cfg/latest.json\n"
+    "new file mode 120000\n--- /dev/null\n+++ b/python/sglang/srt/cfg/latest.json\n"
+    "@@ -0,0 +1 @@\n+E=128,N=384.json\n\\ No newline at end of file\n"
+    "diff --git a/python/sglang/srt/tune.sh b/python/sglang/srt/tune.sh\n"
+    "new file mode 100755\n--- /dev/null\n+++ b/python/sglang/srt/tune.sh\n"
+    "@@ -0,0 +1,2 @@\n+#!/bin/sh\n+echo tune_the_moe_kernels_now\n"
+    "diff --git a/python/sglang/srt/a.py b/python/sglang/srt/a.py\nold mode 100644\n"
+    "new mode 100755\n"
+    "diff --git a/python/sglang/srt/b.py b/python/sglang/srt/b.py\nold mode 100755\n"
+    "new mode 100644\n"
+)
+
+
+def test_json_files_a_symlink_and_modes_are_imported_as_git_writes_them(release):
+    """Input: one git diff adding a JSON tuning file, a symlink to it and an executable
+    script, making srt/a.py executable and srt/b.py (executable in the release) not. Outcome:
+    one patch with all five files; the JSON as text, `new file mode 120000` with the target
+    as its one line, `new file mode 100755`, and `old mode`/`new mode` blocks alone (no
+    hunks); the probe reads only the text files."""
+    res = importer.import_sources("mine", V, [src(KINDS, "kinds.patch")])
+    (p,) = res.patches
+    assert p.files == ("srt/a.py", "srt/b.py", "srt/cfg/E=128,N=384.json",
+                       "srt/cfg/latest.json", "srt/tune.sh")  # fmt: skip
+    text = p.data.decode()
+    assert (
+        "new file mode 120000\n--- /dev/null\n+++ b/python/sglang/srt/cfg/latest.json\n"
+        "@@ -0,0 +1 @@\n+E=128,N=384.json\n\\ No newline at end of file\n" in text
+    )
+    assert "new file mode 100755\n--- /dev/null\n+++ b/python/sglang/srt/tune.sh\n" in text
+    assert "b/python/sglang/srt/a.py\nold mode 100644\nnew mode 100755\ndiff --git" in text
+    assert "b/python/sglang/srt/b.py\nold mode 100755\nnew mode 100644\ndiff --git" in text
+    assert '+  "BLOCK_SIZE_M": 64\n' in text
+    assert "latest.json" not in str(p.probe)
+
+
+def test_a_symlink_made_then_retargeted_by_a_later_input_is_imported_per_input(release):
+    """Input: diff 1 makes srt/cfg/latest -> a.json; diff 2 retargets it to b.json (git's
+    `index A..B 120000` block). Outcome: two patches: the first makes the link, the second
+    retargets it (its block a 120000 change from a.json to b.json), and requires the first."""
+    one = ("diff --git a/python/sglang/srt/cfg/latest b/python/sglang/srt/cfg/latest\n"
+           "new file mode 120000\n--- /dev/null\n+++ b/python/sglang/srt/cfg/latest\n"
+           "@@ -0,0 +1 @@\n+a.json\n\\ No newline at end of file\n")  # fmt: skip
+    two = ("diff --git a/python/sglang/srt/cfg/latest b/python/sglang/srt/cfg/latest\n"
+           "index 1..2 120000\n--- a/python/sglang/srt/cfg/latest\n"
+           "+++ b/python/sglang/srt/cfg/latest\n@@ -1 +1 @@\n-a.json\n"
+           "\\ No newline at end of file\n+b.json\n\\ No newline at end of file\n")  # fmt: skip
+    res = importer.import_sources("mine", V, [src(one, "one.patch"), src(two, "two.patch")])
+    assert [p.files for p in res.patches] == [("srt/cfg/latest",), ("srt/cfg/latest",)]
+    assert res.patches[1].requires == (res.patches[0].id,)
+    second = parse_patch(res.patches[1].data).files[0]
+    assert second.symlink and [ln.kind + ln.text for h in second.hunks for ln in h.lines] == [
+        "-a.json", "+b.json"]  # fmt: skip
+
+
+def test_files_a_set_cannot_carry_stop_the_import_unless_allowed(tmp_path, cached_release):
+    """Input: a git diff with a text change to srt/mod.py, a `GIT binary patch` for
+    srt/kernel.so and a symlink srt/etc -> ../../../etc. Outcome: exit 3, nothing written,
+    each of the two named on stderr and in `--json` `left_out` (kind `uncarried`, with why);
+    with --allow-left-out: exit 0, the set carries the text change and its patch header
+    names both as `Left-out:`."""
+    import json
+
+    binary = (
+        "diff --git a/python/sglang/srt/kernel.so b/python/sglang/srt/kernel.so\n"
+        "new file mode 100644\nindex 0000000..1111111\nGIT binary patch\nliteral 3\n"
+        "KcmZ?wbN~PV0RR91\n\nliteral 0\nHcmV?d00001\n\n"
+    )
+    link = (
+        "diff --git a/python/sglang/srt/etc b/python/sglang/srt/etc\nnew file mode 120000\n"
+        "--- /dev/null\n+++ b/python/sglang/srt/etc\n@@ -0,0 +1 @@\n+../../../etc\n"
+        "\\ No newline at end of file\n"
+    )
+    (tmp_path / "x.patch").write_text(cached_release + binary + link)
+    args = ("import", "--name", "s", "--sglang-version", "1.0", str(tmp_path / "x.patch"))
+    code, out, err = run_cli(*args, "--dest", str(tmp_path / "d1"), "--json")
+    assert code == 3 and not (tmp_path / "d1").exists()
+    doc = json.loads(out)
+    assert doc["exit_code"] == 3 and "cannot be carried by a patch set" in doc["error"]
+    assert [(e["path"], e["kind"]) for e in doc["left_out"]] == [
+        ("python/sglang/srt/kernel.so", "uncarried"),
+        ("python/sglang/srt/etc", "uncarried"),
+    ]
+    assert "srt/kernel.so: cannot be carried by a patch set: binary" in err
+    assert "srt/etc: cannot be carried by a patch set: a symlink to '../../../etc'" in err
+    code, _, err = run_cli(*args, "--dest", str(tmp_path / "d2"), "--allow-left-out")
+    assert code == 0, err
+    (patch,) = (tmp_path / "d2" / "s" / "patches" / "1.0").iterdir()
+    text = patch.read_text()
+    assert "Left-out: python/sglang/srt/kernel.so (binary" in text
+    assert "Left-out: python/sglang/srt/etc (a symlink" in text
+    assert "a_distinctive_change_here" in text and "GIT binary" not in text
+
+
+def test_a_hunk_that_changes_nothing_imports_as_git_applies_it(release):
+    """Input: a diff whose first hunk removes a line and adds it back unchanged (a no-op, as
+    hand-edited stacks have) and whose second hunk adds a line. Outcome: imported (not
+    "already there"); the patch holds only the real change."""
+    lines = ORIG.splitlines(keepends=True)
+    noop = "@@ -2,3 +2,3 @@\n " + lines[1] + "-" + lines[2] + "+" + lines[2] + " " + lines[3]
+    real = "@@ -30,2 +30,3 @@\n " + lines[29] + "+    really_added_line = True_and_long()\n "
+    diff = ("--- a/python/sglang/srt/a.py\n+++ b/python/sglang/srt/a.py\n" + noop + real
+            + lines[30])  # fmt: skip
+    res = importer.import_sources("mine", V, [src(diff, "noop.patch")])
+    text = res.patches[0].data.decode()
+    assert res.patches[0].hunks == 1 and "+    really_added_line" in text
+
+
+def test_a_file_turned_into_a_symlink_imports_as_gits_two_blocks(release):
+    """Input: git's diff of srt/b.py (executable in the release) turned into a symlink to
+    a.py: a `deleted file mode 100755` block, then a `new file mode 120000` block. Outcome:
+    one patch whose file srt/b.py is written the same way (deletion with the mode it had,
+    then the link), which reads back as two blocks for one path."""
+    old = "".join("-" + ln for ln in ORIG.splitlines(keepends=True))
+    diff = (
+        "diff --git a/python/sglang/srt/b.py b/python/sglang/srt/b.py\n"
+        "deleted file mode 100755\n--- a/python/sglang/srt/b.py\n+++ /dev/null\n"
+        f"@@ -1,40 +0,0 @@\n{old}"
+        "diff --git a/python/sglang/srt/b.py b/python/sglang/srt/b.py\n"
+        "new file mode 120000\n--- /dev/null\n+++ b/python/sglang/srt/b.py\n"
+        "@@ -0,0 +1 @@\n+a.py\n\\ No newline at end of file\n"
+    )
+    (p,) = importer.import_sources("mine", V, [src(diff, "type.patch")]).patches
+    blocks = parse_patch(p.data).files
+    assert p.files == ("srt/b.py",) and len(blocks) == 2
+    assert (blocks[0].is_delete, blocks[0].old_mode, blocks[1].is_new, blocks[1].symlink) == (
+        True, 0o755, True, True)  # fmt: skip

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sgpatch.ops.lint import check, render
+import pytest
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from sgpatch.ops.lint import check, dead_by_specifiers, render, unchosen
 from sgpatch.ops.matrix import Cell, Failure, Row
 from sgpatch.patchset.manifest import load_manifest
 
@@ -146,3 +150,52 @@ def test_since_earlier_than_where_the_probe_turns_true_is_flagged(tmp_path):
                                              "{status: pending}"))  # fmt: skip
     (f,) = check(load_manifest(path), rows)
     assert 'status: merged, since: "0.5.2"' in f.message
+
+
+def _two_ranges(tmp_path: Path, second: str) -> Path:
+    """The test set with a first variant `<0.5.3` and a second one `second`."""
+    path = _set(tmp_path)
+    path.write_text(
+        path.read_text().replace(
+            '      - {sglang: "<0.5.3", patch: patches/p.patch}',
+            f'      - {{sglang: "<0.5.3", patch: patches/p.patch}}\n'
+            f'      - {{sglang: "{second}", patch: patches/p.patch}}',
+        )
+    )
+    return path
+
+
+def test_offline_dead_check_does_not_call_an_uncached_variant_dead(tmp_path):
+    """Input: variants `<0.5.3` and `>=0.5.3,<0.5.4`, judged without the release list (lint
+    --offline on a cache holding only 0.5.1). Outcome: no "never chosen" warning (0.5.3 would
+    choose the second), and `unchosen` names the second variant as not checked."""
+    m = load_manifest(_two_ranges(tmp_path, ">=0.5.3,<0.5.4"))
+    assert dead_by_specifiers(m) == []
+    assert unchosen(m, [Version("0.5.1")]) == [("p", ">=0.5.3,<0.5.4")]
+
+
+@pytest.mark.parametrize("second", [">=0.5.1,<0.5.2", "==0.5.2.*", "~=0.5.1.0", ">=0.7"])
+def test_offline_dead_check_still_finds_a_variant_no_version_chooses(tmp_path, second):
+    """Input: a second variant inside the first one's range (`<0.5.3`), as a range, a
+    wildcard or a compatible-release clause, or outside the set's range (`>=0.7`). Outcome:
+    the specifier-only check warns that it is never chosen, as the full-cache check does."""
+    m = load_manifest(_two_ranges(tmp_path, second))
+    (dead,) = dead_by_specifiers(m)
+    assert dead.level == "warning" and "never chosen" in dead.message and second in dead.message
+
+
+def test_offline_dead_check_sees_the_stretch_just_above_a_bound(tmp_path):
+    """Input: a first variant `<=0.5.3` and a second `>0.5.3,<0.5.4` (only the versions just
+    above 0.5.3 choose it, post-releases of 0.5.3 excluded by `>`). Outcome: not dead."""
+    path = _two_ranges(tmp_path, ">0.5.3,<0.5.4")
+    path.write_text(path.read_text().replace('"<0.5.3"', '"<=0.5.3"'))
+    assert dead_by_specifiers(load_manifest(path)) == []
+
+
+def test_unchosen_leaves_out_variants_outside_the_asked_releases(tmp_path):
+    """Input: variants `<0.5.3` and `>=0.5.3,<0.5.4`, nothing cached, `--releases >=0.5.3`.
+    Outcome: only the second variant is named as not checked (the first is outside what was
+    asked)."""
+    m = load_manifest(_two_ranges(tmp_path, ">=0.5.3,<0.5.4"))
+    assert unchosen(m, [], SpecifierSet(">=0.5.3")) == [("p", ">=0.5.3,<0.5.4")]
+    assert len(unchosen(m, [])) == 2

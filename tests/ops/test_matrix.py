@@ -194,3 +194,29 @@ def test_the_gate_fails_on_a_state_a_how_any_fuzz_or_an_unplanned_release():
              ("conflict",): 0, ("whitespace", "upstream"): 0}  # fmt: skip
     assert {k: int(gate(rows, k)) for k in cases} == cases
     assert gate(rows[1:2], ("error",)) is ExitCode.OK
+
+
+def test_a_set_that_only_creates_a_file_plans_on_a_release(tmp_path, monkeypatch):
+    """Input: a set whose one patch only creates srt/brand_new.py (so the scratch tree laid for
+    a release holds no file under srt/), `matrix --json` on release 1.0. Outcome: exit 0, the
+    cell `pending` and `clean`, no row error ("not an SGLang tree")."""
+    c = offline_cache(tmp_path, monkeypatch)
+    make_wheel(c / "wheels", "1.0", release_files(V10, "1.0"))
+    d = make_set(tmp_path)
+    create = (
+        "diff --git a/python/sglang/srt/brand_new.py b/python/sglang/srt/brand_new.py\n"
+        "new file mode 100644\n--- /dev/null\n+++ b/python/sglang/srt/brand_new.py\n"
+        "@@ -0,0 +1 @@\n+x = 1\n"
+    )
+    (d / "patches/1.0/0001-first.patch").write_text("Subject: first\n\n" + create)
+    (d / "patches/1.0/0002-second.patch").write_text("Subject: second\n\n" + create.replace(
+        "brand_new", "second_new"))  # fmt: skip
+    code, out, err = run_cli("matrix", "--set", "demo", "--patchsets", str(d.parent),
+                             "--offline", "--json")  # fmt: skip
+    assert code == 0, err
+    (row,) = json.loads(out)["releases"]
+    assert row.get("error") is None, row
+    assert {k: (c["state"], c["how"]) for k, c in row["cells"].items()} == {
+        "first": ("pending", "clean"),
+        "second": ("pending", "clean"),
+    }

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sgpatch.errors import SgpatchError
-from sgpatch.ops.sources import from_text, package_path, split_mbox
+from sgpatch.ops.sources import Reading, from_text, package_path, split_mbox
 
 HUNK = "@@ -1,2 +1,3 @@\n a\n+b\n c\n"
 
@@ -61,7 +61,7 @@ def test_exclude_glob_matches_package_or_repo_paths():
     """Input: two package files, --exclude 'srt/models/*'. Outcome: the model file is left out
     as excluded, the other kept."""
     text = git_block("python/sglang/srt/models/m.py") + git_block("python/sglang/srt/x.py")
-    (src,) = from_text(text, "in", "in", exclude=["srt/models/*"])
+    (src,) = from_text(text, "in", "in", Reading(exclude=("srt/models/*",)))
     assert [s.rel for s in src.kept] == ["srt/x.py"]
     assert src.left_out[0].why == "excluded with --exclude"
 
@@ -151,3 +151,110 @@ def test_an_endless_input_file_is_bad_input_in_a_moment() -> None:
     with pytest.raises(SgpatchError, match=r"^/dev/zero: cannot read: more than 256 MiB") as e:
         read_files([Path("/dev/zero")])
     assert e.value.code == 2
+
+
+# --- the strip level (issue 45, item 2)
+
+RELEASE = frozenset({"srt/server_args.py", "srt/x.py", "__init__.py"})
+
+
+def plain_block(old: str, new: str) -> str:
+    return (
+        f"diff -ru {old} {new}\n--- {old}\t2026-01-01 00:00:00 +0000\n+++ {new}\t2026-01-02 \n"
+        + HUNK
+    )
+
+
+def reading(**kw) -> Reading:
+    return Reading(release_files=lambda: RELEASE, **kw)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "rel", "level"),
+    [
+        ("b/sglang/srt/server_args.py", "c/sglang/srt/server_args.py", "srt/server_args.py", 1),
+        (
+            "orig/sglang/srt/server_args.py",
+            "new/sglang/srt/server_args.py",
+            "srt/server_args.py",
+            1,
+        ),
+        ("sglang.orig/srt/x.py", "sglang.new/srt/x.py", "srt/x.py", 1),  # package-root copies
+        ("/tmp/w/old/srt/x.py", "/tmp/w/new/srt/x.py", "srt/x.py", 4),  # `/` is a component
+    ],
+)
+def test_the_strip_level_is_detected_where_the_paths_name_release_files(old, new, rel, level):
+    """Input: a `diff -ru` between two folders not named a/ and b/ (`diff -ru b c`, orig/ and
+    new/ site-packages copies, package-root copies, absolute paths), the release's files known.
+    Outcome: the file is kept as its package path, read with the detected -p level (said on
+    the source)."""
+    (src,) = from_text(plain_block(old, new), "x.patch", "x", reading())
+    assert [s.rel for s in src.sections] == [rel]
+    assert (src.strip, src.detected) == (level, True)
+
+
+def test_a_created_file_in_a_release_folder_counts_for_the_level():
+    """Input: `diff -ruN orig new` whose only file is new (an epoch-stamped old side) in the
+    release's srt/ folder. Outcome: detected -p1, kept as srt/brand_new.py."""
+    text = (
+        "diff -ruN orig/srt/brand_new.py new/srt/brand_new.py\n"
+        "--- orig/srt/brand_new.py\t1970-01-01 00:00:00 +0000\n"
+        "+++ new/srt/brand_new.py\t2026-01-02 00:00:00 +0000\n@@ -0,0 +1 @@\n+x = 1\n"
+    )
+    (src,) = from_text(text, "n.patch", "n", reading())
+    assert [s.rel for s in src.kept] == ["srt/brand_new.py"] and src.strip == 1
+
+
+def test_paths_that_name_the_release_as_written_keep_the_default_reading():
+    """Input: a git diff (a/python/sglang/srt/x.py) and a package-relative one (srt/x.py), the
+    release known. Outcome: read as written: no -p level recorded, nothing detected."""
+    for text in (git_block("python/sglang/srt/x.py"), plain_block("srt/x.py", "srt/x.py")):
+        (src,) = from_text(text, "g.patch", "g", reading())
+        assert [s.rel for s in src.kept] == ["srt/x.py"] and src.strip is None
+
+
+@pytest.mark.parametrize(
+    ("strip", "rel", "why"),
+    [
+        (2, "srt/x.py", ""),  # work/copy/srt/x.py
+        (1, "copy/srt/x.py", ""),  # as told, even where it names nothing of the release
+        (5, None, "-p5 strips all of it"),
+    ],
+)
+def test_an_explicit_p_level_is_used_as_given(strip, rel, why):
+    """Input: `-p N` for a diff of work/copy/srt/x.py. Outcome: exactly N folders stripped (no
+    detection); a level that strips the whole path leaves the file out, saying so."""
+    text = plain_block("work/copy/srt/x.py", "work/copy/srt/x.py")
+    (src,) = from_text(text, "p.patch", "p", reading(strip=strip))
+    assert [(s.rel, s.why) for s in src.sections] == [(rel, why)] and src.strip == strip
+
+
+def test_no_level_naming_the_release_keeps_the_default_reading():
+    """Input: a `diff -ru` of a file no level makes a release file (x/docs/a.md, y/docs/a.md;
+    a bare a.md at the package root does not count). Outcome: the default reading (the old
+    name, package-relative), no -p level; applying it then says the file does not exist."""
+    (src,) = from_text(plain_block("x/docs/a.md", "y/docs/a.md"), "d.patch", "d", reading())
+    assert src.strip is None and [s.rel for s in src.sections] == ["x/docs/a.md"]
+
+
+def test_a_detected_level_still_refuses_a_path_that_climbs_out():
+    """Input: `-p 1` on b/../../etc/x.py. Outcome: exit 4 (what -p strips is never used, what
+    is left must not climb out)."""
+    with pytest.raises(SgpatchError) as e:
+        from_text(plain_block("b/../../etc/x.py", "c/../../etc/x.py"), "u", "u", reading(strip=1))
+    assert e.value.code == 4
+
+
+def test_lines_past_a_hunks_counts_are_dropped_as_git_apply_drops_them():
+    """Input: a git diff whose hunk says `@@ -1,2 +1,3 @@` but is followed by two more
+    context lines (a hand-edited hunk), then a second file. Outcome: the first section ends
+    with the hunk as its header counts it (the two lines dropped), the second file is its own
+    section, and the source carries one note naming the file, the hunk and the count."""
+    text = git_block("python/sglang/srt/x.py") + " d\n e\n" + git_block("python/sglang/srt/y.py")
+    (src,) = from_text(text, "long.patch", "long")
+    assert [s.rel for s in src.sections] == ["srt/x.py", "srt/y.py"]
+    assert src.sections[0].lines[-1] == " c\n"
+    assert src.notes == (
+        "python/sglang/srt/x.py: the hunk `@@ -1,2 +1,3 @@` is 2 line(s) longer than its "
+        "header says; read as git apply reads it, without them",
+    )

@@ -80,3 +80,42 @@ def test_cli_bad_input_leaves_the_set_as_it_was(tmp_path, capsys):
     assert sgpatch("split", *args, "--take", "srt/x.py", "--into", "n") == 2
     assert capsys.readouterr().err.startswith("sgpatch: error: ")
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("old", "position", "new"),
+    [("0001-p.patch", 2, "0002-n.patch"), ("0005-p.patch", 6, "0006-n.patch"),
+     ("01-p.patch", 3, "03-n.patch"), ("p.patch", 2, "split-n.patch")],
+)  # fmt: skip
+def test_the_new_patch_file_is_numbered_by_its_place_in_the_set(tmp_path, old, position, new):
+    """Input: the split patch's file name and the new patch's place in the set (the split
+    one's + 1). Outcome: the new file beside it, numbered by that place in the old file's
+    width (was the split file's own number: `0001-...` for the second patch)."""
+    from sgpatch.ops.split import _new_file
+
+    path = _set(tmp_path)
+    (path.parent / "patches" / old).write_text(PATCH)
+    path.write_text(path.read_text().replace("patches/p.patch", f"patches/{old}"))
+    variant = load_manifest(path).patch("p").variants[0]
+    assert _new_file(variant, "n", position) == path.parent / "patches" / new
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        "diff --git a/python/sglang/srt/l b/python/sglang/srt/l\nnew file mode 120000\n"
+        "--- /dev/null\n+++ b/python/sglang/srt/l\n@@ -0,0 +1 @@\n+x.py\n"
+        "\\ No newline at end of file\n",
+        "diff --git a/python/sglang/srt/y.py b/python/sglang/srt/y.py\nold mode 100644\n"
+        "new mode 100755\n",
+    ],
+)
+def test_a_patch_with_a_symlink_or_a_mode_is_refused_not_split_without_it(tmp_path, block):
+    """Input: a patch that also makes a symlink, or also makes srt/y.py executable (which the
+    halves, written from bytes alone, would lose). Outcome: exit 2 naming the file, before
+    anything is planned or written."""
+    path = _set(tmp_path)
+    (path.parent / "patches" / "p.patch").write_text(PATCH + block)
+    with pytest.raises(SgpatchError) as e:
+        split_patch(load_manifest(path), "p", "file", ["srt/x.py"], "new")
+    assert e.value.code == 2 and "symlink or changes a file mode" in e.value.message

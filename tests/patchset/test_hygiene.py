@@ -32,7 +32,8 @@ def _refusal(where: Path, mode: str, what: str, above: bool = False) -> str:
 def test_an_sgpatch_path_folder_others_may_write_is_refused(tmp_path, monkeypatch):
     """Input: $SGPATCH_PATH naming a folder of sets with mode 0777; `list`, then `apply`
     of the shipped set. Outcome: both exit 4 with exactly one line naming the folder, its
-    mode and the fix; the tree byte-identical (nothing written)."""
+    mode and the fix (`list` still lists the shipped set on stdout); the tree byte-identical
+    (nothing written)."""
     pkg, _, _ = make_env(tmp_path)
     sets = tmp_path / "open"
     write_set(sets)
@@ -40,7 +41,8 @@ def test_an_sgpatch_path_folder_others_may_write_is_refused(tmp_path, monkeypatc
     monkeypatch.setenv("SGPATCH_PATH", str(sets))
     before = full_snapshot(pkg, with_state=True)
     line = _refusal(sets, "0777", f"patch set folder {sets} (from $SGPATCH_PATH)")
-    assert run_cli("list") == (4, "", line)
+    code, out, err = run_cli("list")
+    assert (code, err) == (4, line) and "kimi-eagle3-sm120" in out and "safety-set" not in out
     code, out, err = run_cli("apply", "--set", "safety-set", "--sglang-dir", str(pkg))
     assert (code, out, err) == (4, "", line)
     assert full_snapshot(pkg, with_state=True) == before
@@ -59,7 +61,8 @@ def test_a_folder_above_others_may_write_counts_only_without_the_sticky_bit(tmp_
         assert code == 0 and "safety-set" in out
     else:
         what = f"--patchsets {top / 'sets'}"
-        assert (code, out, err) == (4, "", _refusal(top, "0777", what, above=True))
+        assert (code, err) == (4, _refusal(top, "0777", what, above=True))
+        assert "safety-set" not in out and "kimi-eagle3-sm120" in out
 
 
 @pytest.mark.parametrize("part", ["set folder", "manifest", "patch file"])
@@ -79,6 +82,46 @@ def test_a_set_others_may_write_is_refused(tmp_path, part):
     assert code == 4 and out == "" and err.count("\n") == 1
     assert err.startswith("sgpatch: error: refusing ") and f"`chmod o-w {target}`" in err
     assert full_snapshot(pkg, with_state=True) == before
+    if part != "patch file":  # the set itself, or its manifest: "it", never "a folder above"
+        what = f"patch set safety-set (--patchsets {sets})"
+        what = what if part == "set folder" else f"the manifest of {what}"
+        mode = f"{target.stat().st_mode & 0o7777:04o}"
+        assert err == _refusal(target, mode, what)
+
+
+def test_list_shows_every_set_but_the_one_others_may_write(tmp_path):
+    """Input: --patchsets DIR holding two sets, one of them (`open-set`) a folder with mode
+    0757. Outcome: `list` shows the other set and the shipped one on stdout, and names the
+    open one in one error line (the set folder itself, `it`); exit 4; --json lists the
+    readable sets and the refusal."""
+    import json
+
+    _pkg, sets, _args = make_env(tmp_path)
+    write_set(sets / "x")  # sets/x/safety-set, renamed below
+    (sets / "x" / "safety-set").rename(sets / "open-set")
+    manifest = sets / "open-set" / "patchset.yaml"
+    manifest.write_text(manifest.read_text().replace("name: safety-set", "name: open-set"))
+    (sets / "open-set").chmod(0o757)
+    code, out, err = run_cli("list", "--patchsets", str(sets))
+    assert code == 4 and "safety-set" in out and "kimi-eagle3-sm120" in out
+    assert "open-set" not in out
+    assert err == _refusal(sets / "open-set", "0757", f"patch set open-set (--patchsets {sets})")
+    code, out, _ = run_cli("list", "--patchsets", str(sets), "--json")
+    doc = json.loads(out)
+    assert code == 4 and doc["exit_code"] == 4
+    assert [s["name"] for s in doc["sets"]] == ["kimi-eagle3-sm120", "safety-set"]
+    (refused,) = doc["refused"]
+    assert "refusing patch set open-set" in refused
+
+
+def test_list_shows_every_set_but_one_whose_manifest_is_broken(tmp_path):
+    """Input: --patchsets DIR whose set's patchset.yaml is not YAML. Outcome: the shipped set
+    listed, one error line naming the manifest, exit 2."""
+    _pkg, sets, _args = make_env(tmp_path)
+    (sets / "safety-set" / "patchset.yaml").write_text("name: [unclosed\n")
+    code, out, err = run_cli("list", "--patchsets", str(sets))
+    assert code == 2 and "kimi-eagle3-sm120" in out and err.count("\n") == 1
+    assert err.startswith("sgpatch: error: ") and "patchset.yaml" in err
 
 
 @root_only

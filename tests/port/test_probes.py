@@ -133,6 +133,23 @@ def test_a_bad_probe_file_is_a_stop_that_names_it(cache, tmp_path):
     assert "second.yaml:1: probe: not a probe" in by_id(doc)["second"]["probe"]["problem"]
 
 
+def test_a_probe_file_past_the_bound_is_a_stop_that_says_so_unread(cache, tmp_path):
+    """Input: the same stop; the probe file replaced by 10 MB of comments (YAML would take
+    seconds to parse). Outcome: --continue exits 3, naming the file and the 64 KiB bound;
+    the file is not parsed, the set unchanged."""
+    from sgpatch.port.stopreport import MAX_PROBE_FILE
+
+    d = probe_set(tmp_path, r"{file: srt/other.py, regex: 'the_answer_to\(43\)'}")
+    before = snapshot(d)
+    w = tmp_path / "w"
+    sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.1", "--workspace", str(w))
+    (w / ".sgpatch-port/probes/second.yaml").write_text("# x\n" * 2_500_000)
+    code, doc = sgport("--continue", "--workspace", str(w))
+    assert code == 3 and snapshot(d) == before
+    problem = by_id(doc)["second"]["probe"]["problem"]
+    assert f"second.yaml: more than {MAX_PROBE_FILE} bytes, too big for a probe" in problem
+
+
 def test_a_suggested_probe_is_replaced_by_a_new_suggestion(cache, tmp_path):
     """Input: `second`'s probe is marked `suggested: true` (as import writes it); on 1.4
     other.py returns 1, so its hunk conflicts, and the person resolves it as

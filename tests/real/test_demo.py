@@ -97,3 +97,23 @@ def test_demo_titles_follow_what_status_reports_on_another_release(tmp_path, rel
     assert re.search(rf"^==== SGLang {re.escape(str(later))}[ ,]", out, re.M), out
     titles = [line for line in out.splitlines() if line.startswith("==== ")]
     assert not [t for t in titles if "everything pending" in t or "0.5.10" in t], titles
+
+
+def test_demo_keeps_its_trees_in_one_named_place_not_in_tmp(tmp_path: Path) -> None:
+    """Input: examples/demo.sh twice, without DEMO_DIR, from a working folder, with TMPDIR a
+    folder of its own. Outcome: nothing is left in TMPDIR; the trees are in ./demo-tree (the
+    same ones, replaced by the second run: 0.5.9, 0.5.10 and the pristine copy), and the last
+    line says where they are and how to remove them."""
+    work, tmp = tmp_path / "work", tmp_path / "tmp"
+    work.mkdir()
+    tmp.mkdir()
+    env = _demo_env(work, {"TMPDIR": str(tmp)}, drop=("DEMO_DIR",))
+    for _ in range(2):
+        proc = subprocess.run(["bash", str(REPO / "examples" / "demo.sh")], env=env, cwd=work,
+                              capture_output=True, text=True, timeout=600)  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert list(tmp.iterdir()) == []
+    assert sorted(p.name for p in (work / "demo-tree").iterdir()) == ["0.5.10", "0.5.9", "pristine"]
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith(f"trees kept in {work / 'demo-tree'}, replaced by the next run")
+    assert last.endswith(f"remove with: rm -rf {work / 'demo-tree'})")

@@ -7,9 +7,10 @@ directory) and runs its commands in the order the page gives them, so a page tha
 reverts sees its own effects. The placeholder paths of the docs map onto writable copies of real
 releases from the release cache (`PLACEHOLDERS`), made on first use; `$SGLANG_DIR` points at the
 page's 0.5.9 tree, standing in for "the installed sglang" of commands without `--sglang-dir`.
-`stacks/` (import.md) is tests/data/stacks; `./my-sets/my-set` (authoring.md) is a copy of the
-shipped set under that name, `fix.diff` (cli.md) is the set's 0.5.9 Kimi patch and `/src/tree` a
-0.5.9 checkout, and `dup.diff`/`t.txt` are the duplicated-block scenario engine.md describes.
+`stacks/` (import.md) is tests/data/stacks and `examples/` this repository's;
+`./my-sets/my-set` (authoring.md) is a copy of the shipped set under that name, `fix.diff`
+(cli.md) is the set's 0.5.9 Kimi patch and `/src/tree` a 0.5.9 checkout, and
+`dup.diff`/`t.txt` are the duplicated-block scenario engine.md describes.
 
 Each command must exit with the code the page implies: 0, unless a console block prints
 `exit N` after it or `EXPECT` says otherwise (with the reason the page gives), and never print a
@@ -255,6 +256,7 @@ class Workspace:
         shutil.copyfile(KIMI_PATCH, first)
         (root / "my-set").symlink_to(sets)
         (root / "stacks").symlink_to(REPO / "tests" / "data" / "stacks")  # import.md
+        (root / "examples").symlink_to(REPO / "examples")  # import.md's inputs
 
     @staticmethod
     def _dup(root: Path) -> None:

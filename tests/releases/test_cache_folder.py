@@ -178,3 +178,33 @@ def test_an_unwritable_cache_reads_what_it_has_and_says_it_cannot_download(
         import shutil
 
         shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.parametrize(
+    ("sgpatch_cache", "xdg", "expected"),
+    [
+        (None, "{tmp}/xdg", "{tmp}/xdg/sgpatch"),
+        ("{tmp}/mine", "{tmp}/xdg", "{tmp}/mine"),
+        (None, "relative/xdg", "{home}/.cache/sgpatch"),
+        (None, None, "{home}/.cache/sgpatch"),
+    ],
+    ids=["xdg", "sgpatch-cache-wins", "relative-xdg-ignored", "default"],
+)
+def test_the_cache_follows_xdg_cache_home(tmp_path, monkeypatch, sgpatch_cache, xdg, expected):
+    """Input: $SGPATCH_CACHE and $XDG_CACHE_HOME set or not (a relative XDG value, which the
+    XDG spec says to ignore). Outcome: the cache is $SGPATCH_CACHE, else $XDG_CACHE_HOME/sgpatch,
+    else ~/.cache/sgpatch; `fetch` of a cached wheel reads it from there."""
+    from sgpatch.releases.folder import cache_dir
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    for var, value in (("SGPATCH_CACHE", sgpatch_cache), ("XDG_CACHE_HOME", xdg)):
+        if value is None:
+            monkeypatch.delenv(var, raising=False)
+        else:
+            monkeypatch.setenv(var, value.format(tmp=tmp_path))
+    where = Path(expected.format(tmp=tmp_path, home=home))
+    assert cache_dir() == where
+    make_wheel(where / "wheels", "9.9.9")
+    code, _out, err = run_cli("fetch", "9.9.9")
+    assert code == 0 and str(where / "wheels") in err

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from sgpatch.errors import ExitCode, SgpatchError
-from sgpatch.state import journal, txn
+from sgpatch.fs import steps
+from sgpatch.state import journal
 from sgpatch.state.folder import JOURNAL, JOURNAL_ORIGINALS, LEGACY_JOURNAL
 from sgpatch.state.txn import FileChange, commit, recover
 
@@ -69,8 +70,8 @@ def _killed_mid_commit(tmp_path: Path) -> Path:
     pid = os.fork()
     if pid == 0:
         try:
-            os.environ[txn.KILL_ENV] = "5"
-            txn._steps = 0
+            os.environ[steps.KILL_ENV] = "5"
+            steps.reset()
             commit(tmp_path, tmp_path / ".sgpatch", changes)
         finally:
             os._exit(0)

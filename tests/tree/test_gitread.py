@@ -232,10 +232,16 @@ def test_a_gitpython_error_is_read_by_its_stderr(tmp_path):
     assert said.startswith("fatal:") and "stderr" not in said and not said.endswith("'")
 
 
-@pytest.mark.parametrize("where", ["HEAD", "config", "packed-refs", "refs/heads/BRANCH", ".git"])
+@pytest.mark.parametrize(
+    "where",
+    ["HEAD", "config", "packed-refs", "refs/heads/BRANCH", ".git", "shallow",
+     "objects/info/alternates", "refs/tags/v1.0", "refs/tags/nested/v2"],
+)  # fmt: skip
 def test_a_fifo_in_the_checkouts_git_is_found_before_git_waits_on_it(tmp_path, monkeypatch, where):
     """Input: a tagged checkout whose `.git/HEAD`, `.git/config`, `.git/packed-refs`, the
-    branch HEAD names, or `.git` itself is a FIFO; `status` without a version. Outcome: exit 2
+    branch HEAD names, `.git/shallow`, `.git/objects/info/alternates`, a tag (its loose ref,
+    at the top or in a sub-folder of refs/tags) or `.git` itself is a FIFO; `status` without
+    a version. Outcome: exit 2
     in one line within seconds (git would have waited on the FIFO for its 120 s timeout),
     naming the FIFO; the checkout byte-identical and no program of its config run."""
     repo, canary = hostile_checkout(tmp_path)
@@ -247,12 +253,33 @@ def test_a_fifo_in_the_checkouts_git_is_found_before_git_waits_on_it(tmp_path, m
         subprocess.run(["rm", "-rf", str(planted)], check=True)
     else:
         planted.unlink(missing_ok=True)
+    planted.parent.mkdir(parents=True, exist_ok=True)
     os.mkfifo(planted)
     before = full_snapshot(repo, with_state=True)
     with tp.no_hang():
         code, out, err = run_cli("status", "--sglang-dir", str(repo / "python" / "sglang"))
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert f"{planted} is not a regular file" in err and "pass --sglang-version" in err
+    assert os.listdir(canary) == [] and full_snapshot(repo, with_state=True) == before
+
+
+@pytest.mark.parametrize("section", ["[include]", '[includeIf "gitdir:/"]'])
+def test_a_fifo_the_checkouts_config_includes_is_found_before_git_waits_on_it(
+    tmp_path, monkeypatch, section
+):
+    """Input: a tagged checkout whose `.git/config` includes (`[include]` or `[includeIf]`,
+    `path = ../extra.cfg`) a FIFO; `status` without a version. Outcome: exit 2 in one line
+    naming the FIFO, at once; the checkout byte-identical, no program of its config run."""
+    repo, canary = hostile_checkout(tmp_path)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    with (repo / ".git" / "config").open("a") as f:
+        f.write(f"{section}\n\tpath = ../extra.cfg\n")
+    os.mkfifo(repo / "extra.cfg")
+    before = full_snapshot(repo, with_state=True)
+    with tp.no_hang():
+        code, out, err = run_cli("status", "--sglang-dir", str(repo / "python" / "sglang"))
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert f"{repo / '.git' / '../extra.cfg'} is not a regular file" in err
     assert os.listdir(canary) == [] and full_snapshot(repo, with_state=True) == before
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from helpers import git
+from helpers import add_dist_info, git, run_cli
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.releases import cache as releases
 from sgpatch.tree.target import (
@@ -525,7 +525,8 @@ def test_real_release_without_version_file_uses_metadata(tmp_path: Path) -> None
 def test_a_version_file_with_a_huge_line_is_not_read(tmp_path):
     """Input: _version.py with the version, then one 5,000-character line (Python 3.12's
     tokenize takes gigabytes on a line like a 50,000-term sum); and the same file without it.
-    Outcome: the first has no literal version (None, at once), the second gives 0.5.9."""
+    Outcome: the first is bad input at once, naming the file and the line bound (never
+    parsed), the second gives 0.5.9."""
     from sgpatch.tree.target import _literal_version
 
     good = tmp_path / "good.py"
@@ -533,20 +534,58 @@ def test_a_version_file_with_a_huge_line_is_not_read(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("__version__ = version = '0.5.9'\nx = " + " + ".join(["'0'"] * 1250) + "\n")
     assert _literal_version(good) == "0.5.9"
-    assert _literal_version(bad) is None
+    with pytest.raises(SgpatchError) as e:
+        _literal_version(bad)
+    assert e.value.code == 2 and f"{bad}: a line longer than 4096 characters" in e.value.message
+
+
+@pytest.mark.parametrize("where", ["_version.py", "version.py"])
+def test_a_4400_digit_version_in_the_version_module_is_exit_2_not_metadata(tmp_path, where):
+    """Input: a site-packages tree whose version module assigns a 4,400-digit version (one
+    line), with a dist-info saying 0.5.9 beside it. Outcome: exit 2 in one line naming the
+    file (docs/safety.md), not 0.5.9 from METADATA; --sglang-version still works."""
+    pkg = tmp_path / "sglang"
+    (pkg / "srt").mkdir(parents=True)
+    (pkg / where).write_text(f"__version__ = '0.{'1' * 4400}'\n")
+    add_dist_info(pkg, "0.5.9")
+    code, out, err = run_cli("status", "--sglang-dir", str(pkg))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"{pkg / where}: a line longer than 4096 characters" in err
+    assert find_target(pkg, "0.5.9", environ={}).version == Version("0.5.9")
+
+
+def test_a_version_module_past_the_size_bound_is_exit_2(tmp_path):
+    """Input: a 100 KB _version.py (past the 64 KB a version module may have) with a
+    dist-info beside it. Outcome: bad input naming the file and the bound, not METADATA."""
+    pkg = tmp_path / "sglang"
+    (pkg / "srt").mkdir(parents=True)
+    (pkg / "_version.py").write_text("__version__ = '0.5.9'\n" + "#\n" * 50_000)
+    add_dist_info(pkg, "0.5.8")
+    with pytest.raises(SgpatchError) as e:
+        find_target(pkg, environ={})
+    assert e.value.code == 2 and "more than 65536 bytes" in e.value.message
 
 
 @pytest.mark.parametrize(
-    "tail",
-    ["x = " + "(" * 1000 + ")" * 1000, "x = (\n" + "-\n" * 20000 + "1)"],
+    ("tail", "said"),
+    [
+        ("x = " + "(" * 1000 + ")" * 1000, None),
+        ("x = (\n" + "-\n" * 20000 + "1)", "nested deeper than Python's parser goes"),
+    ],
     ids=["1000 nested parentheses", "20000 nested unary minus"],
 )
-def test_a_version_file_nested_past_the_parser_is_no_version(tmp_path, tail):
+def test_a_version_file_nested_past_the_parser_is_no_version_or_bad_input(tmp_path, tail, said):
     """Input: _version.py assigning the version, then an expression nested deeper than the
-    parser goes (within the size and line caps). Outcome: no literal version (None), no
-    RecursionError: the version then comes from METADATA or --sglang-version."""
+    parser goes (within the size and line caps). Outcome: no RecursionError: 1000 parentheses
+    are a SyntaxError, no literal version (None); 20000 unary minus overflow the parser's
+    recursion, bad input naming the file (the version then comes from --sglang-version)."""
     from sgpatch.tree.target import _literal_version
 
     hostile = tmp_path / "_version.py"
     hostile.write_text("__version__ = '0.5.9'\n" + tail + "\n")
-    assert _literal_version(hostile) is None
+    if said is None:
+        assert _literal_version(hostile) is None
+        return
+    with pytest.raises(SgpatchError) as e:
+        _literal_version(hostile)
+    assert e.value.code == 2 and said in e.value.message

@@ -18,6 +18,7 @@ from typing import Annotated
 import typer
 
 from sgpatch import interrupts
+from sgpatch.cli import complete
 from sgpatch.errors import ExitCode, SgpatchError
 
 app = typer.Typer(
@@ -125,13 +126,29 @@ PatchsetsOpt = Annotated[
     list[Path] | None,
     typer.Option("--patchsets", help="Extra folder of patch sets (before $SGPATCH_PATH)."),
 ]
-SetOpt = Annotated[str, typer.Option("--set", "-s", help="Patch set name (see `sgpatch list`).")]
+SetOpt = Annotated[
+    str,
+    typer.Option(
+        "--set",
+        "-s",
+        help="Patch set name (see `sgpatch list`).",
+        autocompletion=complete.set_names,
+    ),
+]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Hunk and probe detail.")]
 WithOpt = Annotated[
-    list[str] | None, typer.Option("--with", help="Also apply this optional patch (repeatable).")
+    list[str] | None,
+    typer.Option(
+        "--with",
+        help="Also apply this optional patch (repeatable).",
+        autocompletion=complete.optional_ids,
+    ),
 ]
 WithoutOpt = Annotated[
-    list[str] | None, typer.Option("--without", help="Leave this patch out (repeatable).")
+    list[str] | None,
+    typer.Option(
+        "--without", help="Leave this patch out (repeatable).", autocompletion=complete.patch_ids
+    ),
 ]
 
 
@@ -204,7 +221,13 @@ def apply_cmd(
 @app.command("status", short_help="Show each patch's state on an SGLang tree.")
 def status_cmd(
     set_name: Annotated[
-        str | None, typer.Option("--set", "-s", help="Only this set (default: all relevant).")
+        str | None,
+        typer.Option(
+            "--set",
+            "-s",
+            help="Only this set (default: all relevant).",
+            autocompletion=complete.set_names,
+        ),
     ] = None,
     sglang_dir: SglangDir = None,
     sglang_version: SglangVersion = None,
@@ -284,7 +307,10 @@ def list_cmd(patchsets: PatchsetsOpt = None, as_json: JsonOpt = False) -> None:
 
 @app.command("show", short_help="Show one patch set: patches, variants, probes.")
 def show_cmd(
-    name: Annotated[str, typer.Argument(metavar="NAME", help="Patch set name.")],
+    name: Annotated[
+        str,
+        typer.Argument(metavar="NAME", help="Patch set name.", autocompletion=complete.set_names),
+    ],
     patchsets: PatchsetsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -354,6 +380,7 @@ def fetch_cmd(
     """Download pristine SGLang releases into the cache ($SGPATCH_CACHE or ~/.cache/sgpatch).
 
     Wheels come from the package index via pip and are checked against their RECORD hashes.
+    With $XDG_CACHE_HOME set, the cache defaults to $XDG_CACHE_HOME/sgpatch.
     With --git URL, each argument is a git ref checked out into --dest (for releases not on the
     index, or main).
     """
@@ -439,7 +466,10 @@ def _json_format(fmt: str, as_json: bool, default: str) -> str:
 @app.command("lint", short_help="Check patch sets the way CI does.")
 def lint_cmd(
     set_names: Annotated[
-        list[str] | None, typer.Option("--set", "-s", help="Set(s) to check (default: all).")
+        list[str] | None,
+        typer.Option(
+            "--set", "-s", help="Set(s) to check (default: all).", autocompletion=complete.set_names
+        ),
     ] = None,
     patchsets: PatchsetsOpt = None,
     releases: ReleasesOpt = None,
@@ -501,7 +531,13 @@ def verify_cmd(
 @app.command("port", short_help="Carry a patch set to another SGLang release (a rebase).")
 def port_cmd(
     set_name: Annotated[
-        str | None, typer.Option("--set", "-s", help="Patch set name (see `sgpatch list`).")
+        str | None,
+        typer.Option(
+            "--set",
+            "-s",
+            help="Patch set name (see `sgpatch list`).",
+            autocompletion=complete.set_names,
+        ),
     ] = None,
     to: Annotated[
         str | None, typer.Option("--to", help="The release to carry the set to, e.g. 0.5.24.")
@@ -588,7 +624,12 @@ def port_cmd(
 def refresh_cmd(
     set_name: SetOpt,
     patch_id: Annotated[
-        str | None, typer.Option("--patch", help="The patch id to regenerate (required).")
+        str | None,
+        typer.Option(
+            "--patch",
+            help="The patch id to regenerate (required).",
+            autocompletion=complete.patch_ids,
+        ),
     ] = None,
     sglang_dir: SglangDir = None,
     sglang_version: SglangVersion = None,
@@ -722,6 +763,20 @@ def import_cmd(
         list[str] | None,
         typer.Option("--exclude", help="Leave out files matching this glob (repeatable)."),
     ] = None,
+    strip: Annotated[
+        int | None,
+        typer.Option(
+            "-p", "--strip", help="Strip N leading folders of PATCH paths (default: detected)."
+        ),
+    ] = None,
+    allow_left_out: Annotated[
+        bool,
+        typer.Option(
+            "--allow-left-out",
+            help="Import the rest where files a set cannot carry (binary, a symlink leaving the "
+            "tree) must be left out; they are still listed.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Make a patch set from patches you have: one patch per input file, per mbox commit, per
@@ -741,6 +796,8 @@ def import_cmd(
                 tree,
                 tuple(exclude or ()),
                 as_json,
+                strip,
+                allow_left_out,
             )
         )
     )
@@ -749,7 +806,10 @@ def import_cmd(
 @app.command("split", short_help="Split one patch of a set into two, by file or by hunk.")
 def split_cmd(
     set_name: SetOpt,
-    patch_id: Annotated[str, typer.Option("--patch", help="The patch id to split.")],
+    patch_id: Annotated[
+        str,
+        typer.Option("--patch", help="The patch id to split.", autocompletion=complete.patch_ids),
+    ],
     by: Annotated[str, typer.Option("--by", help="file or hunk.")],
     take: Annotated[
         list[str],
@@ -897,9 +957,10 @@ def internal_message(exc: BaseException) -> str:
 def one_line(text: str) -> str:
     """`text` with its control characters shown as Python escapes (`\\n`, `\\x1b`): a path
     holding a newline or a terminal escape must neither split the one error line nor drive
-    the terminal. The JSON error document keeps the text exact."""
-    controls = {c: repr(chr(c))[1:-1] for c in (*range(32), *range(127, 160))}
-    return text.translate(controls)
+    the terminal. The JSON error document keeps the text exact (sgpatch.shown, the one rule)."""
+    from sgpatch.shown import name
+
+    return name(text)
 
 
 def _fail(args: list[str], message: str, code: int) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from sgpatch.cli.common import open_target
 from sgpatch.errors import bad_input
 from sgpatch.ops import report
+from sgpatch.ops.report import RECORDED
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,31 @@ def run(opts: ApplyOptions) -> int:
     )
     d = apply_set(target, manifest, request)
     _show(opts, target, d, untested_hint=not basis.checked and not opts.untested)
+    if d.written and not opts.as_json:
+        _state_untracked(target)
     return int(d.code)
+
+
+def _state_untracked(target) -> None:
+    """In a git checkout, `.sgpatch/` (the ledger and original bytes) shows as untracked until
+    it is ignored: say how, once per writing run until it is. sgpatch writes nothing outside
+    the tree, `.git/info/exclude` included, so the person adds the line (docs/safety.md)."""
+    import os
+    import shlex
+
+    from sgpatch.state.folder import STATE_DIR
+    from sgpatch.tree.gitread import unignored_exclude
+
+    top = target.repo_root
+    if top is None or not os.path.lexists(top / ".git") or not (target.root / STATE_DIR).is_dir():
+        return
+    rel = os.path.relpath(target.root / STATE_DIR, top) + "/"
+    exclude = unignored_exclude(top, rel)
+    if exclude is not None:
+        report.err(
+            f"sgpatch: note: git shows {rel} (what sgpatch applied, and the original bytes) as "
+            f"untracked; to hide it: echo {STATE_DIR}/ >> {shlex.quote(str(exclude))}"
+        )
 
 
 def _show(opts: ApplyOptions, target, d, untested_hint: bool) -> None:
@@ -80,6 +105,26 @@ def _show(opts: ApplyOptions, target, d, untested_hint: bool) -> None:
         )
         return
     report.show_set(target, after, list(d.pre), opts.verbose)
-    report.apply_summary(after, d.code, written, opts.dry_run)
+    _without_applied(opts, target, after)
+    unmet = [x for x in d.pre if x.verdict == "unmet"] if opts.strict else []
+    report.apply_summary(after, d.code, written, opts.dry_run, unmet if d.code else [])
     if opts.dry_run and untested_hint:
         report.err("sgpatch: a real apply on this untested version needs --untested")
+
+
+def _without_applied(opts: ApplyOptions, target, plan) -> None:
+    """`--without X` where X is in the tree already: apply never takes a patch out (that is
+    revert's work, for the whole set), and refusing would also stop the patches the same
+    command asks for; so it goes on, and says what would take X out."""
+    from sgpatch.shown import command, context
+
+    kept = [p.id for p in plan.patches if p.id in opts.without_ids and p.state in RECORDED]
+    if not kept:
+        return
+    where = context(target.root, opts.patchsets)
+    again = [x for pid in opts.without_ids for x in ("--without", pid)]
+    report.err(
+        f"sgpatch: warning: --without {', '.join(kept)}: applied in this tree already, and apply "
+        f"does not take a patch out; {command('revert', '--set', plan.name, *where)} takes the "
+        f"set out, then {command('apply', '--set', plan.name, *where, *again)}"
+    )

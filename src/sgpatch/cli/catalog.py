@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sgpatch.errors import SgpatchError
 from sgpatch.ops import report
 from sgpatch.patchset.manifest import (
     PatchSpec,
@@ -16,6 +17,7 @@ from sgpatch.patchset.manifest import (
     shadow_note,
 )
 from sgpatch.patchset.probe import describe
+from sgpatch.shown import name as one_line
 
 
 @dataclass(frozen=True)
@@ -27,17 +29,26 @@ class ListOptions:
 
 
 def list_sets(opts: ListOptions) -> int:
-    found = sorted(find_sets(tuple(opts.patchsets)).items())
+    """Every set that can be read; one that cannot (others may write it, a bad manifest) is a
+    line of its own on stderr and makes the exit code its own (4, else 2), the rest listed."""
+    refused: list[SgpatchError] = []
+    found = sorted(find_sets(tuple(opts.patchsets), refused=refused).items())
     for name, path in found:
         note = shadow_note(name, path)
         if note is not None:
             report.err(note)
-    sets = [load_manifest(path / "patchset.yaml") for _, path in found]
+    sets = []
+    for _, path in found:
+        try:
+            sets.append(load_manifest(path / "patchset.yaml"))
+        except SgpatchError as exc:
+            refused.append(exc)
+    code = max((int(r.code) for r in refused), default=0)
     if opts.as_json:
         report.emit_json(
             {
                 "command": "list",
-                "exit_code": 0,
+                "exit_code": code,
                 "sets": [
                     {
                         "name": m.name,
@@ -48,14 +59,17 @@ def list_sets(opts: ListOptions) -> int:
                     }
                     for m in sets
                 ],
+                "refused": [r.message for r in refused],
             }
         )
-        return 0
+        return code
     report.table(
         ("set", "sglang", "patches", "summary"),
         [(m.name, str(m.sglang), str(len(m.patches)), m.summary) for m in sets],
     )
-    return 0
+    for refusal in refused:
+        report.err(f"sgpatch: error: {one_line(refusal.message)}")
+    return code
 
 
 @dataclass(frozen=True)

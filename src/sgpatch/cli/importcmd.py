@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sgpatch.errors import bad_input
+from sgpatch.errors import ExitCode, bad_input
 from sgpatch.ops import report
 
 
@@ -23,33 +23,69 @@ class ImportOptions:
     tree: Path | None
     exclude: tuple[str, ...]
     as_json: bool
+    strip: int | None = None  # -p N for PATCH files (None: detected)
+    allow_left_out: bool = False  # import even where files a set cannot carry are left out
 
 
 def run(opts: ImportOptions) -> int:
-    from sgpatch.ops import importer, sources
+    from sgpatch.ops import importer
 
+    _check(opts)
+    tree_step = None
+    if opts.tree is not None:
+        version, tree_input = _tree(opts)
+        srcs, tree_step = [tree_input.source], tree_input.step
+    else:
+        version, srcs = _read(opts)
+    _release_files(version)  # the release must be on the index or cached: its wheel is the base
+    lost = [(src.label, s) for src in srcs for s in src.left_out if s.lost]
+    if lost and not opts.allow_left_out:
+        return _refuse_lost(opts, version, srcs, lost)
+    result = importer.import_sources(opts.name, version, srcs, tree_step)
+    final, findings = importer.write_set(result, opts.dest)
+    _report(result, final, findings, opts.as_json)
+    return 0
+
+
+def _check(opts: ImportOptions) -> None:
+    """The options that go together, before anything is read."""
     given = [bool(opts.patches), opts.git_range is not None, opts.tree is not None]
     if sum(given) != 1:
         raise bad_input("give exactly one of: PATCH files, --git RANGE (with --repo), --tree DIR")
     if (opts.git_range is None) != (opts.repo is None):
         raise bad_input("--git RANGE and --repo CHECKOUT go together")
-    tree_changes = None
-    if opts.tree is not None:
-        version, src, before, after = _tree(opts.tree, opts.sglang_version, opts.name)
-        srcs = [src]
-        tree_changes = (before, after)
-    else:
-        version = _version(opts.sglang_version)
-        if opts.git_range is not None:
-            assert opts.repo is not None
-            srcs = sources.from_git(opts.repo, opts.git_range, opts.exclude)
-        else:
-            srcs = sources.read_files(opts.patches, opts.exclude)
-    _known_release(version)
-    result = importer.import_sources(opts.name, version, srcs, tree_changes)
-    final, findings = importer.write_set(result, opts.dest)
-    _report(result, final, findings, opts.as_json)
-    return 0
+    if opts.strip is not None and not opts.patches:
+        raise bad_input("-p N reads PATCH files; --git and --tree paths need no stripping")
+    if opts.strip is not None and opts.strip < 0:
+        raise bad_input(f"-p must be 0 or more (got {opts.strip})")
+
+
+def _read(opts: ImportOptions):
+    """The release and the inputs: PATCH files in order, or the commits of --git."""
+    from sgpatch.ops import sources
+
+    version = _version(opts.sglang_version)
+    reading = sources.Reading(opts.exclude, opts.strip, lambda: _release_files(version))
+    if opts.git_range is not None:
+        assert opts.repo is not None
+        return version, sources.from_git(opts.repo, opts.git_range, reading)
+    return version, sources.read_files(opts.patches, reading)
+
+
+def _refuse_lost(opts: ImportOptions, version, srcs, lost) -> int:
+    """Files of the package a set cannot carry: each named, and exit 3 with nothing written,
+    unless --allow-left-out says to leave them out."""
+    for label, sec in lost:
+        report.err(f"  {label}: {sec.shown}: cannot be carried by a patch set: {sec.why}")
+    message = (
+        f"{len(lost)} file(s) of the package cannot be carried by a patch set (listed above); "
+        "nothing was written; to import the rest, leave them out with --allow-left-out"
+    )
+    report.err(f"sgpatch: error: {message}")
+    if opts.as_json:
+        left = [(src.label, s) for src in srcs for s in src.left_out]
+        report.emit_json(_document(opts.name, None, version, [], left, [], message))
+    return int(ExitCode.CONFLICT)
 
 
 def _version(text: str | None):
@@ -63,58 +99,75 @@ def _version(text: str | None):
         raise bad_input(f"--sglang-version {text!r}: not a PEP 440 version") from None
 
 
-def _known_release(version) -> None:
-    """The pristine release must be on the index (or cached): its wheel is the base."""
+def _release_files(version) -> frozenset[str]:
+    """The release's package-relative files (its wheel is the base, so it must be on the index
+    or cached): what the inputs' strip level is detected against."""
     from sgpatch.releases import cache as releases
 
-    releases.wheel_path(version)
+    prefix = f"{releases.PACKAGE}/"
+    return frozenset(n[len(prefix) :] for n in releases.record(version) if n.startswith(prefix))
 
 
-def _tree(tree: Path, sglang_version: str | None, name: str):
-    from sgpatch.ops import importer
+def _tree(opts: ImportOptions):
+    from sgpatch.ops.treesource import tree_source
     from sgpatch.tree.target import find_target
 
-    target = find_target(tree, sglang_version)
-    version = target.version
-    src, before, after = importer.tree_source(target.root, version, name)
-    return version, src, before, after
+    assert opts.tree is not None
+    target = find_target(opts.tree, opts.sglang_version)
+    return target.version, tree_source(target.root, target.version, opts.name, opts.exclude)
+
+
+def _document(name, final, version, patches, left_out, warnings, error=None) -> dict:
+    """import's JSON document (docs/json.md); with `error`, the refusal's."""
+    doc = {
+        "command": "import",
+        "schema": 1,
+        "exit_code": 0 if error is None else int(ExitCode.CONFLICT),
+        "set": name,
+        "dest": None if final is None else str(final),
+        "sglang_version": str(version),
+        "patches": patches,
+        "left_out": [
+            {"input": label, "path": s.shown, "why": s.why, "kind": s.kind} for label, s in left_out
+        ],
+        "warnings": warnings,
+    }
+    return doc if error is None else {**doc, "error": error}
 
 
 def _report(result, final: Path, findings, as_json: bool) -> None:
     from sgpatch.ops.importer import probe_text
 
     if as_json:
-        report.emit_json(
+        patches = [
             {
-                "command": "import",
-                "schema": 1,
-                "exit_code": 0,
-                "set": result.name,
-                "dest": str(final),
-                "sglang_version": str(result.version),
-                "patches": [
-                    {
-                        "id": p.id,
-                        "file": p.file,
-                        "input": p.source.label,
-                        "files": list(p.files),
-                        "hunks": p.hunks,
-                        "requires": list(p.requires),
-                        "probe": probe_text(p) if p.probe is not None else None,
-                        "probe_missing": p.probe_why or None,
-                    }
-                    for p in result.patches
-                ],
-                "left_out": [
-                    {"input": label, "path": s.shown, "why": s.why} for label, s in result.left_out
-                ],
-                "warnings": [f.message for f in findings],
+                "id": p.id,
+                "file": p.file,
+                "input": p.source.label,
+                "files": list(p.files),
+                "hunks": p.hunks,
+                "requires": list(p.requires),
+                "probe": probe_text(p) if p.probe is not None else None,
+                "probe_missing": p.probe_why or None,
+                "strip": p.source.strip,
             }
+            for p in result.patches
+        ]
+        warnings = _notes(result) + [f.message for f in findings]
+        report.emit_json(
+            _document(result.name, final, result.version, patches, result.left_out, warnings)
         )
         return
     for label, sec in result.left_out:
         report.err(f"warning: {label}: left out {sec.shown} ({sec.why})")
+    for note in _notes(result):
+        report.err(f"warning: {note}")
     for p in result.patches:
+        if p.source.detected:
+            report.err(
+                f"  {p.source.label}: paths read with -p{p.source.strip} (detected: the level at "
+                f"which they name files of sglang {result.version}; -p N says otherwise)"
+            )
         probe = f"probe: {_count(p.probe)} line(s)" if p.probe else f"no probe: {p.probe_why}"
         report.err(f"  {p.file}: {len(p.files)} file(s), {p.hunks} hunk(s); {probe}")
     for f in findings:
@@ -123,6 +176,11 @@ def _report(result, final: Path, findings, as_json: bool) -> None:
         f"sgpatch import: {result.name}: {len(result.patches)} patch(es) for sglang "
         f"{result.version} -> {final}"
     )
+
+
+def _notes(result) -> list[str]:
+    """How an input was read where that is worth saying (a hunk longer than its header)."""
+    return [f"{p.source.label}: {note}" for p in result.patches for note in p.source.notes]
 
 
 def _count(node) -> int:

@@ -172,18 +172,25 @@ def lint(opts: LintOptions) -> int:
     _one_of("--format", opts.fmt, LINT_FORMATS)
     names = list(opts.set_names) or sorted(find_sets(tuple(opts.patchsets)))
     findings_all = []
+    skipped: list[dict[str, str]] = []
     for name in names:
         manifest = load_set(name, tuple(opts.patchsets))
         tree_rows = mx.compute_trees(manifest, opts.trees)
         versions = mx.select_versions(manifest, opts.releases_spec, opts.offline)
         rows = mx.compute(manifest, versions)
-        findings = lint_mod.check(manifest, rows, every_release=opts.releases_spec is None)
+        whole = opts.releases_spec is None
+        findings = lint_mod.check(manifest, rows, every_release=whole and not opts.offline)
+        if whole and opts.offline:  # the cache may hold only some releases: judge what is sure
+            findings = lint_mod.dead_by_specifiers(manifest) + findings
         findings += lint_mod.check(manifest, tree_rows) if tree_rows else []
         findings_all += findings
+        unchecked = lint_mod.unchosen(manifest, versions, _spec(opts)) if opts.offline else []
+        skipped += [{"set": name, "patch": p, "variant": v} for p, v in unchecked]
         if opts.fmt == "json":
             continue
         for line in lint_mod.render(findings, opts.fmt, name):
             report.out(line)
+        _say_skipped(name, len(versions), unchecked)
         errors = sum(1 for f in findings if f.level == "error")
         warnings = len(findings) - errors
         counted = f"{len(versions)} release(s)" + (
@@ -199,6 +206,31 @@ def lint(opts: LintOptions) -> int:
                 "findings": [
                     {**asdict(f), "file": str(f.file) if f.file else None} for f in findings_all
                 ],
+                "skipped": skipped,
             }
         )
     return int(code)
+
+
+def _spec(opts: LintOptions):
+    """--releases as a SpecifierSet (select_versions has refused a bad one already)."""
+    from packaging.specifiers import SpecifierSet
+
+    return SpecifierSet(opts.releases_spec or "")
+
+
+def _say_skipped(name: str, cached: int, unchecked: Sequence[tuple[str, str]]) -> None:
+    """Offline on a partial cache: which variants went unchecked, so a clean lint is not read
+    as a clean set."""
+    if not unchecked:
+        return
+    report.err(
+        f"sgpatch lint: {name}: offline, judged on the {cached} cached release(s) only; "
+        f"{len(unchecked)} variant(s) no cached release chooses were skipped "
+        "(without --offline lint fetches their releases):"
+    )
+    by_patch: dict[str, list[str]] = {}
+    for patch, variant in unchecked:
+        by_patch.setdefault(patch, []).append(variant)
+    for patch, variants in by_patch.items():
+        report.err(f"  {patch}: {'; '.join(variants)}")

@@ -18,7 +18,9 @@ from sgpatch.ops.fileplan import (
     plan_patch,
 )
 from sgpatch.state.folder import STATE_DIR
-from sgpatch.state.txn import commit, locked, stop_if_rolled_back
+from sgpatch.state.lock import locked
+from sgpatch.state.recovery import stop_if_rolled_back
+from sgpatch.state.txn import commit
 
 STDIN = "-"
 MISSING = "file does not exist"
@@ -129,6 +131,12 @@ def _verdict(code: int, dry_run: bool, reverse: bool, files: list[FilePlan]) -> 
     if code != ExitCode.OK:
         return "sgpatch: nothing was written (a hunk was refused)"
     verb = "reversed" if reverse else "patched"
+    done = sum(1 for f in files if f.status == "already-applied")
+    changed = len(files) - done
+    said = ("nothing to reverse in" if reverse else "already patched:") + f" {done} file(s)"
+    if not changed:  # every file as the patch leaves it already (46.16: was "1 file(s) patched")
+        return f"sgpatch: nothing to do ({said}); nothing was written"
+    also = f"; {said}" if done else ""
     if dry_run:
-        return f"sgpatch: dry run: {len(files)} file(s) would be {verb}; nothing was written"
-    return f"sgpatch: {len(files)} file(s) {verb}"
+        return f"sgpatch: dry run: {changed} file(s) would be {verb}{also}; nothing was written"
+    return f"sgpatch: {changed} file(s) {verb}{also}"

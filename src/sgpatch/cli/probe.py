@@ -65,10 +65,8 @@ def run(opts: ProbeOptions) -> int:
         probe = probes[p.id]
         if opts.verbose and r is not None and probe is not None:
             report.out(f"  probe: {describe(probe)}")
-            for e in r.evidence:
-                where = f"{e.file}:{e.line}" if e.line else e.file
-                text = f" {e.text!r}" if e.text else ""
-                report.out(f"    {e.kind} {where}{text} {e.note}".rstrip())
+            for line in report.evidence_lines(r.evidence):
+                report.out(line)
     upstream = sum(1 for _, r in rows if r is not None and r.value)
     without = sum(1 for _, r in rows if r is None)
     tail = f", {without} without a probe" if without else ""

@@ -31,9 +31,38 @@ def run(opts: RevertOptions) -> int:
     outcome = revert_set(target, opts.set_name, opts.patchsets, request)
     if not outcome.applied:
         _not_applied(opts.set_name, target.root, opts.as_json)
-    else:
-        _report(opts, outcome)
+        return 0
+    if outcome.blocked:
+        return _blocked(opts, target.root, outcome)
+    _report(opts, outcome)
     return 0
+
+
+def _blocked(opts: RevertOptions, root: Path, outcome) -> int:
+    """`revert --dry-run` where files were edited since: what a revert would restore, what
+    stops it, and the command that goes past it; the real revert's exit code (1)."""
+    from sgpatch.errors import ExitCode
+    from sgpatch.shown import command, context, name
+
+    code = int(ExitCode.NOT_DONE)
+    if opts.as_json:
+        report.emit_json(
+            {"command": "revert", "exit_code": code, "set": opts.set_name, "dry_run": True,
+             "restored": list(outcome.restored), "edited": [], "blocked": list(outcome.blocked),
+             "commits": []}
+        )  # fmt: skip
+        return code
+    for path in outcome.restored:
+        report.err(f"would restore {name(path)}")
+    for path in outcome.blocked:
+        report.err(f"blocked: {name(path)} was edited since sgpatch patched it")
+    force = command("revert", "--set", opts.set_name, *context(root, opts.patchsets), "--force")
+    report.err(
+        f"sgpatch: {name(opts.set_name)}: dry run, nothing written: a revert would refuse "
+        f"({len(outcome.blocked)} file(s) edited since); {force} keeps the edits and takes the "
+        "set's changes out"
+    )
+    return code
 
 
 def _not_applied(set_name: str, root: Path, as_json: bool) -> None:

@@ -5,9 +5,12 @@ The diff of two byte strings per file; `ops.refresh` reads the trees and release
 `refresh`, `diff`, `port` and `export` all write patches through `canonical_diff`, so the same
 pair of trees always gives the same bytes (docs/porting.md, "canonical form"):
 
-- the patch's free-text header is kept verbatim; no timestamps, no `index` lines;
+- the patch's free-text header is kept verbatim; no timestamps, no `index` lines (but for a
+  retargeted symlink, which git marks as one only there: `index A..B 120000`);
 - one `diff --git a/python/sglang/P b/python/sglang/P` block per file, files sorted by path,
-  `new file mode 100644` / `deleted file mode 100644` and `/dev/null` for creations/deletions;
+  `new file mode M` / `deleted file mode M` and `/dev/null` for creations/deletions, `old mode`
+  / `new mode` for a mode change (M: 100644, 100755, or 120000 for a symlink, whose content is
+  its target);
 - 3 lines of context; hunks computed by git's own diff (Myers with the indent heuristic, via
   `git diff --no-index` with user configuration ignored), or by difflib when git is missing;
 - hunk section headers computed like git's `python` funcname driver: the nearest line above the
@@ -38,13 +41,19 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 NO_EOL = "\\ No newline at end of file\n"
 
 
+REGULAR, EXECUTABLE, SYMLINK = 0o100644, 0o100755, 0o120000  # the file kinds git records
+
+
 @dataclass(frozen=True)
 class FileDiff:
-    """One file's change: package-relative path, and its bytes before/after (None: absent)."""
+    """One file's change: package-relative path, its bytes before/after (None: absent) and
+    its git mode on each side (100644, 100755, or 120000: the bytes are a symlink's target)."""
 
     path: str
     old: bytes | None
     new: bytes | None
+    old_mode: int = REGULAR
+    new_mode: int = REGULAR
 
 
 def upstream_path(rel: str) -> str:
@@ -163,19 +172,40 @@ def _with_funcnames(hunk_lines: list[str], old: bytes) -> list[str]:
 
 
 def file_diff(fd: FileDiff, context: int = CONTEXT) -> str:
-    """The canonical block for one file ("" when nothing changed)."""
-    if fd.old == fd.new:
+    """The canonical block for one file ("" when nothing changed). As git writes them: a
+    file turned into a symlink (or back) is its deletion then its creation; a mode change is
+    `old mode`/`new mode`, alone when the bytes stay."""
+    both = fd.old is not None and fd.new is not None
+    if fd.old == fd.new and (not both or fd.old_mode == fd.new_mode):
         return ""
+    if both and (fd.old_mode == SYMLINK) != (fd.new_mode == SYMLINK):
+        gone = FileDiff(fd.path, fd.old, None, old_mode=fd.old_mode)
+        made = FileDiff(fd.path, None, fd.new, new_mode=fd.new_mode)
+        return file_diff(gone, context) + file_diff(made, context)
     up = upstream_path(fd.path)
     head = [f"diff --git a/{up} b/{up}\n"]
     if fd.old is None:
-        head += ["new file mode 100644\n", "--- /dev/null\n", f"+++ b/{up}\n"]
+        head += [f"new file mode {fd.new_mode:o}\n", "--- /dev/null\n", f"+++ b/{up}\n"]
     elif fd.new is None:
-        head += ["deleted file mode 100644\n", f"--- a/{up}\n", "+++ /dev/null\n"]
+        head += [f"deleted file mode {fd.old_mode:o}\n", f"--- a/{up}\n", "+++ /dev/null\n"]
     else:
+        if fd.old_mode != fd.new_mode:
+            head += [f"old mode {fd.old_mode:o}\n", f"new mode {fd.new_mode:o}\n"]
+        if fd.old == fd.new:
+            return "".join(head)
+        if fd.new_mode == SYMLINK:  # a retargeted link says 120000 only on git's index line
+            head.append(f"index {_blob(fd.old)}..{_blob(fd.new)} {SYMLINK:o}\n")
         head += [f"--- a/{up}\n", f"+++ b/{up}\n"]
     old, new = fd.old or b"", fd.new or b""
     return "".join(head + _with_funcnames(_hunks(old, new, context), old))
+
+
+def _blob(data: bytes | None) -> str:
+    """git's abbreviated blob id of `data` (what its `index` line names)."""
+    import hashlib
+
+    data = data or b""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()[:7]
 
 
 def canonical_diff(files: Iterable[FileDiff], context: int = CONTEXT) -> str:

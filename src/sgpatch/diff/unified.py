@@ -501,7 +501,7 @@ def _read_hunk(src: _Source, i: int, index: int) -> tuple[Hunk, int] | None:
             return None
         _mark_no_eol(body, flags)
         j += 1
-    if j < n and heads[j] in "+- " and _body_like(lines[j]):
+    if j < n and heads[j] in "+- " and body_like(lines[j]):
         return None  # longer than its header says: `_check_hunk_lengths` words it
     # positional: keywords cost a microsecond a hunk
     hunk = Hunk(index, start, old, target, new, section, body, flags[0], flags[1], i + 1)
@@ -624,7 +624,7 @@ def _mark_no_eol(body: Sequence[HunkLine], flags: list[bool]) -> None:
     flags[1] |= prev != "-"
 
 
-def _body_like(line: str) -> bool:
+def body_like(line: str) -> bool:
     """A line that reads as one more body line of the hunk before it."""
     return (
         line[:1] in ("+", "-", " ")
@@ -686,7 +686,7 @@ def _check_hunk_lengths(lines: Sequence[str], name: str) -> None:
             i += 1
         while i < len(lines) and lines[i].startswith("\\"):
             i += 1
-        if i < len(lines) and old <= 0 and new <= 0 and _body_like(lines[i]):
+        if i < len(lines) and old <= 0 and new <= 0 and body_like(lines[i]):
             raise bad_input(
                 f"{name}:{i + 1}: malformed diff: hunk at line {i} is longer than its "
                 "@@ header says"
@@ -764,7 +764,8 @@ def _freeze_file(pf, hunks: Sequence[Hunk], line_no: int, name: str) -> FilePatc
         old_mode=None if old_mode is None else old_mode & 0o7777,
         patch_line=line_no,
         git_op=op,
-        symlink=any(m & 0o170000 == SYMLINK_MODE for m in modes.values()),
+        symlink=any(m & 0o170000 == SYMLINK_MODE for m in modes.values())
+        or _index_mode(pf.patch_info or ()) == SYMLINK_MODE,
         git=git,
     )
 
@@ -784,6 +785,19 @@ def _split_stamp(path: str, stamp: str | None) -> tuple[str, str | None]:
         return path, stamp
     m = re.match(_DAMAGED_STAMP, path)
     return (m.group(1), m.group(2)) if m else (path, stamp)
+
+
+def _index_mode(lines) -> int | None:
+    """The mode on git's `index A..B MODE` line (a symlink retargeted says 120000 only there)."""
+    for line in lines:
+        text = str(line)
+        if text.startswith("index "):
+            parts = text.split()
+            try:
+                return int(parts[2], 8) if len(parts) == 3 else None
+            except ValueError:
+                return None
+    return None
 
 
 def _git_info(lines, name: str) -> dict[str, Any]:

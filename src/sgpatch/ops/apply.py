@@ -18,7 +18,8 @@ from sgpatch.ops.plan import SetPlan, plan_set
 from sgpatch.state import ledger as ledger_mod
 from sgpatch.state.consistent import stable_read
 from sgpatch.state.ledger import PatchRecord, state_dir
-from sgpatch.state.txn import LockBusy, commit, lock_timeout, locked
+from sgpatch.state.lock import LockBusy, lock_timeout, locked
+from sgpatch.state.txn import commit
 from sgpatch.state.upgrade import Reconciled, for_target
 
 if TYPE_CHECKING:
@@ -96,12 +97,7 @@ class _Job:
         pre = preconditions.for_plan(self.manifest, plan, self.target.site_packages)
         unmet = [x for x in pre if x.verdict == "unmet"]
         if self.request.strict and unmet and code == ExitCode.OK:
-            code = ExitCode.NOT_DONE
-            if say:
-                report.err(
-                    "sgpatch: --strict: unmet precondition(s): "
-                    + ", ".join(f"{x.package}{x.specifier} (found {x.found})" for x in unmet)
-                )
+            code = ExitCode.NOT_DONE  # the verdict line says why (report.apply_summary)
         _refuse_stacking(reconciled.ledger, plan)
         return Decision(plan, code, tuple(pre))
 
@@ -174,17 +170,18 @@ def _write(
     elif git_commit:  # applied; its commits made but HEAD not moved yet (a run stopped there)
         from sgpatch.git import mode as gitmode
 
-        gitmode.report_commits(gitmode.finish_apply(target, ledger.sets.get(plan.name)))
+        done = gitmode.finish_apply(target, ledger.sets.get(plan.name))
+        report.lines([*done.notes, *(m.line() for m in done.made)])
     if not plan.changes and not reconciled.stale:
         return []
     new = ledger if not plan.changes else _recorded(root, ledger, plan, str(target.version), gplan)
-    data = [x for c in plan.changes for x in (c.before, c.after)]
+    data = [x for c in plan.changes for x in (c.before, c.after, _content(None, c.link))]
     changes = [*plan.changes, *ledger_mod.store_changes(root, reconciled.stored, new, data)]
     report.warnings(commit(root, state_dir(root), changes))
     if gplan is not None:
         from sgpatch.git import mode as gitmode
 
-        gitmode.report_commits(gitmode.finish(target, gplan, undo=changes))
+        report.lines([m.line() for m in gitmode.finish(target, gplan, undo=changes)])
     return [c.path for c in plan.changes]
 
 
@@ -218,7 +215,9 @@ def _verdict(plan: SetPlan) -> ExitCode:
 def _recorded(root: Path, ledger, plan: SetPlan, version: str, gplan=None):
     """The ledger once the plan is written: its pending patches recorded with the release,
     each file's bytes and mode before and after, and git mode's commits."""
-    originals = {c.path: (c.before, c.after) for c in plan.changes}
+    originals = {c.path: (_content(c.before, c.before_link), _content(c.after, c.link))
+                 for c in plan.changes}  # fmt: skip
+    links = {c.path: (c.before_link, c.link) for c in plan.changes if c.link or c.before_link}
     written = set(originals)
     records = [
         PatchRecord(
@@ -231,15 +230,20 @@ def _recorded(root: Path, ledger, plan: SetPlan, version: str, gplan=None):
         for p in plan.patches
         if p.selected and p.state == "pending"
     ]
-    modes = {c.path: (_mode_of(root, c.path), c.mode) for c in plan.changes}
+    modes = {c.path: (_mode_of(root, c.path), c.mode) for c in plan.changes if c.path not in links}
     modes = {k: (b, a if a is not None else b) for k, (b, a) in modes.items()}
     new = ledger_mod.record_apply(
-        ledger, plan.name, version, __version__, records, originals, modes, plan.variants_of
+        ledger, plan.name, version, __version__, records, originals, modes, plan.variants_of, links
     )
     if gplan is not None:
         record = new.sets[plan.name]
         new = new.with_set(replace(record, commits=(*record.commits, *gplan.commits)))
     return new
+
+
+def _content(data: bytes | None, link: str | None) -> bytes | None:
+    """What the ledger hashes for a path: its bytes, or a symlink's target text (as git)."""
+    return data if link is None else link.encode("utf-8", "surrogateescape")
 
 
 def _mode_of(root: Path, rel: str) -> int | None:

@@ -10,11 +10,15 @@ evidence, and `sgpatch patch` does not load the set planner.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import copy
+import os
+import stat
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from sgpatch.diff.paths import PathMapper
 from sgpatch.diff.unified import (
     DEV_NULL,
     FilePatch,
@@ -29,10 +33,9 @@ from sgpatch.errors import ExitCode, SgpatchError, bad_input, unsafe
 from sgpatch.ops.placed import Placed, place
 from sgpatch.placement.engine import HunkResult, apply_hunks
 from sgpatch.state.folder import is_state_path
-from sgpatch.tree.files import FileChange, read_bytes
+from sgpatch.tree.files import FileChange, read_bytes, safe_path, within
 
 Action = Literal["modify", "create", "delete", "rename", "copy"]
-PathMapper = Callable[[str], str]
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class FilePlan:
     note: str | None = None  # file-level problem (e.g. "file does not exist")
     status: Literal["ok", "already-applied", "conflict", "ambiguous"] = "ok"
     mode: int | None = None
+    link: bool = False  # `after` is a symlink's target (git mode 120000)
 
     @property
     def ok(self) -> bool:
@@ -56,11 +60,14 @@ class FilePlan:
 
 @dataclass
 class Overlay:
-    """The tree as the plan sees it: real bytes, shadowed by earlier planned changes."""
+    """The tree as the plan sees it: real bytes, shadowed by earlier planned changes. A
+    symlink reads as its target's text (as git stores one), and `is_link` tells it apart."""
 
     root: Path
     changed: dict[str, bytes | None] = field(default_factory=dict)
     original: dict[str, bytes | None] = field(default_factory=dict)
+    link_now: dict[str, bool] = field(default_factory=dict)  # a changed path is a link now
+    link_orig: set[str] = field(default_factory=set)  # paths that were links in the tree
 
     def read(self, rel: str) -> bytes | None:
         if is_state_path(rel):  # sgpatch's own state (ledger, journal, originals): never
@@ -68,28 +75,61 @@ class Overlay:
         if rel in self.changed:
             return self.changed[rel]
         if rel not in self.original:
-            self.original[rel] = read_bytes(self.root, rel)
+            link = link_at(self.root, rel)
+            if link is not None:
+                self.link_orig.add(rel)
+            self.original[rel] = encode(link) if link is not None else read_bytes(self.root, rel)
         return self.original[rel]
 
-    def write(self, rel: str, data: bytes | None) -> None:
+    def is_link(self, rel: str) -> bool:
+        """`rel` is a symlink in the overlay (read it first)."""
+        return self.link_now.get(rel, rel in self.link_orig)
+
+    def write(self, rel: str, data: bytes | None, link: bool = False) -> None:
         self.read(rel)  # remember the original first
         self.changed[rel] = data
+        self.link_now[rel] = link and data is not None
 
     def fork(self) -> Overlay:
         """A copy to plan on without touching this one (reads already done are shared)."""
-        return Overlay(self.root, dict(self.changed), dict(self.original))
+        other = copy.copy(self)
+        other.changed, other.original = dict(self.changed), dict(self.original)
+        other.link_now, other.link_orig = dict(self.link_now), set(self.link_orig)
+        return other
 
     def adopt(self, other: Overlay) -> None:
         """Take over what a fork planned."""
         self.changed, self.original = other.changed, other.original
+        self.link_now, self.link_orig = other.link_now, other.link_orig
 
     def changes(self, modes: Mapping[str, int] | None = None) -> list[FileChange]:
+        """What writing the overlay changes: bytes, modes, and links made or removed."""
         modes = modes or {}
-        return [
-            FileChange(rel, self.original.get(rel), data, modes.get(rel))
-            for rel, data in self.changed.items()
-            if data != self.original.get(rel) or rel in modes
-        ]
+        out = []
+        for rel, data in self.changed.items():
+            orig, was, now = self.original.get(rel), rel in self.link_orig, self.is_link(rel)
+            if data == orig and was == now and rel not in modes:
+                continue
+            link, before_link = (decode(data) if now and data is not None else None,
+                                 decode(orig) if was and orig is not None else None)  # fmt: skip
+            before, after = None if was else orig, None if now else data
+            out.append(FileChange(rel, before, after, modes.get(rel), link, before_link))
+        return out
+
+
+def link_at(root: Path, rel: str) -> str | None:
+    """The target of the symlink at `root/rel` (its folders checked to stay in the tree), or
+    None when there is no symlink there."""
+    try:
+        if not stat.S_ISLNK(os.lstat(root / rel).st_mode):
+            return None
+    except (OSError, ValueError):
+        return None
+    path = safe_path(root, rel, link_ok=True)
+    try:
+        return os.readlink(path)
+    except OSError as exc:
+        raise bad_input(f"{rel}: cannot read the symlink: {exc.strerror or exc}") from None
 
 
 def patch_status(files: tuple[FilePlan, ...]) -> ExitCode:
@@ -122,13 +162,6 @@ def plan_patch(
     # -R undoes the last change first: a patch that touches one file twice is reversed in
     # reverse order (the plans are reported in the patch's order all the same)
     files = [fp.reversed() for fp in reversed(patch.files)] if reverse else list(patch.files)
-    for fp in files:
-        if fp.symlink:
-            name = fp.target if fp.target != DEV_NULL else fp.source
-            raise bad_input(
-                f"{patch.name}: {name} is a symlink (git mode 120000); sgpatch does not create "
-                "or change symlinks: drop that file from the patch"
-            )
     start = overlay.fork()
     moving = {mapper(fp.source) for fp in files if fp.is_rename}
     written: set[str] = set()
@@ -140,7 +173,7 @@ def plan_patch(
         if plan.ok:
             if plan.action == "rename" and plan.source not in written:
                 overlay.write(plan.source, None)
-            overlay.write(plan.path, plan.after)
+            overlay.write(plan.path, plan.after, plan.link)
             written.add(plan.path)
         plans.append(plan)
     return tuple(reversed(plans)) if reverse else tuple(plans)
@@ -182,6 +215,9 @@ def _plan_file(
     fuzz: int,
     moving: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> FilePlan:
+    if fp.symlink:
+        return _plan_link(overlay, fp, mapper(fp.path))
+    _no_link_at(overlay, fp, mapper)
     if fp.git_op == "uncopy":
         return _plan_uncopy(overlay, fp, mapper, fuzz)
     if fp.is_rename or fp.is_copy:
@@ -221,6 +257,69 @@ def _plan_hunks(
     return FilePlan(
         path, source, action, current, after, placed.hunks, status=status, mode=fp.new_mode
     )
+
+
+def _no_link_at(overlay: Overlay, fp: FilePatch, mapper: PathMapper) -> None:
+    """A text diff never writes through a symlink, nor turns one into a file (exit 4): only
+    a git symlink block (mode 120000) changes a link."""
+    for raw in {fp.source, fp.target} - {DEV_NULL}:
+        try:
+            rel = mapper(raw)
+            is_link = overlay.read(rel) is not None and overlay.is_link(rel)
+        except SgpatchError:
+            continue  # an unusable name: the plan itself says so, if it is the one used
+        if is_link:
+            raise unsafe(f"refusing to write through symlink {rel!r}: it is a symlink in the "
+                         "tree, and this diff treats it as a file")  # fmt: skip
+
+
+def _plan_link(overlay: Overlay, fp: FilePatch, path: str) -> FilePlan:
+    """A git symlink block (mode 120000): the link made, retargeted or removed, as a link.
+    Its old and new targets are the hunk's lines; a target must stay in the tree."""
+    if fp.is_rename or fp.is_copy or fp.mode_change:
+        raise bad_input(f"{path}: a symlink renamed, copied or turned into a file in one git "
+                        "block; sgpatch takes a symlink made, retargeted or removed")  # fmt: skip
+    old = "\n".join(ln.text for h in fp.hunks for ln in h.lines if ln.kind != "+")
+    new = "\n".join(ln.text for h in fp.hunks for ln in h.lines if ln.kind != "-")
+    current, is_link = overlay.read(path), overlay.is_link(path)
+    if not fp.is_delete:
+        check_link(overlay.root, path, new)
+    want = None if fp.is_delete else encode(new)
+    if current == want and (want is None or is_link):
+        return FilePlan(path, path, "delete" if fp.is_delete else "create", current, current, (),
+                        status="already-applied", link=is_link)  # fmt: skip
+    if fp.is_new and current is not None:
+        return _refused(path, path, "create", current, "file to create already exists")
+    if not fp.is_new and (not is_link or current != encode(old)):
+        what = "a symlink to " + repr(old) if current is not None else "there"
+        return _refused(path, path, "modify", current, f"not {what}, as the patch expects")
+    action: Action = "create" if fp.is_new else "delete" if fp.is_delete else "modify"
+    return FilePlan(path, path, action, current, want, (), link=want is not None)
+
+
+def check_link(root: Path, path: str, target: str) -> None:
+    """A symlink a set makes stays in the tree (exit 4 otherwise): a relative target that,
+    read from the link's folder, never climbs above the tree's root, never names sgpatch's
+    state folder, and (in a real tree) does not resolve outside it through a link there."""
+    where = f"refusing symlink {path} -> {target!r}"
+    if not target or any(c in target for c in "\x00\n"):
+        raise unsafe(f"{where}: not a usable link target")
+    if target.startswith("/"):
+        raise unsafe(f"{where}: an absolute target leaves the tree")
+    parts: list[str] = list(PurePosixPath(path).parent.parts)
+    for part in target.split("/"):
+        if part == "..":
+            if not parts:
+                raise unsafe(f"{where}: it climbs out of the tree")
+            parts.pop()
+        elif part not in ("", "."):
+            parts.append(part)
+    if is_state_path("/".join(parts)):
+        raise unsafe(f"{where}: it names sgpatch's state folder")
+    if root.is_dir():
+        real, top = os.path.realpath(root / "/".join(parts)), os.path.realpath(root)
+        if not within(real, top):
+            raise unsafe(f"{where}: it resolves outside the tree ({real})")
 
 
 def _plan_create(overlay: Overlay, fp: FilePatch, path: str) -> FilePlan:
@@ -346,49 +445,6 @@ def _new_file_lines(fp: FilePatch) -> list[str]:
     for h in fp.hunks:
         out.extend(ln.text for ln in h.lines if ln.kind != "-")
     return out
-
-
-# Top-level folders of the SGLang repository that are never inside the package: a diff made
-# from an upstream pull request often touches them (kernels, docs, CI), and read as package-
-# relative they would land inside python/sglang/ (a new file would be created there silently).
-# `test/` and `benchmark/` are not listed: some releases' packages have their own (checked on
-# every cached release by tests/real/test_fileplan_real.py).
-REPO_ONLY = frozenset(
-    {
-        "sgl-kernel",
-        "sgl-router",
-        "sgl-model-gateway",
-        "docs",
-        "examples",
-        "scripts",
-        "docker",
-        "3rdparty",
-        "assets",
-        ".github",
-        ".devcontainer",
-    }
-)
-
-
-def package_mapper(name: str) -> PathMapper:
-    """Upstream-form paths (a/python/sglang/x) or bare ones (sglang/x, x) -> package-relative.
-    A path that is clearly elsewhere in the repository (python/<not sglang>/..., sgl-kernel/,
-    docs/, ...) is refused (exit 2): a patch set patches the package only."""
-
-    def mapper(path: str) -> str:
-        rel = strip_path(path, 1 if path.startswith(("a/", "b/")) else 0, name)
-        for prefix in ("python/sglang/", "sglang/"):
-            if rel.startswith(prefix):
-                return rel[len(prefix) :]
-        top = rel.split("/", 1)[0]
-        if top in REPO_ONLY or (top == "python" and "/" in rel):
-            raise SgpatchError(
-                f"{name}: {rel} is outside the SGLang package (python/sglang/); a patch set "
-                "patches the package only: drop that file from the patch"
-            )
-        return rel
-
-    return mapper
 
 
 def how_applied(files: Sequence[FilePlan]) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from packaging.version import Version
 
 from sgpatch.errors import ExitCode, SgpatchError, bad_input, internal
 from sgpatch.ops.fileplan import FilePlan, Overlay
-from sgpatch.ops.sources import Section, Source
+from sgpatch.ops.sources import OUTSIDE, Section, Source
 from sgpatch.patchset.probe import ProbeNode, describe
 
 TYPE = "feature"
@@ -34,9 +34,12 @@ _UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\uf
 
 @dataclass
 class ReleaseOverlay(Overlay):
-    """An overlay whose untouched files are read from release `version`'s wheel (no tree)."""
+    """An overlay whose untouched files are read from release `version`'s wheel (no tree), and
+    that keeps each file's git mode as the inputs set it (the release's own: 100755 where its
+    wheel says so, else 100644)."""
 
     version: Version = field(default_factory=lambda: Version("0"))
+    modes: dict[str, int] = field(default_factory=dict)
 
     def read(self, rel: str) -> bytes | None:
         if rel in self.changed:
@@ -45,6 +48,29 @@ class ReleaseOverlay(Overlay):
             self.original[rel] = pristine(self.version, rel)
         return self.original[rel]
 
+    def git_mode(self, rel: str) -> int:
+        from sgpatch.diff.canonical import EXECUTABLE, REGULAR, SYMLINK
+
+        if self.is_link(rel):
+            return SYMLINK
+        if rel in self.modes:
+            return self.modes[rel]
+        return EXECUTABLE if rel in executables(self.version) else REGULAR
+
+    def settle_modes(self, plans: Sequence[FilePlan], before: Mapping[str, int]) -> None:
+        """The modes the planned files have now: a patch's `new mode`, a rename's source's."""
+        from sgpatch.diff.canonical import EXECUTABLE, REGULAR
+
+        for f in plans:
+            if not f.ok or f.link or f.status == "already-applied":
+                continue
+            if f.mode is not None:
+                self.modes[f.path] = EXECUTABLE if f.mode & 0o111 else REGULAR
+            elif f.action in ("rename", "copy"):
+                self.modes[f.path] = before.get(f.source, REGULAR)
+            elif f.action == "create":
+                self.modes[f.path] = REGULAR
+
 
 @functools.lru_cache(maxsize=4096)
 def pristine(version: Version, rel: str) -> bytes | None:
@@ -52,6 +78,46 @@ def pristine(version: Version, rel: str) -> bytes | None:
     from sgpatch.ops.refresh import pristine_bytes
 
     return pristine_bytes(version, rel)
+
+
+@functools.lru_cache(maxsize=16)
+def executables(version: Version) -> frozenset[str]:
+    """The release's package-relative files its wheel marks executable."""
+    from sgpatch.releases import cache as releases
+
+    prefix = f"{releases.PACKAGE}/"
+    return frozenset(
+        n[len(prefix) :] for n in releases.executables(version) if n.startswith(prefix)
+    )
+
+
+@dataclass(frozen=True)
+class Step:
+    """One input's effect on the tree: each touched file's bytes and git mode before and
+    after it (None: absent; a symlink's bytes are its target, its mode 120000)."""
+
+    before: Mapping[str, bytes | None]
+    after: Mapping[str, bytes | None]
+    modes: Mapping[str, tuple[int, int]]
+
+    def mode(self, rel: str) -> tuple[int, int]:
+        return self.modes.get(rel, (0o100644, 0o100644))
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files it changes: bytes, or the mode of a file there on both sides."""
+
+        def changed(r: str) -> bool:
+            old, new = self.before.get(r), self.after[r]
+            both = old is not None and new is not None
+            return old != new or (both and self.mode(r)[0] != self.mode(r)[1])
+
+        return tuple(sorted(r for r in self.after if changed(r)))
+
+    @property
+    def text_files(self) -> tuple[str, ...]:
+        """The changed files that are no symlink on either side (what probes can read)."""
+        return tuple(f for f in self.files if 0o120000 not in self.mode(f))
 
 
 @dataclass(frozen=True)
@@ -116,13 +182,17 @@ def _plain_create_delete(fp):
     return fp
 
 
-def _failures(label: str, plans: Sequence[FilePlan]) -> list[str]:
-    """Everything `git apply` would refuse (or do differently), one line per hunk."""
+def _failures(label: str, plans: Sequence[FilePlan], noop: set[tuple[int, int]]) -> list[str]:
+    """Everything `git apply` would refuse (or do differently), one line per hunk. A hunk
+    that changes nothing (`noop`: (file, hunk) whose lines read the same before and after)
+    and is found in place is what git applies too: no failure."""
     out = []
-    for f in plans:
+    for i, f in enumerate(plans):
         if f.note or (f.status == "already-applied" and not f.hunks):
             out.append(f"{label}: {f.path}: {f.note or 'already there'}")
         for h in f.hunks:
+            if h.status == "already-applied" and (i, h.index) in noop:
+                continue
             if h.status == "already-applied":
                 out.append(f"{label}: {f.path} hunk #{h.index}: already there (in {f.path} of V)")
             elif not h.ok:
@@ -133,6 +203,16 @@ def _failures(label: str, plans: Sequence[FilePlan]) -> list[str]:
 
 
 _TWICE = re.compile(r": (\S+) hunk #\d+: would define (\w+) twice in (?:class|def) (\w+)")
+
+
+def _nothing_kept(src: Source) -> list[str]:
+    """An input whose every file is left out, and under it (indented: details, not counted)
+    why, file by file, and what to try."""
+    hint = ""
+    if src.strip is None and any(sec.why == OUTSIDE for sec in src.left_out):
+        hint = "; if its paths start with folders of your own, give -p N, the number to strip"
+    lines = [f"    {sec.shown}: left out ({sec.why})" for sec in src.left_out]
+    return [f"{src.label}: nothing left to import (every file is left out{hint})", *lines]
 
 
 def _whose_copy(line: str, version: Version) -> str:
@@ -173,41 +253,22 @@ def _defined_at(data: bytes | None, scope: str, name: str) -> int | None:
     return None
 
 
-def apply_source(overlay: ReleaseOverlay, src: Source) -> tuple[dict, dict, list[str]]:
-    """Apply one input to the overlay: (before, after) bytes per touched file, and failures."""
+def apply_source(overlay: ReleaseOverlay, src: Source) -> tuple[Step, list[str]]:
+    """Apply one input to the overlay: what it did to each file it touches, and failures."""
     from sgpatch.ops.fileplan import plan_patch
 
     patch, mapper = _parse_sections(src)
     touched = sorted({r for s in src.kept for r in (s.rel, s.source_rel) if r})
     before = {rel: overlay.read(rel) for rel in touched}
+    old_modes = {rel: overlay.git_mode(rel) for rel in touched}
     plans = plan_patch(overlay, patch, mapper, fuzz=0)
+    overlay.settle_modes(plans, old_modes)
     after = {rel: overlay.read(rel) for rel in touched}
-    failures = _failures(src.label, plans)
-    return before, after, [_whose_copy(f, overlay.version) for f in failures]
-
-
-def tree_source(root: Path, version: Version, name: str) -> tuple[Source, dict, dict]:
-    """An edited tree as one input: every packaged file that differs from release `version`,
-    plus new .py files the release does not ship (caches and sgpatch's state left out)."""
-    from sgpatch.ops.refresh import changed_files
-    from sgpatch.releases import cache as releases
-    from sgpatch.state.txn import read_bytes
-
-    shipped = {n[len("sglang/") :] for n in releases.record(version) if n.startswith("sglang/")}
-    new = [
-        p.relative_to(root).as_posix()
-        for p in sorted(root.rglob("*.py"))
-        if not {"__pycache__", ".sgpatch"} & set(p.relative_to(root).parts)
-        and p.relative_to(root).as_posix() not in shipped
-    ]
-    rels = sorted({*changed_files(root, version), *new})
-    if not rels:
-        raise bad_input(f"--tree {root}: no file differs from sglang {version}")
-    before = {rel: pristine(version, rel) for rel in rels}
-    after = {rel: read_bytes(root, rel) for rel in rels}
-    sections = tuple(Section((), rel, rel, rel) for rel in rels)
-    body = f"Every file of {root} that differs from the pristine sglang {version}."
-    return Source(label=str(root), stem=name, sections=sections, body=body), before, after
+    modes = {rel: (old_modes[rel], overlay.git_mode(rel)) for rel in touched}
+    noop = {(i, h.index) for i, fp in enumerate(patch.files) for h in fp.hunks
+            if h.before == h.after}  # fmt: skip
+    failures = _failures(src.label, plans, noop)
+    return Step(before, after, modes), [_whose_copy(f, overlay.version) for f in failures]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -259,6 +320,7 @@ def header(src: Source, version: Version, left_out: Sequence[Section]) -> str:
     if src.body.strip():
         lines += [_safe(ln) for ln in src.body.strip("\n").splitlines()] + [""]
     origin = src.label + (f" (commit {src.commit})" if src.commit else "")
+    origin += f" (paths read with -p{src.strip})" if src.strip is not None else ""
     lines.append(f"Imported-from: {origin}, onto sglang {version}, by sgpatch import")
     for sec in left_out:
         lines.append(f"Left-out: {sec.shown} ({sec.why})")
@@ -282,10 +344,10 @@ def import_sources(
     name: str,
     version: Version,
     sources: Sequence[Source],
-    tree: tuple[dict, dict] | None = None,
+    tree: Step | None = None,
 ) -> ImportResult:
-    """Apply every source in order to release `version` and make one patch of each."""
-    from sgpatch.diff.canonical import FileDiff, canonical_diff, render
+    """Apply every source in order to release `version` and make one patch of each (`tree`:
+    the one source is an edited tree, and this is what it changes)."""
     from sgpatch.patchset.manifest import ID_RE
 
     if not ID_RE.match(name):
@@ -296,46 +358,66 @@ def import_sources(
         )
     sources = [_readable(src) for src in sources]
     overlay = ReleaseOverlay(Path("/nonexistent-sgpatch-release"), version=version)
-    taken: set[str] = set()
-    out: list[Imported] = []
-    touched_by: dict[str, list[str]] = {}
-    left: list[tuple[str, Section]] = []
+    made = _Made()
     failures: list[str] = []
-    states: list[tuple[dict, dict]] = []
     for n, src in enumerate(sources, 1):
-        left += [(src.label, s) for s in src.left_out]
+        made.left += [(src.label, s) for s in src.left_out]
+        bad: list[str] = []
         if tree is not None:
-            before, after = tree
-            for rel, data in after.items():
-                overlay.write(rel, data)
+            step = _take_tree(overlay, tree)
         elif not src.kept:
-            failures.append(f"{src.label}: nothing left to import (every file is left out)")
+            failures += _nothing_kept(src)
             continue
         else:
-            before, after, bad = apply_source(overlay, src)
-            failures += bad
-            if bad:
-                continue
-        files = tuple(sorted(r for r in after if after[r] != before.get(r)))
-        if not files:
+            step, bad = apply_source(overlay, src)
+        failures += bad
+        if not bad and not step.files:
             failures.append(f"{src.label}: changes nothing in sglang {version}")
-            continue
-        pid = unique_id(slug(src.subject or src.stem), taken)
-        diff = canonical_diff(FileDiff(r, before[r], after[r]) for r in files)
-        data = render(header(src, version, src.left_out), diff)
-        requires = tuple(dict.fromkeys(p for f in files for p in touched_by.get(f, ())))
-        for f in files:
-            touched_by.setdefault(f, []).append(pid)
-        out.append(_imported(pid, n, version, src, files, (data, diff), requires, before, after))
-        states.append((before, after))
+        if not bad and step.files:
+            made.add(n, version, src, step)
     if failures:
         _fail(failures, version)
-    out = [_settle(p, st, overlay, version) for p, st in zip(out, states, strict=True)]
-    result = ImportResult(name, version, tuple(out), tuple(left), "")
-    return ImportResult(name, version, tuple(out), tuple(left), manifest_text(result))
+    out = [_settle(p, st, overlay, version) for p, st in zip(made.out, made.steps, strict=True)]
+    result = ImportResult(name, version, tuple(out), tuple(made.left), "")
+    return ImportResult(name, version, tuple(out), tuple(made.left), manifest_text(result))
 
 
-def _settle(p: Imported, state: tuple[dict, dict], overlay: Overlay, version: Version) -> Imported:
+@dataclass
+class _Made:
+    """What an import has made so far: its patches, the steps they came from, the ids taken,
+    which patches touched each file (for `requires`) and the left-out files."""
+
+    out: list[Imported] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    taken: set[str] = field(default_factory=set)
+    touched_by: dict[str, list[str]] = field(default_factory=dict)
+    left: list[tuple[str, Section]] = field(default_factory=list)
+
+    def add(self, n: int, version: Version, src: Source, step: Step) -> None:
+        from sgpatch.diff.canonical import FileDiff, canonical_diff, render
+
+        files = step.files
+        pid = unique_id(slug(src.subject or src.stem), self.taken)
+        diffs = (FileDiff(r, step.before[r], step.after[r], *step.mode(r)) for r in files)
+        diff = canonical_diff(diffs)
+        data = render(header(src, version, src.left_out), diff)
+        requires = tuple(dict.fromkeys(p for f in files for p in self.touched_by.get(f, ())))
+        for f in files:
+            self.touched_by.setdefault(f, []).append(pid)
+        self.out.append(_imported(pid, n, version, src, step, (data, diff), requires))
+        self.steps.append(step)
+
+
+def _take_tree(overlay: ReleaseOverlay, tree: Step) -> Step:
+    """An edited tree's change, written onto the overlay (links as links, modes kept)."""
+    for rel, data in tree.after.items():
+        mode = tree.mode(rel)[1]
+        overlay.write(rel, data, link=mode == 0o120000)
+        overlay.modes[rel] = mode
+    return tree
+
+
+def _settle(p: Imported, step: Step, overlay: Overlay, version: Version) -> Imported:
     """A probe must also hold on the tree with every patch applied (lint checks it there): if a
     later patch took some of its lines away, keep only the entries still true at the end."""
     from dataclasses import replace
@@ -348,25 +430,28 @@ def _settle(p: Imported, state: tuple[dict, dict], overlay: Overlay, version: Ve
     entries = p.probe.nodes if isinstance(p.probe, AllProbe) else (p.probe,)
     kept = [n for n, v in zip(entries, suggest.values_on(entries, overlay.read), strict=True) if v]
     probe = kept[0] if len(kept) == 1 else AllProbe(tuple(kept)) if kept else None
-    before, after = state
     if probe is not None and not suggest.check(
-        probe, lambda r: pristine(version, r), before.get, after.get
+        probe, lambda r: pristine(version, r), step.before.get, step.after.get
     ):
         return replace(p, probe=probe)
     why = "every suggested line is gone again once the later patches are applied"
     return replace(p, probe=None, probe_why=why)
 
 
-def _imported(pid, n, version, src, files, made, requires, before, after) -> Imported:
+def _imported(pid, n, version, src, step: Step, made, requires) -> Imported:
+    """One patch of the set, with a probe suggested from its text files' lines."""
     from sgpatch.ops import suggest
 
     data, diff = made
-    sug = suggest.suggest(files, lambda r: pristine(version, r), before, after, diff)
+    text = step.text_files
+    sug = suggest.suggest(text, lambda r: pristine(version, r), step.before, step.after, diff)
+    if not text:
+        sug = suggest.Suggestion(None, "it changes only symlinks and modes, which no probe reads")
     return Imported(
         id=pid,
         file=f"patches/{version}/{n:04d}-{pid}.patch",
         source=src,
-        files=files,
+        files=step.files,
         hunks=_count_hunks(data),
         data=data,
         probe=sug.probe,
@@ -380,9 +465,10 @@ def _fail(failures: Sequence[str], version: Version) -> None:
 
     for line in failures:
         report.err(f"  {line}")
+    counted = [line for line in failures if not line.startswith(" ")]  # details are indented
     raise SgpatchError(
-        f"{len(failures)} hunk(s) or input(s) do not apply to sglang {version} as given "
-        f"(fuzz 0, as git apply does; listed above); first: {failures[0]}",
+        f"{len(counted)} hunk(s) or input(s) do not apply to sglang {version} as given "
+        f"(fuzz 0, as git apply does; listed above); first: {counted[0]}",
         ExitCode.CONFLICT,
     )
 
@@ -437,9 +523,10 @@ def probe_text(p: Imported) -> str:
 def write_set(result: ImportResult, dest: Path) -> tuple[Path, list]:
     """Write the set into DEST/NAME atomically (a temporary folder renamed into place), after
     loading it back and linting it on its release; on any failure DEST is left as it was."""
-    import os
     import shutil
     import tempfile
+
+    from sgpatch.fs import atomic
 
     final = dest / result.name
     if final.exists() or final.is_symlink():
@@ -463,7 +550,7 @@ def write_set(result: ImportResult, dest: Path) -> tuple[Path, list]:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(p.data)
         findings = validate(staged, result.version, final)
-        os.replace(staged, final)
+        atomic.rename_path(staged, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         if made_dest:
@@ -492,8 +579,9 @@ def validate(set_dir: Path, version: Version, final: Path | None = None) -> list
     errors = [f for f in findings if f.level == "error"]
     if errors:
         first = errors[0]
+        what = f"{first.patch}: " if first.patch else ""
         raise SgpatchError(
-            f"the imported set fails lint on sglang {version}: {first.patch}: {first.message}",
+            f"the imported set fails lint on sglang {version}: {what}{first.message}",
             ExitCode.CONFLICT,
         )
     return findings

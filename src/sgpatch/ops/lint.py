@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from sgpatch.diff.unified import read_patch
@@ -197,6 +198,58 @@ def _dead_variants(manifest: SetManifest, versions: Sequence[Version]) -> list[F
                         v.line or spec.line,
                     )
                 )
+    return out
+
+
+def dead_by_specifiers(manifest: SetManifest) -> list[Finding]:
+    """The dead-variant check without the release list (`lint --offline`, a partial cache): a
+    variant is dead only when no version at all in the set's range chooses it, judged on one
+    version per stretch between the bounds the specifiers name, so a variant whose releases are
+    merely not cached is never called dead."""
+    return _dead_variants(manifest, _stretch_versions(manifest))
+
+
+def _stretch_versions(manifest: SetManifest, wanted: SpecifierSet | None = None) -> list[Version]:
+    """Versions standing for every stretch the specifiers cut the line into (within the set's
+    range and `wanted`): each bound, a version just above it (a post-release, and one past any
+    post-release: `>V` excludes V's post-releases), and one below them all. Every specifier
+    holds all or none of a stretch, so these decide "chosen by some version" (final releases)."""
+    spec_sets = [manifest.sglang, *(v.sglang for p in manifest.patches for v in p.variants)]
+    bounds: set[Version] = set()
+    for clause in (c for spec_set in [*spec_sets, wanted or SpecifierSet()] for c in spec_set):
+        text = clause.version.removesuffix(".*")
+        try:
+            bound = Version(text)
+        except ValueError:  # `===anything`: an arbitrary string, no bound to cut on
+            continue
+        bounds.add(bound)
+        if clause.version.endswith(".*") or clause.operator == "~=":
+            cut = bound.release[:-1] if clause.operator == "~=" else bound.release
+            bounds.add(Version(".".join(map(str, (*cut[:-1], cut[-1] + 1)))))
+    points = {Version("0")}
+    for b in bounds:
+        base = ".".join(map(str, b.release))
+        points |= {b, Version(f"{base}.post{(b.post or -1) + 1}"), Version(f"{base}.0.0.1")}
+    inside = (wanted or SpecifierSet()) & manifest.sglang
+    return sorted(p for p in points if not p.is_prerelease and inside.contains(p))
+
+
+def unchosen(
+    manifest: SetManifest, versions: Sequence[Version], wanted: SpecifierSet | None = None
+) -> list[tuple[str, str]]:
+    """(patch id, specifier) of each variant with a patch file that some version in the set's
+    range (and `wanted`) chooses but none of `versions` does: what an offline lint on a partial
+    cache could not check."""
+    points = _stretch_versions(manifest, wanted)
+    out = []
+    for spec in manifest.patches:
+        live = {id(select_variant(spec, v)) for v in points}
+        chosen = {id(select_variant(spec, v)) for v in versions}
+        out += [
+            (spec.id, str(v.sglang))
+            for v in spec.variants
+            if v.patch is not None and id(v) in live - chosen and not _names_a_snapshot(v)
+        ]
     return out
 
 

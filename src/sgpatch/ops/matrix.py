@@ -117,7 +117,7 @@ def probe_files(node) -> list[str]:
 
 def needed_files(manifest: SetManifest) -> list[str]:
     """Package-relative paths or globs a minimal tree must hold to plan this set."""
-    from sgpatch.ops.fileplan import package_mapper
+    from sgpatch.diff.paths import package_mapper
 
     out = {"_version.py", "version.py", "__init__.py"}
     for spec in manifest.patches:
@@ -173,6 +173,7 @@ def plan_release(set_dir: str, release: str, members: Sequence[str]) -> Row:
     with tempfile.TemporaryDirectory(prefix=f"sgpatch-matrix-{release}-", dir=_scratch()) as tmp:
         try:
             root = releases.extract(release, Path(tmp), "site-packages", member_filter(members))
+            (root / "srt").mkdir(exist_ok=True)  # a set that only creates files lays none of srt/
             return _row(manifest, root, find_target(root).version, release)
         except SgpatchError as exc:
             return Row(release, {}, error=exc.message)
@@ -233,7 +234,7 @@ def plan_tree(manifest: SetManifest, tree: Path, members: Sequence[str]) -> Row:
             if keep(f"sglang/{rel}"):
                 (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(path, pkg / rel)
-        pkg.mkdir(exist_ok=True)
+        (pkg / "srt").mkdir(parents=True, exist_ok=True)  # a set may only create files
         try:
             return _row(manifest, pkg, version, str(version), str(root))
         except SgpatchError as exc:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from sgpatch import shown
 from sgpatch.errors import SgpatchError
 from sgpatch.ops.fileplan import FilePlan
 from sgpatch.placement.engine import HunkResult
@@ -53,7 +54,13 @@ def err(text: str = "") -> None:
     with contextlib.suppress(OSError, AttributeError):  # a full stdout is reported at exit
         sys.stdout.flush()
     with contextlib.suppress(OSError, AttributeError):  # AttributeError: stderr is None
-        sys.stderr.write(text + "\n")
+        sys.stderr.write(shown.lines(text) + "\n")
+
+
+def lines(texts: Iterable[str]) -> None:
+    """Lines for people on stderr, one each, as they are (notes a lower layer returned)."""
+    for text in texts:
+        err(text)
 
 
 def warnings(lines: Iterable[str]) -> None:
@@ -63,8 +70,9 @@ def warnings(lines: Iterable[str]) -> None:
 
 
 def out(text: str = "") -> None:
-    """A line of the command's product on stdout (see `write`)."""
-    write(text + "\n")
+    """A line of the command's product on stdout (see `write`), for people: control characters
+    escaped (sgpatch.shown.lines); `write` is for bytes that must stay exact (a patch)."""
+    write(shown.lines(text) + "\n")
 
 
 def write(text: str) -> None:
@@ -117,6 +125,7 @@ def table(
     `plain_table` elsewhere. `style(column, text)` colours a cell on a terminal only; the text
     is the same either way. The first column holds ids (patch, set, release): never wrapped or
     cut, so it can be copied; the other columns fold when the terminal is narrow."""
+    rows = [[shown.lines(str(c)) for c in row] for row in rows]
     if not on_terminal(to_stdout):
         stream(to_stdout)("\n".join(plain_table(columns, rows)))
         return
@@ -192,14 +201,14 @@ def file_lines(f: FilePlan, dry_run: bool, reverse: bool = False) -> Iterable[st
         how = {
             "create": " (new)",
             "delete": " (deleted)",
-            "rename": f" (renamed from {f.source})",
-            "copy": f" (copied from {f.source})",
+            "rename": f" (renamed from {shown.name(f.source)})",
+            "copy": f" (copied from {shown.name(f.source)})",
         }
-        yield f"checking file {f.path}{how.get(f.action, '')}"
+        yield f"checking file {shown.name(f.path)}{how.get(f.action, '')}"
     else:
         verb = {"create": "creating", "delete": "deleting", "rename": "renaming", "copy": "copying"}
-        src = f" (from {f.source})" if f.action in ("rename", "copy") else ""
-        yield f"{verb.get(f.action, 'patching')} file {f.path}{src}"
+        src = f" (from {shown.name(f.source)})" if f.action in ("rename", "copy") else ""
+        yield f"{verb.get(f.action, 'patching')} file {shown.name(f.path)}{src}"
     if f.note:
         yield f"  {f.note}"
     elif f.status == "already-applied" and not f.hunks:
@@ -332,10 +341,20 @@ def show_patch_detail(p, say: Callable[[str], None] = err) -> None:
             say("  " + line)
     if p.probe is not None:
         say(f"  probe: {'true' if p.probe.value else 'false'}")
-        for e in p.probe.evidence:
-            where = f"{e.file}:{e.line}" if e.line else e.file
-            text = f" {e.text!r}" if e.text else ""
-            say(f"    {e.kind} {where}{text} {e.note}".rstrip())
+        for line in evidence_lines(p.probe.evidence):
+            say(line)
+
+
+def evidence_lines(evidence: Iterable) -> list[str]:
+    """A probe's evidence, a line each, each line once: the clauses of an `all` that name
+    methods of one class each find that class (the same line three times for three methods);
+    --json keeps every entry."""
+    out: dict[str, None] = {}
+    for e in evidence:
+        where = f"{e.file}:{e.line}" if e.line else e.file
+        text = f" {e.text!r}" if e.text else ""
+        out.setdefault(f"    {e.kind} {where}{text} {e.note}".rstrip())
+    return list(out)
 
 
 RECORDED = ("applied", "modified")  # in the tree whatever this run selects
@@ -380,11 +399,21 @@ def status_verdict(plan, code) -> None:
     err(f"sgpatch: {plan.name}: {state_counts(plan)}; {word}{untested_tail(plan)}")
 
 
-def apply_summary(plan, code, written, dry_run: bool) -> None:
-    """One line a build log can grep: what happened to the set, counted by final state."""
+def apply_summary(plan, code, written, dry_run: bool, unmet: Sequence = ()) -> None:
+    """One line a build log can grep: what happened to the set, counted by final state, and
+    why it was not applied when --strict refused `unmet` preconditions."""
     parts, tail = state_counts(plan), untested_tail(plan)
     if code != 0:
-        err(f"sgpatch: {plan.name}: not applied ({parts}); nothing was written{_next(plan)}{tail}")
+        why = (
+            ": --strict and unmet precondition(s) "
+            + ", ".join(f"{x.package}{x.specifier} (found {x.found})" for x in unmet)
+            if unmet
+            else ""
+        )
+        err(
+            f"sgpatch: {plan.name}: not applied{why} ({parts}); nothing was written"
+            f"{_next(plan)}{tail}"
+        )
     elif dry_run:
         err(f"sgpatch: {plan.name}: dry run ({parts}); nothing was written{tail}")
     elif written:

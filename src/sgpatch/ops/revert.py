@@ -20,7 +20,8 @@ from sgpatch.ops import merge3, report
 from sgpatch.patchset.manifest import load_set
 from sgpatch.state import ledger as ledger_mod
 from sgpatch.state.ledger import Ledger, SetRecord, has_bytes, read_original, sha256, state_dir
-from sgpatch.state.txn import FileChange, commit, locked, read_bytes
+from sgpatch.state.lock import locked
+from sgpatch.state.txn import FileChange, commit, read_bytes
 from sgpatch.state.upgrade import for_target
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ class Outcome:
     restored: tuple[str, ...] = ()
     edited: tuple[str, ...] = ()
     commits: tuple[Made, ...] = ()
+    blocked: tuple[str, ...] = ()  # a dry run without force: edited files a revert refuses
 
 
 def revert_set(
@@ -80,6 +82,10 @@ def _revert(target: Target, set_name: str, patchsets: Sequence[Path], request: R
         _not_recorded(target, set_name, patchsets, request, reconciled)
         return Outcome(applied=False)
     _refuse_shared(ledger, set_name, record)
+    blocked = _blocked(root, record) if request.dry_run and not request.force else []
+    if blocked:  # show what a revert would do and what stops it (the real one refuses)
+        restorable = [p for p in sorted(record.files) if p not in blocked]
+        return Outcome(True, tuple(restorable), blocked=tuple(blocked))
     changes, edited = _restore(root, record, request.force, set_name, patchsets)
     restored = tuple(c.path for c in changes)
     changes += ledger_mod.store_changes(root, reconciled.stored, ledger.without_set(set_name))
@@ -94,7 +100,7 @@ def _revert(target: Target, set_name: str, patchsets: Sequence[Path], request: R
         report.notes(reconciled, dropped=True)  # the ledger written holds none of the stale sets
         if plan is not None:
             made = gitmode.finish(target, plan, undo=changes)
-            gitmode.report_commits(made)
+            report.lines([m.line() for m in made])
     return Outcome(True, restored, tuple(edited), tuple(made))
 
 
@@ -111,9 +117,7 @@ def _not_recorded(target, set_name, patchsets, request, reconciled) -> None:
     if request.git_commit:
         from sgpatch.git import mode as gitmode
 
-        made = gitmode.finish_revert(target, set_name)
-        if made:
-            gitmode.report_commits(made)
+        report.lines([m.line() for m in gitmode.finish_revert(target, set_name)])
 
 
 def _refuse_shared(ledger: Ledger, set_name: str, record: SetRecord) -> None:
@@ -169,6 +173,18 @@ def _restore(root: Path, record: SetRecord, force: bool, set_name, patchsets):
     if legacy:  # a v1 ledger kept no after-bytes: reverse-apply today's patch files
         changes += _reverse_apply(root, set_name, record, legacy, patchsets)
     return changes, edited
+
+
+def _blocked(root: Path, record: SetRecord) -> list[str]:
+    """The files a revert without --force refuses: changed since sgpatch wrote them."""
+    out = []
+    for path, rec in sorted(record.files.items()):
+        if rec.link_before is not None or rec.link_after is not None:
+            if _restore_link(root, path, rec) is None:
+                out.append(path)
+        elif sha256(read_bytes(root, path)) != rec.after:
+            out.append(path)
+    return out
 
 
 def _restore_link(root: Path, path: str, rec) -> FileChange | None:
@@ -237,8 +253,8 @@ def _merge(root: Path, path: str, record: SetRecord) -> FileChange:
 def _reverse_apply(root, set_name, record, edited, patchsets) -> list[FileChange]:
     """--force on a ledger from before schema 2 (no after-bytes stored): un-apply the set's
     patches from edited files with the engine, newest first, from the patch files."""
+    from sgpatch.diff.paths import package_mapper
     from sgpatch.diff.unified import decode, encode, parse_patch, split_lines
-    from sgpatch.ops.fileplan import package_mapper
     from sgpatch.placement.engine import apply_hunks
 
     manifest = load_set(set_name, tuple(patchsets))

@@ -127,8 +127,8 @@ def _states(pp) -> tuple[dict, dict]:
 
 def _mid(by: str, take: set, variant: Variant, before: dict, full: dict, fuzz: int) -> dict:
     """The files once only the part that stays is applied."""
+    from sgpatch.diff.paths import package_mapper
     from sgpatch.diff.unified import decode, encode, read_patch, split_lines
-    from sgpatch.ops.fileplan import package_mapper
     from sgpatch.placement.engine import apply_hunks
 
     patch = read_patch(variant.file)
@@ -159,11 +159,17 @@ def _mid(by: str, take: set, variant: Variant, before: dict, full: dict, fuzz: i
 
 def _check_take(by: str, take: set, variant: Variant) -> None:
     """Every --take names something the variant's patch has, and not all of it."""
+    from sgpatch.diff.paths import package_mapper
     from sgpatch.diff.unified import read_patch
-    from sgpatch.ops.fileplan import package_mapper
 
     patch = read_patch(variant.file)
     mapper = package_mapper(patch.name)
+    kinds = [fp for fp in patch.files if fp.symlink or fp.mode_change or fp.new_mode == 0o755]
+    if kinds:  # its halves are written from bytes alone: a link or a mode would be lost
+        raise bad_input(
+            f"{variant.file.name}: {mapper(kinds[0].path)} is a symlink or changes a file mode, "
+            "which split cannot carry into the halves yet; split this patch file by hand"
+        )
     have = (
         {mapper(fp.path) for fp in patch.files}
         if by == "file"
@@ -176,11 +182,15 @@ def _check_take(by: str, take: set, variant: Variant) -> None:
         raise bad_input(f"--take names every {by} of {variant.file.name}: nothing would stay")
 
 
-def _new_file(variant: Variant, new_id: str) -> Path:
+def _new_file(variant: Variant, new_id: str, position: int) -> Path:
+    """The new patch's file beside the split one, numbered as the set numbers its files: by
+    its place in the set (`position`, from 1; the split patch's own place + 1), in the split
+    file's width (`0001-a.patch` split gives `0002-NEW.patch`); `split-NEW.patch` beside an
+    unnumbered file. Later patches keep their files' numbers: a file is never renamed."""
     old = variant.patch
     assert old is not None
     m = re.match(r"(\d+)-", old.name)
-    name = f"{m.group(1) if m else 'split'}-{new_id}.patch"
+    name = f"{str(position).zfill(len(m.group(1))) if m else 'split'}-{new_id}.patch"
     if (old.parent / name).exists():
         raise bad_input(f"{old.parent / name} exists already; choose another --into")
     return old.parent / name
@@ -211,7 +221,7 @@ def _split_variant(manifest, spec, variant, by, take, new_id, summary, tmp: Path
         base=base,
         rest=render(read_patch(variant.patch).header, _diff(before, mid)),
         taken=render(head, _diff(mid, full)),
-        new_file=_new_file(variant, new_id),
+        new_file=_new_file(variant, new_id, manifest.patches.index(spec) + 2),
         states=(before, mid, full),
         pristine=pristine,
         final={**full, **final},

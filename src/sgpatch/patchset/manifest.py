@@ -21,7 +21,7 @@ from typing import NoReturn
 from packaging.specifiers import Specifier, SpecifierSet
 from packaging.version import Version
 
-from sgpatch.errors import bad_input, unsafe
+from sgpatch.errors import SgpatchError, bad_input, unsafe
 from sgpatch.patchset.hygiene import refuse_others_writable, refuse_writable_inside
 from sgpatch.patchset.probe import (
     REGEX_FLAGS,
@@ -889,14 +889,17 @@ def _sets_in(directory: Path) -> list[tuple[str, Path]]:
 
 
 def find_sets(
-    extra_dirs: Sequence[Path | str] = (), environ: Mapping[str, str] | None = None
+    extra_dirs: Sequence[Path | str] = (),
+    environ: Mapping[str, str] | None = None,
+    refused: list[SgpatchError] | None = None,
 ) -> dict[str, Path]:
     """Known patch sets, name -> set directory; the first found wins for a name.
 
     Search order: `--patchsets DIR` (each a set or a folder of sets; must exist), then
     `$SGPATCH_PATH` (os.pathsep-separated; missing entries are skipped, like $PATH), then the
     bundled sets. A folder on the way, a set folder or its manifest that other users may write
-    is refused (exit 4, sgpatch.patchset.hygiene).
+    is refused (exit 4, sgpatch.patchset.hygiene); with `refused`, it goes there instead and
+    the search goes on without it (`list` shows the others).
     """
     env = os.environ if environ is None else environ
     places: list[tuple[Path, str]] = []
@@ -912,13 +915,32 @@ def find_sets(
     if bundled_dir().is_dir():
         places.append((bundled_dir(), f"the shipped patch sets' folder {bundled_dir()}"))
     found: dict[str, Path] = {}
+    seen: set[str] = set()  # a refused set still takes its name: a later one is not shown as it
     for directory, what in places:
-        refuse_others_writable(directory, what)
+        if _refused(refused, refuse_others_writable, directory, what):
+            continue
         for name, path in _sets_in(directory):
-            if name not in found:
-                refuse_others_writable(path / MANIFEST_NAME, f"patch set {name} ({what})")
+            if name in seen:
+                continue
+            seen.add(name)
+            set_what = f"patch set {name} ({what})"
+            if not _refused(refused, refuse_others_writable, path, set_what) and not _refused(
+                refused, refuse_others_writable, path / MANIFEST_NAME, f"the manifest of {set_what}"
+            ):
                 found[name] = path.absolute()
     return found
+
+
+def _refused(refused: list[SgpatchError] | None, check, *args) -> bool:
+    """Run a hygiene check; its refusal raises, or with a `refused` list is kept there."""
+    try:
+        check(*args)
+    except SgpatchError as e:
+        if refused is None:
+            raise
+        refused.append(e)
+        return True
+    return False
 
 
 def shadowed(name: str, path: Path) -> Path | None:

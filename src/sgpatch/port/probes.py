@@ -89,8 +89,14 @@ def keep(
 
 
 def kept(ws: Workspace, pid: str) -> Kept | None:
-    """The probe file as it is now (None: port wrote none for this patch)."""
-    data = ws.get_bytes(f"{DIR}/{pid}.yaml")
+    """The probe file as it is now (None: port wrote none for this patch); one too big to read
+    is a problem the stop reports (port.stopreport.probe_file)."""
+    from sgpatch.port.stopreport import probe_file
+
+    try:
+        data = probe_file(ws, pid)
+    except SgpatchError as e:
+        return Kept(None, False, True, e.message)
     if data is None:
         return None
     edited = digest(data) != (ws.get(f"{DIR}/{pid}.sha256") or "").strip()

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sgpatch.errors import ExitCode, SgpatchError, bad_input, unsafe
+from sgpatch.fs.atomic import TMP_SUFFIX
 from sgpatch.patchset.manifest import load_manifest
 from sgpatch.port import snapshots
 from sgpatch.port import source as src
@@ -32,7 +33,6 @@ from sgpatch.port.workspace import (
     remove,
     shown,
 )
-from sgpatch.state.folder import TMP_SUFFIX
 
 
 def reopen(ws: Workspace) -> tuple[Context, PortState, list[str]]:

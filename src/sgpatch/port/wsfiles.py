@@ -8,7 +8,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import secrets
 import shutil
 import stat
 from collections.abc import Callable, Iterable, Iterator
@@ -16,7 +15,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
 
 from sgpatch.errors import SgpatchError, unsafe
-from sgpatch.state.folder import TMP_SUFFIX
+from sgpatch.fs import atomic, steps
 
 STATE = ".sgpatch-port"
 PKG = "sglang"
@@ -24,10 +23,8 @@ _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 
 
 def kill_point() -> None:
-    """One write step, for the fault-injection tests' hook (sgpatch.state.txn.kill_point)."""
-    from sgpatch.state import txn
-
-    txn.kill_point()
+    """One write step, for the fault-injection tests' hook (sgpatch.fs.steps)."""
+    steps.step()
 
 
 def _parts(rel: str) -> list[str]:
@@ -174,15 +171,7 @@ def _afresh(top: Path, act: Callable[[], None]) -> None:
 
 def _replace(top: Path, dirs: list[str], name: str, data: bytes) -> None:
     with _dir(top, dirs, create=True) as d:
-        tmp = f".{name}.{secrets.token_hex(6)}{TMP_SUFFIX}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=d)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, name, src_dir_fd=d, dst_dir_fd=d)
-        except BaseException:
-            os.unlink(tmp, dir_fd=d)
-            raise
+        atomic.write(d, name, data, 0o644, durable=False, sync=False)
 
 
 def append(top: Path, rel: str, line: str) -> None:
@@ -194,12 +183,7 @@ def append(top: Path, rel: str, line: str) -> None:
 
 def _append(top: Path, dirs: list[str], name: str, line: str) -> None:
     with _dir(top, dirs, create=True) as d:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
-        fd = os.open(name, flags, 0o644, dir_fd=d)
-        try:
-            os.write(fd, line.encode("utf-8"))
-        finally:
-            os.close(fd)
+        atomic.append(d, name, line.encode("utf-8"))
 
 
 def digest(data: bytes) -> str:

@@ -54,6 +54,7 @@ __all__ = [
     "cached_wheels",
     "copy_tree",
     "downloaded",
+    "executables",
     "extract",
     "fetch",
     "git_tree",
@@ -84,6 +85,14 @@ def record(version: str | Version) -> dict[str, str]:
 def sizes(version: str | Version) -> dict[str, int]:
     """Wheel-relative path -> size in bytes, of every file the release's wheel holds."""
     return {name: info.file_size for name, info in _wheel(version).infos.items()}
+
+
+def executables(version: str | Version) -> frozenset[str]:
+    """Wheel-relative paths of the release's files whose zip mode has an execute bit (laid
+    out 0755, as `trees` does; every other file 0644)."""
+    return frozenset(
+        name for name, info in _wheel(version).infos.items() if (info.external_attr >> 16) & 0o111
+    )
 
 
 def member_name(relpath: str) -> str:

@@ -1,11 +1,12 @@
 """The cache folder: where it is, what may be in it, and what an odd layout says.
 
-`$SGPATCH_CACHE` (default `~/.cache/sgpatch`) holds `wheels/` (the downloaded wheels, a lock per
-download and `.verified/` stamps) and `snapshots/` (trees `port --to-tree` kept, in wheel form),
-nothing else: files are read straight from the wheels, so deleting the cache is a plain
-`rm -rf`. Anything sgpatch reads or writes in it must be what it looks like: a folder (or a
-link to one) where a folder belongs, a regular file (never a link, FIFO or device) where a file
-does. Anything else is one line naming the path, exit 2, before any read or write.
+`$SGPATCH_CACHE` (default `$XDG_CACHE_HOME/sgpatch`, else `~/.cache/sgpatch`) holds `wheels/`
+(the downloaded wheels, a lock per download and `.verified/` stamps) and `snapshots/` (trees
+`port --to-tree` kept, in wheel form), nothing else: files are read straight from the wheels,
+so deleting the cache is a plain `rm -rf`. Anything sgpatch reads or writes in it must be what
+it looks like: a folder (or a link to one) where a folder belongs, a regular file (never a link,
+FIFO or device) where a file does. Anything else is one line naming the path, exit 2, before any
+read or write.
 """
 
 from __future__ import annotations
@@ -34,9 +35,14 @@ _KINDS = {
 
 
 def cache_dir() -> Path:
-    """`$SGPATCH_CACHE`, else `~/.cache/sgpatch` (read on every call so tests can redirect it)."""
+    """`$SGPATCH_CACHE`, else `$XDG_CACHE_HOME/sgpatch` (the XDG base directory convention pip
+    follows; a relative value is ignored, as the spec says), else `~/.cache/sgpatch`. Read on
+    every call so tests can redirect it."""
     env = os.environ.get(CACHE_ENV)
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "sgpatch"
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "sgpatch"
 
 
 def wheels_dir() -> Path:

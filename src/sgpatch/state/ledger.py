@@ -277,9 +277,11 @@ def record_apply(
     changes: Mapping[str, tuple[bytes | None, bytes | None]],
     modes: Mapping[str, tuple[int | None, int | None]] | None = None,
     variants_of: str | None = None,
+    links: Mapping[str, tuple[str | None, str | None]] | None = None,
 ) -> Ledger:
     """The ledger after applying `patches` whose files went from `changes[path][0]` to [1]
-    (and, where given, from mode `modes[path][0]` to [1]).
+    (and, where given, from mode `modes[path][0]` to [1], from symlink target `links[path][0]`
+    to [1]; a link's bytes are its target's text).
 
     A file the set already touched keeps its first 'before' (and mode before). Another set
     that recorded the same file keeps its own record: this set was planned on the bytes that
@@ -291,14 +293,18 @@ def record_apply(
     modes = modes or {}
     old = ledger.sets.get(name)
     files = dict(old.files) if old else {}
+    links = links or {}
     for path, (before, after) in changes.items():
         prev = files.get(path)
         mode_before, mode_after = modes.get(path, (None, None))
+        link_before, link_after = links.get(path, (None, None))
         files[path] = FileRecord(
             prev.before if prev else sha256(before),
             sha256(after),
             prev.mode_before if prev else mode_before,
             mode_after,
+            prev.link_before if prev else link_before,
+            link_after,
         )
     record = SetRecord(
         name=name,

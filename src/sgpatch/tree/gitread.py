@@ -138,14 +138,18 @@ def run(repo: Path, *args: str, stdin: bytes | None = None, ok: Sequence[int] = 
     raise _failure(repo, proc.stderr)
 
 
-_GIT_FILES = ("HEAD", "config", "index", "packed-refs", "commondir")  # what every read opens
+# What the reads used here open in a repository: every read (HEAD, config and the files it
+# includes, the index, packed-refs, commondir), object access (alternates, grafts), history
+# (shallow), and `describe` (every loose ref: a tag is a file under refs/tags).
+_GIT_FILES = ("HEAD", "config", "index", "packed-refs", "commondir", "shallow",
+              "objects/info/alternates", "info/grafts")  # fmt: skip
 
 
 def _special_git_file(repo: Path) -> Path | None:
     """A FIFO, device or socket where git would open a file of the repository `repo` is in
-    (`.git` itself, HEAD, config, the index, packed-refs, the branch HEAD names): git would
-    wait on it until its timeout, so it is found first. None when there is none, or no `.git`
-    above `repo` at all (git then says so itself)."""
+    (`.git` itself, one of _GIT_FILES, the branch HEAD names, a loose ref, a file the config
+    includes): git would wait on it until its timeout, so it is found first. None when there
+    is none, or no `.git` above `repo` at all (git then says so itself)."""
     from sgpatch.tree.files import read_regular
 
     here = repo.absolute()
@@ -160,7 +164,58 @@ def _special_git_file(repo: Path) -> Path | None:
             line = (read_regular(dotgit, 4096) or b"").decode("utf-8", "replace").strip()
             dotgit = folder / line.removeprefix("gitdir:").strip()
         names = [*_GIT_FILES, _head_ref(dotgit / "HEAD")]
-        return next((dotgit / n for n in names if n and _odd(_lmode(dotgit / n))), None)
+        found = next((dotgit / n for n in names if n and _odd(_lmode(dotgit / n))), None)
+        return found or _odd_ref(dotgit / "refs") or _odd_include(dotgit / "config", 0)
+    return None
+
+
+def _odd_ref(refs: Path) -> Path | None:
+    """The first loose ref under `refs` that is a FIFO, device or socket (links not followed)."""
+    try:
+        entries = list(os.scandir(refs))
+    except (OSError, ValueError):
+        return None
+    for e in entries:
+        if e.is_dir(follow_symlinks=False):
+            inner = _odd_ref(Path(e.path))
+            if inner is not None:
+                return inner
+        elif not (e.is_file(follow_symlinks=False) or e.is_symlink()):
+            return Path(e.path)
+    return None
+
+
+_SECTION = re.compile(rb"^\s*\[\s*([A-Za-z.-]+)")
+_PATH = re.compile(rb"^\s*path\s*=\s*(.+?)\s*$")
+
+
+def _included(text: bytes) -> list[str]:
+    """The `path =` values of a config's [include] and [includeIf "..."] sections."""
+    out, inside = [], False
+    for line in text.splitlines():
+        head = _SECTION.match(line)
+        if head is not None:
+            inside = head.group(1).lower() in (b"include", b"includeif")
+        elif inside and (m := _PATH.match(line)) is not None:
+            out.append(m.group(1).strip(b'"').decode("utf-8", "surrogateescape"))
+    return out
+
+
+def _odd_include(config: Path, depth: int) -> Path | None:
+    """A file `config` includes (nested up to 5 deep) that is a FIFO, device or socket: git
+    opens it, links followed, on every read."""
+    from sgpatch.tree.files import read_regular
+
+    for raw in _included(read_regular(config, 1 << 20) or b"") if depth < 5 else ():
+        path = Path(os.path.expanduser(raw))
+        path = path if path.is_absolute() else config.parent / path
+        try:
+            mode = os.stat(path).st_mode
+        except (OSError, ValueError):
+            continue
+        found = path if _odd(mode) else _odd_include(path, depth + 1)
+        if found is not None:
+            return found
     return None
 
 
@@ -238,6 +293,20 @@ def checkout(inside: Path) -> Checkout | None:
     if len(lines) < 3 or lines[0] != "true":
         return None
     return Checkout(Path(lines[1]), lines[2])
+
+
+def unignored_exclude(top: Path, rel: str) -> Path | None:
+    """The repository's `info/exclude` file when git would show `rel` (a folder of the work
+    tree `top`) as untracked, so a person can add it there; None when git ignores it already,
+    or cannot tell. sgpatch never writes into `.git` itself (it writes only inside the tree)."""
+    try:
+        # check-ignore takes no pathspec magic, so not the literal one the environment sets
+        if run(top, "--no-literal-pathspecs", "check-ignore", rel, ok=(0, 1)).strip():
+            return None
+        where = run(top, "rev-parse", "--git-path", "info/exclude").decode().strip()
+    except (GitUnreadable, UnicodeDecodeError):
+        return None
+    return Path(os.path.abspath(top / where))
 
 
 def head(top: Path) -> str | None:

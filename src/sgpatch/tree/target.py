@@ -14,6 +14,7 @@ import ast
 import importlib.util
 import os
 import re
+import stat
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -155,15 +156,24 @@ def _literal_version(path: Path) -> str | None:
     Only top-level statements count: from 0.5.7, version.py assigns the fallback "0.0.0.dev0"
     inside an `except` block, which must not be mistaken for the release; a later non-literal
     assignment overrides a literal one. A hostile file is bounded before it is parsed (size,
-    line length), and what the parser refuses (deep nesting: RecursionError) is no version.
+    line length); one past those bounds, or nested past the parser's depth, is bad input
+    (exit 2): the tree names its version there, so falling back to METADATA would be a guess
+    (a 4,400-digit version sits on one line). A file that is not regular, or not Python this
+    interpreter parses, reads as none.
     """
     data = read_regular(path, _MAX_VERSION_FILE)
-    if data is None or any(len(ln) > _MAX_VERSION_LINE for ln in data.split(b"\n")):
+    if data is None:
+        if _regular_size(path) > _MAX_VERSION_FILE:
+            raise _unread(path, f"more than {_MAX_VERSION_FILE} bytes")
         return None
+    if any(len(ln) > _MAX_VERSION_LINE for ln in data.split(b"\n")):
+        raise _unread(path, f"a line longer than {_MAX_VERSION_LINE} characters")
     try:
         module = ast.parse(data, filename=str(path))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except (SyntaxError, ValueError):  # not Python this interpreter reads (ValueError: a NUL)
         return None
+    except (RecursionError, MemoryError):
+        raise _unread(path, "nested deeper than Python's parser goes") from None
     found: str | None = None
     for stmt in module.body:
         if "__version__" in _assigned_names(stmt):
@@ -174,6 +184,21 @@ def _literal_version(path: Path) -> str | None:
                 else None
             )
     return found
+
+
+def _regular_size(path: Path) -> int:
+    """The size of `path` when it is a regular file (links followed, never opened), else -1."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return -1
+    return st.st_size if stat.S_ISREG(st.st_mode) else -1
+
+
+def _unread(path: Path, why: str) -> SgpatchError:
+    return bad_input(
+        f"{path}: {why}; sgpatch does not read a version from it (pass --sglang-version)"
+    )
 
 
 def _assigned_names(stmt: ast.stmt) -> set[str]:

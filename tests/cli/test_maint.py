@@ -1,0 +1,52 @@
+"""cli/maint: `fetch`, `matrix` and `lint` as a user types them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import offline_cache, run_cli
+
+
+def test_lint_offline_on_a_partial_cache_says_what_it_skipped(tmp_path, monkeypatch) -> None:
+    """Input: `lint --offline` of the shipped set with an empty release cache (the extreme of a
+    partial one). Outcome: exit 0, no "never chosen" warning (a variant whose releases are not
+    cached is not dead), and stderr names every variant it could not check; --json lists them
+    under `skipped`."""
+    offline_cache(tmp_path, monkeypatch)
+    code, out, err = run_cli("lint", "--offline", "--set", "kimi-eagle3-sm120")
+    assert code == 0 and "never chosen" not in out
+    assert "judged on the 0 cached release(s) only" in err
+    assert "  kimi-k25-eagle3-hooks: >=0.5.9,<0.5.10" in err.splitlines()
+    code, out, _ = run_cli("lint", "--offline", "--set", "kimi-eagle3-sm120", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["findings"] == []
+    assert {"set": "kimi-eagle3-sm120", "patch": "kimi-k25-eagle3-hooks",
+            "variant": ">=0.5.9,<0.5.10"} in doc["skipped"]  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_lint_offline_still_warns_about_a_variant_no_version_chooses(
+    tmp_path, monkeypatch, fmt
+) -> None:
+    """Input: a set whose second variant (`>=0.5.1,<0.5.2`) lies inside its first (`<0.5.3`),
+    linted --offline with an empty cache. Outcome: the "never chosen" warning, as with every
+    release at hand."""
+    offline_cache(tmp_path, monkeypatch)
+    d = tmp_path / "sets" / "s"
+    (d / "patches").mkdir(parents=True)
+    (d / "patches" / "p.patch").write_text(
+        "Subject: x\n\n--- a/python/sglang/srt/x.py\n+++ b/python/sglang/srt/x.py\n"
+        "@@ -1 +1 @@\n-a\n+b\n"
+    )
+    (d / "patchset.yaml").write_text(
+        'schema: 1\nname: s\nsummary: s\nsglang: ">=0.5.0,<0.6"\npatches:\n'
+        "  - id: p\n    summary: p\n    type: bugfix\n    upstream: {status: pending}\n"
+        "    variants:\n"
+        '      - {sglang: "<0.5.3", patch: patches/p.patch}\n'
+        '      - {sglang: ">=0.5.1,<0.5.2", patch: patches/p.patch}\n'
+    )
+    args = ("lint", "--offline", "--patchsets", str(tmp_path / "sets"), "--set", "s")
+    code, out, _ = run_cli(*args, "--format", fmt)
+    assert code == 0 and "variant >=0.5.1,<0.5.2 (p.patch) is never chosen" in out

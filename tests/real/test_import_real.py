@@ -21,23 +21,10 @@ from sgpatch.patchset.probe import evaluate
 STACKS = Path(__file__).resolve().parents[1] / "data" / "stacks"
 
 
-# Stacks that `git apply` applies but import refuses today: issue 42.1 (faithful import) and
-# 45.2 (any unified diff) are to make them pass; strict, so the fix has to drop the mark.
-KNOWN_GAPS = {
-    ("tracelens", "0.5.12"): "cuda_graph_runner.patch: a context line past its last hunk's "
-    "@@ count (git apply ignores it); import: exit 2, malformed diff",
-    ("tracelens", "0.5.16"): "decode_cuda_graph_runner.patch hunk #1 removes and adds the same "
-    "line (a no-op git apply accepts); import: exit 3, already there",
-}
-
-
-def _stacks() -> list[object]:
-    out: list[object] = []
+def _stacks() -> list[tuple[str, str]]:
+    out = []
     for series in sorted(STACKS.glob("*/*/series")):
-        key = (series.parent.parent.name, series.parent.name)
-        gap = KNOWN_GAPS.get(key)
-        marks = [pytest.mark.xfail(strict=True, reason=gap)] if gap else []
-        out.append(pytest.param(*key, marks=marks, id=f"{key[0]}-{key[1]}"))
+        out.append((series.parent.parent.name, series.parent.name))
     return out
 
 

@@ -35,7 +35,7 @@ def run(opts: ApplyOptions) -> int:
     from sgpatch.patchset.manifest import load_set
     from sgpatch.patchset.nearest import basis as basis_of
 
-    target = open_target(opts.sglang_dir, opts.sglang_version)
+    target = open_target(opts.sglang_dir, opts.sglang_version, reader=opts.dry_run)
     manifest = load_set(opts.set_name, opts.patchsets)
     basis = basis_of(manifest, target.version)
     if not basis.checked and not opts.untested and not opts.dry_run:

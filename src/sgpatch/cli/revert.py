@@ -26,7 +26,7 @@ class RevertOptions:
 def run(opts: RevertOptions) -> int:
     from sgpatch.ops.revert import Request, revert_set
 
-    target = open_target(opts.sglang_dir, opts.sglang_version)
+    target = open_target(opts.sglang_dir, opts.sglang_version, reader=opts.dry_run)
     request = Request(force=opts.force, dry_run=opts.dry_run, git_commit=opts.git_commit)
     outcome = revert_set(target, opts.set_name, opts.patchsets, request)
     if not outcome.applied:

@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from sgpatch import console
 from sgpatch.errors import ExitCode, SgpatchError
-from sgpatch.ops import report
 from sgpatch.state.folder import interrupted, journal_path
 from sgpatch.state.ledger import state_dir
 from sgpatch.tree.target import Target, discover, find_target
@@ -25,17 +25,17 @@ def locate_tree(sglang_dir: Path | None) -> Path:
     import: the server may run other files than the ones patched."""
     found = discover(sglang_dir)
     if found.how == "current directory":
-        report.err(
+        console.err(
             f"sgpatch: using the SGLang tree around the current directory: {found.root} "
             "(--sglang-dir to choose another)"
         )
         if found.imported is None:
-            report.err(
+            console.err(
                 f"sgpatch: warning: {sys.executable} imports no sglang; this tree may not be "
                 "the one that runs"
             )
         elif found.imported != found.root:
-            report.err(
+            console.err(
                 f"sgpatch: warning: {sys.executable} imports sglang from {found.imported}, "
                 "not from this tree"
             )

@@ -6,6 +6,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from sgpatch import console
 from sgpatch.diff.unified import Patch, parse_patch, read_patch
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ops import report
@@ -18,7 +19,9 @@ from sgpatch.ops.fileplan import (
     plan_patch,
 )
 from sgpatch.state.folder import STATE_DIR
-from sgpatch.state.txn import commit, locked, stop_if_rolled_back
+from sgpatch.state.lock import locked
+from sgpatch.state.recovery import stop_if_rolled_back
+from sgpatch.state.txn import commit
 
 STDIN = "-"
 MISSING = "file does not exist"
@@ -80,7 +83,7 @@ def run(sources: list[Path], opts: Options) -> int:
     written = code == ExitCode.OK and not opts.dry_run and bool(overlay.changes(modes))
     if written:
         with locked(state):  # and leaves no .sgpatch/ behind, unless a set's ledger is in it
-            report.warnings(commit(root, state, overlay.changes(modes)))
+            console.warnings(commit(root, state, overlay.changes(modes)))
     _report(results, opts, code)
     return int(code)
 
@@ -98,7 +101,7 @@ def _strip_hint(files: list[FilePlan], strip: int) -> str | None:
 
 def _report(results: list[tuple[Patch, tuple[FilePlan, ...]]], opts: Options, code: int) -> None:
     if opts.as_json:
-        report.emit_json(
+        console.emit_json(
             {
                 "command": "patch",
                 "ok": code == ExitCode.OK,
@@ -121,7 +124,7 @@ def _report(results: list[tuple[Patch, tuple[FilePlan, ...]]], opts: Options, co
     if hint:
         lines.append(hint)
     lines.append(_verdict(code, opts.dry_run, opts.reverse, every))
-    report.err("\n".join(lines))
+    console.err("\n".join(lines))
 
 
 def _verdict(code: int, dry_run: bool, reverse: bool, files: list[FilePlan]) -> str:

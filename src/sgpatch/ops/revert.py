@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sgpatch import console
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ops import merge3, report
 from sgpatch.patchset.manifest import load_set
 from sgpatch.state import ledger as ledger_mod
 from sgpatch.state.ledger import Ledger, SetRecord, has_bytes, read_original, sha256, state_dir
-from sgpatch.state.txn import FileChange, commit, locked, read_bytes
+from sgpatch.state.lock import locked
+from sgpatch.state.txn import FileChange, commit, read_bytes
 from sgpatch.state.upgrade import for_target
 
 if TYPE_CHECKING:
@@ -95,11 +97,11 @@ def _revert(target: Target, set_name: str, patchsets: Sequence[Path], request: R
             from sgpatch.git import mode as gitmode
 
             plan = gitmode.revert_plan(target, set_name, record, changes)
-        report.warnings(commit(root, state_dir(root), changes))  # last set: no .sgpatch/ left
+        console.warnings(commit(root, state_dir(root), changes))  # last set: no .sgpatch/ left
         report.notes(reconciled, dropped=True)  # the ledger written holds none of the stale sets
         if plan is not None:
             made = gitmode.finish(target, plan, undo=changes)
-            gitmode.report_commits(made)
+            console.lines([m.line() for m in made])
     return Outcome(True, restored, tuple(edited), tuple(made))
 
 
@@ -111,14 +113,12 @@ def _not_recorded(target, set_name, patchsets, request, reconciled) -> None:
         load_set(set_name, tuple(patchsets))  # an unknown name is a typo: exit 2
     if reconciled.stale and not request.dry_run:  # store the ledger without the stale sets
         forget = ledger_mod.store_changes(root, reconciled.stored, reconciled.ledger)
-        report.warnings(commit(root, state_dir(root), forget))
+        console.warnings(commit(root, state_dir(root), forget))
         report.notes(reconciled, dropped=True)
     if request.git_commit:
         from sgpatch.git import mode as gitmode
 
-        made = gitmode.finish_revert(target, set_name)
-        if made:
-            gitmode.report_commits(made)
+        console.lines([m.line() for m in gitmode.finish_revert(target, set_name)])
 
 
 def _refuse_shared(ledger: Ledger, set_name: str, record: SetRecord) -> None:
@@ -254,8 +254,8 @@ def _merge(root: Path, path: str, record: SetRecord) -> FileChange:
 def _reverse_apply(root, set_name, record, edited, patchsets) -> list[FileChange]:
     """--force on a ledger from before schema 2 (no after-bytes stored): un-apply the set's
     patches from edited files with the engine, newest first, from the patch files."""
+    from sgpatch.diff.paths import package_mapper
     from sgpatch.diff.unified import decode, encode, parse_patch, split_lines
-    from sgpatch.ops.fileplan import package_mapper
     from sgpatch.placement.engine import apply_hunks
 
     manifest = load_set(set_name, tuple(patchsets))

@@ -695,9 +695,12 @@ def status_warning(target, manifest, ledger=None, quiet: bool = False) -> list[s
     if files:
         report.err(warning_line(files))
     if mine:
+        from sgpatch.shown import command, context
+
+        commit = command("revert", "--set", manifest.name, *context(target.root), "--commit")
         report.err(
             f"note: sgpatch reverted {manifest.name} but the revert is not committed "
-            f"({', '.join(mine)}); `sgpatch revert --set {manifest.name} --commit` commits it"
+            f"({', '.join(mine)}); {commit} commits it"
         )
     return files
 

@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sgpatch.errors import SgpatchError, unsafe
+from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.port.wsfiles import PKG, STATE, append, digest, read, rmtree, write
 
 DIR = f"{STATE}/journal"
@@ -87,10 +87,16 @@ def recover(top: Path) -> list[str]:
     return kept
 
 
+class Damaged(SgpatchError):
+    """The journal is not as sgpatch writes it: never replayed (exit 4). `--abort` goes on
+    without it, which is what this error advises."""
+
+
 def _damaged(top: Path, why: str) -> SgpatchError:
-    return unsafe(
+    return Damaged(
         f"{top}/{INDEX}: damaged ({why}); `sgpatch port --abort --workspace "
-        f"{shlex.quote(str(top))}` and port again"
+        f"{shlex.quote(str(top))}` and port again",
+        ExitCode.UNSAFE,
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.errors import ExitCode, SgpatchError, bad_input
@@ -203,9 +203,7 @@ def lint(opts: LintOptions) -> int:
             {
                 "command": "lint",
                 "exit_code": int(code),
-                "findings": [
-                    {**asdict(f), "file": str(f.file) if f.file else None} for f in findings_all
-                ],
+                "findings": [f.to_json() for f in findings_all],
                 "skipped": skipped,
             }
         )

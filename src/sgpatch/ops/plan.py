@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from sgpatch.diff.paths import package_mapper
 from sgpatch.diff.unified import Patch, decode, parse_patch, split_lines
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ops.fileplan import (
@@ -20,7 +21,6 @@ from sgpatch.ops.fileplan import (
     Overlay,
     file_modes,
     how_applied,
-    package_mapper,
     patch_status,
     plan_patch,
 )
@@ -36,6 +36,18 @@ if TYPE_CHECKING:  # annotations only: imported where used, or by the caller
 
 State = Literal["applied", "modified", "present", "upstream", "pending", "conflict", "n/a"]
 DONE_STATES = ("applied", "present", "upstream", "n/a")
+
+
+class NoVariant(SgpatchError):
+    """No variant of patch `patch_id` covers the release and its probe does not find it
+    upstream: the set cannot be planned there (exit 2). Lint names the patch's `variants`."""
+
+    def __init__(self, message: str, patch_id: str) -> None:
+        super().__init__(message, ExitCode.BAD_INPUT)
+        self.patch_id = patch_id
+
+    def __reduce__(self):  # a matrix worker's exception crosses processes whole
+        return (NoVariant, (self.message, self.patch_id))
 
 
 @dataclass(frozen=True)
@@ -266,9 +278,10 @@ def _plan_without_variant(
             probe=probe_result,
             note=f"no variant for sglang {chosen.variants}; not selected",
         )
-    raise SgpatchError(
+    raise NoVariant(
         f"no variant of patch {spec.id!r} (set {manifest.name}) for sglang {chosen.described}, "
-        "and its probe does not find it upstream"
+        "and its probe does not find it upstream",
+        spec.id,
     )
 
 

@@ -57,6 +57,12 @@ def err(text: str = "") -> None:
         sys.stderr.write(shown.lines(text) + "\n")
 
 
+def lines(texts: Iterable[str]) -> None:
+    """Lines for people on stderr, one each, as they are (notes a lower layer returned)."""
+    for text in texts:
+        err(text)
+
+
 def warnings(lines: Iterable[str]) -> None:
     """`sgpatch: warning: ...` on stderr, one line each (a writer's notes: an owner not kept)."""
     for line in lines:

@@ -9,7 +9,6 @@ removes what sgpatch wrote.
 
 from __future__ import annotations
 
-import contextlib
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -328,13 +327,8 @@ def abort(ws: Workspace, force: bool = False) -> Aborted:
     it they are copied to `W.aborted-N` next to W first, as the person's own files in the
     state folder (na-<id> reasons, notes) always are. A damaged tree list does not keep W:
     its damaged lines are left out (never followed)."""
-    from sgpatch.port import undo
-
     top = ws.top
-    # a journal it cannot read is not replayed: its step's files stay as they are, and any
-    # that differ from what sgpatch wrote count as edits below (kept aside, never deleted)
-    with contextlib.suppress(undo.Damaged):
-        ws.recover()
+    ws.recover(strict=False)  # a damaged journal must not keep W: its hint is this command
     ws.tree(lenient=True)
     edits = hand_edits(ws)
     if edits and not force:

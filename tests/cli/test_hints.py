@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 import re
 import shutil
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,6 +34,7 @@ from helpers import (
 )
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "sgpatch"
+REPO = SRC.parents[1]
 TESTS = Path(__file__).resolve().parents[1]
 HERE = "tests/cli/test_hints.py"
 
@@ -49,7 +52,7 @@ SITES: dict[tuple[str, str], str] = {
     ): "tests/cli/test_sets.py::test_apply_with_an_edited_file_says_the_next_step",
     ("ops/status.py", "read"): f"{HERE}::test_status_with_no_set_for_the_version",
     ("state/upgrade.py", "_note"): f"{HERE}::test_a_set_reverted_outside_sgpatch",
-    ("git/mode.py", "status_warning"): f"{HERE}::test_a_revert_of_commits_not_committed",
+    ("git/mode.py", "status_check"): f"{HERE}::test_a_revert_of_commits_not_committed",
     ("cli/port.py", "_human"): f"{HERE}::test_a_stopped_port",
     ("port/stopreport.py", "<module>"): f"{HERE}::test_a_stopped_port",
     ("cli/port.py", "_interrupted"): f"{HERE}::test_an_interrupted_port",
@@ -68,7 +71,7 @@ SITES: dict[tuple[str, str], str] = {
     ): f"{HERE}::test_a_port_onto_a_tree_that_is_not_pristine",
     ("port/onto_tree.py", "prepare"): f"{HERE}::test_a_port_onto_a_release_tree",
     # not advice this sgpatch can follow, or not printed
-    ("state/journal.py", "_newer"): "none: it advises the newer sgpatch that wrote the journal",
+    ("state/journal.py", "parse"): "none: it advises the newer sgpatch that wrote the journal",
     ("ops/importer.py", "manifest_text"): "none: a comment written into a manifest",
     ("ops/split.py", "_edit"): "none: a comment written into a manifest",
 }
@@ -156,6 +159,27 @@ def _runs(advice: str, ok: tuple[int, ...] = (0,)) -> list[tuple[int, str]]:
     return out
 
 
+def _repo_state() -> str:
+    """What `git status` shows of the checkout the tests run from (empty outside one)."""
+    if not (REPO / ".git").exists():
+        return ""
+    return subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=all"],
+                          capture_output=True, text=True, check=False).stdout  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every test here runs sgpatch, and the advice it prints, from tmp_path: advice may name
+    a workspace relative to the current folder (a port's `port-SET-V`), and running it from
+    the checkout once wrote a port workspace into the repository. After each test the
+    current folder is still tmp_path and the checkout is as it was."""
+    before = _repo_state()
+    monkeypatch.chdir(tmp_path)
+    yield
+    assert Path.cwd() == tmp_path
+    assert _repo_state() == before, "the test wrote into the repository"
+
+
 # --------------------------------------------------------------------------------- the CLI
 
 
@@ -183,19 +207,20 @@ def _tree(where: Path, text: str, version: str) -> Path:
 
 
 @pytest.mark.parametrize(("version", "port"), [("1.1", "--to"), ("1.2.dev3", "--to-tree")])
-def test_apply_on_an_untested_version(releases, tmp_path, monkeypatch, version, port) -> None:
+def test_apply_on_an_untested_version(releases, tmp_path, version, port) -> None:
     """Input: `apply` of the demo set (checked on 1.0) on a tree reporting the release 1.1,
     or the snapshot 1.2.dev3. Outcome: exit 2 advising `sgpatch apply ... --untested` and a
     port: `--to 1.1` for the release (was `port --to-tree`, which refuses a release),
-    `--to-tree TREE` for the snapshot; each, run as typed from another folder, works: the port
-    exits 0 or 3 (carried, or stopped for a hand), then (the other way) apply exits 0."""
+    `--to-tree TREE` for the snapshot, its workspace `port-demo-V` in the current folder
+    (tmp_path); each, run as typed, works: the port exits 0 or 3 (carried, or stopped for a
+    hand) and writes only that workspace, then (the other way) apply exits 0."""
     d = make_set(tmp_path)
     tree = _tree(tmp_path / "t", V10, version)
     code, _out, err = run_cli("apply", "--set", "demo", "--patchsets", str(d.parent),
                               "--sglang-dir", str(tree))  # fmt: skip
     assert code == 2 and f"`sgpatch port --set demo --patchsets {d.parent} {port} " in err
-    monkeypatch.chdir(tmp_path)
     untested, ported = hint_commands(err)
+    assert ported[-2:] == ["--workspace", str(tmp_path / f"port-demo-{version}")]
     kept = tmp_path / "kept"
     shutil.copytree(d, kept)
     assert run_cli(*ported)[0] in (0, 3)  # first: a port wants the tree as the release made it

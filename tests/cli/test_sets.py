@@ -640,12 +640,14 @@ def _with_optional(tmp_path):
     return pkg, args
 
 
-def test_apply_with_an_edited_file_says_the_next_step(tmp_path):
+def test_apply_with_an_edited_file_says_the_next_step(tmp_path, monkeypatch):
     """Input: the set applied, a line appended to srt/a.py by hand, then `apply --with pe`.
     Outcome: exit 1, nothing written, and the last line names the edited patch and the next
     step (`sgpatch revert --set safety-set --force`, then apply again); following it works:
     revert --force exits 0 keeping the edit, and the apply exits 0."""
     from helpers import full_snapshot, run_cli
+
+    monkeypatch.chdir(tmp_path)  # the advice is run as typed: from tmp_path
 
     pkg, args = _with_optional(tmp_path)
     assert run_cli("apply", *args)[0] == 0

@@ -1,2 +1,0 @@
-def other():
-    return 42

@@ -1,1 +1,0 @@
-__version__ = version = '1.2.dev3'

@@ -163,8 +163,8 @@ def _repo_state() -> str:
     """What `git status` shows of the checkout the tests run from (empty outside one)."""
     if not (REPO / ".git").exists():
         return ""
-    return subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=all"],
-                          capture_output=True, text=True, check=False).stdout  # fmt: skip
+    argv = ["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=all"]
+    return subprocess.run(argv, capture_output=True, text=True, check=False).stdout
 
 
 @pytest.fixture(autouse=True)

@@ -51,6 +51,9 @@ SITES: dict[tuple[str, str], str] = {
         "_next",
     ): "tests/cli/test_sets.py::test_apply_with_an_edited_file_says_the_next_step",
     ("ops/status.py", "read"): f"{HERE}::test_status_with_no_set_for_the_version",
+    ("cli/common.py", "_wait_or_report"): f"{HERE}::test_status_after_a_crash",
+    ("state/lock.py", "check_replay_trusted"): "tests/state/test_lock.py::"
+    "test_root_rolls_back_no_journal_another_user_planted",
     ("state/upgrade.py", "_note"): f"{HERE}::test_a_set_reverted_outside_sgpatch",
     ("git/mode.py", "status_check"): f"{HERE}::test_a_revert_of_commits_not_committed",
     ("cli/port.py", "_human"): f"{HERE}::test_a_stopped_port",
@@ -236,6 +239,23 @@ def test_status_with_no_set_for_the_version(tmp_path) -> None:
     code, _out, err = run_cli("status", "--sglang-dir", str(pkg))
     assert code == 2
     _runs(err)
+
+
+def test_status_after_a_crash(tmp_path) -> None:
+    """Input: an apply killed (SIGKILL) half-way, then `status`. Outcome: exit 4 advising
+    `sgpatch recover --sglang-dir TREE`, which as typed exits 0 and leaves the tree as the
+    release had it: status then exits 0 (nothing applied)."""
+    from helpers import fork_cli, full_snapshot
+
+    pkg, _sets, args = make_env(tmp_path)
+    pristine = full_snapshot(pkg)
+    assert fork_cli(["apply", *args], kill_at=8) == ("killed", 9)
+    code, _out, err = run_cli("status", *args)
+    assert code == 4 and "interrupted sgpatch run left its journal" in err, err
+    assert hint_commands(err) == [["recover", "--sglang-dir", str(pkg)]]
+    _runs(err)
+    assert full_snapshot(pkg) == pristine
+    assert run_cli("status", *args)[0] == 0
 
 
 def test_a_set_reverted_outside_sgpatch(tmp_path) -> None:

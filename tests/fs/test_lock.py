@@ -61,3 +61,30 @@ def test_the_holder_record_names_pid_host_and_command(tmp_path):
     path.unlink()
     os.mkfifo(path)
     assert lock.holder(path) == "holder unknown"
+
+
+def test_a_child_forked_while_the_lock_is_held_does_not_keep_it(tmp_path):
+    """Input: the lock taken, then a child forked that stays alive (a port's worker pool), then
+    the lock released by the parent. Outcome: the lock can be taken again at once while the
+    child still lives (the child closed its copy of the descriptor when it was forked)."""
+    path = tmp_path / "lock"
+    first = lock.acquire(path, time.monotonic())
+    assert first is not None
+    go_r, go_w = os.pipe()
+    up_r, up_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: say it is up, wait until the parent has tried, then leave
+        os.write(up_w, b"up")
+        os.read(go_r, 1)
+        os._exit(0)
+    try:
+        assert os.read(up_r, 2) == b"up"
+        first.release()
+        again = lock.acquire(path, time.monotonic())
+        assert again is not None
+        again.release()
+    finally:
+        os.write(go_w, b"x")
+        os.waitpid(pid, 0)
+        for fd in (go_r, go_w, up_r, up_w):
+            os.close(fd)

@@ -62,6 +62,23 @@ def names(fd: int, path: Path) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
+_HELD: set[int] = set()  # descriptors of the flocks this process holds
+
+
+def _close_in_child() -> None:
+    """A forked child (a port's worker pool) shares the parent's open lock descriptors, and
+    a flock lives while any process holds one: closed in the child, so the lock ends when
+    the parent releases it, not when the pool's workers exit."""
+    for fd in list(_HELD):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_in_child)
+
+
 class Flock:
     """An exclusive flock on the lock file, polled until the deadline: what filelock's Unix
     lock does, taken with fcntl directly because importing filelock (4.x: ~25 modules) costs
@@ -83,6 +100,7 @@ class Flock:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     self.fd, fd = fd, -1
+                    _HELD.add(self.fd)
                     return
                 except BlockingIOError:
                     if time.monotonic() >= deadline:
@@ -98,6 +116,7 @@ class Flock:
     def release(self) -> None:
         if self.fd is not None:
             fd, self.fd = self.fd, None
+            _HELD.discard(fd)
             os.close(fd)
 
 

@@ -75,6 +75,11 @@ def _cell_findings(
     version = Version(release)
     where = (manifest.path, spec.line)
     out = _state_findings(spec, release, version, cell, where)
+    out += [
+        Finding("warning", spec.id, release, f"{failure_text(w)}; {fold_hint(manifest, spec)}",
+                *where)
+        for w in cell.warnings
+    ]  # fmt: skip
     if cell.state == "pending" and cell.probe_after is False:
         out.append(
             Finding(
@@ -105,6 +110,15 @@ def _cell_findings(
             )
         )
     return out
+
+
+def fold_hint(manifest: SetManifest, spec: PatchSpec) -> str:
+    """What to run to fold a name the author's patch defines twice (docs/engine.md)."""
+    return (
+        f"the author's own code, applied as written; `sgpatch fold --set {manifest.name} "
+        f"--patchsets {manifest.base_dir.parent} --patch {spec.id}` keeps the copy Python runs "
+        "and removes the other"
+    )
 
 
 def _state_findings(

@@ -564,11 +564,11 @@ def _journal_doc(doc: dict) -> Callable[[Ctx], None]:
 
 
 def _journal_lines(*lines: str) -> Callable[[Ctx], None]:
-    """A line-form journal (`.sgpatch/journal`) with these lines after its header."""
+    """A line-form journal (`.sgpatch/journal`): its header line, `pid 1`, then these lines."""
 
     def setup(ctx: Ctx) -> None:
         (ctx.pkg / ".sgpatch").mkdir(exist_ok=True)
-        text = "".join(f"{ln}\n" for ln in lines)
+        text = "".join(f"{ln}\n" for ln in (lines[0], "pid 1", *lines[1:]))
         (ctx.pkg / ".sgpatch" / state_folder.JOURNAL).write_text(text)
 
     return setup
@@ -692,19 +692,19 @@ CASES += [
     ),
     Case(
         "journal-lines-newer",
-        _journal_lines("sgpatch-journal 4", "pid 1"),
+        _journal_lines("sgpatch-journal 5"),
         4,
-        "journal schema 4 is from a newer sgpatch",
+        "journal schema 5 is from a newer sgpatch",
     ),
     Case(
         "journal-lines-bad-mode",
-        _journal_lines("sgpatch-journal 2", f"file 99999 {_SHA_A} srt/a.py"),
+        _journal_lines("sgpatch-journal 4", f"file 99999 2 {_SHA_A} srt/a.py"),
         4,
         "bad mode",
     ),
     Case(
         "journal-lines-bad-digest",
-        _journal_lines("sgpatch-journal 2", "file 644 abc srt/a.py"),
+        _journal_lines("sgpatch-journal 4", "file 644 2 abc srt/a.py"),
         4,
         "bad digest",
     ),
@@ -718,7 +718,7 @@ CASES += [
         "journal-lines-orphan-owner",
         _journal_lines("sgpatch-journal 3", "owner 0 0 srt/a.py"),
         4,
-        "bad line",
+        "follows no file line",
     ),
     Case(
         "journal-lines-owner-of-another-file",
@@ -730,7 +730,7 @@ CASES += [
         "journal-lines-bad-owner",
         _journal_lines("sgpatch-journal 3", f"file 644 {_SHA_A} srt/a.py", "owner -1 x srt/a.py"),
         4,
-        "bad owner",
+        "bad uid",
     ),
     Case(
         "journal-lines-original-missing",

@@ -165,12 +165,16 @@ def _aborted(a: Args, done) -> int:
              "kept_in": None if done.kept_in is None else str(done.kept_in)}
         )  # fmt: skip
         return 0
-    kept = f" (kept what others put there: {', '.join(done.left)})" if done.left else ""
+    from sgpatch.shown import name
+
+    left = ", ".join(map(name, done.left))
+    kept = f" (kept what others put there: {left})" if done.left else ""
     aside = ""
     if done.kept_in is not None:
         what = " and ".join(w for w, have in (("edits", done.edits), ("files", done.own)) if have)
-        aside = f"; kept your {what} in {done.kept_in}: {', '.join(done.edits + done.own)}"
-    report.err(f"sgpatch port --abort: removed {w}{kept}{aside}; the set is unchanged")
+        names = ", ".join(map(name, done.edits + done.own))
+        aside = f"; kept your {what} in {name(done.kept_in)}: {names}"
+    report.err(f"sgpatch port --abort: removed {name(w)}{kept}{aside}; the set is unchanged")
     return 0
 
 

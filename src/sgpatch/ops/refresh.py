@@ -10,24 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.diff.canonical import CONTEXT, FileDiff, canonical_diff, render
+from sgpatch.diff.paths import package_mapper, patch_files
 from sgpatch.diff.unified import decode, encode, split_lines
 from sgpatch.errors import ExitCode, SgpatchError
 
 # ---------------------------------------------------------------------------------------------
 # trees against their pristine release
-
-
-def patch_files(patch) -> list[str]:
-    """Package-relative paths a parsed patch touches (sources and targets)."""
-    from sgpatch.ops.fileplan import package_mapper
-
-    mapper = package_mapper(patch.name)
-    out: set[str] = set()
-    for fp in patch.files:
-        for p in (fp.source, fp.target):
-            if p != "/dev/null":
-                out.add(mapper(p))
-    return sorted(out)
 
 
 def pristine_bytes(version, rel: str) -> bytes | None:
@@ -351,7 +339,6 @@ def _without(root: Path, rel: str, others: Sequence, patch_id: str) -> bytes | N
     """The file's bytes in the tree with the other applied patches' changes reversed, newest
     first."""
     from sgpatch.errors import ExitCode
-    from sgpatch.ops.fileplan import package_mapper
     from sgpatch.placement.engine import apply_hunks
     from sgpatch.state.txn import read_bytes
 
@@ -376,6 +363,5 @@ def _without(root: Path, rel: str, others: Sequence, patch_id: str) -> bytes | N
 def package_rel(path: str, what: str = "--file") -> str:
     """A file the user named, package-relative; errors name it as `what` (the option or
     argument it came from)."""
-    from sgpatch.ops.fileplan import package_mapper
 
     return package_mapper(what)(path)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from sgpatch.diff.paths import package_mapper
 from sgpatch.diff.unified import DEV_NULL, Patch
 from sgpatch.errors import SgpatchError, bad_input
-from sgpatch.ops.fileplan import package_mapper
 from sgpatch.patchset.manifest import SetManifest
 from sgpatch.port import snapshots, stopreport
 from sgpatch.port import source as src

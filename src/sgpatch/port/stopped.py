@@ -328,7 +328,7 @@ def abort(ws: Workspace, force: bool = False) -> Aborted:
     state folder (na-<id> reasons, notes) always are. A damaged tree list does not keep W:
     its damaged lines are left out (never followed)."""
     top = ws.top
-    ws.recover()
+    ws.recover(strict=False)  # a damaged journal must not keep W: its hint is this command
     ws.tree(lenient=True)
     edits = hand_edits(ws)
     if edits and not force:

@@ -17,7 +17,8 @@ in `.git/rebase-merge/`):
     reused        while W is laid out from the tree of the port it finished before: that tree
                   (sha256 and path), moved into `stage/` whole (docs/porting.md)
     stage/        the release's top folders while they are laid out, renamed into W whole
-    journal/      present while a step writes: what each file held before (`undo.py`)
+    journal/      present while a step writes: the journal (`index`, the format of fs.journal)
+                  and what each file held before (`originals/`; `undo.py`)
     todo          patches still to carry (or with files still waiting), in order
     partial       what the patches on todo with some files carried have so far
     done          carried patches: id, outcome, where from
@@ -137,10 +138,11 @@ class Workspace:
             self._journal = None
             current.commit()
 
-    def recover(self) -> list[str]:
+    def recover(self, strict: bool = True) -> list[str]:
         """Put back what an interrupted step wrote (undo.recover); the tree files left as
-        the person edited them since."""
-        kept = undo.recover(self.top)
+        the person edited them since. Not `strict` (--abort): a damaged journal is dropped
+        unreplayed instead of refused, so the command its refusal advises works."""
+        kept = undo.recover(self.top, strict)
         self._tree = None
         self.absent = {}
         return kept

@@ -53,6 +53,20 @@ def _dir(top: Path, parts: list[str], create: bool) -> Iterator[int]:
             os.close(fd)
 
 
+@contextmanager
+def opened_dir(top: Path, rel: str) -> Iterator[int | None]:
+    """A descriptor of the folder top/rel opened as `read` opens folders (no symlink followed
+    on the way; exit 4 for one); None when it is absent."""
+    import contextlib
+
+    with contextlib.ExitStack() as stack:
+        try:
+            fd: int | None = stack.enter_context(_dir(top, _parts(rel), create=False))
+        except FileNotFoundError:
+            fd = None
+        yield fd
+
+
 def _open_dir(top: Path, parts: tuple[str, ...], create: bool, kept: dict | None) -> int:
     """Open top/parts component by component, from the deepest folder `kept` holds; each
     folder opened is added to `kept` (None: nothing kept, the caller closes the result)."""
@@ -146,15 +160,16 @@ def read(top: Path, rel: str) -> bytes | None:
         raise SgpatchError(f"{top}/{rel}: cannot read: {exc.strerror}") from None
 
 
-def write(top: Path, rel: str, data: bytes | None) -> None:
-    """Replace top/rel with `data` (None: remove it) through an unpredictable temp name."""
+def write(top: Path, rel: str, data: bytes | None, durable: bool = False) -> None:
+    """Replace top/rel with `data` (None: remove it) through an unpredictable temp name;
+    `durable`: the bytes are on disk before the rename (the journal's own originals)."""
     *dirs, name = _parts(rel)
     kill_point()
     if data is None:
         with suppress(FileNotFoundError), _dir(top, dirs, create=False) as d:
             os.unlink(name, dir_fd=d)  # absent, or its folder is: nothing to remove
         return
-    _afresh(top, lambda: _replace(top, dirs, name, data))
+    _afresh(top, lambda: _replace(top, dirs, name, data, durable))
 
 
 def _afresh(top: Path, act: Callable[[], None]) -> None:
@@ -169,13 +184,14 @@ def _afresh(top: Path, act: Callable[[], None]) -> None:
         act()
 
 
-def _replace(top: Path, dirs: list[str], name: str, data: bytes) -> None:
+def _replace(top: Path, dirs: list[str], name: str, data: bytes, durable: bool) -> None:
     with _dir(top, dirs, create=True) as d:
-        atomic.write(d, name, data, 0o644, durable=False, sync=False)
+        atomic.write(d, name, data, 0o644, durable=durable, sync=durable)
 
 
 def append(top: Path, rel: str, line: str) -> None:
-    """Add one line to top/rel in one write (a kill leaves at most a last line cut short)."""
+    """Add one line to top/rel in one write, on disk before this returns (a journal's line
+    comes before the write it covers; a kill leaves at most a last line cut short)."""
     *dirs, name = _parts(rel)
     kill_point()
     _afresh(top, lambda: _append(top, dirs, name, line))
@@ -183,7 +199,27 @@ def append(top: Path, rel: str, line: str) -> None:
 
 def _append(top: Path, dirs: list[str], name: str, line: str) -> None:
     with _dir(top, dirs, create=True) as d:
-        atomic.append(d, name, line.encode("utf-8"))
+        atomic.append(d, name, line.encode("utf-8", "surrogateescape"), durable=True)
+
+
+def sync(top: Path, rels: Iterable[str]) -> None:
+    """Put the files top/rel (those still there) and their folders on disk: what a step
+    wrote, before its journal goes (the commit point). Folder by folder, never through a
+    link; a file that cannot be opened is left to the next step's journal."""
+    folders: dict[tuple[str, ...], list[str]] = {}
+    for rel in rels:
+        *dirs, name = _parts(rel)
+        folders.setdefault(tuple(dirs), []).append(name)
+    for folder, names in folders.items():
+        with suppress(FileNotFoundError), _dir(top, list(folder), create=False) as d:
+            for name in names:
+                with suppress(OSError):
+                    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=d)
+                    try:
+                        atomic.fsync(fd)
+                    finally:
+                        os.close(fd)
+            atomic.sync_dir(d)
 
 
 def digest(data: bytes) -> str:

@@ -57,11 +57,12 @@ def _refuse(path: Path, what: str) -> NoReturn:
     raise unsafe(f"refusing sgpatch state file {path}: it is {what}; inspect and remove it")
 
 
-def read_state(path: Path) -> bytes | None:
+def read_state(path: Path, limit: int | None = None) -> bytes | None:
     """The bytes of a state file, None when it does not exist. Never follows a symlink, never
-    blocks on a FIFO; anything but a regular file is refused (exit 4)."""
+    blocks on a FIFO; anything but a regular file is refused (exit 4); more than `limit`
+    bytes is `regular.TooBig`."""
     try:
-        return regular.read(path)
+        return regular.read(path, limit=limit)
     except regular.OddFile as odd:
         _refuse(path, odd.kind)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 from sgpatch.fs import atomic, steps
@@ -24,6 +25,17 @@ def regular(path: Path) -> os.stat_result | None:
     except OSError:
         return None
     return st if stat.S_ISREG(st.st_mode) else None
+
+
+def digest_of_path(path: Path) -> str | None:
+    """sha256 of the regular file at `path`, streamed (None: absent)."""
+    from sgpatch.fs.journal import digest_of
+
+    at = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        return digest_of(at, path.name)
+    finally:
+        os.close(at)
 
 
 def sync_dirs(folders: set[Path]) -> None:
@@ -44,7 +56,7 @@ def _folder(path: Path) -> int:
 
 def write_file(
     path: Path,
-    data: bytes,
+    data: bytes | Iterable[bytes],
     mode: int | None,
     synced: set[Path] | None = None,
     owner: Owner | None = None,
@@ -92,7 +104,7 @@ def write_link(path: Path, target: str, synced: set[Path] | None = None) -> None
 def put(
     root: Path,
     rel: str,
-    data: bytes | None,
+    data: bytes | Iterable[bytes] | None,
     mode: int | None,
     synced: set[Path] | None = None,
     link: str | None = None,

@@ -1,58 +1,60 @@
-"""The journal's store: `.sgpatch/journal-originals/<sha256>`, the bytes a writing run's
-journal names (each file as it was before the run), read-only and content-addressed, so the
-rollback of one file is a `cp` from here. Kept only while a journal needs it."""
+"""The journal's store in a tree: `.sgpatch/journal-originals/<sha256>`, the bytes a writing
+run's journal names (each file as it was before the run), read-only and content-addressed, so
+the rollback of one file is a `cp` from here (the store itself is `sgpatch.fs.journal.Store`).
+Kept only while a journal needs it; a symlink planted at its name is refused (exit 4), never
+followed into a folder whose files would then be deleted."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from sgpatch.errors import unsafe
-from sgpatch.fs import atomic
-from sgpatch.state import journal as journal_mod
-from sgpatch.state.digest import sha256
-from sgpatch.state.folder import JOURNAL_ORIGINALS, read_state
+from sgpatch.fs import dirs
+from sgpatch.fs.journal import Damaged, Store
+from sgpatch.state.folder import JOURNAL_ORIGINALS
 
 
-def store(state_dir: Path, data: bytes) -> str:
-    """Put `data` in the store (read-only) unless a regular file with those bytes is already
-    there; return its sha256. Not a kill point of the test hook: until the journal names them
-    these files are scratch, which a crash leaves to the next writer to remove (`drop`); the
-    tree is not touched yet."""
-    digest = sha256(data)
-    path = state_dir / JOURNAL_ORIGINALS / digest
-    if read_state(path) == data:
-        return digest
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+@contextlib.contextmanager
+def opened(state_dir: Path, create: bool = False) -> Iterator[Store | None]:
+    """The store of the state folder (None: there is none, and not `create`d)."""
+    where = state_dir / JOURNAL_ORIGINALS
     try:
-        atomic.write(fd, digest, data, 0o444, sync=False)
+        at = os.open(state_dir, dirs.FLAGS)
+    except FileNotFoundError:
+        if create:
+            raise
+        yield None
+        return
+    except OSError as exc:
+        raise unsafe(f"refusing state folder {state_dir}: {exc.strerror or exc}") from None
+    try:
+        try:
+            store = Store.open(at, JOURNAL_ORIGINALS, str(where), create)
+        except Damaged as exc:
+            raise unsafe(f"refusing {where}: {exc}; inspect and remove it") from None
+        if store is None:
+            yield None
+            return
+        try:
+            yield store
+        finally:
+            store.close()
     finally:
-        os.close(fd)
-    return digest
-
-
-def blob(state_dir: Path, digest: str, doc: journal_mod.Journal) -> bytes:
-    """An original the journal names, from the old form's inline bytes or from the store,
-    checked against its digest."""
-    inline = dict(doc.inline)
-    folder = state_dir / JOURNAL_ORIGINALS
-    data = inline[digest] if digest in inline else read_state(folder / digest)
-    if data is None or sha256(data) != digest:
-        raise unsafe(
-            f"the journal names original {digest[:12]}, which {folder} lacks or holds damaged; "
-            "inspect the tree, then delete the journal"
-        )
-    return data
+        os.close(at)
 
 
 def drop(state_dir: Path) -> None:
-    """Empty and remove the store once no journal needs it."""
-    folder = state_dir / JOURNAL_ORIGINALS
-    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-        for entry in os.scandir(folder):
-            with contextlib.suppress(OSError):
-                os.unlink(entry.path)
+    """Empty and remove the store once no journal needs it (nothing when it is absent; a
+    symlink at its name is refused, exit 4: never followed)."""
+    with opened(state_dir) as store:
+        if store is None:
+            return
+        store.drop()
     with contextlib.suppress(OSError):
-        folder.rmdir()
+        os.rmdir(state_dir / JOURNAL_ORIGINALS)
+
+
+__all__ = ["drop", "opened"]

@@ -64,16 +64,21 @@ def write_journal(
     owners = owners or {}
     state_dir.mkdir(parents=True, exist_ok=True)
     entries = []
-    for c in changes:
-        if c.before_link is not None:
-            target = store.store(state_dir, c.before_link.encode("utf-8", "surrogateescape"))
-            entries.append(journal_mod.Entry(c.path, target, None, link=True))
-        else:
-            digest = None if c.before is None else store.store(state_dir, c.before)
-            owner = owners.get(c.path) if digest is not None else None
-            entries.append(journal_mod.Entry(c.path, digest, modes.get(c.path), owner=owner))
-    if any(e.digest for e in entries):
-        sync_dirs({state_dir / JOURNAL_ORIGINALS})
+    with store.opened(state_dir, create=True) as originals:
+        assert originals is not None
+        for c in changes:
+            if c.before_link is not None:
+                text = c.before_link.encode("utf-8", "surrogateescape")
+                digest, size = originals.put(text)
+                entries.append(journal_mod.Entry(c.path, digest, size, link=True))
+            elif c.before is None:
+                entries.append(journal_mod.Entry(c.path, None))
+            else:
+                digest, size = originals.put(c.before)
+                owner = owners.get(c.path)
+                mode = modes.get(c.path)
+                entries.append(journal_mod.Entry(c.path, digest, size, mode, owner=owner))
+        originals.sync()
     doc = journal_mod.Journal(os.getpid(), tuple(entries), tuple(dirs))
     path = state_dir / JOURNAL
     write_file(path, journal_mod.render(doc), 0o644)

@@ -90,10 +90,10 @@ def _sgpatch_applied(release_tree, version: str, sets: Path, name: str) -> Path:
 # them and slime runs them; the faithful import applies them with a warning (issue 42, item 2:
 # the `already` rule in placement/pydefs.py and present.py).
 DEFINES_TWICE = {
-    ("slime", "0.5.12.post1"): "get_cpu_copy twice in class NSATokenToKVPool",
-    ("slime", "0.5.15.post1"): "release_memory_occupation twice",
-    ("relax", "0.5.12.post1"): "get_cpu_copy twice in class NSATokenToKVPool",
-    ("relax", "0.5.15.post1"): "release_memory_occupation twice",
+    ("slime", "0.5.12.post1"): "get_cpu_copy is defined twice in class NSATokenToKVPool",
+    ("slime", "0.5.15.post1"): "release_memory_occupation is defined twice in class Decode",
+    ("relax", "0.5.12.post1"): "get_cpu_copy is defined twice in class NSATokenToKVPool",
+    ("relax", "0.5.15.post1"): "release_memory_occupation is defined twice in class Decode",
 }
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sgpatch.ops import report
+from sgpatch import console
 
 
 @dataclass(frozen=True)
@@ -29,10 +29,9 @@ def run(opts: FoldOptions) -> int:
     findings = [] if opts.dry_run or not folded else fold.write(manifest, folded)
     rel = {f.id: f.file.relative_to(manifest.base_dir).as_posix() for f in folded}
     if opts.as_json:
-        report.emit_json(
+        console.emit_json(
             {
                 "command": "fold",
-                "schema": 1,
                 "exit_code": 0,
                 "set": manifest.name,
                 "dry_run": opts.dry_run,
@@ -49,14 +48,14 @@ def run(opts: FoldOptions) -> int:
     for f in folded:
         for x in f.files:
             for what in x.folds:
-                report.err(f"{f.id}: {x.path}: {what}")
-            report.out(x.diff.rstrip("\n"))
+                console.err(f"{f.id}: {x.path}: {what}")
+            console.out(x.diff.rstrip("\n"))
     for x in findings:
-        report.err(f"warning: {x.patch or manifest.name}: {x.message}")
+        console.err(f"warning: {x.patch or manifest.name}: {x.message}")
     verb = "would rewrite" if opts.dry_run else "rewrote"
     if not folded:
-        report.err(f"sgpatch fold: {manifest.name}: no patch defines a name twice; nothing to do")
+        console.err(f"sgpatch fold: {manifest.name}: no patch defines a name twice; nothing to do")
     else:
         names = ", ".join(sorted(set(rel.values())))
-        report.err(f"sgpatch fold: {manifest.name}: {verb} {names}")
+        console.err(f"sgpatch fold: {manifest.name}: {verb} {names}")
     return 0

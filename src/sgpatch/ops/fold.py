@@ -219,8 +219,8 @@ def standing(manifest: SetManifest, plan, root: Path) -> list[str]:
 
 
 def _standing_in_tree(pid: str, patch_file: Path, root: Path) -> list[str]:
-    from sgpatch.diff.unified import read_patch
     from sgpatch.diff.paths import package_mapper
+    from sgpatch.diff.unified import read_patch
     from sgpatch.placement.pydefs import defined_names, defined_twice
     from sgpatch.tree.files import read_bytes
 

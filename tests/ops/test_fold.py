@@ -8,7 +8,7 @@ import ast
 import pytest
 
 import helpers as tp
-from helpers import fake_index, make_diff, make_wheel, run_cli
+from helpers import fake_index, hint_commands, make_diff, make_wheel, run_cli
 
 # class A of helpers.V10 gets a second `f` at its end: the copy Python runs, different code
 DUP = tp.V10.replace(
@@ -118,3 +118,34 @@ def test_a_fold_that_leaves_nothing_says_the_release_has_the_patch(tmp_path, rel
     code, _, err = run_cli("fold", "--set", "s", "--patchsets", str(sets))
     assert code == 3 and "changes nothing on sglang 1.0" in err, err
     assert patch.read_bytes() == before
+
+
+def test_lint_s_fold_advice_runs_as_typed(tmp_path, release_10, monkeypatch):
+    """Input: an author's duplicate imported onto 1.0, `sgpatch lint`, then the command its
+    warning advises, run as typed (cwd tmp_path). Outcome: the advice exits 0 and lint is then
+    clean (the advice is never the same warning again)."""
+    monkeypatch.chdir(tmp_path)
+    assert _import(tmp_path, DUP)[0] == 0
+    sets = str(tmp_path / "sets")
+    code, out, _ = run_cli("lint", "--set", "s", "--patchsets", sets, "--offline")
+    (advice,) = {tuple(c) for c in hint_commands(out)}
+    assert advice[0] == "fold" and run_cli(*advice)[0] == 0
+    code, out, err = run_cli("lint", "--set", "s", "--patchsets", sets, "--offline")
+    assert code == 0 and "defined twice" not in out and "0 warning(s)" in err, err
+
+
+def test_status_s_fold_advice_runs_as_typed(tmp_path, release_10, monkeypatch):
+    """Input: an author's duplicate imported and applied to a 1.0 tree, `status -v`, then the
+    command it advises, run as typed (cwd tmp_path). Outcome: the advice exits 0 and rewrites
+    the patch: it no longer adds a second `f`."""
+    monkeypatch.chdir(tmp_path)
+    assert _import(tmp_path, DUP)[0] == 0
+    sets = str(tmp_path / "sets")
+    pkg = _tree(tmp_path, "t")
+    assert run_cli("apply", "--set", "s", "--patchsets", sets, "--sglang-dir", str(pkg))[0] == 0
+    _, out, err = run_cli("status", "-v", "--set", "s", "--patchsets", sets, "--sglang-dir",
+                          str(pkg))  # fmt: skip
+    (advice,) = hint_commands(out + err)
+    assert advice[0] == "fold" and run_cli(*advice)[0] == 0
+    patch = next((tmp_path / "sets" / "s" / "patches").rglob("*.patch")).read_text()
+    assert patch.count("def f(") == 1

@@ -99,6 +99,8 @@ EXPECT: dict[tuple[str, str], int] = {
     ("docs/cli.md", r"^sgpatch status --sglang-dir \S+ --check$"): 1,
     # engine.md: "# exit 3, nothing written"
     ("docs/engine.md", r"^sgpatch patch -p0 --fuzz 0 dup\.diff$"): 3,
+    # engine.md: "# exit 4, nothing written" (both copies match at fuzz 1: ambiguous, 46.17)
+    ("docs/engine.md", r"^sgpatch patch -p0 --fuzz 1 dup\.diff$"): 4,
     # a port onto main shortly before 0.5.10 stops on the aux capture patch ("# exit 3: fix
     # what is listed"); the test does not fix it, so --continue finds the markers (exit 3)
     ("docs/tracking-main.md", r"^sgpatch port .*--to-tree sglang-main"): 3,

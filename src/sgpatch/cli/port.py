@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sgpatch.ops import report
+from sgpatch import console
 
 if TYPE_CHECKING:
     from sgpatch.port import PatchReport
@@ -31,9 +31,6 @@ class Args:
     force: bool = False
 
 
-SCHEMA = 4
-
-
 def run(a: Args) -> int:
     from sgpatch import interrupts
 
@@ -46,7 +43,7 @@ def run(a: Args) -> int:
         line = _interrupted(a, e.workspace if isinstance(e, InterruptedIn) else a.workspace)
         if line is None:
             raise  # nothing of a port in W yet: the plain line
-        report.err(line)
+        console.err(line)
         return interrupts.EXIT
 
 
@@ -142,7 +139,7 @@ def _onto_tree(a: Args) -> int:
     manifest = load_set(a.set_name or "", tuple(a.patchsets))
     tree = prepare(manifest, a.to_tree, a.offline)
     if not a.as_json:
-        report.err(
+        console.err(
             f"sgpatch port: {tree.root} is sglang {tree.version}, not a release: carrying "
             f"{manifest.name} from its {tree.variants_of} variants; the tree is kept as snapshot "
             f"{tree.onto} ({tree.archive})"
@@ -158,8 +155,8 @@ def _onto_tree(a: Args) -> int:
 def _aborted(a: Args, done) -> int:
     w = a.workspace.absolute() if a.workspace is not None else None
     if a.as_json:
-        report.emit_json(
-            {"command": "port", "schema": SCHEMA, "exit_code": 0, "state": "aborted",
+        console.emit_json(
+            {"command": "port", "exit_code": 0, "state": "aborted",
              "workspace": str(w), "left": done.left, "edits": done.edits,
              "own_files": done.own,
              "kept_in": None if done.kept_in is None else str(done.kept_in)}
@@ -174,15 +171,15 @@ def _aborted(a: Args, done) -> int:
         what = " and ".join(w for w, have in (("edits", done.edits), ("files", done.own)) if have)
         names = ", ".join(map(name, done.edits + done.own))
         aside = f"; kept your {what} in {name(done.kept_in)}: {names}"
-    report.err(f"sgpatch port --abort: removed {name(w)}{kept}{aside}; the set is unchanged")
+    console.err(f"sgpatch port --abort: removed {name(w)}{kept}{aside}; the set is unchanged")
     return 0
 
 
 def _emit(a: Args, reps, extra: dict | None = None) -> int:
     code = int(reps[-1].exit_code)
     if a.as_json:
-        report.emit_json(
-            {"command": "port", "schema": SCHEMA, "exit_code": code, **(extra or {}),
+        console.emit_json(
+            {"command": "port", "exit_code": code, **(extra or {}),
              "steps": [r.json() for r in reps]}
         )  # fmt: skip
         return code
@@ -192,20 +189,20 @@ def _emit(a: Args, reps, extra: dict | None = None) -> int:
 
 
 def _human(rep) -> None:
-    report.err(f"sgpatch port: {rep.set} -> {rep.to} (workspace {rep.workspace})")
+    console.err(f"sgpatch port: {rep.set} -> {rep.to} (workspace {rep.workspace})")
     for o in rep.patches:
-        report.err("  " + line(o))
+        console.err("  " + line(o))
     for n in rep.notes:
-        report.err(f"  note: {n}")
+        console.err(f"  note: {n}")
     for c in rep.changes:
-        report.err(f"  set: {c}")
+        console.err(f"  set: {c}")
     for w in rep.warnings:
-        report.err(f"  lint warning: {w}")
+        console.err(f"  lint warning: {w}")
     if rep.state == "stopped":
         for f in rep.fix:
-            report.err(f"  {f}")
+            console.err(f"  {f}")
         w = shlex.quote(rep.workspace)
-        report.err(
+        console.err(
             f"sgpatch port: stopped: fix what is listed above (also in "
             f"{rep.workspace}/.sgpatch-port/fix), then "
             f"`sgpatch port --continue --workspace {w}` (or drop the port: "
@@ -213,10 +210,10 @@ def _human(rep) -> None:
         )
     elif rep.state == "planned":
         w = shlex.quote(rep.workspace)
-        report.err(f"sgpatch port: carried; `sgpatch port --continue --workspace {w}`")
+        console.err(f"sgpatch port: carried; `sgpatch port --continue --workspace {w}`")
     else:
         what = f"wrote {', '.join(rep.written)}" if rep.written else "nothing to change"
-        report.err(f"sgpatch port: {rep.set} -> {rep.to}: {what} (workspace kept)")
+        console.err(f"sgpatch port: {rep.set} -> {rep.to}: {what} (workspace kept)")
 
 
 def line(r: PatchReport) -> str:

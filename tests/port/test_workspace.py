@@ -225,6 +225,32 @@ def test_abort_with_hand_edits_refuses_then_keeps_them_aside(cache, tmp_path):
     assert snapshot(tmp_path / "w.aborted-2") == {"sglang/srt/other.py": b"mine = 1\n"}
 
 
+def test_abort_lists_an_edited_file_it_cannot_read_and_removes_nothing(
+    cache, tmp_path, monkeypatch
+):
+    """Input: a stopped port, mod.py edited by hand and then unreadable to sgpatch (chmod 000
+    as a non-root user; stood in by an open that says EACCES, as root reads anything);
+    `--abort`. Outcome: exit 4 in one line naming sglang/srt/mod.py (it used to be left out
+    of the edits and deleted unseen); W byte for byte as it was."""
+    _d, w = stopped(tmp_path)
+    (w / "sglang/srt/mod.py").write_text(FIXED + "# half done\n")
+    before = snapshot(w)
+    real_open = os.open
+
+    def no_permission(path, flags, *args, **kwargs):
+        if os.fspath(path) == "mod.py" and kwargs.get("dir_fd") is not None:
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, flags, *args, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "open", no_permission)
+        code, _out, err = run_cli("port", "--abort", "--workspace", str(w))
+    assert code == 4, err
+    (line,) = err.splitlines()
+    assert "would delete your edits of sglang/srt/mod.py" in line
+    assert snapshot(w) == before
+
+
 def test_abort_never_removes_a_folder_the_user_made(cache, tmp_path):
     """Input: an empty folder the user made, given as --workspace; the port stops; --abort.
     Outcome: what sgpatch wrote is gone, the folder stays (empty)."""
@@ -733,3 +759,18 @@ def test_tree_files_of_every_kind_are_read_and_written_without_following_a_link(
     with pytest.raises(SgpatchError) as e:
         read_entry(top, "sglang/sub/secret")
     assert e.value.code == ExitCode.UNSAFE
+
+
+def test_a_250_byte_file_name_in_the_state_folder_is_kept_aside_by_abort(cache, tmp_path):
+    """Input: a stopped port; the person left a note with a 250-byte name in
+    `W/.sgpatch-port/` (NAME_MAX is 255). Outcome: `--abort` exits 0 (it was exit 70, name
+    too long, and each retry left another `W.aborted-N`), the note is copied byte for byte to
+    `W.aborted-1`, W is gone, and no other `W.aborted-N` exists."""
+    _d, w = stopped(tmp_path)
+    name = "n" * 250
+    (w / ".sgpatch-port" / name).write_bytes(b"my reasons\n")
+    code, _out, err = run_cli("port", "--abort", "--workspace", str(w))
+    assert code == 0, err
+    assert (tmp_path / "w.aborted-1" / ".sgpatch-port" / name).read_bytes() == b"my reasons\n"
+    assert not w.exists()
+    assert sorted(p.name for p in tmp_path.glob("w.aborted-*")) == ["w.aborted-1"]

@@ -488,13 +488,13 @@ def hand_edits(ws: Workspace) -> list[str]:
     """W-relative files sgpatch wrote that hold other bytes now: a person's edits, which
     --abort must never delete silently."""
     tree = ws.tree()
-    now = digests(ws.top, tree)  # a damaged line or a symlink: left out, never followed
+    now = digests(ws.top, tree)  # a symlink: its target, never followed; unreadable: listed
     return sorted(rel for rel, sha in now.items() if sha is not None and sha != tree[rel])
 
 
 def keep_aside(ws: Workspace, rels: list[str]) -> Path:
     """Copy `rels` (W-relative) to a new folder next to W, `W.aborted-N` (the first N free):
-    the one place --abort writes outside W."""
+    the one place --abort writes outside W. A copy that fails removes that folder again."""
     n = 1
     while True:
         dest = ws.top.with_name(f"{ws.top.name}.aborted-{n}")
@@ -503,10 +503,14 @@ def keep_aside(ws: Workspace, rels: list[str]) -> Path:
             break
         except FileExistsError:
             n += 1
-    for rel in rels:
-        data, mode = read_entry(ws.top, rel)  # a symlink is copied as one
-        if data is not None:
-            write(dest, rel, data, mode=mode)
+    try:
+        for rel in rels:
+            data, mode = read_entry(ws.top, rel)  # a symlink is copied as one
+            if data is not None:
+                write(dest, rel, data, mode=mode)
+    except BaseException:
+        rmtree(dest)  # a failed copy leaves no W.aborted-N behind (the next try makes it anew)
+        raise
     return dest
 
 

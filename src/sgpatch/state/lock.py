@@ -37,28 +37,39 @@ DEFAULT_LOCK_TIMEOUT = 30.0
 SAFE_ENV = "SGPATCH_SAFE_DIRECTORY"
 
 
-def check_trusted(root: Path) -> Owner | None:
-    """A writer run by root on a tree another user owns refuses, as git refuses a repository
-    another user owns (`safe.directory`), unless $SGPATCH_SAFE_DIRECTORY names the tree (its
-    package root, several separated by ':', or `*`). Returns the owner (uid, gid) what sgpatch
-    creates there gets: that user's, so their tree stays theirs (None: the process's own)."""
+def tree_owner(root: Path) -> Owner | None:
+    """The owner (uid, gid) of what sgpatch creates in the tree: root writing a tree another
+    user owns (a Docker build patching an sdist tar unpacked with uid 1001) proceeds, and
+    everything it creates there (files, `.sgpatch/` and its lock) is that user's, so the result
+    is what they could have written themselves. None: the process's own (docs/safety.md)."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return None
     try:
         st = os.stat(root)
     except OSError:
         return None  # no tree: whatever writes there says so
-    if st.st_uid == 0:
-        return None
-    if not _named_safe(root):
-        import shlex
+    return None if st.st_uid == 0 else (st.st_uid, st.st_gid)
 
-        raise unsafe(
-            f"refusing to write {root}: it belongs to uid {st.st_uid} and sgpatch runs as root "
-            f"(as git refuses another user's repository); if you trust that tree, `export "
-            f"{SAFE_ENV}={shlex.quote(str(Path(root).absolute()))}` and run the command again"
-        )
-    return (st.st_uid, st.st_gid)
+
+def check_replay_trusted(root: Path, journal: Path) -> None:
+    """Root never replays a journal it found in a tree another user owns (that user could have
+    planted it, to make root write where they cannot), unless $SGPATCH_SAFE_DIRECTORY names
+    the tree (its package root, several separated by ':', or `*`), as git's safe.directory.
+    Exit 4 in one line: the owner rolls it back, or the person says the tree is trusted."""
+    owner = tree_owner(root)
+    if owner is None or _named_safe(root):
+        return
+    import shlex
+
+    from sgpatch.shown import command
+
+    top = Path(root).absolute()
+    raise unsafe(
+        f"refusing to roll back the journal {journal} as root: the tree belongs to uid "
+        f"{owner[0]}, who could have planted it; run {command('recover', '--sglang-dir', top)} "
+        f"as uid {owner[0]}, or, if you trust that tree, `export "
+        f"{SAFE_ENV}={shlex.quote(str(top))}` and run the command again"
+    )
 
 
 def _named_safe(root: Path) -> bool:
@@ -101,8 +112,29 @@ def check_state_dir(state_dir: Path) -> None:
             )
 
 
+_given: list[float] = []  # `--lock-timeout` of the command running (innermost last)
+
+
+@contextlib.contextmanager
+def timeout_given(seconds: float | None) -> Iterator[None]:
+    """Inside, `lock_timeout` is `seconds` (a command's `--lock-timeout`; None: not given)."""
+    if seconds is None:
+        yield
+        return
+    if seconds != seconds:  # nan passes the option's `min=0`
+        raise SgpatchError("--lock-timeout nan: expected seconds >= 0")
+    _given.append(seconds)
+    try:
+        yield
+    finally:
+        _given.pop()
+
+
 def lock_timeout(default: float = DEFAULT_LOCK_TIMEOUT) -> float:
-    """$SGPATCH_LOCK_TIMEOUT (seconds) if set to a number >= 0, else `default`."""
+    """The command's `--lock-timeout`, else $SGPATCH_LOCK_TIMEOUT (seconds) if set to a number
+    >= 0, else `default`."""
+    if _given:
+        return _given[-1]
     raw = os.environ.get(LOCK_TIMEOUT_ENV)
     if raw is None or not raw.strip():
         return default
@@ -136,7 +168,7 @@ def locked(state_dir: Path, timeout: float | None = None, create: bool = True) -
     is gone, raise `StateGone` (its writer finished and took it away: nothing to recover)."""
     if timeout is None:
         timeout = lock_timeout()
-    owner = check_trusted(state_dir.parent)
+    owner = tree_owner(state_dir.parent)
     lock = _acquire(state_dir, timeout, create, owner)
     try:
         fslock.write_holder(state_dir / LOCK_OWNER, owner)
@@ -178,6 +210,13 @@ def _acquire(
     """The waiting loop of `locked`: the lock held on the file the name leads to now."""
     deadline = time.monotonic() + timeout
     lock_path = state_dir / LOCK
+    told: list[bool] = []
+
+    def waiting() -> None:
+        if not told:  # once per run, however often the name moves on
+            told.append(True)
+            say_waiting(f"the lock {lock_path}", fslock.holder(state_dir / LOCK_OWNER), timeout)
+
     while True:
         if not _ready_state_dir(state_dir, create, owner):
             if time.monotonic() >= deadline + 5:
@@ -185,7 +224,7 @@ def _acquire(
             time.sleep(0.01)  # a writer is removing the folder: let it finish, never spin
             continue
         try:
-            lock = fslock.acquire(lock_path, deadline, owner=owner)
+            lock = fslock.acquire(lock_path, deadline, waiting, owner=owner)
         except FileNotFoundError:  # removed between mkdir and open, or while we waited
             if not create:
                 raise StateGone from None
@@ -209,11 +248,26 @@ def _acquire(
         time.sleep(fslock.POLL)
 
 
+def say_waiting(what: str, holder: str, timeout: float) -> None:
+    """The one line a run prints the moment it finds itself waiting (issue 45.4: never 30 s
+    of silence), as git and pip say what they wait for: on what, who holds it, how long."""
+    import sys
+
+    from sgpatch.shown import name
+
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(
+            f"sgpatch: waiting for {name(what)} ({name(holder)}); giving up after "
+            f"{timeout:g}s (--lock-timeout SECONDS or ${LOCK_TIMEOUT_ENV} to change)\n"
+        )
+        sys.stderr.flush()
+
+
 def _busy(state_dir: Path, timeout: float) -> SgpatchError:
     holder = fslock.holder(state_dir / LOCK_OWNER)
     return LockBusy(
         f"another sgpatch run holds the lock {state_dir / LOCK} ({holder}); "
-        f"waited {timeout:g}s (set ${LOCK_TIMEOUT_ENV} to wait longer)",
+        f"waited {timeout:g}s (--lock-timeout SECONDS, or ${LOCK_TIMEOUT_ENV}, to wait longer)",
         holder,
     )
 

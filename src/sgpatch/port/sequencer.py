@@ -522,13 +522,13 @@ def _carry_files(ctx: Context, out: Outcome, sorc: src.Source, patch, ready, fol
     base, why = _base_reader(ctx, sorc.base, ctx.manifest.patches.index(ctx.manifest.patch(pid)))
     if base is not None and follows:
         base = functools.partial(_renamed_reader, base, follows)
-    snapshots.put(ws, "before", pid, {r: ws.read_pkg(r) for r in sorted(ready)})
-    res = carry_patch(sub, pid, ws.read_pkg, base, labels, why or NO_BASE)
+    snapshots.take(ws, "before", pid, ready)
+    res = carry_patch(sub, pid, ws.read_pkg, base, labels, why or NO_BASE, modes=ws.mode_pkg)
     for f in res.files:
         if f.source is not None:
             ws.write_pkg(f.source, None)
-        ws.write_pkg(f.path, f.after)
-    snapshots.put(ws, "after", pid, {r: ws.read_pkg(r) for r in sorted(ready)})
+        ws.write_pkg(f.path, f.after, f.mode)
+    snapshots.take(ws, "after", pid, ready)
     _keep_merge_inputs(ws, res)
     stopreport.keep_hunks(ws, pid, res.files)
     problems = problems_of(res)
@@ -572,15 +572,25 @@ def write_patch(ctx: Context, pid: str, files: Iterable[str]) -> None:
     rels = sorted(files)
     befores = snapshots.get(ws, "before", pid, rels)
     afters = snapshots.get(ws, "after", pid, rels)
-    ws.put_bytes(f"patches/{pid}.patch", render_patch(ctx, patch.header, sorc, befores, afters))
+    modes = {p: (snapshots.mode(ws, "before", pid, p), snapshots.mode(ws, "after", pid, p))
+             for p in rels}  # fmt: skip
+    patch_file = render_patch(ctx, patch.header, sorc, befores, afters, modes)
+    ws.put_bytes(f"patches/{pid}.patch", patch_file)
 
 
-def render_patch(ctx: Context, header: str, sorc, befores: dict, afters: dict) -> bytes:
+def render_patch(
+    ctx: Context, header: str, sorc, befores: dict, afters: dict, modes: dict | None = None
+) -> bytes:
     """The new patch file: the old header + one line saying where it came from, canonical diff
-    of each file from what the workspace held before the patch to what it holds after."""
+    of each file from what the workspace held before the patch to what it holds after, in
+    the git modes `modes[path]` (before, after) gives (the execute bit, a symlink)."""
     from sgpatch.diff import canonical as rf
 
-    diff = rf.canonical_diff(rf.FileDiff(p, befores.get(p), afters[p]) for p in sorted(afters))
+    modes = modes or {}
+    diff = rf.canonical_diff(
+        rf.FileDiff(p, befores.get(p), afters[p], *modes.get(p, (rf.REGULAR, rf.REGULAR)))
+        for p in sorted(afters)
+    )
     variant = _rel(sorc.variant.patch, ctx.manifest.base_dir)
     line = PORTED_LINE.format(to=ctx.to, variant=variant, base=sorc.base)
     return rf.render(rf.add_header_line(header, line), diff)

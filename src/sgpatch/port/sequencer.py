@@ -510,6 +510,15 @@ def file_units(patch: Patch) -> list[set[str]]:
     return units
 
 
+def _pristine(ctx: Context):
+    """The target release's own files (where "already there" reads its evidence); None when
+    the target is no release sgpatch can read (a tree: `port --to-tree`)."""
+    try:
+        return src.pristine(ctx.to)
+    except SgpatchError:  # a target that is no cached release
+        return None
+
+
 def _carry_files(ctx: Context, out: Outcome, sorc: src.Source, patch, ready, follows: dict):
     """Carry the files `ready` of the patch into W (markers and all), keep what each held
     before and after; the outcome so far with what happened added, and the files that did not
@@ -523,7 +532,8 @@ def _carry_files(ctx: Context, out: Outcome, sorc: src.Source, patch, ready, fol
     if base is not None and follows:
         base = functools.partial(_renamed_reader, base, follows)
     snapshots.take(ws, "before", pid, ready)
-    res = carry_patch(sub, pid, ws.read_pkg, base, labels, why or NO_BASE, modes=ws.mode_pkg)
+    res = carry_patch(sub, pid, ws.read_pkg, base, labels, why or NO_BASE, modes=ws.mode_pkg,
+                      pristine=_pristine(ctx))  # fmt: skip
     for f in res.files:
         if f.source is not None:
             ws.write_pkg(f.source, None)

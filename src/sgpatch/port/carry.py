@@ -266,9 +266,7 @@ class _Alone:
         return r.line - 1
 
 
-def _already(
-    path: str, failing, alone: _Alone, release_lines: list[str]
-) -> tuple[Dropped, ...]:
+def _already(path: str, failing, alone: _Alone, release_lines: list[str]) -> tuple[Dropped, ...]:
     """The failing hunks of `path` whose whole change the pristine release already has, at
     its place (port.already): judged on `release_lines`, never on W or on other hunks."""
     from sgpatch.port.already import Files, already_there

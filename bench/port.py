@@ -83,7 +83,11 @@ def make_set(project: str, version: str, dest: Path) -> Path:
 
 def touched(patch: Path) -> list[str]:
     from sgpatch.diff.unified import read_patch
-    from sgpatch.ops.refresh import patch_files
+
+    try:
+        from sgpatch.diff.paths import patch_files
+    except ImportError:  # `--against` a commit from before diff.paths was split out
+        from sgpatch.ops.refresh import patch_files  # type: ignore[attr-defined,no-redef]
 
     return patch_files(read_patch(patch))
 
@@ -264,9 +268,12 @@ def _mapper(patch: Path):
     from sgpatch.diff.unified import read_patch
 
     try:
-        from sgpatch.ops.fileplan import package_mapper
-    except ImportError:  # `--against` a commit from before ops.plan was split
-        from sgpatch.ops.plan import package_mapper  # type: ignore[attr-defined,no-redef]
+        from sgpatch.diff.paths import package_mapper
+    except ImportError:  # `--against` a commit from before diff.paths was split out
+        try:
+            from sgpatch.ops.fileplan import package_mapper  # type: ignore[no-redef]
+        except ImportError:  # or from before ops.plan was split
+            from sgpatch.ops.plan import package_mapper  # type: ignore[attr-defined,no-redef]
 
     return package_mapper(read_patch(patch).name)
 

@@ -12,13 +12,14 @@ import signal
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from sgpatch.diff.unified import Patch, parse_patch, split_lines
 from sgpatch.errors import SgpatchError
+from sgpatch.fs import steps
 from sgpatch.placement.engine import FileResult, apply_hunks
 from sgpatch.releases import download
 
@@ -552,12 +553,31 @@ def port_cache(
     return c
 
 
+def fd_path(name: str | os.PathLike[str], dir_fd: int | None = None) -> str:
+    """The path a call such as os.replace(src, dst, dst_dir_fd=FD) acts on, for a test's
+    fault injection: sgpatch writes relative to folder descriptors (sgpatch.fs)."""
+    if dir_fd is None:
+        return os.fspath(name)
+    return os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), os.fspath(name))
+
+
+def failing_replace(when: Callable[[str], bool], error: BaseException) -> Callable[..., None]:
+    """An os.replace that raises `error` when `when(destination path)` says so."""
+    real = os.replace
+
+    def replace(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
+        if when(fd_path(dst, dst_dir_fd)):
+            raise error
+        return real(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+
+    return replace
+
+
 def fork_cli(argv: Sequence[str], kill_at: int | None = None, sig: str = "KILL") -> tuple[str, int]:
     """sgpatch in a forked child (output dropped), sent signal `sig` at write step `kill_at`
-    (the test-only hook of sgpatch.state.txn, which port's workspace writes count in too).
+    (the test-only hook of sgpatch.fs.steps, which port's workspace writes count in too).
     Returns ("killed", signal number) or ("exit", code): a SIGKILL is a real crash (no
     `finally`, no flush)."""
-    from sgpatch.state import txn
 
     pid = os.fork()
     if pid == 0:  # the child: never return into pytest
@@ -567,9 +587,9 @@ def fork_cli(argv: Sequence[str], kill_at: int | None = None, sig: str = "KILL")
             os.dup2(null, 1)
             os.dup2(null, 2)
             if kill_at is not None:
-                os.environ[txn.KILL_ENV] = str(kill_at)
-                os.environ[txn.SIGNAL_ENV] = sig
-            txn._steps = 0
+                os.environ[steps.KILL_ENV] = str(kill_at)
+                os.environ[steps.SIGNAL_ENV] = sig
+            steps.reset()
             code = sgpatch(*argv)
         finally:
             os._exit(code)

@@ -24,7 +24,10 @@ import pytest
 from helpers import SET, A, B, add_dist_info, make_diff, make_env, manifest, no_hang
 from helpers import run_cli as cli
 from helpers import tree_snapshot as snapshot
+from sgpatch.fs import atomic
+from sgpatch.state import folder as state_folder
 from sgpatch.state import ledger as ledger_mod
+from sgpatch.state import lock as state_lock
 from sgpatch.state import txn
 from sgpatch.state.folder import LEGACY_JOURNAL
 from sgpatch.state.txn import FileChange, write_journal
@@ -121,7 +124,7 @@ def _journal(ctx: Ctx) -> None:
 
 def _journal_restored(ctx: Ctx, before: dict) -> None:
     assert (ctx.pkg / "srt/a.py").read_text() == A
-    assert not (ctx.pkg / ".sgpatch" / txn.JOURNAL).exists()
+    assert not (ctx.pkg / ".sgpatch" / state_folder.JOURNAL).exists()
 
 
 def _crlf(ctx: Ctx) -> None:
@@ -328,7 +331,7 @@ CASES = [
         nothing,
         2,
         "SGPATCH_LOCK_TIMEOUT",
-        env={txn.LOCK_TIMEOUT_ENV: "soon"},
+        env={state_lock.LOCK_TIMEOUT_ENV: "soon"},
     ),
     # ---------------------------------------------------------------- patch files
     Case("patch-empty", _patch(""), 2, "empty patch"),
@@ -490,7 +493,8 @@ CASES = [
     Case(
         "journal-corrupted",
         lambda c: (
-            (c.pkg / ".sgpatch").mkdir() or (c.pkg / ".sgpatch" / txn.JOURNAL).write_text("{trunc")
+            (c.pkg / ".sgpatch").mkdir()
+            or (c.pkg / ".sgpatch" / state_folder.JOURNAL).write_text("{trunc")
         ),
         4,
         "unreadable journal",
@@ -560,12 +564,12 @@ def _journal_doc(doc: dict) -> Callable[[Ctx], None]:
 
 
 def _journal_lines(*lines: str) -> Callable[[Ctx], None]:
-    """A line-form journal (`.sgpatch/journal`) with these lines after its header."""
+    """A line-form journal (`.sgpatch/journal`): its header line, `pid 1`, then these lines."""
 
     def setup(ctx: Ctx) -> None:
         (ctx.pkg / ".sgpatch").mkdir(exist_ok=True)
-        text = "".join(f"{ln}\n" for ln in lines)
-        (ctx.pkg / ".sgpatch" / txn.JOURNAL).write_text(text)
+        text = "".join(f"{ln}\n" for ln in (lines[0], "pid 1", *lines[1:]))
+        (ctx.pkg / ".sgpatch" / state_folder.JOURNAL).write_text(text)
 
     return setup
 
@@ -688,19 +692,19 @@ CASES += [
     ),
     Case(
         "journal-lines-newer",
-        _journal_lines("sgpatch-journal 4", "pid 1"),
+        _journal_lines("sgpatch-journal 5"),
         4,
-        "journal schema 4 is from a newer sgpatch",
+        "journal schema 5 is from a newer sgpatch",
     ),
     Case(
         "journal-lines-bad-mode",
-        _journal_lines("sgpatch-journal 2", f"file 99999 {_SHA_A} srt/a.py"),
+        _journal_lines("sgpatch-journal 4", f"file 99999 2 {_SHA_A} srt/a.py"),
         4,
         "bad mode",
     ),
     Case(
         "journal-lines-bad-digest",
-        _journal_lines("sgpatch-journal 2", "file 644 abc srt/a.py"),
+        _journal_lines("sgpatch-journal 4", "file 644 2 abc srt/a.py"),
         4,
         "bad digest",
     ),
@@ -714,7 +718,7 @@ CASES += [
         "journal-lines-orphan-owner",
         _journal_lines("sgpatch-journal 3", "owner 0 0 srt/a.py"),
         4,
-        "bad line",
+        "follows no file line",
     ),
     Case(
         "journal-lines-owner-of-another-file",
@@ -726,7 +730,7 @@ CASES += [
         "journal-lines-bad-owner",
         _journal_lines("sgpatch-journal 3", f"file 644 {_SHA_A} srt/a.py", "owner -1 x srt/a.py"),
         4,
-        "bad owner",
+        "bad uid",
     ),
     Case(
         "journal-lines-original-missing",
@@ -996,7 +1000,7 @@ def test_bad_input(case: Case, tmp_path, monkeypatch):
     assert snapshot(pkg) == before_tree
     assert snapshot(sets) == before_sets
     assert (ledger_path.read_bytes() if ledger_path.is_file() else None) == ledger_before
-    assert not list(pkg.rglob(f"*{txn.TMP_SUFFIX}"))
+    assert not list(pkg.rglob(f"*{atomic.TMP_SUFFIX}"))
 
 
 @pytest.mark.parametrize("case_id", ["yaml-malformed", "patch-git-binary", "journal-left-behind"])

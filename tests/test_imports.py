@@ -41,7 +41,18 @@ NEVER = {
     "sgpatch.ops.refresh",
     "sgpatch.releases.cache",
 }
-WRITER = {"sgpatch.state.txn", "filelock", "tempfile", "socket"}
+WRITER = {
+    "sgpatch.state.txn",
+    "sgpatch.state.lock",
+    "sgpatch.state.recovery",
+    "sgpatch.state.put",
+    "sgpatch.state.store",
+    "sgpatch.fs.atomic",
+    "sgpatch.fs.lock",
+    "filelock",
+    "tempfile",
+    "socket",
+}
 
 
 def imported(tmp_path: Path, *argv: str) -> set[str]:

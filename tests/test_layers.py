@@ -2,9 +2,10 @@
 
 Structural, not behavioural: every module under src/sgpatch is parsed with ast, and each of its
 `sgpatch` imports (top-level and inside functions, where the lazy ones live) is checked against
-LAYERS below. A module may import its own layer or a lower one; the no-cycle check keeps
-same-layer imports honest. A new module must be placed in LAYERS (the test says so), and
-docs/architecture.md describes the same table.
+LAYERS below. A module may import its own layer or a lower one; the no-cycle checks keep
+same-layer imports honest, between modules and between packages (two packages in one row may
+not import each other both ways: a row is not a way round the layering). A new module must be
+placed in LAYERS (the test says so), and docs/architecture.md describes the same table.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 CORE = {"sgpatch", "errors", "interrupts", "pyrun", "shown", "startup", "versions", "__main__"}
 PACKAGE_LAYERS: list[tuple[str, set[str]]] = [
     ("core", set()),
+    ("fs", {"fs"}),  # the one file-system safety layer: below everything that writes
     ("diff, tree, releases", {"diff", "tree", "releases"}),
     ("state, placement", {"state", "placement"}),
     ("patchset", {"patchset"}),
-    ("ops, git", {"ops", "git"}),  # apply and revert commit in git mode; git mode uses refresh
+    ("git", {"git"}),  # below ops: apply and revert make git mode's commits, it prints nothing
+    ("ops", {"ops"}),
     ("port", {"port"}),
     ("cli", {"cli"}),
 ]
@@ -131,26 +134,58 @@ def test_no_import_runs_up_a_layer() -> None:
 def test_no_import_cycle() -> None:
     """Input: the module import graph. Outcome: it is acyclic (depth-first search finds no
     back edge), so same-layer imports still run one way."""
-    graph = _graph()
-    state: dict[str, int] = {}
-    cycles: list[list[str]] = []
-
-    def visit(mod: str, stack: list[str]) -> None:
-        state[mod] = 1
-        for dep in sorted(graph.get(mod, ())):
-            if state.get(dep) == 1:
-                cycles.append([*stack[stack.index(dep) :], dep])
-            elif dep not in state:
-                visit(dep, [*stack, dep])
-        state[mod] = 2
-
-    for mod in sorted(graph):
-        if mod not in state:
-            visit(mod, [mod])
-    assert cycles == []
+    assert _cycles(_graph()) == []
 
 
 def test_the_graph_sees_lazy_imports() -> None:
     """Input: cli/app.py, whose command modules are imported inside functions. Outcome: the
     graph records them, so the checks above cover lazy imports too."""
     assert any(dep.startswith("cli.") for dep in _graph()["cli.app"])
+
+
+def _unit(mod: str) -> str:
+    """The package a module belongs to (`ops.apply` -> `ops`); a top-level module is its own."""
+    return mod.split(".")[0]
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every back edge a depth-first search of `graph` finds, as the cycle it closes."""
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for dep in sorted(graph.get(node, ())):
+            if state.get(dep) == 1:
+                cycles.append([*stack[stack.index(dep) :], dep])
+            elif dep not in state:
+                visit(dep, [*stack, dep])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    return cycles
+
+
+def _package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph folded onto packages: `a -> b` when a module of `a` imports one of
+    `b` (a package's imports of itself dropped)."""
+    out: dict[str, set[str]] = {}
+    for mod, deps in graph.items():
+        out.setdefault(_unit(mod), set()).update(_unit(d) for d in deps if _unit(d) != _unit(mod))
+    return out
+
+
+def test_no_package_cycle() -> None:
+    """Input: the import graph folded onto packages (ops, git, ...). Outcome: acyclic, so two
+    packages that share a layer still depend one way only (ops on git, never git on ops)."""
+    assert _cycles(_package_graph(_graph())) == []
+
+
+def test_the_package_check_sees_a_cycle_inside_a_row() -> None:
+    """Input: two packages of one row importing each other through different modules (no
+    module cycle). Outcome: the package check finds the cycle the module check cannot."""
+    graph = {"diff.a": {"tree.b"}, "tree.c": {"diff.d"}, "diff.d": set(), "tree.b": set()}
+    assert _cycles(graph) == []
+    assert _cycles(_package_graph(graph)) == [["diff", "tree", "diff"]]

@@ -15,6 +15,7 @@ from helpers import SET, lines, make_diff, make_env, manifest, numbered, one_lin
 from helpers import run_cli as cli
 from helpers import tree_snapshot as snapshot
 from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.state import lock as state_lock
 from sgpatch.state import txn
 
 F = lines(*numbered("line", 10))
@@ -289,8 +290,8 @@ def test_patch_command_does_not_recover_under_a_running_writer(tmp_path, monkeyp
     patch = tmp_path / "other.patch"
     patch.write_text(make_diff("x\n", "y\n", "g.py"))
     (root / "g.py").write_text("x\n")
-    monkeypatch.setenv(txn.LOCK_TIMEOUT_ENV, "0.2")
-    with txn.locked(state):
+    monkeypatch.setenv(state_lock.LOCK_TIMEOUT_ENV, "0.2")
+    with state_lock.locked(state):
         code, _, err = cli("patch", "-d", str(root), str(patch))
         assert (root / "f.py").read_text() == F2, "rolled back under the running writer"
     assert code == 4, err

@@ -13,11 +13,19 @@ from collections.abc import Iterable
 from pathlib import Path
 
 _CONTROLS = {c: repr(chr(c))[1:-1] for c in (*range(32), *range(127, 160))}
+_IN_LINES = {c: e for c, e in _CONTROLS.items() if chr(c) not in "\n\t"}
 
 
 def name(text: object) -> str:
     """`text` with its control characters (C0, DEL, C1) shown as Python escapes."""
     return str(text).translate(_CONTROLS)
+
+
+def lines(text: str) -> str:
+    """Text for people (messages, listings, table cells): its line breaks and tabs kept, every
+    other control character escaped, the net under every name that was not passed to `name`
+    (an ESC or BEL from a file name never reaches the terminal raw)."""
+    return text.translate(_IN_LINES)
 
 
 def command(*words: object) -> str:

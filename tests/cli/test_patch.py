@@ -656,3 +656,23 @@ def test_a_patch_from_a_pipe_is_read_as_gnu_patch_reads_one(tmp_path: Path) -> N
     os.close(r)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "f.py").read_text() == "a\nB\nc\n"
+
+
+def test_a_file_name_with_terminal_escapes_is_printed_escaped(tmp_path, capsys):
+    """Input: a diff (paths C-quoted, as git writes them) patching a file named with ESC and
+    BEL, an escape that would retitle the terminal (`a\\x1b]0;pwned\\x07b.py`). Outcome: the
+    patch applies (exit 0), and stderr shows the name with `\\x1b` and `\\x07` written out: no
+    raw ESC or BEL reaches the terminal. (A newline in a diff's path is refused, exit 2.)"""
+    name = "a\x1b]0;pwned\x07b.py"
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / name).write_text("x\n")
+    quoted = '"%s/a\\033]0;pwned\\007b.py"'  # as git quotes such a name
+    body = f"--- {quoted % 'a'}\n+++ {quoted % 'b'}\n@@ -1 +1 @@\n-x\n+y\n"
+    p = write_patch(tmp_path, "e.patch", body)
+    capsys.readouterr()
+    assert sgpatch("patch", "-d", str(root), p) == 0
+    err = capsys.readouterr().err
+    assert not any(c in err for c in "\x1b\x07")
+    assert "patching file a\\x1b]0;pwned\\x07b.py\n" in err
+    assert (root / name).read_text() == "y\n"

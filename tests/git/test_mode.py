@@ -112,9 +112,10 @@ def test_apply_commit_refuses_dirty_files_and_non_git_trees(checkout, tmp_path):
                    "--sglang-dir", str(plain), "--commit") == 2  # fmt: skip
 
 
-def test_status_warning_lists_foreign_uncommitted_changes_only(checkout, capsys):
+def test_status_check_lists_foreign_uncommitted_changes_only(checkout, capsys):
     """Input: apply without --commit (sgpatch's own changes), then a hand edit. Outcome: no
-    warning for sgpatch's own uncommitted changes; the hand-edited file is listed."""
+    warning for sgpatch's own uncommitted changes; the hand-edited file is listed, and the
+    warning line naming it is returned, not printed (git mode leaves the streams to ops/cli)."""
     repo, sets = checkout
     args = ["--set", "demo", "--patchsets", str(sets.parent), "--sglang-dir", str(repo)]
     assert sgpatch("apply", *args) == 0
@@ -124,9 +125,11 @@ def test_status_warning_lists_foreign_uncommitted_changes_only(checkout, capsys)
     a = repo / "python/sglang/srt/a.py"
     a.write_text(a.read_text() + "# mine\n")
     capsys.readouterr()
-    assert gitmode.status_warning(target, manifest) == ["srt/a.py"]
-    assert "uncommitted changes" in capsys.readouterr().err
-    assert gitmode.status_warning(target, manifest, quiet=True) == ["srt/a.py"]
+    checked = gitmode.status_check(target, manifest)
+    assert checked.files == ["srt/a.py"]
+    assert checked.notes == (gitmode.warning_line(["srt/a.py"]),)
+    assert "uncommitted changes" in checked.notes[0]
+    assert gitmode.status_check(target, manifest, quiet=True).files == ["srt/a.py"]
     assert capsys.readouterr().err == ""
 
 

@@ -1,4 +1,4 @@
-"""fileplan: one patch planned file by file on an overlay; diff paths mapped onto the package."""
+"""fileplan: one patch planned file by file on an overlay."""
 
 from __future__ import annotations
 
@@ -13,46 +13,9 @@ from sgpatch.ops.fileplan import (
     Overlay,
     default_mapper,
     how_applied,
-    package_mapper,
     patch_status,
     plan_patch,
 )
-
-
-@pytest.mark.parametrize(
-    ("path", "rel"),
-    [
-        ("a/python/sglang/srt/models/kimi_k25.py", "srt/models/kimi_k25.py"),
-        ("b/python/sglang/srt/models/kimi_k25.py", "srt/models/kimi_k25.py"),
-        ("sglang/srt/layers/communicator.py", "srt/layers/communicator.py"),
-        ("a/srt/layers/communicator.py", "srt/layers/communicator.py"),
-        ("a/test/test_utils.py", "test/test_utils.py"),  # the package has a test/ too
-        ("a/benchmark/x.py", "benchmark/x.py"),  # and, in some releases, a benchmark/
-    ],
-)
-def test_upstream_and_package_relative_paths_map_onto_the_package(path: str, rel: str) -> None:
-    assert package_mapper("p.patch")(path) == rel
-
-
-@pytest.mark.parametrize(
-    "path",
-    [
-        "a/sgl-kernel/csrc/allreduce/custom_all_reduce.cu",
-        "a/docs/references/environment_variables.md",
-        "a/python/pyproject.toml",
-        "a/python/sglang_router/__init__.py",
-        "b/.github/workflows/pr-test.yml",
-        "a/docker/Dockerfile",
-    ],
-)
-def test_paths_elsewhere_in_the_repository_are_refused(path: str) -> None:
-    """Input: a path of an upstream pull request outside python/sglang/. Outcome: exit 2 naming
-    it, instead of a file created or looked for inside the package."""
-    with pytest.raises(SgpatchError) as info:
-        package_mapper("0001-fix.patch")(path)
-    assert info.value.code == ExitCode.BAD_INPUT
-    assert "outside the SGLang package" in info.value.message
-    assert info.value.message.startswith("0001-fix.patch: ")
 
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> Overlay:

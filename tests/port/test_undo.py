@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -121,6 +122,42 @@ def test_a_damaged_journal_is_refused_in_one_line(ws, line):
     assert e.value.code == ExitCode.UNSAFE and "\n" not in e.value.message
     assert "journal/index: damaged" in e.value.message and "--abort --workspace" in e.value.message
     assert snapshot(ws.top) == before
+
+
+def test_the_step_journal_is_the_one_journal_type(ws):
+    """Input: a step killed after rewriting a.py. Outcome: its index reads as every journal
+    sgpatch writes (`sgpatch-journal 4`, a `file` line with size and digest, a `wrote` line),
+    and the original is in `originals/<sha256>`, so `cat` and `cp` undo it by hand too."""
+    killed_half_way(ws)
+    lines = (ws.top / undo.INDEX).read_text().splitlines()
+    assert lines[0] == "sgpatch-journal 4" and lines[1].startswith("pid ")
+    sha = hashlib.sha256(b"a = 1\n").hexdigest()
+    assert lines[2] == f"file - 6 {sha} sglang/srt/a.py"
+    assert lines[3] == f"wrote {hashlib.sha256(b'a = 2' + bytes([10])).hexdigest()} sglang/srt/a.py"
+    assert (ws.top / undo.ORIGINALS / sha).read_bytes() == b"a = 1\n"
+
+
+def test_abort_drops_a_damaged_journal_instead_of_refusing_its_own_hint(cache, tmp_path):
+    """Input: a stopped port whose step journal was left damaged (a line sgpatch never
+    writes). Outcome: --continue refuses in one line naming the --abort command (exit 4,
+    nothing put back); that command, run as printed, removes W (exit 0)."""
+    import shlex
+
+    other_release(cache, "1.4")
+    d = two_file_set(tmp_path, first_other=False)
+    w = tmp_path / "w"
+    args = ("port", "--offline", "--set", "demo", "--patchsets", str(d.parent), "--to", "1.4",
+            "--workspace", str(w))  # fmt: skip
+    assert run_cli(*args)[0] == 3
+    (w / undo.DIR).mkdir()
+    (w / undo.INDEX).write_text("sgpatch-journal 4\npid 1\nexec rm -rf /\n")
+    before = snapshot(w)
+    code, _out, err = run_cli("port", "--continue", "--workspace", str(w))
+    (line,) = err.splitlines()
+    assert code == 4 and "journal/index: damaged" in line and snapshot(w) == before
+    hint = line.split("`")[1]
+    assert run_cli(*shlex.split(hint)[1:])[0] == 0
+    assert not (w / ".sgpatch-port").exists()
 
 
 # moved from tests/port/test_port.py

@@ -19,13 +19,14 @@ from helpers import (
     V12,
     fork_cli,
     make_set,
+    no_hang,
     run_cli,
     sgport,
     snapshot,
     start_conflict,
 )
+from sgpatch.fs import steps
 from sgpatch.port.workspace import locked
-from sgpatch.state import txn
 
 FIXED = V12.replace("        return 1\n", "        return 100\n").replace(
     "    y = 3\n", "    y = 30\n"
@@ -49,25 +50,25 @@ def cont(w: Path) -> list[str]:
 
 def steps_of(argv: list[str]) -> tuple[int, list[tuple[int, str]]]:
     """Run in-process and count its write steps: (exit code, [(step, what it wrote)]), read
-    off the test hook itself (sgpatch.state.txn counts every workspace write). The same run
+    off the test hook itself (sgpatch.fs.steps counts every workspace write). The same run
     always takes the same steps, so a step number is a fixed point."""
     import sys
 
     log: list[tuple[int, str]] = []
-    real = txn._step
+    real = steps.step
 
     def step() -> None:
         real()
-        caller = sys._getframe(3)  # write/append -> wsfiles.kill_point -> txn.kill_point
+        caller = sys._getframe(2)  # write/append -> wsfiles.kill_point -> steps.step
         where = caller.f_locals.get("rel") or caller.f_code.co_name
-        log.append((txn._steps, f"{Path(caller.f_locals.get('top', '?')).name}/{where}"))
+        log.append((steps.taken, f"{Path(caller.f_locals.get('top', '?')).name}/{where}"))
 
-    txn._steps = 0
-    txn._step = step
+    steps.reset()
+    steps.step = step
     try:
         code = run_cli(*argv)[0]
     finally:
-        txn._step = real
+        steps.step = real
     return code, log
 
 
@@ -176,7 +177,7 @@ def test_the_hook_works_through_the_real_cli(cache, tmp_path):
     at = next(n for n, what in reference(tmp_path / "ref").port_log if what.endswith("/tree"))
     d = make_set(tmp_path / "run")
     w = tmp_path / "run" / "w"
-    env = {**os.environ, txn.KILL_ENV: str(at)}
+    env = {**os.environ, steps.KILL_ENV: str(at)}
     p = subprocess.run([sys.executable, "-m", "sgpatch", *port_args(d, w)], env=env,
                        capture_output=True, check=False)  # fmt: skip
     assert p.returncode == -signal.SIGKILL, p.stderr
@@ -261,6 +262,26 @@ def test_a_release_the_index_lacks_leaves_w_as_it_was(cache, tmp_path, monkeypat
 
 # ---------------------------------------------------------------------------------------------
 # one writer at a time
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_a_fifo_or_link_at_the_workspace_lock_ends_in_one_line(cache, tmp_path, kind):
+    """Input: a stopped port whose `W/.sgpatch-port.lock` was replaced by a FIFO nobody
+    writes, or by a symlink to a file outside W that does not exist yet. Outcome: --continue
+    exits 4 at once (it waited for ever on the FIFO) with one line naming the lock and what
+    is there; W and the set are byte for byte as they were; nothing is made through the link."""
+    d, w = stopped(tmp_path)
+    lock = w / ".sgpatch-port.lock"
+    lock.unlink()
+    outside = tmp_path / "made-through-the-link"
+    os.mkfifo(lock) if kind == "fifo" else lock.symlink_to(outside)
+    before, set_before = snapshot(w), snapshot(d)
+    with no_hang():
+        code, _out, err = run_cli(*cont(w))
+    assert code == 4, err
+    (line,) = err.splitlines()
+    assert f"{lock} is a {'FIFO' if kind == 'fifo' else 'symlink'}" in line
+    assert snapshot(w) == before and snapshot(d) == set_before and not outside.exists()
 
 
 def test_a_second_writer_is_refused_in_one_line(cache, tmp_path):
@@ -402,11 +423,11 @@ def test_ctrl_c_names_the_workspace_and_the_command_that_goes_on(cache, tmp_path
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     d = make_set(tmp_path / "run")
     at = next(n for n, what in reference(tmp_path / "ref").port_log if "before/" in what)
-    monkeypatch.setenv(txn.KILL_ENV, str(at))
-    monkeypatch.setenv(txn.SIGNAL_ENV, "INT")
-    txn._steps = 0
+    monkeypatch.setenv(steps.KILL_ENV, str(at))
+    monkeypatch.setenv(steps.SIGNAL_ENV, "INT")
+    steps.reset()
     code, _out, err = run_cli(*port_args(d, None))
-    monkeypatch.delenv(txn.KILL_ENV)
+    monkeypatch.delenv(steps.KILL_ENV)
     assert code == 130, err
     (line,) = err.splitlines()
     (w,) = tmp_path.glob("sgpatch-port-demo-1.2-*")

@@ -50,8 +50,8 @@ def pid_of(f: Path) -> str:
 
 
 def touched(patch: Path) -> list[str]:
+    from sgpatch.diff.paths import package_mapper
     from sgpatch.diff.unified import read_patch
-    from sgpatch.ops.fileplan import package_mapper
 
     p = read_patch(patch)
     mapper = package_mapper(p.name)

@@ -29,8 +29,10 @@ from pathlib import Path
 import pytest
 
 from helpers import run_cli
+from sgpatch.fs import atomic, steps
 from sgpatch.patchset.manifest import find_sets
 from sgpatch.releases import cache as releases
+from sgpatch.state import folder as state_folder
 from sgpatch.state import txn
 
 VERSION = "0.5.9"
@@ -54,8 +56,8 @@ def fork_run(argv: list[str], kill_at: int | None = None, kill_after: float | No
             os.dup2(null, 1)
             os.dup2(null, 2)
             if kill_at is not None:
-                os.environ[txn.KILL_ENV] = str(kill_at)
-            txn._steps = 0
+                os.environ[steps.KILL_ENV] = str(kill_at)
+            steps.reset()
             code, _, _ = run_cli(*argv)
         finally:
             os._exit(code)
@@ -115,7 +117,7 @@ def _no_disk_flush():
     loses nothing the kernel already has. Skipping the flush in-process keeps 100+ runs within
     the CI budget; the real-CLI runs below keep it."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(txn, "_fsync", lambda fd: None)
+        mp.setattr(atomic, "fsync", lambda fd: None)
         yield
 
 
@@ -162,7 +164,7 @@ def check_after_crash(world, pkg: Path, outcome) -> str:
     """The next invocation rolls back (exit 4) iff a journal was left; the bytes are pristine or
     fully patched; status --json agrees. Returns 'pristine' or 'patched'."""
     world["stats"]["runs"] += 1
-    journal = pkg / ".sgpatch" / txn.JOURNAL
+    journal = pkg / ".sgpatch" / state_folder.JOURNAL
     if outcome[0] == "killed":
         assert outcome[1] == signal.SIGKILL
         world["stats"]["killed"] += 1
@@ -177,7 +179,7 @@ def check_after_crash(world, pkg: Path, outcome) -> str:
         world["stats"]["rolled_back"] += 1
     assert not journal.exists()
     snap = snapshot(pkg)
-    leftovers = [k for k in snap if k.endswith(txn.TMP_SUFFIX)]
+    leftovers = [k for k in snap if k.endswith(atomic.TMP_SUFFIX)]
     assert not leftovers
     if snap == world["snap_pristine"]:
         assert states(pkg) == world["states_pristine"]
@@ -257,7 +259,7 @@ def test_kill_during_recovery_is_finished_by_the_next_run(world):
     for step in range(1, 100):
         pkg = fresh(world["pristine"], work)
         assert fork_run(apply_argv(pkg), kill_at=half)[0] == "killed"
-        assert (pkg / ".sgpatch" / txn.JOURNAL).exists()
+        assert (pkg / ".sgpatch" / state_folder.JOURNAL).exists()
         outcome = fork_run(["status", "--sglang-dir", str(pkg), "--set", SET], kill_at=step)
         if outcome[0] == "exit":
             assert outcome[1] == 4  # it recovered and said so
@@ -295,7 +297,7 @@ def test_kill_apply_and_revert_at_random_times(world):
 def test_kill_hook_through_the_real_cli(world, step):
     """The same hook through a real `python -m sgpatch apply` process."""
     pkg = fresh(world["pristine"], world["base"] / f"work-cli-{step}")
-    env = {**os.environ, txn.KILL_ENV: str(step)}
+    env = {**os.environ, steps.KILL_ENV: str(step)}
     src = str(Path(txn.__file__).parent.parent)
     env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run(

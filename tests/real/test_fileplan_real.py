@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sgpatch.ops.fileplan import REPO_ONLY
+from sgpatch.diff.paths import REPO_ONLY
 from sgpatch.releases import cache as releases
 
 from .intent import RELEASES

@@ -376,8 +376,8 @@ def test_engine_round_trip_of_every_variant(version: str) -> None:
     of that variant, pristine from the wheel. Expected: the hunks apply; applied a second time
     every hunk is `already-applied` (what makes a hand-applied tree `present` and `sgpatch
     patch` idempotent); reversed, they give back the release's exact text."""
+    from sgpatch.diff.paths import package_mapper
     from sgpatch.diff.unified import decode, parse_patch, split_lines
-    from sgpatch.ops.fileplan import package_mapper
     from sgpatch.patchset.manifest import select_variant
     from sgpatch.placement.engine import apply_hunks
 

@@ -22,9 +22,9 @@ from packaging.version import Version
 
 from helpers import sgpatch
 from sgpatch.diff.canonical import FileDiff, canonical_diff, render
+from sgpatch.diff.paths import package_mapper
 from sgpatch.diff.unified import decode, encode, read_patch, split_lines
 from sgpatch.ops import lint, matrix
-from sgpatch.ops.fileplan import package_mapper
 from sgpatch.patchset.manifest import bundled_dir, load_manifest, select_variant
 from sgpatch.placement.engine import apply_hunks
 from sgpatch.port import merge

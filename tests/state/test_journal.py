@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from sgpatch.errors import ExitCode, SgpatchError
-from sgpatch.state import journal, txn
+from sgpatch.fs import steps
+from sgpatch.state import journal
 from sgpatch.state.folder import JOURNAL, JOURNAL_ORIGINALS, LEGACY_JOURNAL
 from sgpatch.state.txn import FileChange, commit, recover
 
@@ -23,26 +24,26 @@ def _sha(data: bytes) -> str:
 
 
 def test_render_and_parse_round_trip(tmp_path: Path) -> None:
-    """Input: a journal with a changed file (mode 0755), a created file, a symlink and a folder,
-    one path holding spaces. Outcome: the text has one line per fact, path last, and parses
-    back to the same record."""
+    """Input: a journal with a changed file (mode 0755, 120 bytes), a created file, a symlink
+    and a folder, one path holding spaces. Outcome: the text has one line per fact, path
+    last, and parses back to the same record."""
     doc = journal.Journal(
         42,
         (
-            journal.Entry("srt/a b.py", "a" * 64, 0o755, owner=(1000, 1001)),
+            journal.Entry("srt/a b.py", "a" * 64, 120, 0o755, owner=(1000, 1001)),
             journal.Entry("srt/new.py", None),
-            journal.Entry("srt/link.py", "b" * 64, link=True),
+            journal.Entry("srt/link.py", "b" * 64, 7, link=True),
         ),
         ("srt/extra",),
     )
     text = journal.render(doc).decode()
     assert text.splitlines() == [
-        "sgpatch-journal 3",
+        "sgpatch-journal 4",
         "pid 42",
-        f"file 755 {'a' * 64} srt/a b.py",
+        f"file 755 120 {'a' * 64} srt/a b.py",
         "owner 1000 1001 srt/a b.py",
-        "file - - srt/new.py",
-        f"link {'b' * 64} srt/link.py",
+        "file - - - srt/new.py",
+        f"link 7 {'b' * 64} srt/link.py",
         "dir srt/extra",
     ]
     assert journal.parse(tmp_path / JOURNAL, text.encode()) == doc
@@ -69,8 +70,8 @@ def _killed_mid_commit(tmp_path: Path) -> Path:
     pid = os.fork()
     if pid == 0:
         try:
-            os.environ[txn.KILL_ENV] = "5"
-            txn._steps = 0
+            os.environ[steps.KILL_ENV] = "5"
+            steps.reset()
             commit(tmp_path, tmp_path / ".sgpatch", changes)
         finally:
             os._exit(0)
@@ -88,15 +89,15 @@ def test_a_killed_run_can_be_undone_by_hand_with_cat_and_cp(tmp_path: Path) -> N
     assert (tmp_path / "srt/a.py").read_bytes() == b"ALPHA\n"
     lines = (state / JOURNAL).read_text().splitlines()
     owner = f"{os.getuid()} {os.getgid()}"
-    assert lines[0] == "sgpatch-journal 3" and lines[1] == f"pid {lines[1].split()[1]}"
+    assert lines[0] == "sgpatch-journal 4" and lines[1] == f"pid {lines[1].split()[1]}"
     assert lines[2:] == [
-        f"file 644 {_sha(b'alpha' + bytes([10]))} srt/a.py",
+        f"file 644 6 {_sha(b'alpha' + bytes([10]))} srt/a.py",
         f"owner {owner} srt/a.py",
-        f"file 750 {_sha(b'beta' + bytes([10]))} srt/b.py",
+        f"file 750 5 {_sha(b'beta' + bytes([10]))} srt/b.py",
         f"owner {owner} srt/b.py",
     ]
     for line in lines[2::2]:
-        _, _mode, digest, rel = line.split(" ", 3)
+        _, _mode, _size, digest, rel = line.split(" ", 4)
         (tmp_path / rel).write_bytes((state / JOURNAL_ORIGINALS / digest).read_bytes())
     assert (tmp_path / "srt/a.py").read_bytes() == b"alpha\n"
     assert (tmp_path / "srt/b.py").read_bytes() == b"beta\n"

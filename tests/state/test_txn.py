@@ -25,6 +25,8 @@ from helpers import (
     SET,
     A,
     D,
+    failing_replace,
+    fd_path,
     full_snapshot,
     make_diff,
     make_env,
@@ -38,10 +40,17 @@ from helpers import (
 )
 from helpers import run_cli as cli
 from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.fs import atomic, steps
+from sgpatch.fs import lock as fs_lock
+from sgpatch.state import folder as state_folder
 from sgpatch.state import journal as journal_mod
 from sgpatch.state import ledger as ledger_mod
+from sgpatch.state import lock as state_lock
+from sgpatch.state import put as put_mod
 from sgpatch.state import txn
-from sgpatch.state.txn import FileChange, commit, locked, recover, write_journal
+from sgpatch.state.lock import locked
+from sgpatch.state.recovery import recover
+from sgpatch.state.txn import FileChange, commit, write_journal
 
 
 @pytest.fixture
@@ -68,8 +77,8 @@ def test_commit_writes_keeps_modes_and_removes_the_journal(tmp_path):
     assert (root / "x.py").read_bytes() == b"new\n"
     assert (root / "x.py").stat().st_mode & 0o777 == 0o750
     assert (root / "deep/er/y.py").read_bytes() == b"y\n"
-    assert not (state / txn.JOURNAL).exists()
-    assert not list(root.rglob(f"*{txn.TMP_SUFFIX}"))
+    assert not (state / state_folder.JOURNAL).exists()
+    assert not list(root.rglob(f"*{atomic.TMP_SUFFIX}"))
 
 
 def test_commit_refuses_a_file_that_changed_since_planning(tmp_path):
@@ -90,18 +99,19 @@ def _three_files(root: Path) -> list[FileChange]:
 
 
 def disk_full_at(monkeypatch, n: int) -> None:
-    """The n-th os.replace in txn fails with ENOSPC (disk full); the journal's own originals
-    (stored before the journal, in journal-originals/) are not counted."""
-    real = os.replace
+    """The n-th os.replace of the journal or a tree file fails with ENOSPC (disk full); the
+    journal's own originals (stored before the journal, in journal-originals/) and the lock's
+    holder record (`lock.owner`) are not counted."""
     calls = {"n": 0}
 
-    def replace(src, dst):
-        calls["n"] += txn.JOURNAL_ORIGINALS not in str(dst)
-        if calls["n"] == n and txn.JOURNAL_ORIGINALS not in str(dst):
-            raise OSError(errno.ENOSPC, "No space left on device", str(dst))
-        return real(src, dst)
+    def nth(dst: str) -> bool:
+        counted = state_folder.JOURNAL_ORIGINALS not in dst
+        counted = counted and not dst.endswith(state_folder.LOCK_OWNER)
+        calls["n"] += counted
+        return counted and calls["n"] == n
 
-    monkeypatch.setattr(txn.os, "replace", replace)
+    full = OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(os, "replace", failing_replace(nth, full))
 
 
 @pytest.mark.parametrize("nth", [1, 2, 3, 4])
@@ -116,8 +126,8 @@ def test_disk_full_on_the_nth_replace_rolls_back(tmp_path, monkeypatch, nth):
     assert "no space left" in exc.value.message and "\n" not in exc.value.message
     assert exc.value.code == ExitCode.BAD_INPUT
     assert tree_snapshot(tmp_path) == before
-    assert not (tmp_path / ".sgpatch" / txn.JOURNAL).exists()
-    assert not list(tmp_path.rglob(f"*{txn.TMP_SUFFIX}"))
+    assert not (tmp_path / ".sgpatch" / state_folder.JOURNAL).exists()
+    assert not list(tmp_path.rglob(f"*{atomic.TMP_SUFFIX}"))
 
 
 def test_unwritable_folder_of_the_third_file_rolls_back(tmp_path, monkeypatch):
@@ -125,14 +135,14 @@ def test_unwritable_folder_of_the_third_file_rolls_back(tmp_path, monkeypatch):
     as root a chmod would not stop us). Outcome: exit 2 naming c/f.py, a and b restored."""
     changes = _three_files(tmp_path)
     before = tree_snapshot(tmp_path)
-    real = txn.new_temp
+    real = atomic.new_temp
 
-    def new_temp(path):
-        if path.parent.name == "c":
-            raise PermissionError(errno.EACCES, "Permission denied", str(path.parent))
-        return real(path)
+    def new_temp(at, name, mode=0o600):
+        if Path(fd_path("", at)).name == "c":
+            raise PermissionError(errno.EACCES, "Permission denied", name)
+        return real(at, name, mode)
 
-    monkeypatch.setattr(txn, "new_temp", new_temp)
+    monkeypatch.setattr(atomic, "new_temp", new_temp)
     with pytest.raises(SgpatchError) as exc:
         commit(tmp_path, tmp_path / ".sgpatch", changes)
     assert "c/f.py" in exc.value.message and "rolled back" in exc.value.message
@@ -147,18 +157,17 @@ def test_failed_rollback_keeps_the_journal_for_the_next_run(tmp_path, monkeypatc
     real = os.replace
     calls = {"n": 0}
 
-    def replace(src, dst):
-        calls["n"] += ".sgpatch" not in str(dst)  # the tree's files, not the journal's
-        if calls["n"] >= 2:
-            raise OSError(errno.ENOSPC, "No space left on device", str(dst))
-        return real(src, dst)
+    def second(dst: str) -> bool:
+        calls["n"] += ".sgpatch" not in dst  # the tree's files, not the journal's
+        return calls["n"] >= 2
 
-    monkeypatch.setattr(txn.os, "replace", replace)
+    full = OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(os, "replace", failing_replace(second, full))
     with pytest.raises(SgpatchError) as exc:
         commit(tmp_path, tmp_path / ".sgpatch", changes)
     assert exc.value.code == ExitCode.UNSAFE and "journal" in exc.value.message
-    assert (tmp_path / ".sgpatch" / txn.JOURNAL).exists()
-    monkeypatch.setattr(txn.os, "replace", real)
+    assert (tmp_path / ".sgpatch" / state_folder.JOURNAL).exists()
+    monkeypatch.setattr(os, "replace", real)
     assert recover(tmp_path, tmp_path / ".sgpatch") == ["a/f.py"]
     assert tree_snapshot(tmp_path) == before
 
@@ -166,16 +175,13 @@ def test_failed_rollback_keeps_the_journal_for_the_next_run(tmp_path, monkeypatc
 def test_keyboard_interrupt_mid_commit_rolls_back_and_propagates(tmp_path, monkeypatch):
     changes = _three_files(tmp_path)
     before = tree_snapshot(tmp_path)
-    real = os.replace
     calls = {"n": 0}
 
-    def replace(src, dst):
+    def third(_dst: str) -> bool:
         calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt
-        return real(src, dst)
+        return calls["n"] == 3
 
-    monkeypatch.setattr(txn.os, "replace", replace)
+    monkeypatch.setattr(os, "replace", failing_replace(third, KeyboardInterrupt()))
     with pytest.raises(KeyboardInterrupt):
         commit(tmp_path, tmp_path / ".sgpatch", changes)
     assert tree_snapshot(tmp_path) == before
@@ -196,10 +202,10 @@ def test_a_stored_before_is_linked_from_the_journal_store_not_written_again(tmp_
     with one name once the journal's store is dropped, and x.py is written."""
     changes, rel = _with_stored_before(tmp_path)
     links, writes = [], []
-    real_link, real_write = os.link, txn._atomic_write
+    real_link, real_write = os.link, put_mod.write_file
     monkeypatch.setattr(txn.os, "link", lambda *a, **k: links.append(a) or real_link(*a, **k))
     monkeypatch.setattr(
-        txn, "_atomic_write", lambda p, *a, **k: writes.append(p) or real_write(p, *a, **k)
+        put_mod, "write_file", lambda p, *a, **k: writes.append(p) or real_write(p, *a, **k)
     )
     commit(tmp_path, tmp_path / ".sgpatch", changes)
     assert len(links) == 1 and tmp_path / rel not in writes
@@ -207,7 +213,7 @@ def test_a_stored_before_is_linked_from_the_journal_store_not_written_again(tmp_
     assert (tmp_path / rel).read_bytes() == b"old\n" and st.st_nlink == 1
     assert st.st_mode & 0o777 == 0o444
     assert (tmp_path / "x.py").read_bytes() == b"new\n"
-    assert not (tmp_path / ".sgpatch" / txn.JOURNAL_ORIGINALS).exists()
+    assert not (tmp_path / ".sgpatch" / state_folder.JOURNAL_ORIGINALS).exists()
 
 
 def test_without_hard_links_the_stored_before_is_written(tmp_path, monkeypatch):
@@ -239,7 +245,7 @@ def test_a_store_file_that_appears_mid_commit_rolls_back(tmp_path, monkeypatch):
         commit(tmp_path, tmp_path / ".sgpatch", changes)
     assert exc.value.code == ExitCode.BAD_INPUT and "\n" not in exc.value.message
     assert tree_snapshot(tmp_path) == before
-    assert not (tmp_path / ".sgpatch" / txn.JOURNAL).exists()
+    assert not (tmp_path / ".sgpatch" / state_folder.JOURNAL).exists()
 
 
 # ------------------------------------------------------------------------------ recovery
@@ -267,7 +273,7 @@ def test_recover_restores_bytes_modes_and_removes_temps_and_new_folders(tmp_path
     assert sorted(recover(tmp_path, state)) == ["a/f.py", "n1/n2/g.py"]
     assert tree_snapshot(tmp_path) == before
     assert not (tmp_path / "n1").exists()
-    assert not list(tmp_path.rglob(f"*{txn.TMP_SUFFIX}"))
+    assert not list(tmp_path.rglob(f"*{atomic.TMP_SUFFIX}"))
     assert recover(tmp_path, state) is None  # journal gone: nothing to do
 
 
@@ -292,11 +298,11 @@ def test_recover_only_fixes_mode_when_bytes_are_right(tmp_path):
 def test_unreadable_journal_is_exit_4_and_left_alone(tmp_path, journal):
     state = tmp_path / ".sgpatch"
     state.mkdir()
-    (state / txn.JOURNAL).write_text(journal)
+    (state / state_folder.JOURNAL).write_text(journal)
     with pytest.raises(SgpatchError) as exc:
         recover(tmp_path, state)
     assert exc.value.code == ExitCode.UNSAFE and "journal" in exc.value.message
-    assert (state / txn.JOURNAL).read_text() == journal
+    assert (state / state_folder.JOURNAL).read_text() == journal
 
 
 def test_journal_with_an_escaping_path_is_refused(tmp_path):
@@ -307,7 +313,7 @@ def test_journal_with_an_escaping_path_is_refused(tmp_path):
     state = root / ".sgpatch"
     state.mkdir(parents=True)
     doc = {"schema": 1, "files": [{"path": "../outside.txt", "before": None, "mode": None}]}
-    (state / txn.JOURNAL).write_text(json.dumps(doc))
+    (state / state_folder.JOURNAL).write_text(json.dumps(doc))
     with pytest.raises(SgpatchError) as exc:
         recover(root, state)
     assert exc.value.code == ExitCode.UNSAFE
@@ -324,15 +330,15 @@ def test_kill_hook_kills_at_the_requested_step(tmp_path):
     if pid == 0:
         try:
             # 1: journal temp, 2: journal replace, 3: file temp (the originals stored before
-            # the journal are no kill point: see txn._store)
-            os.environ[txn.KILL_ENV] = "3"
-            txn._steps = 0
+            # the journal are no kill point: see store.store)
+            os.environ[steps.KILL_ENV] = "3"
+            steps.reset()
             commit(tmp_path, tmp_path / ".s", [FileChange("f.py", b"a\n", b"b\n")])
         finally:
             os._exit(0)
     _, status = os.waitpid(pid, 0)
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
-    assert (tmp_path / ".s" / txn.JOURNAL).exists()
+    assert (tmp_path / ".s" / state_folder.JOURNAL).exists()
     assert (tmp_path / "f.py").read_bytes() == b"a\n"
     assert recover(tmp_path, tmp_path / ".s") == []
 
@@ -341,14 +347,14 @@ def test_kill_hook_kills_at_the_requested_step(tmp_path):
 
 
 def test_lock_timeout_env(monkeypatch):
-    monkeypatch.delenv(txn.LOCK_TIMEOUT_ENV, raising=False)
-    assert txn.lock_timeout() == 30.0
-    monkeypatch.setenv(txn.LOCK_TIMEOUT_ENV, "1.5")
-    assert txn.lock_timeout() == 1.5
+    monkeypatch.delenv(state_lock.LOCK_TIMEOUT_ENV, raising=False)
+    assert state_lock.lock_timeout() == 30.0
+    monkeypatch.setenv(state_lock.LOCK_TIMEOUT_ENV, "1.5")
+    assert state_lock.lock_timeout() == 1.5
     for bad in ("soon", "-1", "nan"):
-        monkeypatch.setenv(txn.LOCK_TIMEOUT_ENV, bad)
+        monkeypatch.setenv(state_lock.LOCK_TIMEOUT_ENV, bad)
         with pytest.raises(SgpatchError) as exc:
-            txn.lock_timeout()
+            state_lock.lock_timeout()
         assert exc.value.code == ExitCode.BAD_INPUT
 
 
@@ -357,7 +363,7 @@ def test_held_lock_makes_apply_exit_4_naming_lock_and_holder(env, monkeypatch):
     waits about a second, exits 4 naming the lock file and the holder's pid; nothing written."""
     pkg, _, args = env
     before = tree_snapshot(pkg)
-    monkeypatch.setenv(txn.LOCK_TIMEOUT_ENV, "1")
+    monkeypatch.setenv(state_lock.LOCK_TIMEOUT_ENV, "1")
     with locked(pkg / ".sgpatch"):
         t0 = time.monotonic()
         code, _, err = cli("apply", *args)
@@ -367,7 +373,7 @@ def test_held_lock_makes_apply_exit_4_naming_lock_and_holder(env, monkeypatch):
     assert str(pkg / ".sgpatch" / "lock") in err and f"held by pid {os.getpid()}" in err
     assert 0.9 <= waited < 5
     assert tree_snapshot(pkg) == before
-    assert not (pkg / ".sgpatch" / txn.LOCK_OWNER).exists()
+    assert not (pkg / ".sgpatch" / state_folder.LOCK_OWNER).exists()
     assert cli("apply", *args)[0] == 0  # lock released: works
 
 
@@ -380,22 +386,22 @@ def test_the_lock_excludes_filelock_and_itself_across_implementations(tmp_path, 
     from filelock import FileLock, Timeout
 
     if kind == "filelock":
-        monkeypatch.setattr(txn, "_file_lock", txn._PortableLock)
+        monkeypatch.setattr(fs_lock, "file_lock", fs_lock.PortableLock)
     state = tmp_path / ".sgpatch"
     state.mkdir()
-    other = FileLock(str(state / txn.LOCK))
+    other = FileLock(str(state / state_folder.LOCK))
     other.acquire(timeout=1)
     with pytest.raises(SgpatchError) as info, locked(state, timeout=0.2):
         pass
     assert info.value.code == ExitCode.UNSAFE
     other.release()
     with locked(state, timeout=1), pytest.raises(Timeout):
-        FileLock(str(state / txn.LOCK)).acquire(timeout=0.2)
+        FileLock(str(state / state_folder.LOCK)).acquire(timeout=0.2)
 
 
 def test_lock_waits_for_a_holder_that_finishes_in_time(env, monkeypatch):
     pkg, _, args = env
-    monkeypatch.setenv(txn.LOCK_TIMEOUT_ENV, "10")
+    monkeypatch.setenv(state_lock.LOCK_TIMEOUT_ENV, "10")
     ready = threading.Event()
 
     def hold():
@@ -430,13 +436,13 @@ def test_a_run_waiting_while_the_holder_removes_the_folder_starts_over(tmp_path)
         t = threading.Thread(target=waiter)
         t.start()
         time.sleep(0.5)  # B has pinned and is blocked on the file about to be removed
-        txn.remove_state_dir(state)
+        state_lock.remove_state_dir(state)
         assert not state.exists()
     try:
         assert inside.wait(10)
-        assert (state / txn.LOCK).exists()
+        assert (state / state_folder.LOCK).exists()
         with pytest.raises(Timeout):
-            FileLock(str(state / txn.LOCK)).acquire(timeout=0.2)
+            FileLock(str(state / state_folder.LOCK)).acquire(timeout=0.2)
     finally:
         leave.set()
         t.join()
@@ -447,25 +453,25 @@ def test_a_lock_won_on_a_file_removed_meanwhile_is_taken_again(tmp_path, monkeyp
     and a newcomer creates and locks a new one at the same name. Outcome: the run sees that the
     name leads to another file, and waits for the newcomer instead of writing alongside it."""
     state = tmp_path / ".sgpatch"
-    real = txn._file_lock
-    newcomer = real(state / txn.LOCK)
+    real = fs_lock.file_lock
+    newcomer = real(state / state_folder.LOCK)
     inside, leave, raced = threading.Event(), threading.Event(), threading.Event()
 
     class RacyLock:
         def __init__(self, path):
             self.inner = real(path)
 
-        def acquire(self, timeout):
+        def acquire(self, timeout, on_wait=None):
             self.inner.acquire(timeout)
             if not raced.is_set():  # once
                 raced.set()
-                (state / txn.LOCK).unlink()
+                (state / state_folder.LOCK).unlink()
                 newcomer.acquire(1)  # a new file at the old name, locked
 
         def release(self):
             self.inner.release()
 
-    monkeypatch.setattr(txn, "_file_lock", RacyLock)
+    monkeypatch.setattr(fs_lock, "file_lock", RacyLock)
 
     def run():
         with locked(state, timeout=10):
@@ -486,7 +492,7 @@ def test_a_lock_won_on_a_file_removed_meanwhile_is_taken_again(tmp_path, monkeyp
 def test_a_lock_that_keeps_moving_gives_up_at_the_timeout(tmp_path, monkeypatch):
     """Input: the name never leads to the file just locked (forced). Outcome: exit 4 once the
     timeout has passed, instead of relocking forever."""
-    monkeypatch.setattr(txn, "_names", lambda fd, path: False)
+    monkeypatch.setattr(fs_lock, "names", lambda fd, path: False)
     with pytest.raises(SgpatchError) as info, locked(tmp_path / ".sgpatch", timeout=0.3):
         pass
     assert info.value.code == ExitCode.UNSAFE and "holds the lock" in info.value.message
@@ -500,12 +506,14 @@ def test_a_lock_file_that_is_not_a_regular_file_is_refused(tmp_path, kind):
     state.mkdir()
     outside = tmp_path / "outside"
     if kind == "fifo":
-        os.mkfifo(state / txn.LOCK)
+        os.mkfifo(state / state_folder.LOCK)
     else:
-        (state / txn.LOCK).symlink_to(outside)
+        (state / state_folder.LOCK).symlink_to(outside)
     with pytest.raises(SgpatchError) as info, locked(state, timeout=0):
         pass
-    assert info.value.code == ExitCode.UNSAFE and str(state / txn.LOCK) in info.value.message
+    assert (
+        info.value.code == ExitCode.UNSAFE and str(state / state_folder.LOCK) in info.value.message
+    )
     assert not outside.exists()
 
 
@@ -515,10 +523,10 @@ def test_a_filesystem_without_file_locks_is_one_line(tmp_path, monkeypatch, erro
     NotImplementedError, 4 an OSError). Outcome: exit 2 naming the lock file, no traceback."""
 
     class NoFlock:
-        def acquire(self, timeout):
+        def acquire(self, timeout, on_wait=None):
             raise error
 
-    monkeypatch.setattr(txn, "_file_lock", lambda path: NoFlock())
+    monkeypatch.setattr(fs_lock, "file_lock", lambda path: NoFlock())
     with pytest.raises(SgpatchError) as info, locked(tmp_path / ".sgpatch", timeout=1):
         pass
     assert info.value.code == ExitCode.BAD_INPUT
@@ -530,20 +538,20 @@ def test_a_locked_run_that_left_nothing_leaves_no_folder(tmp_path):
     `.sgpatch/` afterwards; one holding a ledger stays."""
     state = tmp_path / ".sgpatch"
     with locked(state):
-        assert (state / txn.LOCK).exists()
+        assert (state / state_folder.LOCK).exists()
     assert not state.exists()
     with locked(state):
         (state / "ledger.json").write_text("{}")
-    assert sorted(p.name for p in state.iterdir()) == ["ledger.json", txn.LOCK]
+    assert sorted(p.name for p in state.iterdir()) == ["ledger.json", state_folder.LOCK]
 
 
 def test_remove_state_dir_keeps_a_folder_with_anything_else_in_it(tmp_path):
     """Input: `.sgpatch/` holding a journal besides the lock. Outcome: nothing is removed."""
     state = tmp_path / ".sgpatch"
     with locked(state):
-        (state / txn.JOURNAL).write_text("{}")
-        txn.remove_state_dir(state)
-    assert sorted(p.name for p in state.iterdir()) == [txn.JOURNAL, txn.LOCK]
+        (state / state_folder.JOURNAL).write_text("{}")
+        state_lock.remove_state_dir(state)
+    assert sorted(p.name for p in state.iterdir()) == [state_folder.JOURNAL, state_folder.LOCK]
 
 
 def _ledger_consistent(pkg: Path) -> None:
@@ -567,7 +575,7 @@ def test_concurrent_applies_patch_exactly_once(env):
             try:
                 os.close(w)
                 os.read(r, 1)  # wait for the start signal
-                os.environ[txn.LOCK_TIMEOUT_ENV] = "0.05"
+                os.environ[state_lock.LOCK_TIMEOUT_ENV] = "0.05"
                 code, _, err = cli("apply", *args)
                 if code == 4 and "lock" not in err:
                     code = 98
@@ -575,7 +583,7 @@ def test_concurrent_applies_patch_exactly_once(env):
                 os._exit(code)
         pids.append(pid)
     os.close(r)
-    envv = {**os.environ, txn.LOCK_TIMEOUT_ENV: "20"}
+    envv = {**os.environ, state_lock.LOCK_TIMEOUT_ENV: "20"}
     envv["PYTHONPATH"] = str(Path(txn.__file__).parents[2])
     procs = [
         subprocess.Popen(
@@ -602,7 +610,7 @@ def test_concurrent_applies_patch_exactly_once(env):
     assert (pkg / "srt/a.py").read_text() == A.replace("alpha5\n", "ALPHA5\n")
     assert (pkg / "srt/extra/d.py").read_text() == D
     _ledger_consistent(pkg)
-    assert not (pkg / ".sgpatch" / txn.JOURNAL).exists()
+    assert not (pkg / ".sgpatch" / state_folder.JOURNAL).exists()
 
 
 # ------------------------------------------------------------------------------ via the CLI
@@ -643,7 +651,7 @@ def test_status_never_rolls_back_a_journal_whose_writer_holds_the_lock(env, monk
     progress, the half-written file and the journal are left to the writer; once the lock is
     free (the writer died), the next status rolls back."""
     pkg, _, args = env
-    monkeypatch.setenv(txn.LOCK_TIMEOUT_ENV, "1")
+    monkeypatch.setenv(state_lock.LOCK_TIMEOUT_ENV, "1")
     with locked(pkg / ".sgpatch"):
         write_journal(pkg / ".sgpatch", [FileChange("srt/a.py", A.encode(), b"x")], {})
         (pkg / "srt/a.py").write_text("being written\n")
@@ -651,7 +659,7 @@ def test_status_never_rolls_back_a_journal_whose_writer_holds_the_lock(env, monk
         assert code == 4
         assert "an sgpatch run is in progress" in one_line_error(err)
         assert (pkg / "srt/a.py").read_text() == "being written\n"
-        assert (pkg / ".sgpatch" / txn.JOURNAL).exists()
+        assert (pkg / ".sgpatch" / state_folder.JOURNAL).exists()
     code, _, err = cli("status", *args)
     assert code == 4 and "rolled back" in err
     assert (pkg / "srt/a.py").read_text() == A
@@ -669,7 +677,7 @@ def test_status_waits_for_a_writer_that_finishes_and_reports_its_result(env, mon
             write_journal(pkg / ".sgpatch", [FileChange("srt/a.py", A.encode(), A.encode())], {})
             ready.set()
             time.sleep(0.3)
-            (pkg / ".sgpatch" / txn.JOURNAL).unlink()
+            (pkg / ".sgpatch" / state_folder.JOURNAL).unlink()
         done.set()
 
     t = threading.Thread(target=writer)
@@ -688,7 +696,7 @@ def test_revert_takes_the_lock_before_it_reads_the_ledger(env, monkeypatch):
     pkg, _, args = env
     assert cli("apply", *args)[0] == 0
     before = tree_snapshot(pkg)
-    monkeypatch.setenv(txn.LOCK_TIMEOUT_ENV, "1")
+    monkeypatch.setenv(state_lock.LOCK_TIMEOUT_ENV, "1")
     with locked(pkg / ".sgpatch"):
         code, _, err = cli("revert", *args)
     assert code == 4 and "holds the lock" in one_line_error(err)
@@ -756,10 +764,10 @@ def test_recovery_removes_crash_residue(env, residue):
     state = pkg / ".sgpatch"
     state.mkdir()
     if residue in ("lock-and-owner", "both"):
-        (state / txn.LOCK).write_text("")
-        (state / txn.LOCK_OWNER).write_text('{"pid": 999999, "host": "x", "since": 0}\n')
+        (state / state_folder.LOCK).write_text("")
+        (state / state_folder.LOCK_OWNER).write_text('{"pid": 999999, "host": "x", "since": 0}\n')
     if residue in ("journal-temp", "both"):
-        (state / f".journal.json.k3j2{txn.TMP_SUFFIX}").write_text('{"schema": 1, "fi')
+        (state / f".journal.json.k3j2{atomic.TMP_SUFFIX}").write_text('{"schema": 1, "fi')
     assert cli("recover", "--sglang-dir", str(pkg))[0] == 0
     assert not state.exists()
     assert tree_snapshot(pkg) == before
@@ -833,10 +841,10 @@ def test_lock_owner_fifo_does_not_hang_the_busy_message(env, monkeypatch):
     waiting run gives up after SGPATCH_LOCK_TIMEOUT=1 with exit 4 and 'holder unknown' in one
     line, instead of blocking on the FIFO."""
     pkg, _, args = env
-    monkeypatch.setenv(txn.LOCK_TIMEOUT_ENV, "1")
+    monkeypatch.setenv(state_lock.LOCK_TIMEOUT_ENV, "1")
     with locked(pkg / ".sgpatch"):
-        (pkg / ".sgpatch" / txn.LOCK_OWNER).unlink()
-        os.mkfifo(pkg / ".sgpatch" / txn.LOCK_OWNER)
+        (pkg / ".sgpatch" / state_folder.LOCK_OWNER).unlink()
+        os.mkfifo(pkg / ".sgpatch" / state_folder.LOCK_OWNER)
         t0 = time.monotonic()
         code, _, err = cli("apply", *args)
         assert time.monotonic() - t0 < 10
@@ -854,10 +862,10 @@ def test_a_forged_lock_owner_reads_as_holder_unknown(env, monkeypatch, owner):
     Outcome: the waiting apply gives up after SGPATCH_LOCK_TIMEOUT=1 with exit 4 and
     'holder unknown' in one line (was exit 70 for the first two); the tree untouched."""
     pkg, _, args = env
-    monkeypatch.setenv(txn.LOCK_TIMEOUT_ENV, "1")
+    monkeypatch.setenv(state_lock.LOCK_TIMEOUT_ENV, "1")
     before = tree_snapshot(pkg)
     with locked(pkg / ".sgpatch"):
-        (pkg / ".sgpatch" / txn.LOCK_OWNER).write_text(owner)
+        (pkg / ".sgpatch" / state_folder.LOCK_OWNER).write_text(owner)
         code, _, err = cli("apply", *args)
     assert code == 4 and "holder unknown" in one_line_error(err)
     assert tree_snapshot(pkg) == before
@@ -882,7 +890,7 @@ def test_stress_mixed_apply_revert_status_stays_consistent(env):
             try:
                 os.close(w)
                 signal.alarm(240)
-                os.environ[txn.LOCK_TIMEOUT_ENV] = "90"  # flock is not fair: no starving
+                os.environ[state_lock.LOCK_TIMEOUT_ENV] = "90"  # flock is not fair: no starving
                 os.read(r, 1)
                 allowed = {0, 4} if cmd == "status" else {0}
                 code = 0
@@ -897,7 +905,7 @@ def test_stress_mixed_apply_revert_status_stays_consistent(env):
         pids.append(pid)
     os.close(r)
     envv = {**os.environ, "PYTHONPATH": str(Path(txn.__file__).parents[2])}
-    envv[txn.LOCK_TIMEOUT_ENV] = "90"
+    envv[state_lock.LOCK_TIMEOUT_ENV] = "90"
     os.write(w, b"x" * 6)
     os.close(w)
     for cmd in ("apply", "status", "revert", "apply"):
@@ -914,7 +922,7 @@ def test_stress_mixed_apply_revert_status_stays_consistent(env):
         _, status = os.waitpid(pid, 0)
         why = [f.read_text() for f in pkg.parent.glob("stress-*.err")]
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, why)
-    assert not (pkg / ".sgpatch" / txn.JOURNAL).exists()
+    assert not (pkg / ".sgpatch" / state_folder.JOURNAL).exists()
     if (pkg / ".sgpatch").exists():
         _ledger_consistent(pkg)
         assert patched(pkg)
@@ -951,8 +959,8 @@ def test_commit_makes_replaces_and_removes_symlinks_as_links(tmp_path):
         "a.py\n",
         "b.py\n",
     ]
-    assert not (root / ".sgpatch" / txn.JOURNAL).exists()
-    assert not list(root.rglob(f"*{txn.TMP_SUFFIX}"))
+    assert not (root / ".sgpatch" / state_folder.JOURNAL).exists()
+    assert not list(root.rglob(f"*{atomic.TMP_SUFFIX}"))
 
 
 def test_a_symlink_that_moved_since_planning_is_refused(tmp_path):
@@ -1110,14 +1118,14 @@ def test_rollback_after_a_crash_keeps_owners_and_setuid_bits(env):
     pid = os.fork()
     if pid == 0:
         try:
-            os.environ[txn.KILL_ENV] = "5"
-            txn._steps = 0
+            os.environ[steps.KILL_ENV] = "5"
+            steps.reset()
             cli("apply", *args)
         finally:
             os._exit(0)
     _, status = os.waitpid(pid, 0)
     assert os.WIFSIGNALED(status)
-    path = pkg / ".sgpatch" / txn.JOURNAL
+    path = pkg / ".sgpatch" / state_folder.JOURNAL
     journal = journal_mod.parse(path, path.read_bytes())
     assert {e.path: e.owner for e in journal.entries}["srt/a.py"] == (OTHER, OTHER)
     assert f"owner {OTHER} {OTHER} srt/a.py" in path.read_text().splitlines()

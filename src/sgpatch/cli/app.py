@@ -967,9 +967,10 @@ def internal_message(exc: BaseException) -> str:
 def one_line(text: str) -> str:
     """`text` with its control characters shown as Python escapes (`\\n`, `\\x1b`): a path
     holding a newline or a terminal escape must neither split the one error line nor drive
-    the terminal. The JSON error document keeps the text exact."""
-    controls = {c: repr(chr(c))[1:-1] for c in (*range(32), *range(127, 160))}
-    return text.translate(controls)
+    the terminal. The JSON error document keeps the text exact (sgpatch.shown, the one rule)."""
+    from sgpatch.shown import name
+
+    return name(text)
 
 
 def _fail(args: list[str], message: str, code: int) -> None:

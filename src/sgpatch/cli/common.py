@@ -55,7 +55,8 @@ def open_target(
     root = locate_tree(sglang_dir)
     if not interrupted(state_dir(root)):  # the writer (txn) is imported only when there is work
         return find_target(sglang_dir, sglang_version, root=root)
-    from sgpatch.state.txn import LockBusy, lock_timeout, stop_if_rolled_back
+    from sgpatch.state.lock import LockBusy, lock_timeout
+    from sgpatch.state.recovery import stop_if_rolled_back
 
     wait = min(READER_WAIT, lock_timeout()) if reader else None
     try:

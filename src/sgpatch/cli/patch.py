@@ -18,7 +18,9 @@ from sgpatch.ops.fileplan import (
     plan_patch,
 )
 from sgpatch.state.folder import STATE_DIR
-from sgpatch.state.txn import commit, locked, stop_if_rolled_back
+from sgpatch.state.lock import locked
+from sgpatch.state.recovery import stop_if_rolled_back
+from sgpatch.state.txn import commit
 
 STDIN = "-"
 MISSING = "file does not exist"

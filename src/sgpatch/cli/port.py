@@ -182,10 +182,13 @@ def _aborted(a: Args, done) -> int:
              "kept_in": None if done.kept_in is None else str(done.kept_in)}
         )  # fmt: skip
         return 0
+    from sgpatch.shown import name
+
     aside = ""
     if done.kept_in is not None:
         what = " and ".join(w for w, have in (("edits", done.edits), ("files", done.own)) if have)
-        aside = f"; kept your {what} in {done.kept_in}: {', '.join(done.edits + done.own)}"
+        names = ", ".join(map(name, done.edits + done.own))
+        aside = f"; kept your {what} in {name(done.kept_in)}: {names}"
     report.err(f"sgpatch port --abort: {_removed(w, done)}{aside}; the set is unchanged")
     return 0
 
@@ -193,15 +196,17 @@ def _aborted(a: Args, done) -> int:
 def _removed(w: Path | None, done) -> str:
     """What --abort removed, true to what is on disk: W itself, or only what sgpatch wrote
     there when W stays (a folder the person made, or one holding what others put there)."""
-    if not done.stays:
-        return f"removed {w}"
-    from sgpatch.port.workspace import shown
+    from sgpatch.shown import name
 
+    if not done.stays:
+        return f"removed {name(w)}"
     if done.left_files:
-        why = f"it holds what others put there: {shown(done.left_files)}"
+        left = ", ".join(map(name, done.left_files[:5]))
+        more = f" and {len(done.left_files) - 5} more" if len(done.left_files) > 5 else ""
+        why = f"it holds what others put there: {left}{more}"
     else:
         why = "you made it; it is empty now"
-    return f"removed what sgpatch wrote in {w}; {w} stays ({why})"
+    return f"removed what sgpatch wrote in {name(w)}; {name(w)} stays ({why})"
 
 
 def _emit(a: Args, reps, extra: dict | None = None) -> int:

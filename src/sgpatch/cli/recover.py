@@ -9,7 +9,7 @@ from sgpatch.cli.common import locate_tree
 from sgpatch.errors import SgpatchError
 from sgpatch.ops import report
 from sgpatch.state.ledger import state_dir
-from sgpatch.state.txn import roll_back_interrupted
+from sgpatch.state.recovery import roll_back_interrupted
 from sgpatch.tree.target import find_target
 
 

@@ -51,7 +51,10 @@ def run(opts: StatusOptions) -> int:
         if target.layout == "checkout":  # git mode only; keeps GitPython off the common path
             from sgpatch.git import mode as gitmode
 
-            dirty = gitmode.status_warning(target, manifest, ledger, quiet=as_json)
+            checked = gitmode.status_check(target, manifest, ledger, quiet=as_json)
+            dirty = checked.files
+            if not as_json:
+                report.lines(checked.notes)
         record = ledger.sets.get(manifest.name)
         if as_json:
             doc = report.set_json("status", target, plan, pre, set_code)

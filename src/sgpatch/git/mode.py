@@ -180,6 +180,19 @@ class Made:
     sha: str
     subject: str
 
+    def line(self) -> str:
+        """The stderr line that says it was made (the caller prints: git mode never does)."""
+        return f"committed {self.sha[:12]} {self.patch_id}: {self.subject}"
+
+
+@dataclass(frozen=True)
+class Finished:
+    """What finishing an earlier `apply --commit` did: the commits HEAD moved to, and notes
+    for stderr (HEAD moved since: the commits are left alone)."""
+
+    made: tuple[Made, ...] = ()
+    notes: tuple[str, ...] = ()
+
 
 @dataclass(frozen=True)
 class GitPlan:
@@ -311,19 +324,19 @@ def _undo(target, changes: Sequence) -> None:
     commit(target.root, state_dir(target.root), back)
 
 
-def finish_apply(target, record) -> list[Made]:
+def finish_apply(target, record) -> Finished:
     """`apply --commit` again on a set already applied: if the commits recorded for it were
     made but HEAD never moved to them (a run stopped between writing the files and moving
     HEAD), move it now; if HEAD is on them but the index was not re-synced, re-sync it."""
     if record is None or not record.commits:
-        return []
+        return Finished()
     repo = require_repo(target)
     tip = record.commits[-1].sha
     try:
         first = repo.commit(record.commits[0].sha)
         base = first.parents[0].hexsha if first.parents else None
     except (ValueError, KeyError, Exception):  # objects gone (gc after a reset): nothing to do
-        return []
+        return Finished()
     head = repo.head.commit.hexsha
     ck = _checkout(repo, target)
     if head == tip:  # moved; the index may have been left behind (a git held index.lock)
@@ -331,20 +344,18 @@ def finish_apply(target, record) -> list[Made]:
         if paths and repo.git.diff("--cached", "--name-only", "HEAD", "--", *paths).strip():
             _check_index_lock(repo)
             _resync_index(repo, paths)
-        return []
+        return Finished()
     if head != base:
-        from sgpatch.ops import report
-
-        report.err(
+        note = (
             f"warning: the commits sgpatch made for {record.name} "
             f"({record.commits[0].sha[:12]}..{tip[:12]}) are not on HEAD; HEAD moved since"
         )
-        return []
+        return Finished(notes=(note,))
     _check_index_lock(repo)
     paths = _commit_paths(ck, [c.sha for c in record.commits])
     made = [Made(c.id, c.sha, repo.commit(c.sha).summary) for c in record.commits]
     plan = GitPlan(head, tip, tuple(made), tuple(paths), f"sgpatch apply {record.name}")
-    return finish(target, plan)
+    return Finished(tuple(finish(target, plan)))
 
 
 def _commit_paths(ck: gitread.Checkout, shas: Sequence[str]) -> list[str]:
@@ -609,7 +620,7 @@ def uncommitted(target, manifest, ledger=None) -> list[str]:
     reverted = set(_reverted_uncommitted(ck, target, manifest.name, dirty))
     for rel in dirty:
         if rel in reverted:
-            continue  # sgpatch's own revert, not committed yet: status_warning says so
+            continue  # sgpatch's own revert, not committed yet: status_check says so
         rec = record.files.get(rel) if record is not None else None
         if rec is not None and sha256(_read(target, rel)) == rec.after:
             continue  # what sgpatch wrote (apply without --commit): status shows it
@@ -619,8 +630,8 @@ def uncommitted(target, manifest, ledger=None) -> list[str]:
 
 def _touched(target, manifest, record) -> set[str]:
     """Files the set's patches for this release change, and those the ledger records."""
+    from sgpatch.diff.paths import patch_files
     from sgpatch.diff.unified import read_patch
-    from sgpatch.ops.refresh import patch_files
     from sgpatch.patchset.manifest import select_variant
 
     paths: set[str] = set()
@@ -674,32 +685,37 @@ def warning_line(files: Sequence[str]) -> str:
     )
 
 
-def status_warning(target, manifest, ledger=None, quiet: bool = False) -> list[str] | None:
-    """For `status`: print the warning line to stderr (unless quiet) and return the files;
-    and a note when sgpatch's own revert of the set's commits is not committed yet. A
-    checkout git refuses or cannot read is read as a plain tree: one warning line, None."""
-    from sgpatch.ops import report
+@dataclass(frozen=True)
+class StatusCheck:
+    """What `status` says of a checkout: the files holding someone's uncommitted changes
+    (None: git refused or could not read the checkout, so they were not checked) and the
+    lines for stderr (the caller prints them)."""
 
+    files: list[str] | None
+    notes: tuple[str, ...] = ()
+
+
+def status_check(target, manifest, ledger=None, quiet: bool = False) -> StatusCheck:
+    """For `status`: the files with foreign uncommitted changes and the warning line naming
+    them; and (unless quiet: JSON says it in its fields) a note when sgpatch's own revert of
+    the set's commits is not committed yet. A checkout git refuses or cannot read is read as a
+    plain tree: one warning line, files None."""
     try:
         files = uncommitted(target, manifest, ledger)
         mine = [] if quiet else _uncommitted_revert(target, manifest.name, ledger)
     except gitread.GitUnreadable as exc:
-        if not quiet:
-            report.err(
-                f"sgpatch: warning: {exc.message}; read as a plain tree (uncommitted changes "
-                "are not checked)"
-            )
-        return None
-    if quiet:
-        return files
-    if files:
-        report.err(warning_line(files))
+        note = (
+            f"sgpatch: warning: {exc.message}; read as a plain tree (uncommitted changes "
+            "are not checked)"
+        )
+        return StatusCheck(None, (note,))
+    notes = [warning_line(files)] if files else []
     if mine:
-        report.err(
+        notes.append(
             f"note: sgpatch reverted {manifest.name} but the revert is not committed "
             f"({', '.join(mine)}); `sgpatch revert --set {manifest.name} --commit` commits it"
         )
-    return files
+    return StatusCheck(files, tuple(notes))
 
 
 def _uncommitted_revert(target, name: str, ledger) -> list[str]:
@@ -715,11 +731,3 @@ def _uncommitted_revert(target, name: str, ledger) -> list[str]:
     paths = _commit_paths(ck, [c.sha for c, _ in _unreverted(ck, name)])
     rels = [p[len(ck.prefix) :] for p in paths if p.startswith(ck.prefix)]
     return _reverted_uncommitted(ck, target, name, _changed(ck, target, rels))
-
-
-def report_commits(made: Sequence[Made]) -> None:
-    """One stderr line per commit `apply --commit` made."""
-    from sgpatch.ops import report
-
-    for m in made:
-        report.err(f"committed {m.sha[:12]} {m.patch_id}: {m.subject}")

@@ -18,7 +18,8 @@ from sgpatch.ops.plan import SetPlan, plan_set
 from sgpatch.state import ledger as ledger_mod
 from sgpatch.state.consistent import stable_read
 from sgpatch.state.ledger import PatchRecord, state_dir
-from sgpatch.state.txn import LockBusy, commit, lock_timeout, locked
+from sgpatch.state.lock import LockBusy, lock_timeout, locked
+from sgpatch.state.txn import commit
 from sgpatch.state.upgrade import Reconciled, for_target
 
 if TYPE_CHECKING:
@@ -169,7 +170,8 @@ def _write(
     elif git_commit:  # applied; its commits made but HEAD not moved yet (a run stopped there)
         from sgpatch.git import mode as gitmode
 
-        gitmode.report_commits(gitmode.finish_apply(target, ledger.sets.get(plan.name)))
+        done = gitmode.finish_apply(target, ledger.sets.get(plan.name))
+        report.lines([*done.notes, *(m.line() for m in done.made)])
     if not plan.changes and not reconciled.stale:
         return []
     new = ledger if not plan.changes else _recorded(root, ledger, plan, str(target.version), gplan)
@@ -179,7 +181,7 @@ def _write(
     if gplan is not None:
         from sgpatch.git import mode as gitmode
 
-        gitmode.report_commits(gitmode.finish(target, gplan, undo=changes))
+        report.lines([m.line() for m in gitmode.finish(target, gplan, undo=changes)])
     return [c.path for c in plan.changes]
 
 

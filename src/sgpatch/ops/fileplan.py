@@ -13,11 +13,12 @@ from __future__ import annotations
 import copy
 import os
 import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from sgpatch.diff.paths import PathMapper
 from sgpatch.diff.unified import (
     DEV_NULL,
     FilePatch,
@@ -35,7 +36,6 @@ from sgpatch.state.folder import is_state_path
 from sgpatch.tree.files import FileChange, read_bytes, safe_path, within
 
 Action = Literal["modify", "create", "delete", "rename", "copy"]
-PathMapper = Callable[[str], str]
 
 
 @dataclass(frozen=True)
@@ -445,49 +445,6 @@ def _new_file_lines(fp: FilePatch) -> list[str]:
     for h in fp.hunks:
         out.extend(ln.text for ln in h.lines if ln.kind != "-")
     return out
-
-
-# Top-level folders of the SGLang repository that are never inside the package: a diff made
-# from an upstream pull request often touches them (kernels, docs, CI), and read as package-
-# relative they would land inside python/sglang/ (a new file would be created there silently).
-# `test/` and `benchmark/` are not listed: some releases' packages have their own (checked on
-# every cached release by tests/real/test_fileplan_real.py).
-REPO_ONLY = frozenset(
-    {
-        "sgl-kernel",
-        "sgl-router",
-        "sgl-model-gateway",
-        "docs",
-        "examples",
-        "scripts",
-        "docker",
-        "3rdparty",
-        "assets",
-        ".github",
-        ".devcontainer",
-    }
-)
-
-
-def package_mapper(name: str) -> PathMapper:
-    """Upstream-form paths (a/python/sglang/x) or bare ones (sglang/x, x) -> package-relative.
-    A path that is clearly elsewhere in the repository (python/<not sglang>/..., sgl-kernel/,
-    docs/, ...) is refused (exit 2): a patch set patches the package only."""
-
-    def mapper(path: str) -> str:
-        rel = strip_path(path, 1 if path.startswith(("a/", "b/")) else 0, name)
-        for prefix in ("python/sglang/", "sglang/"):
-            if rel.startswith(prefix):
-                return rel[len(prefix) :]
-        top = rel.split("/", 1)[0]
-        if top in REPO_ONLY or (top == "python" and "/" in rel):
-            raise SgpatchError(
-                f"{name}: {rel} is outside the SGLang package (python/sglang/); a patch set "
-                "patches the package only: drop that file from the patch"
-            )
-        return rel
-
-    return mapper
 
 
 def how_applied(files: Sequence[FilePlan]) -> str:

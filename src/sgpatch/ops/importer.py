@@ -523,9 +523,10 @@ def probe_text(p: Imported) -> str:
 def write_set(result: ImportResult, dest: Path) -> tuple[Path, list]:
     """Write the set into DEST/NAME atomically (a temporary folder renamed into place), after
     loading it back and linting it on its release; on any failure DEST is left as it was."""
-    import os
     import shutil
     import tempfile
+
+    from sgpatch.fs import atomic
 
     final = dest / result.name
     if final.exists() or final.is_symlink():
@@ -549,7 +550,7 @@ def write_set(result: ImportResult, dest: Path) -> tuple[Path, list]:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(p.data)
         findings = validate(staged, result.version, final)
-        os.replace(staged, final)
+        atomic.rename_path(staged, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         if made_dest:

@@ -117,7 +117,7 @@ def probe_files(node) -> list[str]:
 
 def needed_files(manifest: SetManifest) -> list[str]:
     """Package-relative paths or globs a minimal tree must hold to plan this set."""
-    from sgpatch.ops.fileplan import package_mapper
+    from sgpatch.diff.paths import package_mapper
 
     out = {"_version.py", "version.py", "__init__.py"}
     for spec in manifest.patches:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from sgpatch.diff.paths import package_mapper
 from sgpatch.diff.unified import Patch, decode, parse_patch, split_lines
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ops.fileplan import (
@@ -20,7 +21,6 @@ from sgpatch.ops.fileplan import (
     Overlay,
     file_modes,
     how_applied,
-    package_mapper,
     patch_status,
     plan_patch,
 )
@@ -179,13 +179,42 @@ def _plan_one(
     probe_result = evaluate(probe, probes.root, probes) if probe is not None else None
     if variant is not None and variant.na is not None:
         return replace(base, state="n/a", how="n/a", note=variant.na, probe=probe_result)
+    made = _made_by(ledger, manifest.name, probes.root, probe, probe_result)
     if variant is None:
+        if made:
+            return _other_sets(replace(base, probe=probe_result), made)
         return _plan_without_variant(base, spec, manifest, chosen, probe_result)
     rel = _set_relative(variant.file, manifest.base_dir)
     data = _read_patch_bytes(variant.file, rel)
     patch = _parsed_patch(data, f"{manifest.name}/{rel}")
     common = replace(base, variant=rel, patch_sha256=sha256(data), probe=probe_result)
-    return _plan_variant(common, spec, patch, overlay, fuzz, by_id, chosen.untested)
+    return _plan_variant(common, spec, patch, overlay, fuzz, by_id, chosen.untested, made)
+
+
+def _made_by(ledger, own, root, probe, result) -> tuple[str, ...]:
+    """The other applied sets whose change makes the probe true (sgpatch.ops.othersets)."""
+    if probe is None or result is None or not result.value:
+        return ()
+    if all(name == own for name in ledger.sets):  # no other set applied: nothing to tell apart
+        return ()
+    from sgpatch.ops.othersets import made_by
+
+    return made_by(ledger, own, root, probe, result)
+
+
+def _other_sets(common: PatchPlan, made: tuple[str, ...]) -> PatchPlan:
+    """The probe finds a change another applied set made, and this patch's own post-image is
+    not there: two sets change the same code. Not upstream (that is the release), and not
+    applied on top of it: a conflict between the sets (docs/index.md, "States")."""
+    sets = ", ".join(made)
+    return replace(
+        common,
+        state="conflict",
+        how="other set",
+        note=f"its probe matches the change set {sets} made, not the release: both sets change "
+        f"this code; revert {made[-1]} or leave this patch out (--without)",
+        exit_code=ExitCode.CONFLICT,
+    )
 
 
 def _plan_recorded(
@@ -251,9 +280,11 @@ def _plan_variant(
     fuzz: int,
     by_id: Mapping[str, PatchPlan],
     certain: bool = False,
+    made: tuple[str, ...] = (),
 ) -> PatchPlan:
     """Steps 2-4 for a patch with a variant: post-image present, probe, requirements, engine
-    (`certain`: every hunk's place must be certain, sgpatch.placement.certain)."""
+    (`certain`: every hunk's place must be certain, sgpatch.placement.certain; `made`: the
+    other applied sets whose change the probe matches, not upstream's)."""
     mapper = package_mapper(patch.name)
     probe_result: ProbeResult | None = common.probe
     # 2. post-image exactly in place (applied by hand or by an older tool)? Planned at fuzz 0
@@ -266,8 +297,12 @@ def _plan_variant(
             state="present",
             how="present",
             files=present,
-            note="post-image already in the tree (not applied by sgpatch)",
+            note=f"post-image already in the tree: set {', '.join(made)} made this change"
+            if made
+            else "post-image already in the tree (not applied by sgpatch)",
         )
+    if made:  # the probe matched another set's change: not upstream, and not to stack on it
+        return _other_sets(common, made)
     # 3. the probe: upstream contains it -> never apply (fuzz must not decide this)
     if probe_result is not None and probe_result.value:
         return replace(common, state="upstream", how="probe", note=_upstream_note(spec))

@@ -10,24 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.diff.canonical import CONTEXT, FileDiff, canonical_diff, render
+from sgpatch.diff.paths import package_mapper, patch_files
 from sgpatch.diff.unified import decode, encode, split_lines
 from sgpatch.errors import ExitCode, SgpatchError
 
 # ---------------------------------------------------------------------------------------------
 # trees against their pristine release
-
-
-def patch_files(patch) -> list[str]:
-    """Package-relative paths a parsed patch touches (sources and targets)."""
-    from sgpatch.ops.fileplan import package_mapper
-
-    mapper = package_mapper(patch.name)
-    out: set[str] = set()
-    for fp in patch.files:
-        for p in (fp.source, fp.target):
-            if p != "/dev/null":
-                out.add(mapper(p))
-    return sorted(out)
 
 
 def pristine_bytes(version, rel: str) -> bytes | None:
@@ -228,15 +216,11 @@ def _known_releases() -> list:
 
 
 def _write(path: Path, data: bytes) -> None:
-    import os
-    import secrets
+    """A patch file or manifest of the set, replaced atomically (its mode kept)."""
+    from sgpatch.fs import atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.sgpatch-tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+    atomic.write_path(path, data, None)
 
 
 def _refuse_stacked(ledger, set_name: str, files: Sequence[str]) -> None:
@@ -260,7 +244,8 @@ def _keep_applied(root: Path, set_name: str, patch_id: str, variant: str, res) -
     from dataclasses import replace
 
     from sgpatch.state import ledger as ledger_mod
-    from sgpatch.state.txn import commit, locked, read_bytes
+    from sgpatch.state.lock import locked
+    from sgpatch.state.txn import commit, read_bytes
 
     with locked(ledger_mod.state_dir(root)):
         ledger = ledger_mod.load(root)
@@ -354,7 +339,6 @@ def _without(root: Path, rel: str, others: Sequence, patch_id: str) -> bytes | N
     """The file's bytes in the tree with the other applied patches' changes reversed, newest
     first."""
     from sgpatch.errors import ExitCode
-    from sgpatch.ops.fileplan import package_mapper
     from sgpatch.placement.engine import apply_hunks
     from sgpatch.state.txn import read_bytes
 
@@ -379,6 +363,5 @@ def _without(root: Path, rel: str, others: Sequence, patch_id: str) -> bytes | N
 def package_rel(path: str, what: str = "--file") -> str:
     """A file the user named, package-relative; errors name it as `what` (the option or
     argument it came from)."""
-    from sgpatch.ops.fileplan import package_mapper
 
     return package_mapper(what)(path)

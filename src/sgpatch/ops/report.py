@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from sgpatch import shown
 from sgpatch.errors import SgpatchError
 from sgpatch.ops.fileplan import FilePlan
 from sgpatch.placement.engine import HunkResult
@@ -53,7 +54,13 @@ def err(text: str = "") -> None:
     with contextlib.suppress(OSError, AttributeError):  # a full stdout is reported at exit
         sys.stdout.flush()
     with contextlib.suppress(OSError, AttributeError):  # AttributeError: stderr is None
-        sys.stderr.write(text + "\n")
+        sys.stderr.write(shown.lines(text) + "\n")
+
+
+def lines(texts: Iterable[str]) -> None:
+    """Lines for people on stderr, one each, as they are (notes a lower layer returned)."""
+    for text in texts:
+        err(text)
 
 
 def warnings(lines: Iterable[str]) -> None:
@@ -63,8 +70,9 @@ def warnings(lines: Iterable[str]) -> None:
 
 
 def out(text: str = "") -> None:
-    """A line of the command's product on stdout (see `write`)."""
-    write(text + "\n")
+    """A line of the command's product on stdout (see `write`), for people: control characters
+    escaped (sgpatch.shown.lines); `write` is for bytes that must stay exact (a patch)."""
+    write(shown.lines(text) + "\n")
 
 
 def write(text: str) -> None:
@@ -117,6 +125,7 @@ def table(
     `plain_table` elsewhere. `style(column, text)` colours a cell on a terminal only; the text
     is the same either way. The first column holds ids (patch, set, release): never wrapped or
     cut, so it can be copied; the other columns fold when the terminal is narrow."""
+    rows = [[shown.lines(str(c)) for c in row] for row in rows]
     if not on_terminal(to_stdout):
         stream(to_stdout)("\n".join(plain_table(columns, rows)))
         return
@@ -192,14 +201,14 @@ def file_lines(f: FilePlan, dry_run: bool, reverse: bool = False) -> Iterable[st
         how = {
             "create": " (new)",
             "delete": " (deleted)",
-            "rename": f" (renamed from {f.source})",
-            "copy": f" (copied from {f.source})",
+            "rename": f" (renamed from {shown.name(f.source)})",
+            "copy": f" (copied from {shown.name(f.source)})",
         }
-        yield f"checking file {f.path}{how.get(f.action, '')}"
+        yield f"checking file {shown.name(f.path)}{how.get(f.action, '')}"
     else:
         verb = {"create": "creating", "delete": "deleting", "rename": "renaming", "copy": "copying"}
-        src = f" (from {f.source})" if f.action in ("rename", "copy") else ""
-        yield f"{verb.get(f.action, 'patching')} file {f.path}{src}"
+        src = f" (from {shown.name(f.source)})" if f.action in ("rename", "copy") else ""
+        yield f"{verb.get(f.action, 'patching')} file {shown.name(f.path)}{src}"
     if f.note:
         yield f"  {f.note}"
     elif f.status == "already-applied" and not f.hunks:

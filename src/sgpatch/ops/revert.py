@@ -20,7 +20,8 @@ from sgpatch.ops import merge3, report
 from sgpatch.patchset.manifest import load_set
 from sgpatch.state import ledger as ledger_mod
 from sgpatch.state.ledger import Ledger, SetRecord, has_bytes, read_original, sha256, state_dir
-from sgpatch.state.txn import FileChange, commit, locked, read_bytes
+from sgpatch.state.lock import locked
+from sgpatch.state.txn import FileChange, commit, read_bytes
 from sgpatch.state.upgrade import for_target
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ def _revert(target: Target, set_name: str, patchsets: Sequence[Path], request: R
         report.notes(reconciled, dropped=True)  # the ledger written holds none of the stale sets
         if plan is not None:
             made = gitmode.finish(target, plan, undo=changes)
-            gitmode.report_commits(made)
+            report.lines([m.line() for m in made])
     return Outcome(True, restored, tuple(edited), tuple(made))
 
 
@@ -116,9 +117,7 @@ def _not_recorded(target, set_name, patchsets, request, reconciled) -> None:
     if request.git_commit:
         from sgpatch.git import mode as gitmode
 
-        made = gitmode.finish_revert(target, set_name)
-        if made:
-            gitmode.report_commits(made)
+        report.lines([m.line() for m in gitmode.finish_revert(target, set_name)])
 
 
 def _refuse_shared(ledger: Ledger, set_name: str, record: SetRecord) -> None:
@@ -254,8 +253,8 @@ def _merge(root: Path, path: str, record: SetRecord) -> FileChange:
 def _reverse_apply(root, set_name, record, edited, patchsets) -> list[FileChange]:
     """--force on a ledger from before schema 2 (no after-bytes stored): un-apply the set's
     patches from edited files with the engine, newest first, from the patch files."""
+    from sgpatch.diff.paths import package_mapper
     from sgpatch.diff.unified import decode, encode, parse_patch, split_lines
-    from sgpatch.ops.fileplan import package_mapper
     from sgpatch.placement.engine import apply_hunks
 
     manifest = load_set(set_name, tuple(patchsets))

@@ -329,7 +329,7 @@ def package_path(path: str, form: str, git: bool = True) -> tuple[str | None, st
 def _in_package(path: str) -> tuple[str | None, str]:
     """A path read from the package root, or (None, why) when it names a folder of the
     repository that is not in the package (`sgl-kernel/`, `docs/`, `python/pyproject.toml`)."""
-    from sgpatch.ops.fileplan import REPO_ONLY
+    from sgpatch.diff.paths import REPO_ONLY
 
     top = path.split("/", 1)[0]
     if not path or top in REPO_ONLY or (top == "python" and "/" in path):

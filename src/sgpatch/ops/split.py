@@ -127,8 +127,8 @@ def _states(pp) -> tuple[dict, dict]:
 
 def _mid(by: str, take: set, variant: Variant, before: dict, full: dict, fuzz: int) -> dict:
     """The files once only the part that stays is applied."""
+    from sgpatch.diff.paths import package_mapper
     from sgpatch.diff.unified import decode, encode, read_patch, split_lines
-    from sgpatch.ops.fileplan import package_mapper
     from sgpatch.placement.engine import apply_hunks
 
     patch = read_patch(variant.file)
@@ -159,8 +159,8 @@ def _mid(by: str, take: set, variant: Variant, before: dict, full: dict, fuzz: i
 
 def _check_take(by: str, take: set, variant: Variant) -> None:
     """Every --take names something the variant's patch has, and not all of it."""
+    from sgpatch.diff.paths import package_mapper
     from sgpatch.diff.unified import read_patch
-    from sgpatch.ops.fileplan import package_mapper
 
     patch = read_patch(variant.file)
     mapper = package_mapper(patch.name)

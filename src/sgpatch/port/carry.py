@@ -16,8 +16,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sgpatch.diff.paths import package_mapper
 from sgpatch.diff.unified import FilePatch, Hunk, Patch, decode, encode, split_lines
-from sgpatch.ops.fileplan import FilePlan, Overlay, package_mapper, plan_patch
+from sgpatch.ops.fileplan import FilePlan, Overlay, plan_patch
 from sgpatch.placement.engine import HunkResult, apply_hunks
 from sgpatch.placement.match import FileResult
 from sgpatch.port.merge import Checks, marker_lines, merge_file, workers

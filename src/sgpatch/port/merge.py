@@ -34,15 +34,15 @@ def merge_file(
     Labels are (ours, base, theirs). No repository needed; user configuration is ignored."""
     import tempfile
 
+    from sgpatch.fs import atomic
+
     git = shutil.which("git")
     if git is None:
         raise SgpatchError("sgpatch port needs git (for `git merge-file`) on PATH")
     with tempfile.TemporaryDirectory(prefix="sgpatch-merge-") as tmp:
         paths = []
         for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
-            fd = os.open(os.path.join(tmp, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
+            atomic.create_path(os.path.join(tmp, name), data, 0o600)
             paths.append(os.path.join(tmp, name))
         cmd = [git, "merge-file", "-p", "--diff3"]
         for label in labels:

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from sgpatch.diff.paths import package_mapper
 from sgpatch.diff.unified import DEV_NULL, Patch
 from sgpatch.errors import SgpatchError, bad_input
-from sgpatch.ops.fileplan import package_mapper
 from sgpatch.patchset.manifest import SetManifest
 from sgpatch.port import snapshots, stopreport
 from sgpatch.port import source as src
@@ -218,6 +218,7 @@ def _lay_tree(ws: Workspace, to: Version) -> None:
     differs are written (a kill meanwhile: the stage is laid afresh)."""
     import os
 
+    from sgpatch.fs import atomic
     from sgpatch.port.workspace import REUSED, kill_point, rmtree
     from sgpatch.releases import cache as releases
 
@@ -237,7 +238,7 @@ def _lay_tree(ws: Workspace, to: Version) -> None:
     for child in sorted(stage.iterdir()):
         if not os.path.lexists(ws.top / child.name):
             kill_point()
-            os.rename(child, ws.top / child.name)
+            atomic.rename_path(child, ws.top / child.name)
     rmtree(stage)
 
 

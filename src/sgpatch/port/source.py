@@ -16,9 +16,10 @@ from pathlib import Path, PurePosixPath
 
 from packaging.version import Version
 
+from sgpatch.diff.paths import package_mapper
 from sgpatch.diff.unified import Patch, read_patch
 from sgpatch.errors import SgpatchError
-from sgpatch.ops.fileplan import package_mapper, plan_patch
+from sgpatch.ops.fileplan import plan_patch
 from sgpatch.patchset.manifest import PatchSpec, SetManifest, Variant, select_variant
 from sgpatch.port.carry import MemOverlay, Reader
 

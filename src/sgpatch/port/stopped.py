@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sgpatch.errors import ExitCode, SgpatchError, bad_input, unsafe
+from sgpatch.fs.atomic import TMP_SUFFIX
 from sgpatch.patchset.manifest import load_manifest
 from sgpatch.port import snapshots
 from sgpatch.port import source as src
@@ -33,7 +34,6 @@ from sgpatch.port.workspace import (
     remove,
     shown,
 )
-from sgpatch.state.folder import TMP_SUFFIX
 
 
 def reopen(ws: Workspace) -> tuple[Context, PortState, list[str]]:
@@ -331,7 +331,7 @@ def abort(ws: Workspace, force: bool = False) -> Aborted:
     state folder (na-<id> reasons, notes) always are. A damaged tree list does not keep W:
     its damaged lines are left out (never followed)."""
     top = ws.top
-    ws.recover()
+    ws.recover(strict=False)  # a damaged journal must not keep W: its hint is this command
     ws.tree(lenient=True)
     edits = hand_edits(ws)
     if edits and not force:

@@ -1,28 +1,42 @@
 """The undo journal of a port step: what makes a step all or nothing, as a rebase's state is.
 
 A step (carrying one patch, taking the fixes, reopening a patch lint refused) writes many
-files of W: tree files and state files. Before the first write of each file in a step, what
-the file held is kept in `W/.sgpatch-port/journal/` (`N`: its bytes; a line in `index`:
-`N` or `-` for absent, the sha256 of what is written or `-`, the W-relative path); every later
-write of it in the step adds a line (`=`) with what it writes. The step ends by removing
-`index` (the commit), then the rest. Interrupted (an error, Ctrl-C: at once; a kill: at the
-next `--continue` or `--abort`), `recover` puts every file back, last first, and the step is
-redone from the state before it. A tree file that holds neither what it held nor what the
-step wrote was edited by the person since the kill: it stays as they left it (their edits
-are inputs, never scratch) and is named.
+files of W: tree files and state files. It is journaled with the one journal type of the
+file-system layer (`sgpatch.fs.journal`, the format `apply` writes too), in
+`W/.sgpatch-port/journal/`: before the first write of each file in the step, what the file
+held goes into `originals/<sha256>` and a `file` line into `index`; every write of it adds a
+`wrote` line with the sha256 of what it writes. The step ends by removing `index` (the
+commit), then the rest. Interrupted (an error, Ctrl-C: at once; a kill: at the next
+`--continue` or `--abort`), `recover` checks every line and every original, then puts every
+file back, last first, and the step is redone from the state before it. A tree file that
+holds neither what it held nor what the step wrote was edited by the person since the kill: it
+stays as they left it (their edits are inputs, never scratch) and is named.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sgpatch.errors import SgpatchError, unsafe
-from sgpatch.port.wsfiles import PKG, STATE, append, digest, read, rmtree, write
+from sgpatch.fs.journal import Damaged, Entry, Store, entry_lines, head, parse, wrote_line
+from sgpatch.port.wsfiles import (
+    PKG,
+    STATE,
+    append,
+    digest,
+    opened_dir,
+    read,
+    rmtree,
+    sync,
+    write,
+)
 
 DIR = f"{STATE}/journal"
 INDEX = f"{DIR}/index"
+ORIGINALS = f"{DIR}/originals"
 
 
 @dataclass
@@ -32,59 +46,81 @@ class Journal:
     top: Path
     name: str
     seen: set[str] = field(default_factory=set)
-    count: int = 0
+    stored: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         recover(self.top)  # a kill's leftovers first, never mixed with this step's
         write(self.top, f"{DIR}/step", f"{self.name}\n".encode())
-        write(self.top, INDEX, b"")
+        write(self.top, INDEX, head(os.getpid()).encode())
 
     def note(self, rel: str, data: bytes | None) -> None:
-        """Before `rel` is written with `data`: keep what it holds (the first time)."""
-        new = "-" if data is None else digest(data)
+        """Before `rel` is written with `data`: keep what it holds (the first time), then say
+        what is written, in one line each time (a kill cuts at most the last line short)."""
+        new = None if data is None else digest(data)
         if rel in self.seen:
-            append(self.top, INDEX, f"=\t{new}\t{rel}\n")
+            append(self.top, INDEX, wrote_line(rel, new))
             return
         old = read(self.top, rel)
-        tag = "-"
+        entry = Entry(rel, None)
         if old is not None:
-            self.count += 1
-            tag = str(self.count)
-            write(self.top, f"{DIR}/{tag}", old)
-        append(self.top, INDEX, f"{tag}\t{new}\t{rel}\n")
+            entry = Entry(rel, digest(old), len(old))
+            if entry.digest not in self.stored:
+                write(self.top, f"{ORIGINALS}/{entry.digest}", old, durable=True)
+                self.stored.add(entry.digest or "")
+        append(self.top, INDEX, entry_lines(entry) + wrote_line(rel, new))
         self.seen.add(rel)
 
     def commit(self) -> None:
+        sync(self.top, self.seen)  # what the step wrote, on disk before its journal goes
         write(self.top, INDEX, None)  # from here the step has happened
         _drop(self.top)
 
 
-@dataclass
-class _Entry:
-    tag: str  # the copy of what the file held, or "-": absent
-    written: set[str] = field(default_factory=set)  # sha256 of what the step wrote ("-": none)
-
-
-def recover(top: Path) -> list[str]:
+def recover(top: Path, strict: bool = True) -> list[str]:
     """Put back what an interrupted step wrote (nothing when no step was under way); return
-    the tree files left as the person edited them since."""
+    the tree files left as the person edited them since. Every line and every original is
+    checked before anything is put back: a damaged journal is exit 4 with W untouched, or,
+    not `strict` (--abort, which removes W whatever the journal says), left unreplayed."""
     index = read(top, INDEX)
     if index is None:
         _drop(top)
         return []
-    entries = _parse(top, index.decode("utf-8", "replace"))
+    try:
+        entries = _checked(top, index)
+    except SgpatchError:
+        if strict:
+            raise
+        _drop(top)
+        return []
     kept = []
-    for rel, e in reversed(entries.items()):
-        old = None if e.tag == "-" else read(top, f"{DIR}/{e.tag}")
-        if e.tag != "-" and old is None:
-            raise _damaged(top, f"the copy of {rel} is missing")
-        if rel.startswith(f"{PKG}/") and _edited_since(top, rel, old, e):
-            kept.append(rel)
-            continue
-        write(top, rel, old)
+    with opened_dir(top, ORIGINALS) as at:
+        store = Store(at, f"{top}/{ORIGINALS}") if at is not None else None
+        for e in reversed(entries):
+            old = None if e.digest is None or store is None else store.read(e.digest, e.size)
+            if e.path.startswith(f"{PKG}/") and _edited_since(top, e, old):
+                kept.append(e.path)
+                continue
+            write(top, e.path, old)
     write(top, INDEX, None)
     _drop(top)
     return kept
+
+
+def _checked(top: Path, index: bytes) -> list[Entry]:
+    """The index's entries, each line and each original checked (a last line cut short by a
+    kill is left out: its write never began, the line comes first)."""
+    try:
+        entries = list(parse(index, appended=True).entries)
+        with opened_dir(top, ORIGINALS) as at:
+            for e in entries:
+                if e.digest is None:
+                    continue
+                if at is None:
+                    raise Damaged(f"the copy of {e.path} is missing")
+                Store(at, f"{top}/{ORIGINALS}").check(e.digest, e.size)
+    except Damaged as exc:
+        raise _damaged(top, str(exc)) from None
+    return entries
 
 
 def _damaged(top: Path, why: str) -> SgpatchError:
@@ -94,27 +130,11 @@ def _damaged(top: Path, why: str) -> SgpatchError:
     )
 
 
-def _parse(top: Path, text: str) -> dict[str, _Entry]:
-    """The index's lines (a last line cut short by a kill is left out: its write never
-    began, the line comes first)."""
-    entries: dict[str, _Entry] = {}
-    for line in text.split("\n")[:-1]:
-        parts = line.split("\t")
-        ok = len(parts) == 3 and (parts[0] in ("-", "=") or parts[0].isdigit())
-        if not ok or (parts[0] == "=") != (parts[2] in entries):
-            raise _damaged(top, f"line {line[:60]!r}")
-        tag, new, rel = parts
-        if tag != "=":
-            entries[rel] = _Entry(tag)
-        entries[rel].written.add(new)
-    return entries
-
-
-def _edited_since(top: Path, rel: str, old: bytes | None, e: _Entry) -> bool:
-    now = read(top, rel)
+def _edited_since(top: Path, e: Entry, old: bytes | None) -> bool:
+    now = read(top, e.path)
     if now == old:
         return False
-    return ("-" if now is None else digest(now)) not in e.written
+    return ("-" if now is None else digest(now)) not in e.wrote
 
 
 def _drop(top: Path) -> None:

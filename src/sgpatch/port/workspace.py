@@ -17,7 +17,8 @@ in `.git/rebase-merge/`):
     reused        while W is laid out from the tree of the port it finished before: that tree
                   (sha256 and path), moved into `stage/` whole (docs/porting.md)
     stage/        the release's top folders while they are laid out, renamed into W whole
-    journal/      present while a step writes: what each file held before (`undo.py`)
+    journal/      present while a step writes: the journal (`index`, the format of fs.journal)
+                  and what each file held before (`originals/`; `undo.py`)
     todo          patches still to carry (or with files still waiting), in order
     partial       what the patches on todo with some files carried have so far
     done          carried patches: id, outcome, where from
@@ -48,7 +49,6 @@ symlinks, so a symlink planted in W is refused (exit 4), never followed.
 
 from __future__ import annotations
 
-import errno
 import os
 import secrets
 import shlex
@@ -57,6 +57,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from sgpatch.errors import SgpatchError, bad_input, unsafe
+from sgpatch.fs import atomic
+from sgpatch.fs.atomic import TMP_SUFFIX
 from sgpatch.port import undo
 from sgpatch.port.wsfiles import (
     PKG,
@@ -69,7 +71,6 @@ from sgpatch.port.wsfiles import (
     rmtree,
     write,
 )
-from sgpatch.state.folder import TMP_SUFFIX
 
 __all__ = ["PKG", "STATE", "Workspace", "digest", "kill_point", "read", "rmtree", "write"]
 
@@ -138,10 +139,11 @@ class Workspace:
             self._journal = None
             current.commit()
 
-    def recover(self) -> list[str]:
+    def recover(self, strict: bool = True) -> list[str]:
         """Put back what an interrupted step wrote (undo.recover); the tree files left as
-        the person edited them since."""
-        kept = undo.recover(self.top)
+        the person edited them since. Not `strict` (--abort): a damaged journal is dropped
+        unreplayed instead of refused, so the command its refusal advises works."""
+        kept = undo.recover(self.top, strict)
         self._tree = None
         self.absent = {}
         return kept
@@ -271,37 +273,31 @@ def digest_text(files: dict[str, str]) -> str:
 @contextmanager
 def locked(top: Path) -> Iterator[None]:
     """Hold W's lock (`W/.sgpatch-port.lock`) for a whole command: a second `port` into W,
-    `--continue` or `--abort` while it is held exits 4 at once, in one line. The lock file is
-    opened without following a symlink first, and must still be the file the name leads to
-    once locked (--abort removes it, holding the lock, as the last thing in W)."""
-    from filelock import FileLock, Timeout
+    `--continue` or `--abort` while it is held exits 4 at once, in one line. The lock is the
+    one of the file-system layer (sgpatch.fs.lock): a symlink or FIFO at the name is refused
+    at once, never followed or waited on, and the name must still lead to the file locked
+    (--abort removes it, holding the lock, as the last thing in W)."""
+    import time
+
+    from sgpatch.fs import lock as fslock
+    from sgpatch.fs.regular import OddFile
 
     path = Path(os.path.abspath(top)) / LOCK
     try:
-        pin = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise unsafe(f"{path} is a symlink; not following it") from None
-        raise SgpatchError(f"cannot take the lock {path}: {exc.strerror}") from None
-    lock = FileLock(str(path), timeout=0, thread_local=False, preserve_lock_file=True)
+        lock = fslock.acquire(path, time.monotonic())
+    except OddFile as odd:
+        raise unsafe(f"{path} is {odd.kind}; not following or opening it") from None
+    except fslock.Busy:
+        raise _busy(top) from None
+    except (OSError, NotImplementedError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc) or "the filesystem has no file locks"
+        raise SgpatchError(f"cannot take the lock {path}: {why}") from None
+    if lock is None:
+        raise _busy(top)
     try:
-        try:
-            lock.acquire()
-        except Timeout:
-            raise _busy(top) from None
-        try:
-            st = os.stat(path, follow_symlinks=False)
-        except FileNotFoundError:
-            st = None
-        if st is None or not os.path.samestat(st, os.fstat(pin)):
-            lock.release()
-            raise _busy(top)
-        try:
-            yield
-        finally:
-            lock.release()
+        yield
     finally:
-        os.close(pin)
+        lock.release()
 
 
 def _busy(top: Path) -> SgpatchError:
@@ -404,7 +400,7 @@ def claim(top: Path, made: bool, identity: dict[str, str]) -> Workspace:
     if reused is not None:
         hand_over(ws, new, reused)
     kill_point()
-    os.rename(new, ws.top / STATE)
+    atomic.rename_path(new, ws.top / STATE)
     for name in os.listdir(ws.top):
         if name.startswith(OLD_STATE):
             rmtree(ws.top / name)
@@ -443,9 +439,9 @@ def hand_over(ws: Workspace, new: Path, reused: dict[str, str]) -> None:
     os.mkdir(new / "stage", 0o755)
     for t in sorted({p.split("/", 1)[0] for p in reused}):
         kill_point()
-        os.rename(ws.top / t, new / "stage" / t)
+        atomic.rename_path(ws.top / t, new / "stage" / t)
     kill_point()
-    os.rename(ws.top / STATE, ws.top / f"{OLD_STATE}{secrets.token_hex(4)}")
+    atomic.rename_path(ws.top / STATE, ws.top / f"{OLD_STATE}{secrets.token_hex(4)}")
 
 
 def existing(top: Path) -> Workspace:
@@ -548,7 +544,7 @@ def remove(ws: Workspace, keep_top: bool = False) -> bool:
     old = ws.top / f"{OLD_STATE}{secrets.token_hex(4)}"
     if (ws.top / STATE).is_dir() and not (ws.top / STATE).is_symlink():
         kill_point()
-        os.rename(ws.top / STATE, old)  # whole: W is a workspace, or holds only leftovers
+        atomic.rename_path(ws.top / STATE, old)  # whole: W is a workspace, or holds only leftovers
     rmtree(ws.top / STATE)  # a symlink planted there: unlinked
     for name in os.listdir(ws.top):
         if name.startswith(_LEFTOVER):

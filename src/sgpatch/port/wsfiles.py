@@ -8,7 +8,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import secrets
 import shutil
 import stat
 from collections.abc import Callable, Iterable, Iterator
@@ -16,7 +15,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
 
 from sgpatch.errors import SgpatchError, unsafe
-from sgpatch.state.folder import TMP_SUFFIX
+from sgpatch.fs import atomic, steps
 
 STATE = ".sgpatch-port"
 PKG = "sglang"
@@ -24,10 +23,8 @@ _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 
 
 def kill_point() -> None:
-    """One write step, for the fault-injection tests' hook (sgpatch.state.txn.kill_point)."""
-    from sgpatch.state import txn
-
-    txn.kill_point()
+    """One write step, for the fault-injection tests' hook (sgpatch.fs.steps)."""
+    steps.step()
 
 
 def _parts(rel: str) -> list[str]:
@@ -54,6 +51,20 @@ def _dir(top: Path, parts: list[str], create: bool) -> Iterator[int]:
     finally:
         if kept is None and fd >= 0:
             os.close(fd)
+
+
+@contextmanager
+def opened_dir(top: Path, rel: str) -> Iterator[int | None]:
+    """A descriptor of the folder top/rel opened as `read` opens folders (no symlink followed
+    on the way; exit 4 for one); None when it is absent."""
+    import contextlib
+
+    with contextlib.ExitStack() as stack:
+        try:
+            fd: int | None = stack.enter_context(_dir(top, _parts(rel), create=False))
+        except FileNotFoundError:
+            fd = None
+        yield fd
 
 
 def _open_dir(top: Path, parts: tuple[str, ...], create: bool, kept: dict | None) -> int:
@@ -149,15 +160,16 @@ def read(top: Path, rel: str) -> bytes | None:
         raise SgpatchError(f"{top}/{rel}: cannot read: {exc.strerror}") from None
 
 
-def write(top: Path, rel: str, data: bytes | None) -> None:
-    """Replace top/rel with `data` (None: remove it) through an unpredictable temp name."""
+def write(top: Path, rel: str, data: bytes | None, durable: bool = False) -> None:
+    """Replace top/rel with `data` (None: remove it) through an unpredictable temp name;
+    `durable`: the bytes are on disk before the rename (the journal's own originals)."""
     *dirs, name = _parts(rel)
     kill_point()
     if data is None:
         with suppress(FileNotFoundError), _dir(top, dirs, create=False) as d:
             os.unlink(name, dir_fd=d)  # absent, or its folder is: nothing to remove
         return
-    _afresh(top, lambda: _replace(top, dirs, name, data))
+    _afresh(top, lambda: _replace(top, dirs, name, data, durable))
 
 
 def _afresh(top: Path, act: Callable[[], None]) -> None:
@@ -172,21 +184,14 @@ def _afresh(top: Path, act: Callable[[], None]) -> None:
         act()
 
 
-def _replace(top: Path, dirs: list[str], name: str, data: bytes) -> None:
+def _replace(top: Path, dirs: list[str], name: str, data: bytes, durable: bool) -> None:
     with _dir(top, dirs, create=True) as d:
-        tmp = f".{name}.{secrets.token_hex(6)}{TMP_SUFFIX}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=d)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, name, src_dir_fd=d, dst_dir_fd=d)
-        except BaseException:
-            os.unlink(tmp, dir_fd=d)
-            raise
+        atomic.write(d, name, data, 0o644, durable=durable, sync=durable)
 
 
 def append(top: Path, rel: str, line: str) -> None:
-    """Add one line to top/rel in one write (a kill leaves at most a last line cut short)."""
+    """Add one line to top/rel in one write, on disk before this returns (a journal's line
+    comes before the write it covers; a kill leaves at most a last line cut short)."""
     *dirs, name = _parts(rel)
     kill_point()
     _afresh(top, lambda: _append(top, dirs, name, line))
@@ -194,12 +199,27 @@ def append(top: Path, rel: str, line: str) -> None:
 
 def _append(top: Path, dirs: list[str], name: str, line: str) -> None:
     with _dir(top, dirs, create=True) as d:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
-        fd = os.open(name, flags, 0o644, dir_fd=d)
-        try:
-            os.write(fd, line.encode("utf-8"))
-        finally:
-            os.close(fd)
+        atomic.append(d, name, line.encode("utf-8", "surrogateescape"), durable=True)
+
+
+def sync(top: Path, rels: Iterable[str]) -> None:
+    """Put the files top/rel (those still there) and their folders on disk: what a step
+    wrote, before its journal goes (the commit point). Folder by folder, never through a
+    link; a file that cannot be opened is left to the next step's journal."""
+    folders: dict[tuple[str, ...], list[str]] = {}
+    for rel in rels:
+        *dirs, name = _parts(rel)
+        folders.setdefault(tuple(dirs), []).append(name)
+    for folder, names in folders.items():
+        with suppress(FileNotFoundError), _dir(top, list(folder), create=False) as d:
+            for name in names:
+                with suppress(OSError):
+                    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=d)
+                    try:
+                        atomic.fsync(fd)
+                    finally:
+                        os.close(fd)
+            atomic.sync_dir(d)
 
 
 def digest(data: bytes) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import shutil
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
 from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.fs import atomic
 from sgpatch.pyrun import module_command
 from sgpatch.releases import folder, wheels
 
@@ -313,23 +313,29 @@ def _unwritable(where: Path, e: OSError) -> SgpatchError:
 
 def _download(rel: Version) -> Path:
     """Fetch the wheel with pip into a temp dir in the cache, verify it, move it in atomically."""
-    from filelock import FileLock, Timeout
+    from sgpatch.fs import lock as fslock
+    from sgpatch.fs.regular import OddFile
 
     where = folder.wheels_dir()
     folder.folder(where, make=True)
     lock = where / f".{PACKAGE}-{rel}.lock"
-    folder.regular_file(lock)  # a link there would make the lock truncate its target
+    folder.regular_file(lock)  # a link there is refused at once: it would lead elsewhere
     try:
-        with FileLock(str(lock), timeout=900):
+        with fslock.held(lock, 900):
             path = cached_wheels().get(rel)  # another worker may have fetched it meanwhile
             if path is None:
                 path = _download_locked(rel, where)
-    except Timeout:
+    except fslock.Busy:
         raise SgpatchError(
             f"timed out waiting for another process downloading sglang=={rel}", ExitCode.UNSAFE
         ) from None
+    except OddFile as odd:
+        folder.regular_file(lock)  # planted since the check: the cache's own one line
+        raise SgpatchError(f"release cache: {lock} is {odd.kind}") from None
     except OSError as e:
         raise _unwritable(where, e) from None
+    except NotImplementedError:  # no kernel locks on this file system (sgpatch.fs.lock)
+        raise _unwritable(where, OSError(0, "the filesystem has no file locks")) from None
     if cached_wheels().get(rel) != path:
         raise SgpatchError(f"pip downloaded a wheel that is not sglang {rel}: {path.name}")
     return path
@@ -342,7 +348,7 @@ def _download_locked(rel: Version, where: Path) -> Path:
         got = _pip_download(str(rel), tmp)
         wheels.verify_wheel(got)
         path = where / got.name
-        os.replace(got, path)
+        atomic.rename_path(got, path)
         wheels.write_stamp(path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -15,13 +15,13 @@ from __future__ import annotations
 import csv
 import io
 import os
-import tempfile
 import zipfile
 from pathlib import Path
 
 from packaging.version import Version
 
 from sgpatch.errors import SgpatchError, bad_input
+from sgpatch.fs import atomic
 
 PACKAGE = "sglang"
 _SKIP_DIRS = frozenset({"__pycache__", ".sgpatch"})
@@ -125,18 +125,12 @@ def keep(cache: Path, root: Path, version: Version) -> Path:
         )
     folder.mkdir(parents=True, exist_ok=True)
     record_name, record = _record(members)
-    fd, tmp = tempfile.mkstemp(prefix=".snapshot-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w") as zf:
-            for name, data in [*sorted(members.items()), (record_name, record)]:
-                info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
-                info.compress_type = zipfile.ZIP_DEFLATED
-                info.external_attr = (0o755 if name in executable else 0o644) << 16
-                zf.writestr(info, data, compresslevel=1)
-        os.replace(tmp, final)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic.writing(final, 0o644) as raw, zipfile.ZipFile(raw, "w") as zf:
+        for name, data in [*sorted(members.items()), (record_name, record)]:
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = (0o755 if name in executable else 0o644) << 16
+            zf.writestr(info, data, compresslevel=1)
     return final
 
 

@@ -20,6 +20,7 @@ from typing import Literal
 from packaging.version import Version
 
 from sgpatch.errors import SgpatchError
+from sgpatch.fs import atomic
 from sgpatch.releases import record as rec
 from sgpatch.releases.download import PACKAGE, wheel_path
 from sgpatch.releases.wheels import Wheel
@@ -28,7 +29,6 @@ __all__ = ["LAYOUTS", "Laid", "Layout", "copy_tree", "extract", "lay", "relay"]
 
 Layout = Literal["site-packages", "checkout"]
 LAYOUTS: tuple[Layout, ...] = ("site-packages", "checkout")
-_WRITE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -200,13 +200,9 @@ class _Writer:
         folder, _, leaf = name.rpartition("/")
         d = self._dir(folder)
         try:
-            fd = os.open(leaf, _WRITE, mode, dir_fd=d)
+            atomic.create(d, leaf, data, mode, exclusive=False)
         except OSError as e:
             raise SgpatchError(f"cannot write {self.base / name}: {e.strerror}") from None
-        try:
-            _write_all(fd, data)
-        finally:
-            os.close(fd)
 
     def _dir(self, folder: str) -> int:
         """The descriptor of base/folder, made if absent (its parents first)."""
@@ -252,7 +248,7 @@ def relay(version: str | Version, dest: Path, have: dict[str, str]) -> Laid:
                 made.add(parent)
             with suppress(FileNotFoundError):
                 os.unlink(target)  # a new file, never a write through a link to another
-            _write_new(target, data, mode)
+            atomic.create_path(target, data, mode)
             out[name] = sha or _sha(data)
     except OSError as e:
         why = e.strerror or e
@@ -286,20 +282,6 @@ def _remove(dest: Path, rels: list[str]) -> None:
             except OSError:
                 break
             folder = os.path.dirname(folder)
-
-
-def _write_new(target: str, data: bytes, mode: int) -> None:
-    fd = os.open(target, _WRITE | os.O_EXCL, mode)
-    try:
-        _write_all(fd, data)
-    finally:
-        os.close(fd)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def _sha(data: bytes) -> str:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.fs import atomic
 from sgpatch.releases import folder
 from sgpatch.releases import record as rec
 
@@ -166,15 +167,8 @@ def write_stamp(path: Path) -> None:
     stamp = _stamp(path)
     folder.folder(stamp.parent, make=False) or _try_mkdir(stamp.parent)
     folder.regular_file(stamp)  # a link or FIFO there is refused, never written through
-    tmp = stamp.with_name(f"{stamp.name}.{os.getpid()}")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "w") as f:
-            f.write(_stamp_text(_Key.of(path)))
-        os.replace(tmp, stamp)
-    except OSError:
-        with _quiet():
-            os.unlink(tmp)
+    with _quiet():
+        atomic.write_path(stamp, _stamp_text(_Key.of(path)).encode(), 0o644)
 
 
 def _try_mkdir(path: Path) -> bool:

@@ -1,0 +1,179 @@
+"""One writer per tree: `.sgpatch/lock` held for a whole plan-and-write (docs/safety.md).
+
+The lock itself is the file-system layer's (`sgpatch.fs.lock`: a kernel flock on a regular
+file, pinned, its holder recorded in `lock.owner`). What is the state folder's here: it is
+made when a writer needs it and taken away when it holds nothing but the lock, so a run
+that waited while it was removed locks the new one; and how long a run waits
+($SGPATCH_LOCK_TIMEOUT).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from sgpatch.errors import ExitCode, SgpatchError, unsafe
+from sgpatch.fs import lock as fslock
+from sgpatch.fs.atomic import is_temp
+from sgpatch.fs.regular import OddFile
+from sgpatch.state import store
+from sgpatch.state.folder import LOCK, LOCK_OWNER, journal_path
+
+LOCK_TIMEOUT_ENV = "SGPATCH_LOCK_TIMEOUT"
+DEFAULT_LOCK_TIMEOUT = 30.0
+
+
+def check_state_dir(state_dir: Path) -> None:
+    """sgpatch's own folder (`.sgpatch`) must be a real folder: never follow a symlink there."""
+    if state_dir.is_symlink() or (state_dir.exists() and not state_dir.is_dir()):
+        raise unsafe(f"refusing state folder {state_dir}: it is a symlink or not a folder")
+
+
+def lock_timeout(default: float = DEFAULT_LOCK_TIMEOUT) -> float:
+    """$SGPATCH_LOCK_TIMEOUT (seconds) if set to a number >= 0, else `default`."""
+    raw = os.environ.get(LOCK_TIMEOUT_ENV)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SgpatchError(f"${LOCK_TIMEOUT_ENV}={raw!r}: expected seconds") from None
+    if value < 0 or value != value:
+        raise SgpatchError(f"${LOCK_TIMEOUT_ENV}={raw!r}: expected seconds >= 0")
+    return value
+
+
+class StateGone(Exception):
+    """`locked(create=False)`: the state folder is gone (its last writer finished)."""
+
+
+class LockBusy(SgpatchError):
+    """Another run held the lock for longer than we waited (exit 4); `holder` says who."""
+
+    def __init__(self, message: str, holder: str) -> None:
+        super().__init__(message, ExitCode.UNSAFE)
+        self.holder = holder
+
+
+@contextlib.contextmanager
+def locked(state_dir: Path, timeout: float | None = None, create: bool = True) -> Iterator[None]:
+    """One writer per target: wait up to `timeout` seconds (default $SGPATCH_LOCK_TIMEOUT or
+    30), then refuse (exit 4) naming the lock file and the run that holds it.
+
+    `create=False` (recovery of a journal found in the folder): never make the folder; when it
+    is gone, raise `StateGone` (its writer finished and took it away: nothing to recover)."""
+    if timeout is None:
+        timeout = lock_timeout()
+    lock = _acquire(state_dir, timeout, create)
+    try:
+        fslock.write_holder(state_dir / LOCK_OWNER)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            (state_dir / LOCK_OWNER).unlink()
+        remove_state_dir(state_dir)  # when nothing but the lock is left: no trace of the run
+        with contextlib.suppress(OSError):
+            lock.release()
+
+
+def _ready_state_dir(state_dir: Path, create: bool) -> bool:
+    """Make the state folder (or, without `create`, raise `StateGone` when it is gone).
+    False: it was removed and made again meanwhile; try again."""
+    check_state_dir(state_dir)
+    if create:
+        try:
+            state_dir.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:  # removed and made again between mkdir and its check
+            return False
+        except OSError as exc:
+            raise SgpatchError(
+                f"cannot create the state folder {state_dir}: {exc.strerror or exc}"
+            ) from None
+    elif not state_dir.is_dir():
+        raise StateGone
+    return True
+
+
+def _acquire(state_dir: Path, timeout: float, create: bool) -> fslock.Flock | fslock.PortableLock:
+    """The waiting loop of `locked`: the lock held on the file the name leads to now."""
+    deadline = time.monotonic() + timeout
+    lock_path = state_dir / LOCK
+    while True:
+        if not _ready_state_dir(state_dir, create):
+            time.sleep(0.01)  # a writer is removing the folder: let it finish, never spin
+            continue
+        try:
+            lock = fslock.acquire(lock_path, deadline)
+        except FileNotFoundError:  # removed between mkdir and open, or while we waited
+            if not create:
+                raise StateGone from None
+            if time.monotonic() < deadline:
+                time.sleep(0.01)
+                continue
+            raise SgpatchError(
+                f"cannot take the lock {lock_path}: its folder keeps vanishing"
+            ) from None
+        except OddFile as odd:
+            raise unsafe(f"refusing lock file {lock_path}: it is {odd.kind}") from None
+        except fslock.Busy:
+            raise _busy(state_dir, timeout) from None
+        except (OSError, NotImplementedError) as exc:  # NotImplementedError: no flock here
+            why = getattr(exc, "strerror", None) or str(exc) or "the filesystem has no file locks"
+            raise SgpatchError(f"cannot take the lock {lock_path}: {why}") from None
+        if lock is not None:
+            return lock
+        if time.monotonic() >= deadline:
+            raise _busy(state_dir, timeout)
+        time.sleep(fslock.POLL)
+
+
+def _busy(state_dir: Path, timeout: float) -> SgpatchError:
+    holder = fslock.holder(state_dir / LOCK_OWNER)
+    return LockBusy(
+        f"another sgpatch run holds the lock {state_dir / LOCK} ({holder}); "
+        f"waited {timeout:g}s (set ${LOCK_TIMEOUT_ENV} to wait longer)",
+        holder,
+    )
+
+
+def remove_stale_temps(folder: Path, name: str | None = None) -> None:
+    """Temp files a killed run left in `folder` (for one file name, or all of them)."""
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return
+    for entry in entries:
+        tmp = folder / entry
+        with contextlib.suppress(OSError):
+            if is_temp(entry, name) and tmp.is_file() and not tmp.is_symlink():
+                tmp.unlink()
+
+
+def remove_state_dir(state_dir: Path) -> None:
+    """Take away `.sgpatch/` once it holds nothing but the lock (the last set was reverted, a
+    one-off `sgpatch patch` is done, a run was rolled back), so the tree is left as it was
+    found. `locked` calls it last, with the lock still held; the lock file goes last, and
+    `locked` sends any run that waited on it to a new one. Anything else in the folder (a
+    journal, a ledger, originals) keeps it."""
+    if journal_path(state_dir) is None:
+        remove_stale_temps(state_dir)  # a journal write cut short; with the lock held, garbage
+        store.drop(state_dir)
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(state_dir):
+            if entry.is_dir(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    os.rmdir(entry.path)  # only when empty
+    try:
+        left = set(os.listdir(state_dir)) - {LOCK, LOCK_OWNER}
+    except OSError:
+        return
+    if left:
+        return
+    for name in (LOCK_OWNER, LOCK):
+        with contextlib.suppress(FileNotFoundError):
+            (state_dir / name).unlink()
+    with contextlib.suppress(OSError):
+        state_dir.rmdir()

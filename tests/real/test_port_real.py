@@ -437,6 +437,7 @@ def test_port_a_real_stack_to_the_release_its_project_ported_it_to(project, a, b
             files = [pr["file"] for pr in p["problems"]]
             fix_with(w, hand_fix(w, b, project_files(project, b, by_id[p["id"]], files)))
         code, doc = continue_json(capsys, w)
+        assert "steps" in doc, doc
         step = doc["steps"][-1]
     assert code == 0, doc
     assert_apply_gives_workspace(tmp_path / "ported", set_dir, b, w, project)

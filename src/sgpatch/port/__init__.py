@@ -112,6 +112,7 @@ class Report:
             "warnings": self.warnings,
             "notes": self.notes,
             "set_dir": self.set_dir,
+            "left": self.left,
         }
 
 

@@ -476,7 +476,7 @@ def lost_blocks(
     for lo in lost:
         h = by_index[lo.hunk]
         at = placed.at(h)
-        pos = _mapped(base, out, at) if at is not None else len(out)
+        pos = _mapped(base, out, at, _region(base, out, h, at)) if at is not None else len(out)
         inserts.append((pos, _block(h, lo, labels)))
     for pos, block in sorted(inserts, key=lambda x: -x[0]):
         if out and pos == len(out) and not out[-1].endswith("\n"):
@@ -497,23 +497,47 @@ def _block(h: Hunk, lo: Lost, labels: tuple[str, str, str]) -> list[str]:
     ]
 
 
-def _mapped(base: Sequence[str], ours: Sequence[str], at: int) -> int:
-    """Where line `at` of the base is in `ours`: just after the nearest distinctive line above
-    it that both files hold exactly once; else just before the nearest one below; else the
-    end of the file."""
+def _region(base: Sequence[str], ours: Sequence[str], h: Hunk, at: int) -> tuple[int, int]:
+    """The lines of `ours` the hunk's scope spans there (its def/class by name path, once),
+    else the whole file: a stopped hunk's block stays inside the code it was made for."""
+    names = hunk_scope(base, h, at).names
+    same = [d.block for d in defs_of("", ours) if names and d.names == names]
+    return (same[0].start, same[0].end) if len(same) == 1 else (0, len(ours))
+
+
+def _mapped(base: Sequence[str], ours: Sequence[str], at: int, region: tuple[int, int]) -> int:
+    """Where line `at` of the base is in `ours`, inside `region`: just after the nearest
+    distinctive line above it that both files hold exactly once (there, in the region);
+    else just before the nearest one below; else the end of the region."""
+    lo, hi = region
     a, b = Counter(x.strip() for x in base), Counter(x.strip() for x in ours)
     pos = {x.strip(): i for i, x in enumerate(ours)}
+    in_base, in_ours = _innermost(base), _innermost(ours)
 
-    def unique(t: str) -> bool:
-        return len(t) >= DISTINCT and a[t] == 1 and b[t] == 1
+    def anchor(i: int) -> bool:  # the same line, once in each file, in the same def/class
+        t = base[i].strip()
+        if len(t) < DISTINCT or a[t] != 1 or b[t] != 1 or not lo <= pos[t] < hi:
+            return False
+        return in_base(i) == in_ours(pos[t])
 
     for i in range(min(at, len(base)) - 1, -1, -1):
-        if unique(t := base[i].strip()):
-            return pos[t] + 1
+        if anchor(i):
+            return pos[base[i].strip()] + 1
     for i in range(at, len(base)):
-        if unique(t := base[i].strip()):
-            return pos[t]
-    return len(ours)
+        if anchor(i):
+            return pos[base[i].strip()]
+    return hi
+
+
+def _innermost(lines: Sequence[str]) -> Callable[[int], tuple[str, ...]]:
+    """line -> the name path of the innermost def/class holding it (() at module level)."""
+    defs = defs_of("", lines)
+
+    def at(i: int) -> tuple[str, ...]:
+        inside = [d for d in defs if d.block.start <= i < d.block.end]
+        return max(inside, key=lambda d: d.block.depth).names if inside else ()
+
+    return at
 
 
 __all__ = [

@@ -199,8 +199,9 @@ def _merge_hunks(
     where: Elsewhere | None = None,
 ) -> CarriedFile | None:  # fmt: skip
     """Keep the exact hunks, drop the ones upstream already made in the same scope (with the
-    evidence), carry the ones whose code upstream moved to another file there (port.moved),
-    merge only the others (None: fall back to a whole-file merge)."""
+    evidence), merge only the others (None: fall back to a whole-file merge). Where that
+    merge conflicts, the hunks whose code upstream moved to another file are carried there
+    or stopped on their own (port.moved), and the rest merged again without them."""
     base = there.read(fplan.path)
     if base is None:
         return None
@@ -214,30 +215,58 @@ def _merge_hunks(
     alone = _Alone(base_lines)  # each failing hunk placed by itself on the base, once
     dropped = _already(fplan.path, failing, alone, _lines(ours))
     failing = tuple(h for h in failing if h.index not in {d.hunk for d in dropped})
-    sort = _sort_out(fplan.path, base_lines, _lines(ours), failing, alone, where)
-    failing, lost = sort.stay, _lost_rows(sort, fp.hunks, labels)
-    if sort.lost:
-        blocks = _with_blocks(sort, fp.hunks, base_lines, _lines(ours), alone, labels)
-        ours = encode("".join(blocks))
-    got = CarriedFile(fplan.path, fplan.before, ours, kept=exact, dropped=dropped,
-                      moves=sort.moves, moved_to=tuple(sort.files.items()), lost=sort.lost,
-                      rewrite=sort.rewrite)  # fmt: skip
+    plain = CarriedFile(fplan.path, fplan.before, ours, kept=exact, dropped=dropped)
     if not failing:
-        return _lost_problem(got, lost, labels) if sort.lost else got
-    patched = apply_hunks(base_lines, failing, index=alone.index)
+        return plain
+    first = _merged(plain, failing, base, alone, labels)
+    if first is not None and first.problem is None:
+        return first
+    sort = _sort_out(fplan.path, base_lines, _lines(ours), failing, alone, where)
+    if sort.moves or sort.lost or sort.there:
+        got = _moved_out(plain, sort, (fp.hunks, base, alone), labels, explain)
+        if got is not None:
+            return got
+    if first is not None:
+        explain.add(_Conflict(failing, base, ours, labels, dropped), alone)
+    return first
+
+
+def _merged(got: CarriedFile, failing, base: bytes, alone: _Alone, labels) -> CarriedFile | None:
+    """`got` (W's file with the kept hunks, `after`) with the `failing` hunks merged three-way
+    against the base: merged cleanly, or with its conflicts as the problem. None: the failing
+    hunks do not place on the base together."""
+    patched = apply_hunks(alone.base, failing, index=alone.index)
     if not patched.ok:
         return None
     theirs = encode("".join(patched.lines))
-    data, n = merge_file(base, ours, theirs, (labels.ours, labels.base, labels.theirs))
+    data, n = merge_file(base, got.after or b"", theirs, (labels.ours, labels.base, labels.theirs))
     idx = tuple(h.index for h in failing)
     if n == 0:
-        got = replace(got, after=data, merged=idx)
-        return _lost_problem(got, lost, labels) if sort.lost else got
+        return replace(got, after=data, merged=idx)
     why = f"{n} conflict(s) in the three-way merge of hunk(s) {_hunk_list(idx)}"
-    explain.add(_Conflict(failing, base, ours, labels, dropped), alone)
-    got = replace(got, after=data, problem=why, markers=marker_lines(data), hunks=idx,
-                  base=base, theirs=theirs)  # fmt: skip
-    return _lost_problem(got, lost, labels) if sort.lost else got
+    return replace(got, after=data, problem=why, markers=marker_lines(data), hunks=idx,
+                   base=base, theirs=theirs)  # fmt: skip
+
+
+def _moved_out(plain: CarriedFile, sort: Sorted, inputs, labels, explain) -> CarriedFile | None:
+    """The file once the hunks whose code moved are sorted out: carried elsewhere (the moves
+    and the files they went to), a small block each for those with no certain place, and the
+    others merged as before (None: those others do not place on the base together)."""
+    hunks, base, alone = inputs
+    ours = plain.after or b""
+    if sort.lost:
+        ours = encode("".join(_with_blocks(sort, hunks, alone.base, _lines(ours), alone, labels)))
+    got = replace(plain, after=ours, moves=sort.moves, moved_to=tuple(sort.files.items()),
+                  lost=sort.lost, rewrite=sort.rewrite,
+                  dropped=plain.dropped + _there(plain.path, sort))  # fmt: skip
+    if sort.stay:
+        merged = _merged(got, sort.stay, base, alone, labels)
+        if merged is None:
+            return None
+        if merged.problem is not None:
+            explain.add(_Conflict(sort.stay, base, ours, labels, plain.dropped), alone)
+        got = merged
+    return _lost_problem(got, _lost_rows(sort, hunks, labels), labels) if sort.lost else got
 
 
 def _sort_out(path, base_lines, ours_lines, failing, alone, where) -> Sorted:
@@ -281,6 +310,15 @@ def _lost_problem(got: CarriedFile, rows: tuple[HunkDetail, ...], labels: Labels
                    hunks=tuple(sorted({*got.hunks, *lost})), details=rows)  # fmt: skip
 
 
+def _there(path: str, sort: Sorted) -> tuple[Dropped, ...]:
+    """The hunks whose code moved to a def that already has their change (a three-way merge
+    into it changes nothing): dropped, saying where."""
+    return tuple(Dropped(path, m.hunk, (
+        f"its code moved to {m.target} ({m.how.removeprefix('the same ')}, line {m.line}), "
+        "where the three-way merge leaves it as it is: upstream made the change there",))
+        for m in sort.there)  # fmt: skip
+
+
 def _file_gone(fp, path: str, there, labels: Labels, where: Elsewhere) -> CarriedFile | None:
     """A file the release lacks: each hunk carried to where its code went, when certain; the
     others left as small blocks in a file of markers at the old path (the person moves them
@@ -294,7 +332,7 @@ def _file_gone(fp, path: str, there, labels: Labels, where: Elsewhere) -> Carrie
     if sort.stay:
         return None
     got = CarriedFile(path, None, None, moves=sort.moves, moved_to=tuple(sort.files.items()),
-                      lost=sort.lost)  # fmt: skip
+                      lost=sort.lost, dropped=_there(path, sort))  # fmt: skip
     if not sort.lost:
         return got
     data = encode("".join(_with_blocks(sort, fp.hunks, base_lines, [], alone, labels)))

@@ -34,6 +34,8 @@ from sgpatch.port.relindex import Def, chain_of, defs_of, index_of
 DISTINCT = 10  # a line this long (stripped) tells code apart (as port.source scores renames)
 SIMILAR = 0.5  # a moved def shares more than half of its lines with the old one
 SHOWN = 3  # candidates listed per hunk (and files a rewritten file's code went to)
+COMMON = 20  # a def name held by more defs of the release tells nothing (`__init__`, `forward`)
+CLOSE = 0.25  # a def of the same name sharing this much of the old one's lines is a candidate
 MANY = 10  # a file holding this many of a rewritten file's lines is one its code went to
 
 Reader = Callable[[str], "bytes | None"]
@@ -87,6 +89,7 @@ class Candidate:
     file: str
     line: int  # 1-based
     evidence: str
+    strong: bool = True  # evidence enough to call the code moved (a stop instead of a merge)
 
     def text(self) -> str:
         return f"{self.file}:{self.line} ({self.evidence})"
@@ -103,6 +106,7 @@ class Move:
     line: int  # 1-based line of the change in the target, as carried
     how: str  # the evidence that made the place certain
     conflicts: int = 0  # left by the three-way merge against the moved def (markers there)
+    already: bool = False  # the merge leaves the moved def as it is: the change is there
 
     def text(self) -> str:
         """The one line the report says it in."""
@@ -154,6 +158,7 @@ class Sorted:
     stay: tuple[Hunk, ...] = ()
     files: dict[str, bytes] = field(default_factory=dict)
     rewrite: Rewrite | None = None
+    there: tuple[Move, ...] = ()  # moved where the change is already made (nothing to carry)
 
 
 @dataclass(frozen=True)
@@ -195,6 +200,7 @@ def sort_out(
     rewrite = rewritten(path, base, mine, where) if ours is not None else None
     files: dict[str, bytes] = {}
     moves: list[Move] = []
+    there: list[Move] = []
     lost: list[Lost] = []
     stay: list[Hunk] = []
     for h in failing:
@@ -203,12 +209,12 @@ def sort_out(
             continue
         got = _elsewhere(path, h, base, names, gone[h.index], placed, where, files)
         if isinstance(got, Move):
-            moves.append(got)
-        elif got.candidates or got.held or rewrite is not None or ours is None:
+            (there if got.already else moves).append(got)
+        elif any(c.strong for c in got.candidates) or got.held or rewrite or ours is None:
             lost.append(got)
         else:  # rewritten in place, found nowhere else: the usual merge shows upstream's side
             stay.append(h)
-    return Sorted(tuple(moves), tuple(lost), tuple(stay), files, rewrite)
+    return Sorted(tuple(moves), tuple(lost), tuple(stay), files, rewrite, tuple(there))
 
 
 class _Names:
@@ -280,7 +286,7 @@ def _elsewhere(
 
 
 def _named(m: Move, old: str, scope: str) -> Move:
-    return Move(m.hunk, old, scope, m.target, m.line, m.how, m.conflicts)
+    return replace(m, old=old, scope=scope)
 
 
 def _read_lines(where: Elsewhere, files: dict[str, bytes], rel: str) -> list[str] | None:
@@ -347,23 +353,24 @@ def _by_def(
     name = scope.names[-1]
     defs = [d for d in index_of(where.version).defs_named(name, scope.kind) if d.file != path]
     same = [d for d in defs if d.names == scope.names]
-    pick = same or defs
+    pick = same or (defs if len(defs) <= COMMON else [])
     old = base[scope.block.start : scope.block.end]
     cands = []
-    for d in pick[: SHOWN + 1]:
+    for d in pick:
         now = _now_def(d, where, files)
-        if now is None:
-            continue
-        lines, block = now
-        share = similarity(old, lines[block.start : block.end])
-        how = f"{d.block.kind} {d.qualified}, {share:.0%} of its lines the same"
-        cands.append((d, share, how, lines, block))
+        if now is not None:
+            lines, block = now
+            share = similarity(old, lines[block.start : block.end])
+            how = f"{d.block.kind} {d.qualified}, {share:.0%} of its lines the same"
+            cands.append((d, share, how, lines, block))
     if len(pick) == 1 and cands and cands[0][1] > SIMILAR:
         d, _share, how, lines, block = cands[0]
         if d.file in where.held:
             return Lost(h.index, "", _HELD, held=d.file)
         return _merge_def(h, scope, base, placed, (d.file, lines, block), how, where, files)
-    return [Candidate(d.file, b.line + 1, how) for d, _s, how, _l, b in cands]
+    cands.sort(key=lambda c: -c[1])
+    return [Candidate(d.file, b.line + 1, how, share >= CLOSE)
+            for d, share, how, _l, b in cands[:SHOWN]]  # fmt: skip
 
 
 def _now_def(d: Def, where: Elsewhere, files: dict[str, bytes]):
@@ -393,6 +400,8 @@ def _merge_def(
     ours = lines[block.start : block.end]
     data, n = merge_file(_bytes(base[b.start : b.end]), _bytes(ours), _bytes(theirs), where.labels)
     merged = split_lines(decode(data))
+    if n == 0 and merged == list(ours):  # upstream made the very change in the moved def
+        return Move(h.index, "", "", rel, block.line + 1, f"the same {how}", 0, already=True)
     files[rel] = _bytes([*lines[: block.start], *merged, *lines[block.end :]])
     at = next((i for i, (x, y) in enumerate(zip(merged, ours, strict=False)) if x != y),
               min(len(merged), len(ours)))  # fmt: skip
@@ -420,7 +429,8 @@ def _by_some_lines(path: str, h: Hunk, where: Elsewhere, seen: set[str]) -> list
         line = next((i for i, ln in enumerate(rows) if ln.strip() in want), None)
         if line is not None:
             where_in = sc.describe(sc.blocks(rows), line)
-            out.append(Candidate(rel, line + 1, f"{n} of {len(lines)} of its lines, in {where_in}"))
+            said = f"{n} of {len(lines)} of its lines, in {where_in}"
+            out.append(Candidate(rel, line + 1, said, 2 * n >= len(lines)))
     return out
 
 

@@ -492,6 +492,13 @@ def full_snapshot(root: Path, with_state: bool = False) -> dict[str, object]:
     return out
 
 
+def with_state(root: Path) -> dict[str, object]:
+    """`full_snapshot` with sgpatch's state folder, but for the lock's own files (`lock`, and
+    `lock.owner` while a run holds it): the lock of a run that refused is no state."""
+    snap = full_snapshot(root, with_state=True)
+    return {k: v for k, v in snap.items() if k not in (".sgpatch/lock", ".sgpatch/lock.owner")}
+
+
 @contextlib.contextmanager
 def reachable_dir(prefix: str = "sgpatch-test-") -> Iterator[Path]:
     """A fresh folder under the system temp folder that every user can enter, removed

@@ -17,7 +17,17 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 
 # Lowest first: the top-level core modules, then one row per package (its modules by name
 # without the `sgpatch.` prefix, package `__init__`s included). `sgpatch` is the package itself.
-CORE = {"sgpatch", "errors", "interrupts", "pyrun", "shown", "startup", "versions", "__main__"}
+CORE = {
+    "sgpatch",
+    "console",
+    "errors",
+    "interrupts",
+    "pyrun",
+    "shown",
+    "startup",
+    "versions",
+    "__main__",
+}
 PACKAGE_LAYERS: list[tuple[str, set[str]]] = [
     ("core", set()),
     ("fs", {"fs"}),  # the one file-system safety layer: below everything that writes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from sgpatch.ops import report
+from sgpatch import console
 from sgpatch.shown import command, context, lines, name
 
 
@@ -41,13 +41,13 @@ def test_context_names_the_tree_and_the_set_folders_absolute(tmp_path, monkeypat
 
 
 def test_messages_listings_and_tables_never_print_a_raw_escape(capsys) -> None:
-    """Input: report.err, report.out and a plain report.table given text with ESC and BEL
-    (a name not passed through `name`). Outcome: both escaped on both streams; report.write,
+    """Input: console.err, console.out and a plain console.table given text with ESC and BEL
+    (a name not passed through `name`). Outcome: both escaped on both streams; console.write,
     for bytes that must stay exact (a patch), leaves them."""
-    report.err("e\x1b[2J\x07")
-    report.out("o\x1b[2J")
-    report.table(("c",), [("t\x07",)])
-    report.write("w\x1b")
+    console.err("e\x1b[2J\x07")
+    console.out("o\x1b[2J")
+    console.table(("c",), [("t\x07",)])
+    console.write("w\x1b")
     captured = capsys.readouterr()
     assert captured.err == "e\\x1b[2J\\x07\n"
     assert captured.out == "o\\x1b[2J\nc\nt\\x07\nw\x1b"

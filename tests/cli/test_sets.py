@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import lines, make_diff, numbered, sgpatch
+from helpers import full_snapshot, lines, make_diff, numbered, sgpatch
 from sgpatch.state import ledger as ledger_mod
 from sgpatch.state.txn import FileChange, write_journal
 
@@ -246,14 +246,19 @@ def test_no_sglang_tree_is_exit_2(tmp_path, capsys):
 
 
 def test_interrupted_run_is_rolled_back_by_the_next_command(env, capsys):
-    """Input: a journal left by a run killed after it replaced model.py. Outcome: the next
-    command restores the original bytes, says so, exits 4; the command after that works."""
+    """Input: a journal left by a run killed after it replaced model.py. Outcome: `status`
+    (a reader) exits 4 naming `sgpatch recover` and touches nothing; the next writer
+    (`apply`) restores the original bytes, says so, exits 4; the command after that works."""
     pkg, sets = env
     model = pkg / "srt" / "model.py"
     write_journal(pkg / ".sgpatch", [FileChange("srt/model.py", MODEL.encode(), b"x")], {})
     model.write_text("half-written\n")
     args = ("--sglang-dir", str(pkg), "--patchsets", str(sets), "--set", SET)
+    before = full_snapshot(pkg, with_state=True)
     assert sgpatch("status", *args) == 4
+    assert f"`sgpatch recover --sglang-dir {pkg}` rolls it back" in capsys.readouterr().err
+    assert full_snapshot(pkg, with_state=True) == before
+    assert sgpatch("apply", *args) == 4
     assert "rolled back" in capsys.readouterr().err
     assert model.read_text() == MODEL
     assert sgpatch("apply", *args) == 0

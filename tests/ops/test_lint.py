@@ -64,6 +64,47 @@ def test_each_rule_fires(tmp_path):
     assert any(lvl == "error" and rel == "0.5.5" for lvl, rel, _ in msgs)
 
 
+def test_each_rule_names_the_manifest_field_it_is_about(tmp_path):
+    """Input: the rows of test_each_rule_fires, the last release without a variant for `p`
+    (as the planner says it: Row.error_patch). Outcome: a conflict and fuzz blame the variant
+    that serves the release, the probe rules the patch's probe, the release no variant covers
+    `patches[0].variants` (about `p`, release-wide); none of it is read off the message."""
+    m = load_manifest(_set(tmp_path))
+    rows = [
+        Row("0.5.0", {"p": Cell("conflict", "conflict", note="x.py hunk #1: gone")}),
+        Row("0.5.1", {"p": Cell("pending", "fuzz 1")}),
+        Row("0.5.2", {"p": Cell("upstream", "probe")}),
+        Row("0.5.4", {"p": Cell("pending", "clean")}),
+        Row("0.5.5", {}, error="no variant of patch 'p'", error_patch="p"),
+    ]
+    fields = {f.release: (f.field, f.scope, f.patch) for f in check(m, rows)}
+    assert fields == {
+        "0.5.0": ("patches[0].variants[0]", "cell", "p"),
+        "0.5.1": ("patches[0].variants[0]", "cell", "p"),
+        "0.5.2": ("patches[0].probe", "cell", "p"),
+        "0.5.4": ("patches[0].probe", "cell", "p"),
+        "0.5.5": ("patches[0].variants", "release", "p"),
+    }
+    (unnamed,) = check(m, [Row("0.5.5", {}, error="no such release")])
+    assert (unnamed.field, unnamed.scope, unnamed.patch) == ("sglang", "release", None)
+
+
+def test_a_variant_s_own_probe_is_the_field_its_probe_rules_blame(tmp_path):
+    """Input: the variant for <0.5.3 carries its own probe (it replaces the patch's there), and
+    that probe is false on the patched 0.5.1. Outcome: the finding names
+    `patches[0].variants[0].probe`, where the probe that judged 0.5.1 is written."""
+    path = _set(tmp_path)
+    path.write_text(path.read_text().replace(
+        '      - {sglang: "<0.5.3", patch: patches/p.patch}',
+        '      - sglang: "<0.5.3"\n        patch: patches/p.patch\n'
+        "        probe: {file: srt/x.py, regex: '^c$'}",
+    ))  # fmt: skip
+    m = load_manifest(path)
+    rows = [Row("0.5.1", {"p": Cell("pending", "clean", probe=False, probe_after=False)})]
+    (f,) = check(m, rows)
+    assert f.field == "patches[0].variants[0].probe"
+
+
 def test_github_annotations_format(tmp_path):
     m = load_manifest(_set(tmp_path))
     findings = check(m, [Row("0.5.0", {"p": Cell("conflict", "conflict", note="n")})])

@@ -77,3 +77,20 @@ def test_without_leaves_a_patch_out_and_an_unknown_id_is_bad_input(tmp_path: Pat
     with pytest.raises(SgpatchError, match="unknown patch id 'nope'") as info:
         _plan(pkg, sets, with_ids=("nope",))
     assert info.value.code == ExitCode.BAD_INPUT
+
+
+def test_no_variant_names_its_patch_and_crosses_processes_whole():
+    """Input: the planner's NoVariant for patch `p`, pickled as a matrix worker's exception
+    would be. Outcome: it comes back with its message, exit 2 and the patch id (what lint
+    names the `variants` of)."""
+    import pickle
+
+    from sgpatch.ops.plan import NoVariant
+
+    back = pickle.loads(pickle.dumps(NoVariant("no variant of patch 'p'", "p")))
+    assert isinstance(back, NoVariant)
+    assert (back.message, back.code, back.patch_id) == (
+        "no variant of patch 'p'",
+        ExitCode.BAD_INPUT,
+        "p",
+    )

@@ -17,6 +17,7 @@ from helpers import (
     make_wheel,
     port_cache,
     port_diff,
+    probe_set,
     release_files,
     run_cli,
     sgport,
@@ -250,3 +251,42 @@ def test_lint_releases_are_those_whose_patches_change(cache, tmp_path):
     )
     got = lint_releases(old, edited("b", refiled), Version("1.2"), known)
     assert got == [Version("1.0"), Version("1.1"), Version("1.2")]
+
+
+def _merged_since_1_1(tmp_path: Path) -> Path:
+    """`demo` whose `second` is merged upstream since 1.1 by the manifest, with a probe that
+    finds the patch's own change (so 1.1, which lacks it, is `pending`: lint refuses)."""
+    d = probe_set(tmp_path, "all: [{file: srt/other.py, regex: 'the_answer_to\\(42\\)'}]")
+    text = (d / "patchset.yaml").read_text()
+    at = text.index("  - id: second")
+    merged = 'upstream: {status: merged, ref: "o/r#1", since: "1.1"}'
+    text = text[:at] + text[at:].replace("upstream: {status: pending}", merged, 1)
+    (d / "patchset.yaml").write_text(text)
+    return d
+
+
+@pytest.mark.parametrize("reworded", [False, True])
+def test_port_blames_the_field_lint_names_whatever_its_message_says(
+    cache, tmp_path, monkeypatch, reworded
+):
+    """Input: the set above ported to 1.1; lint refuses `second` on its probe. Run as it is,
+    and with every lint message reworded to one that says nothing of a probe. Outcome: both
+    runs stop (exit 3) blaming `patches[1].probe` in `lint_refusals` and under the lint
+    heading of `fix`, with the message lint gave: the field comes from lint's record."""
+    from dataclasses import replace
+
+    from sgpatch.ops import lint
+
+    if reworded:
+        real = lint.check
+        monkeypatch.setattr(lint, "check", lambda *a, **k: [
+            replace(f, message=f"reworded {i}") for i, f in enumerate(real(*a, **k))])  # fmt: skip
+    d = _merged_since_1_1(tmp_path)
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.1",
+                       "--workspace", str(tmp_path / "w"))  # fmt: skip
+    assert code == 3, doc
+    (refusal,) = doc["steps"][0]["lint_refusals"]
+    assert (refusal["patch"], refusal["field"]) == ("second", "patches[1].probe")
+    said = "reworded 0" if reworded else "manifest says merged since 1.1, but the probe does not"
+    assert refusal["message"].startswith(said)
+    assert f"  second (patches[1].probe): {refusal['message']}" in doc["steps"][0]["fix"]

@@ -160,9 +160,18 @@ def world(tmp_path_factory, _no_disk_flush):
     )
 
 
+def _everything(pkg: Path) -> dict[str, bytes | str]:
+    """Every entry under the package root, sgpatch's state included (a reader changes none)."""
+    return {
+        p.relative_to(pkg).as_posix(): p.read_bytes() if p.is_file() else "other"
+        for p in sorted(pkg.rglob("*"))
+    }
+
+
 def check_after_crash(world, pkg: Path, outcome) -> str:
-    """The next invocation rolls back (exit 4) iff a journal was left; the bytes are pristine or
-    fully patched; status --json agrees. Returns 'pristine' or 'patched'."""
+    """Iff a journal was left: `status` (a reader) exits 4 in one line naming `recover` and
+    changes nothing, state included; `recover` rolls back (exit 0). Then the bytes are
+    pristine or fully patched, and status --json agrees. Returns 'pristine' or 'patched'."""
     world["stats"]["runs"] += 1
     journal = pkg / ".sgpatch" / state_folder.JOURNAL
     if outcome[0] == "killed":
@@ -171,11 +180,14 @@ def check_after_crash(world, pkg: Path, outcome) -> str:
     else:
         assert not journal.exists()
     if journal.exists():
+        before = _everything(pkg)
         code, out, err = run_cli("status", "--sglang-dir", str(pkg), "--set", SET, "--json")
         assert code == 4, err
-        assert "rolled back" in err and err.count("\n") == 1 and "Traceback" not in err
-        if out:  # --json: errors may come as one JSON document on stdout
-            assert json.loads(out)["exit_code"] == 4
+        said = json.loads(out)["error"] if out else err  # --json: the error document
+        assert f"sgpatch recover --sglang-dir {pkg}" in said and "Traceback" not in err
+        assert _everything(pkg) == before
+        code, _out, err = run_cli("recover", "--sglang-dir", str(pkg))
+        assert code == 0 and "rolled back" in err, err
         world["stats"]["rolled_back"] += 1
     assert not journal.exists()
     snap = snapshot(pkg)
@@ -260,9 +272,9 @@ def test_kill_during_recovery_is_finished_by_the_next_run(world):
         pkg = fresh(world["pristine"], work)
         assert fork_run(apply_argv(pkg), kill_at=half)[0] == "killed"
         assert (pkg / ".sgpatch" / state_folder.JOURNAL).exists()
-        outcome = fork_run(["status", "--sglang-dir", str(pkg), "--set", SET], kill_at=step)
+        outcome = fork_run(["recover", "--sglang-dir", str(pkg)], kill_at=step)
         if outcome[0] == "exit":
-            assert outcome[1] == 4  # it recovered and said so
+            assert outcome[1] == 0  # it recovered and said so
             assert check_after_crash(world, pkg, outcome) == "pristine"
             break
         assert check_after_crash(world, pkg, outcome) == "pristine"

@@ -1,8 +1,8 @@
-"""`sgpatch import` on the real third-party stacks in tests/data/stacks (slime, AReaL), each on
-the pristine release it was made for: the imported set applied by sgpatch must give, file for
-file and byte for byte, what `git apply` (or GNU patch -F0 for AReaL's `diff -ruN` file) gives
-on a copy of the same pristine tree, and every suggested probe must be false on the pristine
-release and true on the patched tree."""
+"""`sgpatch import` on the real third-party stacks in tests/data/stacks (slime, AReaL, TraceLens,
+Relax), each on the pristine release it was made for: the imported set applied by sgpatch must
+give, file for file and byte for byte, what `git apply` (or GNU patch -F0 for AReaL's `diff -ruN`
+file) gives on a copy of the same pristine tree, and every suggested probe must be false on the
+pristine release and true on the patched tree."""
 
 from __future__ import annotations
 
@@ -92,6 +92,8 @@ def _sgpatch_applied(release_tree, version: str, sets: Path, name: str) -> Path:
 DEFINES_TWICE = {
     ("slime", "0.5.12.post1"): "get_cpu_copy twice in class NSATokenToKVPool",
     ("slime", "0.5.15.post1"): "release_memory_occupation twice",
+    ("relax", "0.5.12.post1"): "get_cpu_copy twice in class NSATokenToKVPool",
+    ("relax", "0.5.15.post1"): "release_memory_occupation twice",
 }
 WAITS = (
     "issue 42 item 2 (the `already` helper): a def/class the author's hunk adds a second time, "

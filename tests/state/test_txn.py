@@ -649,7 +649,8 @@ def test_status_never_rolls_back_a_journal_whose_writer_holds_the_lock(env, monk
     """Input: a journal (a write in progress: one file already replaced) while another run
     holds the lock; SGPATCH_LOCK_TIMEOUT=1. Outcome: status exits 4 saying a run is in
     progress, the half-written file and the journal are left to the writer; once the lock is
-    free (the writer died), the next status rolls back."""
+    free (the writer died), status names `recover` and still touches nothing; `recover`
+    rolls back."""
     pkg, _, args = env
     monkeypatch.setenv(state_lock.LOCK_TIMEOUT_ENV, "1")
     with locked(pkg / ".sgpatch"):
@@ -661,7 +662,9 @@ def test_status_never_rolls_back_a_journal_whose_writer_holds_the_lock(env, monk
         assert (pkg / "srt/a.py").read_text() == "being written\n"
         assert (pkg / ".sgpatch" / state_folder.JOURNAL).exists()
     code, _, err = cli("status", *args)
-    assert code == 4 and "rolled back" in err
+    assert code == 4 and "sgpatch recover --sglang-dir" in one_line_error(err)
+    assert (pkg / "srt/a.py").read_text() == "being written\n"
+    assert cli("recover", "--sglang-dir", str(pkg))[0] == 0
     assert (pkg / "srt/a.py").read_text() == A
 
 

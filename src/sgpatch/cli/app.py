@@ -1005,7 +1005,7 @@ def _replace_unencodable() -> None:
 
 def _product(text: str) -> None:
     """What `--version`, `help` and `completion` print, written as every product is: nothing
-    on a closed stdout, an error line and exit 2 on a full one (sgpatch.ops.report.write; not
+    on a closed stdout, an error line and exit 2 on a full one (sgpatch.console.write; not
     imported here, where it would cost `--version` the placement engine)."""
     if sys.stdout is None:
         return

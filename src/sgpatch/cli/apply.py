@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from sgpatch import console
 from sgpatch.cli.common import open_target
 from sgpatch.errors import bad_input
 from sgpatch.ops import report
@@ -34,7 +35,7 @@ def run(opts: ApplyOptions) -> int:
     from sgpatch.patchset.manifest import load_set
     from sgpatch.patchset.nearest import basis as basis_of
 
-    target = open_target(opts.sglang_dir, opts.sglang_version)
+    target = open_target(opts.sglang_dir, opts.sglang_version, reader=opts.dry_run)
     manifest = load_set(opts.set_name, opts.patchsets)
     basis = basis_of(manifest, target.version)
     if not basis.checked and not opts.untested and not opts.dry_run:
@@ -44,7 +45,7 @@ def run(opts: ApplyOptions) -> int:
             "is certain (or port the set: `sgpatch port --to-tree`)"
         )
     if not basis.checked:
-        report.err(f"sgpatch: {basis.line()}")
+        console.err(f"sgpatch: {basis.line()}")
     if opts.git_commit:  # git mode (sgpatch.git.mode): refuse early outside a git work tree
         from sgpatch.git import mode as gitmode
 
@@ -80,7 +81,7 @@ def _state_untracked(target) -> None:
     rel = os.path.relpath(target.root / STATE_DIR, top) + "/"
     exclude = unignored_exclude(top, rel)
     if exclude is not None:
-        report.err(
+        console.err(
             f"sgpatch: note: git shows {rel} (what sgpatch applied, and the original bytes) as "
             f"untracked; to hide it: echo {STATE_DIR}/ >> {shlex.quote(str(exclude))}"
         )
@@ -91,7 +92,7 @@ def _show(opts: ApplyOptions, target, d, untested_hint: bool) -> None:
     after = d.plan.applied() if d.written else d.plan
     written = list(d.written)
     if opts.as_json:
-        report.emit_json(
+        console.emit_json(
             report.set_json(
                 "apply",
                 target,
@@ -109,7 +110,7 @@ def _show(opts: ApplyOptions, target, d, untested_hint: bool) -> None:
     unmet = [x for x in d.pre if x.verdict == "unmet"] if opts.strict else []
     report.apply_summary(after, d.code, written, opts.dry_run, unmet if d.code else [])
     if opts.dry_run and untested_hint:
-        report.err("sgpatch: a real apply on this untested version needs --untested")
+        console.err("sgpatch: a real apply on this untested version needs --untested")
 
 
 def _without_applied(opts: ApplyOptions, target, plan) -> None:
@@ -123,7 +124,7 @@ def _without_applied(opts: ApplyOptions, target, plan) -> None:
         return
     where = context(target.root, opts.patchsets)
     again = [x for pid in opts.without_ids for x in ("--without", pid)]
-    report.err(
+    console.err(
         f"sgpatch: warning: --without {', '.join(kept)}: applied in this tree already, and apply "
         f"does not take a patch out; {command('revert', '--set', plan.name, *where)} takes the "
         f"set out, then {command('apply', '--set', plan.name, *where, *again)}"

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sgpatch import console
 from sgpatch.errors import SgpatchError
-from sgpatch.ops import report
 from sgpatch.patchset.manifest import (
     PatchSpec,
     SetManifest,
@@ -36,7 +36,7 @@ def list_sets(opts: ListOptions) -> int:
     for name, path in found:
         note = shadow_note(name, path)
         if note is not None:
-            report.err(note)
+            console.err(note)
     sets = []
     for _, path in found:
         try:
@@ -45,7 +45,7 @@ def list_sets(opts: ListOptions) -> int:
             refused.append(exc)
     code = max((int(r.code) for r in refused), default=0)
     if opts.as_json:
-        report.emit_json(
+        console.emit_json(
             {
                 "command": "list",
                 "exit_code": code,
@@ -63,12 +63,12 @@ def list_sets(opts: ListOptions) -> int:
             }
         )
         return code
-    report.table(
+    console.table(
         ("set", "sglang", "patches", "summary"),
         [(m.name, str(m.sglang), str(len(m.patches)), m.summary) for m in sets],
     )
     for refusal in refused:
-        report.err(f"sgpatch: error: {one_line(refusal.message)}")
+        console.err(f"sgpatch: error: {one_line(refusal.message)}")
     return code
 
 
@@ -85,7 +85,7 @@ def show_set(opts: ShowOptions) -> int:
     m = load_set(opts.name, tuple(opts.patchsets))
     patches = [_patch_json(m, p) for p in m.patches]
     if opts.as_json:
-        report.emit_json(
+        console.emit_json(
             {
                 "command": "show",
                 "exit_code": 0,
@@ -97,23 +97,23 @@ def show_set(opts: ShowOptions) -> int:
             }
         )
         return 0
-    report.out(f"{m.name}: {m.summary}")
-    report.out(f"supports sglang {m.sglang}; fuzz {m.fuzz}; {m.base_dir}")
+    console.out(f"{m.name}: {m.summary}")
+    console.out(f"supports sglang {m.sglang}; fuzz {m.fuzz}; {m.base_dir}")
     for p in patches:
         opt = " (optional)" if p["optional"] else ""
         up = p["upstream"]
         since = f" since {up['since']}" if up["since"] else ""
         ref = f" {up['ref']}" if up["ref"] else ""
-        report.out(f"\n{p['id']}{opt} ({p['type']}): {p['summary']}")
-        report.out(f"  upstream: {up['status']}{ref}{since}")
+        console.out(f"\n{p['id']}{opt} ({p['type']}): {p['summary']}")
+        console.out(f"  upstream: {up['status']}{ref}{since}")
         if p["requires"]:
-            report.out(f"  requires: {', '.join(p['requires'])}")
+            console.out(f"  requires: {', '.join(p['requires'])}")
         if p["probe"]:
-            report.out(f"  probe: {p['probe']}")
+            console.out(f"  probe: {p['probe']}")
         for v in p["variants"]:
-            report.out(f"  sglang {v['sglang']}: {v['patch'] or 'n/a — ' + (v['na'] or '')}")
+            console.out(f"  sglang {v['sglang']}: {v['patch'] or 'n/a — ' + (v['na'] or '')}")
         for e in p["environment"]:
-            report.out(f"  needs {e['package']}{e['specifier']}: {e['why']}")
+            console.out(f"  needs {e['package']}{e['specifier']}: {e['why']}")
     return 0
 
 

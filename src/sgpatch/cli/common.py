@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from sgpatch import console
 from sgpatch.errors import ExitCode, SgpatchError
-from sgpatch.ops import report
-from sgpatch.state.folder import interrupted
+from sgpatch.state.folder import interrupted, journal_path
 from sgpatch.state.ledger import state_dir
 from sgpatch.tree.target import Target, discover, find_target
 
@@ -25,17 +25,17 @@ def locate_tree(sglang_dir: Path | None) -> Path:
     import: the server may run other files than the ones patched."""
     found = discover(sglang_dir)
     if found.how == "current directory":
-        report.err(
+        console.err(
             f"sgpatch: using the SGLang tree around the current directory: {found.root} "
             "(--sglang-dir to choose another)"
         )
         if found.imported is None:
-            report.err(
+            console.err(
                 f"sgpatch: warning: {sys.executable} imports no sglang; this tree may not be "
                 "the one that runs"
             )
         elif found.imported != found.root:
-            report.err(
+            console.err(
                 f"sgpatch: warning: {sys.executable} imports sglang from {found.imported}, "
                 "not from this tree"
             )
@@ -45,28 +45,52 @@ def locate_tree(sglang_dir: Path | None) -> Path:
 def open_target(
     sglang_dir: Path | None, sglang_version: str | None, reader: bool = False
 ) -> Target:
-    """Find the tree; if an interrupted run left a journal, roll it back and stop (exit 4),
-    before the version is read (nothing about an interrupted run depends on it).
+    """Find the tree; if an interrupted run left a journal, stop (exit 4) before the version
+    is read (nothing about an interrupted run depends on it): a writer rolls it back first
+    and says so; a reader (`status`, `probe`, a dry run) never writes, so it says which
+    command rolls it back (`recover`) and touches nothing (issue 46: recovery belongs to
+    writers, and a reader may run as anyone).
 
     A journal whose writer still runs is that run's, not a crash's: recovery takes the lock,
-    so it waits for the writer. A reader (`status`, `probe`) waits briefly
-    (`READER_WAIT` s, or less if $SGPATCH_LOCK_TIMEOUT says so), then says a run is in
-    progress (exit 4); it never rolls back under a running writer."""
+    so it waits for the writer. A reader waits briefly for it (`READER_WAIT` s, or less if
+    $SGPATCH_LOCK_TIMEOUT says so), then says a run is in progress (exit 4)."""
     root = locate_tree(sglang_dir)
     if not interrupted(state_dir(root)):  # the writer (txn) is imported only when there is work
         return find_target(sglang_dir, sglang_version, root=root)
-    from sgpatch.state.lock import LockBusy, lock_timeout
+    if reader:
+        _wait_or_report(root)
+        return find_target(sglang_dir, sglang_version, root=root)
     from sgpatch.state.recovery import stop_if_rolled_back
 
-    wait = min(READER_WAIT, lock_timeout()) if reader else None
-    try:
-        stop_if_rolled_back(root, state_dir(root), wait)
-    except LockBusy as exc:
-        if not reader:
-            raise
-        raise SgpatchError(
-            f"an sgpatch run is in progress in {root} ({exc.holder}); run the command again "
-            "when it is done",
-            ExitCode.UNSAFE,
-        ) from None
+    stop_if_rolled_back(root, state_dir(root))
     return find_target(sglang_dir, sglang_version, root=root)
+
+
+def _wait_or_report(root: Path) -> None:
+    """A reader that found a journal: wait while its writer runs (the journal goes when it
+    ends); a journal no run holds the lock for is a crash's: exit 4, naming `recover`."""
+    import time
+
+    from sgpatch.fs import lock as fslock
+    from sgpatch.shown import command
+    from sgpatch.state.folder import LOCK, LOCK_OWNER
+    from sgpatch.state.lock import lock_timeout
+
+    folder = state_dir(root)
+    deadline = time.monotonic() + min(READER_WAIT, lock_timeout())
+    while interrupted(folder):
+        journal_path(folder)  # a FIFO or symlink planted there: refused as what it is
+        if not fslock.is_held(folder / LOCK):
+            raise SgpatchError(
+                f"an interrupted sgpatch run left its journal in {root}: files it was writing "
+                f"may be half written; {command('recover', '--sglang-dir', root)} rolls it "
+                "back (a read-only command never does)",
+                ExitCode.UNSAFE,
+            )
+        if time.monotonic() >= deadline:
+            raise SgpatchError(
+                f"an sgpatch run is in progress in {root} "
+                f"({fslock.holder(folder / LOCK_OWNER)}); run the command again when it is done",
+                ExitCode.UNSAFE,
+            )
+        time.sleep(0.05)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sgpatch.ops import report
+from sgpatch import console
 
 
 @dataclass(frozen=True)
@@ -34,10 +34,9 @@ def export(opts: ExportOptions) -> int:
         manifest = None  # exporting from a tree whose set is not installed here still works
     out = gitmode.export(target, opts.set_name, opts.to, manifest)
     if opts.as_json:
-        report.emit_json(
+        console.emit_json(
             {
                 "command": "export",
-                "schema": 1,
                 "exit_code": 0,
                 "set": opts.set_name,
                 "patches": [{"id": e.patch_id, "commit": e.sha, "file": str(e.path)} for e in out],
@@ -45,8 +44,8 @@ def export(opts: ExportOptions) -> int:
         )
     else:
         for e in out:
-            report.err(f"{e.patch_id}: {e.sha[:12]} -> {e.path}")
-        report.err(
+            console.err(f"{e.patch_id}: {e.sha[:12]} -> {e.path}")
+        console.err(
             f"sgpatch export: {opts.set_name}: {len(out)} patch file(s) written to {opts.to}"
         )
     return 0

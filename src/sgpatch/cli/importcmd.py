@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from sgpatch import console
 from sgpatch.errors import ExitCode, bad_input
-from sgpatch.ops import report
 
 
 @dataclass(frozen=True)
@@ -76,15 +76,15 @@ def _refuse_lost(opts: ImportOptions, version, srcs, lost) -> int:
     """Files of the package a set cannot carry: each named, and exit 3 with nothing written,
     unless --allow-left-out says to leave them out."""
     for label, sec in lost:
-        report.err(f"  {label}: {sec.shown}: cannot be carried by a patch set: {sec.why}")
+        console.err(f"  {label}: {sec.shown}: cannot be carried by a patch set: {sec.why}")
     message = (
         f"{len(lost)} file(s) of the package cannot be carried by a patch set (listed above); "
         "nothing was written; to import the rest, leave them out with --allow-left-out"
     )
-    report.err(f"sgpatch: error: {message}")
+    console.err(f"sgpatch: error: {message}")
     if opts.as_json:
         left = [(src.label, s) for src in srcs for s in src.left_out]
-        report.emit_json(_document(opts.name, None, version, [], left, [], message))
+        console.emit_json(_document(opts.name, None, version, [], left, [], message))
     return int(ExitCode.CONFLICT)
 
 
@@ -121,7 +121,6 @@ def _document(name, final, version, patches, left_out, warnings, error=None) -> 
     """import's JSON document (docs/json.md); with `error`, the refusal's."""
     doc = {
         "command": "import",
-        "schema": 1,
         "exit_code": 0 if error is None else int(ExitCode.CONFLICT),
         "set": name,
         "dest": None if final is None else str(final),
@@ -154,25 +153,25 @@ def _report(result, final: Path, findings, as_json: bool) -> None:
             for p in result.patches
         ]
         warnings = _notes(result) + [f.message for f in findings]
-        report.emit_json(
+        console.emit_json(
             _document(result.name, final, result.version, patches, result.left_out, warnings)
         )
         return
     for label, sec in result.left_out:
-        report.err(f"warning: {label}: left out {sec.shown} ({sec.why})")
+        console.err(f"warning: {label}: left out {sec.shown} ({sec.why})")
     for note in _notes(result):
-        report.err(f"warning: {note}")
+        console.err(f"warning: {note}")
     for p in result.patches:
         if p.source.detected:
-            report.err(
+            console.err(
                 f"  {p.source.label}: paths read with -p{p.source.strip} (detected: the level at "
                 f"which they name files of sglang {result.version}; -p N says otherwise)"
             )
         probe = f"probe: {_count(p.probe)} line(s)" if p.probe else f"no probe: {p.probe_why}"
-        report.err(f"  {p.file}: {len(p.files)} file(s), {p.hunks} hunk(s); {probe}")
+        console.err(f"  {p.file}: {len(p.files)} file(s), {p.hunks} hunk(s); {probe}")
     for f in findings:
-        report.err(f"warning: {f.patch or result.name}: {f.message}")
-    report.err(
+        console.err(f"warning: {f.patch or result.name}: {f.message}")
+    console.err(
         f"sgpatch import: {result.name}: {len(result.patches)} patch(es) for sglang "
         f"{result.version} -> {final}"
     )

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
+from sgpatch import console
 from sgpatch.errors import ExitCode, SgpatchError, bad_input
-from sgpatch.ops import report
 
 
 @dataclass(frozen=True)
@@ -47,9 +47,9 @@ def fetch(opts: FetchOptions) -> int:
             raise SgpatchError(f"--dest {where}: {exc.strerror or exc}") from None
         out.append({"version": v, "wheel": str(wheel), "root": str(root) if root else None})
         if not opts.as_json:
-            report.err(f"sglang {v}: {wheel}" + (f" -> {root}" if root else ""))
+            console.err(f"sglang {v}: {wheel}" + (f" -> {root}" if root else ""))
     if opts.as_json:
-        report.emit_json({"command": "fetch", "exit_code": 0, "releases": out})
+        console.emit_json({"command": "fetch", "exit_code": 0, "releases": out})
     return 0
 
 
@@ -66,9 +66,9 @@ def _fetch_git(url: str, refs: Sequence[str], dest: Path | None, as_json: bool) 
         version = find_target(root).version
         out.append({"ref": ref, "root": str(root), "version": str(version)})
         if not as_json:
-            report.err(f"{url} at {ref}: sglang {version} -> {root}")
+            console.err(f"{url} at {ref}: sglang {version} -> {root}")
     if as_json:
-        report.emit_json({"command": "fetch", "exit_code": 0, "checkouts": out})
+        console.emit_json({"command": "fetch", "exit_code": 0, "checkouts": out})
     return 0
 
 
@@ -111,15 +111,15 @@ def matrix(opts: MatrixOptions) -> int:
     rows = (mx.compute(manifest, versions, opts.workers) if versions else []) + tree_rows
     code = mx.gate(rows, opts.fail_on)
     if opts.fmt == "json":
-        report.emit_json(mx.json_doc(manifest, rows, code))
+        console.emit_json(mx.json_doc(manifest, rows, code))
         return int(code)
     if opts.fmt == "markdown":
-        report.write(mx.markdown(manifest, rows))
+        console.write(mx.markdown(manifest, rows))
     else:
         _matrix_table(manifest, rows)
     for line in mx.tree_notes(manifest, rows):
-        report.err(line)
-    report.err(mx.summary(manifest, rows, code))
+        console.err(line)
+    console.err(mx.summary(manifest, rows, code))
     return int(code)
 
 
@@ -129,10 +129,10 @@ def _matrix_table(manifest, rows) -> None:
     from sgpatch.ops import matrix as mx
 
     ids = [p.id for p in manifest.patches]
-    report.out(f"{manifest.name} x sglang releases")
+    console.out(f"{manifest.name} x sglang releases")
     for n, i in enumerate(ids, 1):
-        report.out(f"  P{n}  {i}")
-    report.table(
+        console.out(f"  P{n}  {i}")
+    console.table(
         ("release", *(f"P{n}" for n in range(1, len(ids) + 1))),
         [
             (
@@ -147,9 +147,9 @@ def _matrix_table(manifest, rows) -> None:
     )
     for r in rows:
         if r.error:
-            report.err(f"{mx.row_label(r)}: {r.error}")
+            console.err(f"{mx.row_label(r)}: {r.error}")
     for line in mx.failure_lines(manifest, rows):  # every refused hunk, with its reason
-        report.out(line)
+        console.out(line)
 
 
 @dataclass(frozen=True)
@@ -189,23 +189,21 @@ def lint(opts: LintOptions) -> int:
         if opts.fmt == "json":
             continue
         for line in lint_mod.render(findings, opts.fmt, name):
-            report.out(line)
+            console.out(line)
         _say_skipped(name, len(versions), unchecked)
         errors = sum(1 for f in findings if f.level == "error")
         warnings = len(findings) - errors
         counted = f"{len(versions)} release(s)" + (
             f", {len(opts.trees)} tree(s)" if opts.trees else ""
         )
-        report.err(f"sgpatch lint: {name}: {counted}, {errors} error(s), {warnings} warning(s)")
+        console.err(f"sgpatch lint: {name}: {counted}, {errors} error(s), {warnings} warning(s)")
     code = ExitCode.CONFLICT if any(f.level == "error" for f in findings_all) else ExitCode.OK
     if opts.fmt == "json":
-        report.emit_json(
+        console.emit_json(
             {
                 "command": "lint",
                 "exit_code": int(code),
-                "findings": [
-                    {**asdict(f), "file": str(f.file) if f.file else None} for f in findings_all
-                ],
+                "findings": [f.to_json() for f in findings_all],
                 "skipped": skipped,
             }
         )
@@ -224,7 +222,7 @@ def _say_skipped(name: str, cached: int, unchecked: Sequence[tuple[str, str]]) -
     as a clean set."""
     if not unchecked:
         return
-    report.err(
+    console.err(
         f"sgpatch lint: {name}: offline, judged on the {cached} cached release(s) only; "
         f"{len(unchecked)} variant(s) no cached release chooses were skipped "
         "(without --offline lint fetches their releases):"
@@ -233,4 +231,4 @@ def _say_skipped(name: str, cached: int, unchecked: Sequence[tuple[str, str]]) -
     for patch, variant in unchecked:
         by_patch.setdefault(patch, []).append(variant)
     for patch, variants in by_patch.items():
-        report.err(f"  {patch}: {'; '.join(variants)}")
+        console.err(f"  {patch}: {'; '.join(variants)}")

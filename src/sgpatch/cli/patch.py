@@ -6,6 +6,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from sgpatch import console
 from sgpatch.diff.unified import Patch, parse_patch, read_patch
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ops import report
@@ -82,7 +83,7 @@ def run(sources: list[Path], opts: Options) -> int:
     written = code == ExitCode.OK and not opts.dry_run and bool(overlay.changes(modes))
     if written:
         with locked(state):  # and leaves no .sgpatch/ behind, unless a set's ledger is in it
-            report.warnings(commit(root, state, overlay.changes(modes)))
+            console.warnings(commit(root, state, overlay.changes(modes)))
     _report(results, opts, code)
     return int(code)
 
@@ -100,7 +101,7 @@ def _strip_hint(files: list[FilePlan], strip: int) -> str | None:
 
 def _report(results: list[tuple[Patch, tuple[FilePlan, ...]]], opts: Options, code: int) -> None:
     if opts.as_json:
-        report.emit_json(
+        console.emit_json(
             {
                 "command": "patch",
                 "ok": code == ExitCode.OK,
@@ -123,7 +124,7 @@ def _report(results: list[tuple[Patch, tuple[FilePlan, ...]]], opts: Options, co
     if hint:
         lines.append(hint)
     lines.append(_verdict(code, opts.dry_run, opts.reverse, every))
-    report.err("\n".join(lines))
+    console.err("\n".join(lines))
 
 
 def _verdict(code: int, dry_run: bool, reverse: bool, files: list[FilePlan]) -> str:

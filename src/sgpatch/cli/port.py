@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sgpatch.ops import report
+from sgpatch import console
 
 
 @dataclass(frozen=True)
@@ -28,8 +28,6 @@ class Args:
     show: str | None = None
 
 
-SCHEMA = 5  # 5: moved code, hunks by hand, --show
-
 
 def run(a: Args) -> int:
     from sgpatch import interrupts
@@ -43,7 +41,7 @@ def run(a: Args) -> int:
         line = _interrupted(a, e.workspace if isinstance(e, InterruptedIn) else a.workspace)
         if line is None:
             raise  # nothing of a port in W yet: the plain line
-        report.err(line)
+        console.err(line)
         return interrupts.EXIT
 
 
@@ -147,7 +145,7 @@ def _onto_tree(a: Args) -> int:
     manifest = load_set(a.set_name or "", tuple(a.patchsets))
     tree = prepare(manifest, a.to_tree, a.offline)
     if not a.as_json:
-        report.err(
+        console.err(
             f"sgpatch port: {tree.root} is sglang {tree.version}, not a release: carrying "
             f"{manifest.name} from its {tree.variants_of} variants; the tree is kept as snapshot "
             f"{tree.onto} ({tree.archive})"
@@ -165,18 +163,18 @@ def _shown(a: Args, got) -> int:
     from sgpatch.port import shown_json
 
     if a.as_json:
-        report.emit_json({"command": "port", "schema": SCHEMA, "exit_code": 0, **shown_json(got)})
+        console.emit_json({"command": "port", "exit_code": 0, **shown_json(got)})
         return 0
     for ln in got.lines:
-        report.out(ln)
+        console.out(ln)
     return 0
 
 
 def _aborted(a: Args, done) -> int:
     w = a.workspace.absolute() if a.workspace is not None else None
     if a.as_json:
-        report.emit_json(
-            {"command": "port", "schema": SCHEMA, "exit_code": 0, "state": "aborted",
+        console.emit_json(
+            {"command": "port", "exit_code": 0, "state": "aborted",
              "workspace": str(w), "left": done.left, "edits": done.edits,
              "own_files": done.own,
              "kept_in": None if done.kept_in is None else str(done.kept_in)}
@@ -189,7 +187,7 @@ def _aborted(a: Args, done) -> int:
         what = " and ".join(w for w, have in (("edits", done.edits), ("files", done.own)) if have)
         names = ", ".join(map(name, done.edits + done.own))
         aside = f"; kept your {what} in {name(done.kept_in)}: {names}"
-    report.err(f"sgpatch port --abort: {_removed(w, done)}{aside}; the set is unchanged")
+    console.err(f"sgpatch port --abort: {_removed(w, done)}{aside}; the set is unchanged")
     return 0
 
 
@@ -212,8 +210,8 @@ def _removed(w: Path | None, done) -> str:
 def _emit(a: Args, reps, extra: dict | None = None) -> int:
     code = int(reps[-1].exit_code)
     if a.as_json:
-        report.emit_json(
-            {"command": "port", "schema": SCHEMA, "exit_code": code, **(extra or {}),
+        console.emit_json(
+            {"command": "port", "exit_code": code, **(extra or {}),
              "steps": [r.json() for r in reps]}
         )  # fmt: skip
         return code
@@ -227,4 +225,4 @@ def _human(rep) -> None:
     from sgpatch.port.screen import step_lines
 
     for ln in step_lines(rep):
-        report.err(ln)
+        console.err(ln)

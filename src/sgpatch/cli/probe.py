@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from sgpatch import console
 from sgpatch.cli.common import open_target
 from sgpatch.ops import report
 from sgpatch.patchset.manifest import load_set, probe_for
@@ -35,7 +36,7 @@ def run(opts: ProbeOptions) -> int:
         result = evaluate(probe, target.root) if probe is not None else None
         rows.append((p, result))
     if opts.as_json:
-        report.emit_json(
+        console.emit_json(
             {
                 "command": "probe",
                 "exit_code": 0,
@@ -57,20 +58,20 @@ def run(opts: ProbeOptions) -> int:
         )
         return 0
     if untested is not None:
-        report.err(f"sgpatch: {untested.line()}")
-    report.out(f"sglang {target.version} at {target.root}")
+        console.err(f"sgpatch: {untested.line()}")
+    console.out(f"sglang {target.version} at {target.root}")
     for p, r in rows:
         verdict = "no probe" if r is None else ("upstream has it" if r.value else "not upstream")
-        report.out(f"{p.id}: {verdict}")
+        console.out(f"{p.id}: {verdict}")
         probe = probes[p.id]
         if opts.verbose and r is not None and probe is not None:
-            report.out(f"  probe: {describe(probe)}")
+            console.out(f"  probe: {describe(probe)}")
             for line in report.evidence_lines(r.evidence):
-                report.out(line)
+                console.out(line)
     upstream = sum(1 for _, r in rows if r is not None and r.value)
     without = sum(1 for _, r in rows if r is None)
     tail = f", {without} without a probe" if without else ""
-    report.err(
+    console.err(
         f"sgpatch: {manifest.name}: {upstream} of {len(rows)} upstream on sglang "
         f"{target.version}{tail}"
     )

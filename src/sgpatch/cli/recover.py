@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from sgpatch import console
 from sgpatch.cli.common import locate_tree
 from sgpatch.errors import SgpatchError
 from sgpatch.ops import report
@@ -30,7 +31,7 @@ def run(opts: RecoverOptions) -> int:
             where = report.target_json(find_target(opts.sglang_dir, opts.sglang_version, root=root))
         except SgpatchError:  # e.g. a version that cannot be read: the root is what matters
             where = {"root": str(root)}
-        report.emit_json(
+        console.emit_json(
             {
                 "command": "recover",
                 "exit_code": 0,
@@ -40,9 +41,9 @@ def run(opts: RecoverOptions) -> int:
             }
         )
     elif restored is None:
-        report.err(f"sgpatch: no interrupted run in {root}; nothing to do")
+        console.err(f"sgpatch: no interrupted run in {root}; nothing to do")
     else:
-        report.err(
+        console.err(
             f"sgpatch: rolled back an interrupted run in {root}: "
             f"{len(restored)} file(s) restored" + (f" ({', '.join(restored)})" if restored else "")
         )

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sgpatch import console
 from sgpatch.errors import ExitCode, SgpatchError
-from sgpatch.ops import report
 
 if TYPE_CHECKING:  # kept lazy: refresh loads the engine only when it runs
     from packaging.version import Version
@@ -65,10 +65,9 @@ def _say(
 ) -> None:
     """What refresh did: the --json document, the dry run's patch on stdout, or one line."""
     if as_json:
-        report.emit_json(
+        console.emit_json(
             {
                 "command": "refresh",
-                "schema": 1,
                 "exit_code": 0,
                 "set": set_name,
                 "patch": patch_id,
@@ -85,14 +84,14 @@ def _say(
             }
         )
     elif dry_run:
-        report.write(res.data.decode("utf-8", "surrogateescape"))
+        console.write(res.data.decode("utf-8", "surrogateescape"))
         what = "would change" if res.changed else "unchanged"
-        report.err(f"sgpatch refresh: {set_name}/{patch_id}: {rel} {what} (dry run)")
+        console.err(f"sgpatch refresh: {set_name}/{patch_id}: {rel} {what} (dry run)")
     else:
         what = "refreshed" if res.changed else "unchanged"
         if res.changed and res.how != "in place":
             what = _new_file_said(res, version, set_dir)
-        report.err(f"sgpatch refresh: {set_name}/{patch_id}: {rel} {what}")
+        console.err(f"sgpatch refresh: {set_name}/{patch_id}: {rel} {what}")
 
 
 def _new_file_said(res: Refreshed, version: Version, set_dir: Path) -> str:
@@ -141,10 +140,9 @@ def diff(opts: DiffOptions) -> int:
     version = Version(opts.against) if opts.against else target.version
     res = rf.diff_tree(target.root, version, opts.paths)
     if opts.as_json:
-        report.emit_json(
+        console.emit_json(
             {
                 "command": "diff",
-                "schema": 1,
                 "exit_code": 0,
                 "version": str(version),
                 "files": list(res.files),
@@ -152,5 +150,5 @@ def diff(opts: DiffOptions) -> int:
             }
         )
     else:
-        report.write(res.text)
+        console.write(res.text)
     return int(ExitCode.OK)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from sgpatch import console
 from sgpatch.cli.common import open_target
-from sgpatch.ops import report
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class RevertOptions:
 def run(opts: RevertOptions) -> int:
     from sgpatch.ops.revert import Request, revert_set
 
-    target = open_target(opts.sglang_dir, opts.sglang_version)
+    target = open_target(opts.sglang_dir, opts.sglang_version, reader=opts.dry_run)
     request = Request(force=opts.force, dry_run=opts.dry_run, git_commit=opts.git_commit)
     outcome = revert_set(target, opts.set_name, opts.patchsets, request)
     if not outcome.applied:
@@ -46,18 +46,18 @@ def _blocked(opts: RevertOptions, root: Path, outcome) -> int:
 
     code = int(ExitCode.NOT_DONE)
     if opts.as_json:
-        report.emit_json(
+        console.emit_json(
             {"command": "revert", "exit_code": code, "set": opts.set_name, "dry_run": True,
              "restored": list(outcome.restored), "edited": [], "blocked": list(outcome.blocked),
              "commits": []}
         )  # fmt: skip
         return code
     for path in outcome.restored:
-        report.err(f"would restore {name(path)}")
+        console.err(f"would restore {name(path)}")
     for path in outcome.blocked:
-        report.err(f"blocked: {name(path)} was edited since sgpatch patched it")
+        console.err(f"blocked: {name(path)} was edited since sgpatch patched it")
     force = command("revert", "--set", opts.set_name, *context(root, opts.patchsets), "--force")
-    report.err(
+    console.err(
         f"sgpatch: {name(opts.set_name)}: dry run, nothing written: a revert would refuse "
         f"({len(outcome.blocked)} file(s) edited since); {force} keeps the edits and takes the "
         "set's changes out"
@@ -67,16 +67,16 @@ def _blocked(opts: RevertOptions, root: Path, outcome) -> int:
 
 def _not_applied(set_name: str, root: Path, as_json: bool) -> None:
     if as_json:
-        report.emit_json(
+        console.emit_json(
             {"command": "revert", "exit_code": 0, "set": set_name, "restored": [], "edited": []}
         )
     else:
-        report.err(f"sgpatch: {set_name} is not applied in {root}; nothing to revert")
+        console.err(f"sgpatch: {set_name} is not applied in {root}; nothing to revert")
 
 
 def _report(opts: RevertOptions, outcome) -> None:  # outcome: ops.revert.Outcome
     if opts.as_json:
-        report.emit_json(
+        console.emit_json(
             {
                 "command": "revert",
                 "exit_code": 0,
@@ -91,6 +91,6 @@ def _report(opts: RevertOptions, outcome) -> None:  # outcome: ops.revert.Outcom
     verb = "would restore" if opts.dry_run else "restored"
     for path in outcome.restored:
         merged = " (merged with your edit, --force)" if path in outcome.edited else ""
-        report.err(f"{verb} {path}{merged}")
+        console.err(f"{verb} {path}{merged}")
     done = "dry run, nothing written" if opts.dry_run else "reverted"
-    report.err(f"sgpatch: {opts.set_name}: {done} ({len(outcome.restored)} file(s))")
+    console.err(f"sgpatch: {opts.set_name}: {done} ({len(outcome.restored)} file(s))")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sgpatch.ops import report
+from sgpatch import console
 
 
 @dataclass(frozen=True)
@@ -34,10 +34,9 @@ def run(opts: SplitOptions) -> int:
     findings = split.write(manifest, result)
     rel = [h.new_file.relative_to(manifest.base_dir).as_posix() for h in result.halves]
     if opts.as_json:
-        report.emit_json(
+        console.emit_json(
             {
                 "command": "split",
-                "schema": 1,
                 "exit_code": 0,
                 "set": manifest.name,
                 "patch": opts.patch_id,
@@ -54,11 +53,11 @@ def run(opts: SplitOptions) -> int:
         )
         return 0
     for note in result.notes:
-        report.err(f"note: {note}")
+        console.err(f"note: {note}")
     for f in findings:
-        report.err(f"warning: {f.patch or manifest.name}: {f.message}")
+        console.err(f"warning: {f.patch or manifest.name}: {f.message}")
     checked = ", ".join(str(h.base) for h in result.halves)
-    report.err(
+    console.err(
         f"sgpatch split: {manifest.name}: {opts.patch_id} -> {opts.patch_id} + {opts.new_id} "
         f"({', '.join(rel)}); checked on sglang {checked}"
     )

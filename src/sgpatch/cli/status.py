@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from sgpatch import console
 from sgpatch.cli.common import open_target
 from sgpatch.errors import ExitCode
 from sgpatch.ops import report
@@ -37,7 +38,7 @@ def run(opts: StatusOptions) -> int:
     as_json, check, verbose = opts.as_json, opts.check, opts.verbose
     report.notes(reconciled)
     for name in unknown:
-        report.err(f"sgpatch: {op.unknown_note(name)}")
+        console.err(f"sgpatch: {op.unknown_note(name)}")
     ledger = reconciled.ledger
     code = max((row.code for row in reading.rows), default=ExitCode.OK)
     if unknown:  # --check of every recorded set cannot say "done" for one it cannot judge
@@ -46,7 +47,7 @@ def run(opts: StatusOptions) -> int:
     for row in reading.rows:
         manifest, plan, pre, set_code, basis = row.manifest, row.plan, row.pre, row.code, row.basis
         if not basis.checked:
-            report.err(f"sgpatch: {basis.line()}")
+            console.err(f"sgpatch: {basis.line()}")
         dirty: list[str] | None = []
         if target.layout == "checkout":  # git mode only; keeps GitPython off the common path
             from sgpatch.git import mode as gitmode
@@ -54,7 +55,7 @@ def run(opts: StatusOptions) -> int:
             checked = gitmode.status_check(target, manifest, ledger, quiet=as_json)
             dirty = checked.files
             if not as_json:
-                report.lines(checked.notes)
+                console.lines(checked.notes)
         record = ledger.sets.get(manifest.name)
         if as_json:
             doc = report.set_json("status", target, plan, pre, set_code)
@@ -64,9 +65,9 @@ def run(opts: StatusOptions) -> int:
             report.show_set(target, plan, pre, verbose, to_stdout=True)
             report.status_verdict(plan, set_code)
     if found_drift and not as_json:
-        report.err(drift.summary(found_drift))
+        console.err(drift.summary(found_drift))
     if as_json:
-        report.emit_json(
+        console.emit_json(
             {
                 "command": "status",
                 "exit_code": int(code if check else ExitCode.OK),

@@ -7,8 +7,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from sgpatch import console
 from sgpatch.errors import SgpatchError
-from sgpatch.ops import report
 from sgpatch.ops import verify as vf
 
 
@@ -47,7 +47,7 @@ def run(opts: VerifyOptions) -> int:
             shutil.rmtree(work, ignore_errors=True)
     code = max(c.exit_code for c in checks)
     if opts.as_json:
-        report.emit_json(
+        console.emit_json(
             {
                 "command": "verify",
                 "exit_code": code,
@@ -57,16 +57,16 @@ def run(opts: VerifyOptions) -> int:
             }
         )
         return code
-    report.table(("release", "patches", *vf.STEPS), [vf.row(c) for c in checks])
+    console.table(("release", "patches", *vf.STEPS), [vf.row(c) for c in checks])
     for c in checks:
         for s in c.steps:
             if not s.ok:
-                report.out(f"{c.release} {s.name}: {s.detail}")
+                console.out(f"{c.release} {s.name}: {s.detail}")
     if opts.keep:
-        report.err(f"trees kept in {work}")
+        console.err(f"trees kept in {work}")
     bad = sum(1 for c in checks if c.exit_code)
     verdict = f"{bad} of {len(checks)} release(s) failed" if bad else "verified"
-    report.err(f"sgpatch: {manifest.name}: {len(checks)} release(s); {verdict}")
+    console.err(f"sgpatch: {manifest.name}: {len(checks)} release(s); {verdict}")
     return code
 
 
@@ -74,4 +74,4 @@ def _progress(check) -> None:
     """A line per release as it finishes: a long run shows it is moving, in a log too."""
     failed = next((s for s in check.steps if not s.ok), None)
     how = f"{failed.name} failed" if failed else "ok"
-    report.err(f"verify {check.release}: {how}")
+    console.err(f"verify {check.release}: {how}")

@@ -201,9 +201,14 @@ def _parent(path: str | os.PathLike[str]) -> tuple[int, str]:
 
 
 def write_path(
-    path: str | os.PathLike[str], data: bytes, mode: int | None = 0o644, durable: bool = False
+    path: str | os.PathLike[str],
+    data: bytes,
+    mode: int | None = 0o644,
+    durable: bool = False,
+    owner: Owner | None = None,
 ) -> None:
-    """`write` by path; `mode` None keeps the mode of the file replaced (0644 for a new one)."""
+    """`write` by path; `mode` None keeps the mode of the file replaced (0644 for a new one);
+    `owner` given where the system lets it."""
     at, name = _parent(path)
     try:
         if mode is None:
@@ -211,7 +216,7 @@ def write_path(
 
             st = lstat(name, at)
             mode = stat.S_IMODE(st.st_mode) if st and stat.S_ISREG(st.st_mode) else 0o644
-        write(at, name, data, mode, durable=durable, sync=durable)
+        write(at, name, data, mode, owner=owner, durable=durable, sync=durable)
     finally:
         os.close(at)
 

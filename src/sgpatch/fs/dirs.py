@@ -38,14 +38,21 @@ def open_top(path: str | os.PathLike[str]) -> int:
     return os.open(path, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
 
 
-def open_dir(at: int, names: Sequence[str], create: bool = False, mode: int = 0o755) -> int:
+def open_dir(
+    at: int,
+    names: Sequence[str],
+    create: bool = False,
+    mode: int = 0o755,
+    owner: tuple[int, int] | None = None,
+) -> int:
     """A new descriptor of at/names..., each component opened with O_NOFOLLOW; with `create`,
-    missing folders are made with exactly `mode` (whatever the umask). `OddFile` when a
-    symlink or a file stands in the way; FileNotFoundError when one is missing."""
+    missing folders are made with exactly `mode` (whatever the umask), and given `owner`
+    (uid, gid) when one is named. `OddFile` when a symlink or a file stands in the way;
+    FileNotFoundError when one is missing."""
     fd = os.dup(at)
     try:
         for n, name in enumerate(names):
-            nxt = _open_part(fd, name, create, mode, names[: n + 1])
+            nxt = _open_part(fd, name, create, mode, names[: n + 1], owner)
             os.close(fd)
             fd = nxt
     except BaseException:
@@ -54,7 +61,14 @@ def open_dir(at: int, names: Sequence[str], create: bool = False, mode: int = 0o
     return fd
 
 
-def _open_part(fd: int, name: str, create: bool, mode: int, where: Sequence[str]) -> int:
+def _open_part(
+    fd: int,
+    name: str,
+    create: bool,
+    mode: int,
+    where: Sequence[str],
+    owner: tuple[int, int] | None = None,
+) -> int:
     try:
         return os.open(name, FLAGS, dir_fd=fd)
     except FileNotFoundError:
@@ -63,6 +77,9 @@ def _open_part(fd: int, name: str, create: bool, mode: int, where: Sequence[str]
         made = mkdir(fd, name, mode)
         sub = _open_part(fd, name, False, mode, where)
         if made:
+            if owner is not None:
+                with contextlib.suppress(OSError):
+                    os.fchown(sub, *owner)
             os.fchmod(sub, mode)  # the umask narrowed mkdir's mode: set it exactly
         return sub
     except OSError as exc:

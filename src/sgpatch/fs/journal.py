@@ -245,16 +245,24 @@ class Store:
     one folder held open by descriptor (opened without following a link: a symlink planted at
     the store's name is refused, never followed into a folder whose files would be deleted)."""
 
-    def __init__(self, fd: int, where: str) -> None:
+    def __init__(self, fd: int, where: str, owner: tuple[int, int] | None = None) -> None:
         self.fd = fd
         self.where = where
+        self.owner = owner  # given to what the store makes (root in another user's tree)
 
     @classmethod
-    def open(cls, at: int, name: str, where: str, create: bool = False) -> Store | None:
+    def open(
+        cls,
+        at: int,
+        name: str,
+        where: str,
+        create: bool = False,
+        owner: tuple[int, int] | None = None,
+    ) -> Store | None:
         """The store `name` in the folder `at` (None: absent and not `create`d); `Damaged`
         when a symlink or a file stands at the name."""
         try:
-            return cls(dirs.open_dir(at, [name], create, mode=0o755), where)
+            return cls(dirs.open_dir(at, [name], create, 0o755, owner), where, owner)
         except FileNotFoundError:
             return None
         except regular.OddFile as odd:
@@ -270,7 +278,7 @@ class Store:
         with contextlib.suppress(Damaged):
             self.check(digest, len(data))
             return digest, len(data)
-        atomic.write(self.fd, digest, data, 0o444, durable=durable, sync=False)
+        atomic.write(self.fd, digest, data, 0o444, owner=self.owner, durable=durable, sync=False)
         return digest, len(data)
 
     def sync(self) -> None:

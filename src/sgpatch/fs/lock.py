@@ -35,10 +35,11 @@ class Busy(Exception):
     """Another process kept the lock until the deadline."""
 
 
-def pin(path: Path, create: bool = True) -> int:
+def pin(path: Path, create: bool = True, owner: tuple[int, int] | None = None) -> int:
     """Open (with `create`, make) the lock file to pin its inode: never through a symlink,
     never blocking on a FIFO, and only a regular file. FileNotFoundError when it (or, with
-    `create`, its folder) is missing."""
+    `create`, its folder) is missing. A lock file this process owns is made 0644 (whatever
+    the umask) and given `owner` when one is named (root in another user's tree)."""
     flags = _PIN if create else _PIN & ~os.O_CREAT
     try:
         fd = os.open(path, flags, 0o644)
@@ -50,7 +51,34 @@ def pin(path: Path, create: bool = True) -> int:
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise OddFile(str(path), kind(st.st_mode))
+    mine = hasattr(os, "geteuid") and st.st_uid == os.geteuid()
+    with contextlib.suppress(OSError):
+        if mine and stat.S_IMODE(st.st_mode) != 0o644:
+            os.fchmod(fd, 0o644)
+        if owner is not None and (st.st_uid, st.st_gid) != owner:
+            os.fchown(fd, *owner)
     return fd
+
+
+def is_held(path: Path) -> bool:
+    """Another process holds the lock on `path` now. Asked without writing anything: the
+    file is never made, only opened read-only for a moment (a shared flock tried without
+    waiting, let go at once); absent or not a regular file: not held."""
+    try:
+        fd = pin(path, create=False)
+    except (OSError, OddFile):
+        return False
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except (OSError, ImportError):
+        return False
+    finally:
+        os.close(fd)  # closing lets go of the shared flock
+    return False
 
 
 def names(fd: int, path: Path) -> bool:
@@ -151,13 +179,14 @@ def acquire(
     deadline: float,
     on_wait: Callable[[], None] | None = None,
     create: bool = True,
+    owner: tuple[int, int] | None = None,
 ) -> Flock | PortableLock | None:
     """One attempt at the lock on `path`, waiting until `deadline` (time.monotonic): the lock
     held on the file the name leads to, or None when the name moved on while this run waited
     (lock again). `Busy` past the deadline; `OddFile` for a link or FIFO at the name;
     FileNotFoundError when it is gone; NotImplementedError (or OSError) where the file system
     has no locks. `on_wait` is called once, when the lock is found held and this run waits."""
-    fd = pin(path, create)
+    fd = pin(path, create, owner)
     try:
         lock = file_lock(path)
         lock.acquire(max(0.0, deadline - time.monotonic()), on_wait)
@@ -197,7 +226,7 @@ def _host() -> str:
     return socket.gethostname()
 
 
-def write_holder(path: Path) -> None:
+def write_holder(path: Path, owner: tuple[int, int] | None = None) -> None:
     """Say who holds the lock: pid, host, start time and command, replaced atomically (a
     planted symlink or FIFO at the name is replaced, never followed); best effort."""
     import json
@@ -211,7 +240,7 @@ def write_holder(path: Path) -> None:
         "cmd": " ".join(["sgpatch", *sys.argv[1:]])[:200],
     }
     with contextlib.suppress(OSError):
-        write_path(path, (json.dumps(doc) + "\n").encode())
+        write_path(path, (json.dumps(doc) + "\n").encode(), owner=owner)
 
 
 def holder(path: Path) -> str:

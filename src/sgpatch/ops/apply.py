@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sgpatch import __version__
+from sgpatch import __version__, console
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ops import preconditions, report
 from sgpatch.ops.plan import SetPlan, plan_set
@@ -171,17 +171,17 @@ def _write(
         from sgpatch.git import mode as gitmode
 
         done = gitmode.finish_apply(target, ledger.sets.get(plan.name))
-        report.lines([*done.notes, *(m.line() for m in done.made)])
+        console.lines([*done.notes, *(m.line() for m in done.made)])
     if not plan.changes and not reconciled.stale:
         return []
     new = ledger if not plan.changes else _recorded(root, ledger, plan, str(target.version), gplan)
     data = [x for c in plan.changes for x in (c.before, c.after, _content(None, c.link))]
     changes = [*plan.changes, *ledger_mod.store_changes(root, reconciled.stored, new, data)]
-    report.warnings(commit(root, state_dir(root), changes))
+    console.warnings(commit(root, state_dir(root), changes))
     if gplan is not None:
         from sgpatch.git import mode as gitmode
 
-        report.lines([m.line() for m in gitmode.finish(target, gplan, undo=changes)])
+        console.lines([m.line() for m in gitmode.finish(target, gplan, undo=changes)])
     return [c.path for c in plan.changes]
 
 

@@ -461,10 +461,10 @@ def _imported(pid, n, version, src, step: Step, made, requires) -> Imported:
 
 
 def _fail(failures: Sequence[str], version: Version) -> None:
-    from sgpatch.ops import report
+    from sgpatch import console
 
     for line in failures:
-        report.err(f"  {line}")
+        console.err(f"  {line}")
     counted = [line for line in failures if not line.startswith(" ")]  # details are indented
     raise SgpatchError(
         f"{len(counted)} hunk(s) or input(s) do not apply to sglang {version} as given "

@@ -1,4 +1,9 @@
-"""Checks a patch set must pass before it ships: run over the release matrix, pure logic."""
+"""Checks a patch set must pass before it ships: run over the release matrix, pure logic.
+
+Each finding names the manifest field to change (`Finding.field`), set here from what the
+check is about, never read back from the message: port's `--json` and `fix` blame that field,
+so rewording a message cannot move the blame (tests/port/test_finish.py).
+"""
 
 from __future__ import annotations
 
@@ -12,21 +17,39 @@ from packaging.version import Version
 
 from sgpatch.diff.unified import read_patch
 from sgpatch.ops.matrix import Cell, Row, failure_text
-from sgpatch.patchset.manifest import PatchSpec, SetManifest, select_variant
+from sgpatch.patchset.manifest import PatchSpec, SetManifest, Variant, select_variant
 
 PROBE_AFTER_LEVEL: Literal["error", "warning"] = "error"
+
+# What a finding is about: one patch on one release (a matrix cell), a release that could not
+# be planned at all (no variant of a patch for it), or the manifest itself (any release).
+Scope = Literal["cell", "release", "manifest"]
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One lint problem, with where to annotate it in CI."""
+    """One lint problem: the manifest field to change (`sglang`, `patches[2].variants[0]`,
+    `patches[2].probe`, ...: a path into the manifest lint checked), and where to annotate it
+    in CI (`file`, `line`)."""
 
     level: Literal["error", "warning"]
     patch: str | None
     release: str | None
     message: str
-    file: Path | None = None  # for annotations
-    line: int | None = None
+    file: Path | None
+    line: int | None
+    field: str
+    scope: Scope = "cell"
+
+    def to_json(self) -> dict[str, object]:
+        """One entry of `lint --json`'s `findings` (docs/json.md)."""
+        return {"level": self.level, "patch": self.patch, "release": self.release,
+                "message": self.message, "file": str(self.file) if self.file else None,
+                "line": self.line, "field": self.field}  # fmt: skip
+
+    def brief(self) -> str:
+        """`PATCH [RELEASE]: message` (`-` for none): how port lists lint's word."""
+        return f"{self.patch or '-'} [{self.release or '-'}]: {self.message}"
 
 
 def check(manifest: SetManifest, rows: Sequence[Row], every_release: bool = False) -> list[Finding]:
@@ -40,7 +63,7 @@ def check(manifest: SetManifest, rows: Sequence[Row], every_release: bool = Fals
     out += _header_findings(manifest)
     for row in rows:
         if row.error:
-            out.append(Finding("error", None, row.release, row.error, manifest.path))
+            out.append(_row_finding(manifest, row))
             continue
         for spec in manifest.patches:
             cell = row.cells.get(spec.id)
@@ -48,6 +71,39 @@ def check(manifest: SetManifest, rows: Sequence[Row], every_release: bool = Fals
                 out += _cell_findings(manifest, spec, row.release, cell)
     out += [f for spec in manifest.patches for f in _since_findings(manifest, spec, rows)]
     return out
+
+
+def _row_finding(manifest: SetManifest, row: Row) -> Finding:
+    """A release that could not be planned: about the patch with no variant for it (its
+    `variants`), when the planner named one, else about the set's range."""
+    assert row.error is not None
+    spec = next((s for s in manifest.patches if s.id == row.error_patch), None)
+    if spec is None:
+        return Finding("error", None, row.release, row.error, manifest.path, None, "sglang",
+                       "release")  # fmt: skip
+    field = f"{_patch_field(manifest, spec)}.variants"
+    return Finding("error", spec.id, row.release, row.error, manifest.path, spec.line, field,
+                   "release")  # fmt: skip
+
+
+def _patch_field(manifest: SetManifest, spec: PatchSpec) -> str:
+    return f"patches[{manifest.patches.index(spec)}]"
+
+
+def _variant_field(manifest: SetManifest, spec: PatchSpec, variant: Variant | None) -> str:
+    """`patches[i].variants[j]` for the variant (by identity), `patches[i].variants` for none."""
+    at = next((j for j, v in enumerate(spec.variants) if v is variant), None)
+    tail = ".variants" if at is None else f".variants[{at}]"
+    return _patch_field(manifest, spec) + tail
+
+
+def _probe_field(manifest: SetManifest, spec: PatchSpec, version: Version) -> str:
+    """Where the probe that judges `version` is written: the variant's own, else the patch's
+    (`patches[i].probe`, also when there is none yet: that is where one goes)."""
+    variant = select_variant(spec, version)
+    if variant is not None and variant.probe is not None:
+        return _variant_field(manifest, spec, variant) + ".probe"
+    return _patch_field(manifest, spec) + ".probe"
 
 
 def _header_findings(manifest: SetManifest) -> list[Finding]:
@@ -60,6 +116,8 @@ def _header_findings(manifest: SetManifest) -> list[Finding]:
             f"{v.patch.name}: no header (say what, why, origin, upstream)",
             v.patch,
             1,
+            _variant_field(manifest, spec, v),
+            "manifest",
         )
         for spec in manifest.patches
         for v in spec.variants
@@ -73,8 +131,10 @@ def _cell_findings(
     """What one matrix cell (one patch on one release) says is wrong, in a fixed order:
     its state, then its probe on the patched tree, then the manifest's `merged since`."""
     version = Version(release)
-    where = (manifest.path, spec.line)
-    out = _state_findings(spec, release, version, cell, where)
+    variant = _variant_field(manifest, spec, select_variant(spec, version))
+    where = (manifest.path, spec.line, variant)
+    probe = (manifest.path, spec.line, _probe_field(manifest, spec, version))
+    out = _state_findings(spec, release, version, cell, where, probe)
     if cell.state == "pending" and cell.probe_after is False:
         out.append(
             Finding(
@@ -84,7 +144,7 @@ def _cell_findings(
                 "the probe is false on the tree with the set applied: it does not "
                 "recognise the patch's own change, so it cannot tell when upstream has "
                 "it; make it match what the patch adds",
-                *where,
+                *probe,
             )
         )
     since = spec.upstream.since
@@ -101,17 +161,20 @@ def _cell_findings(
                 release,
                 f"manifest says merged since {since}, but the probe does not "
                 f"find it (state {cell.state})",
-                *where,
+                *probe,
             )
         )
     return out
 
 
+Where = tuple[Path, int, str]  # the manifest, the patch's line, the field a finding is about
+
+
 def _state_findings(
-    spec: PatchSpec, release: str, version: Version, cell: Cell, where: tuple[Path, int]
+    spec: PatchSpec, release: str, version: Version, cell: Cell, where: Where, probe: Where
 ) -> list[Finding]:
-    """The cell's state read as a finding: a conflict, fuzz, an unprobed merge, or a probe
-    that disagrees with the manifest about upstream."""
+    """The cell's state read as a finding: a conflict, fuzz, an unprobed merge (about the
+    variant, `where`), or a probe that disagrees with the manifest about upstream (`probe`)."""
     if cell.state == "conflict":
         reasons = [failure_text(f) for f in cell.failures] or [cell.note]
         return [Finding("error", spec.id, release, f"does not apply: {r}", *where) for r in reasons]
@@ -141,7 +204,7 @@ def _state_findings(
         "the patch is never applied here: fix the probe, or record when "
         "upstream merged it (upstream: {status: merged, since: ...})"
     )
-    return [Finding("error", spec.id, release, text, *where)]
+    return [Finding("error", spec.id, release, text, *probe)]
 
 
 def _turns_true(spec: PatchSpec, rows: Sequence[Row]) -> Version | None:
@@ -164,7 +227,7 @@ def _since_findings(manifest: SetManifest, spec: PatchSpec, rows: Sequence[Row])
     up = spec.upstream
     if first is None or (up.since is not None and first >= up.since):
         return []
-    where = (manifest.path, spec.line)
+    where = (manifest.path, spec.line, f"{_patch_field(manifest, spec)}.upstream")
     if up.status == "merged":
         message = (
             f"the probe finds it on the pristine {first} already, but the manifest says merged "
@@ -176,7 +239,7 @@ def _since_findings(manifest: SetManifest, spec: PatchSpec, rows: Sequence[Row])
             f'{up.status}: record upstream: {{status: merged, since: "{first}"}}, or the probe '
             "matches too much"
         )
-    return [Finding("warning", spec.id, str(first), message, *where)]
+    return [Finding("warning", spec.id, str(first), message, *where, "manifest")]
 
 
 def _dead_variants(manifest: SetManifest, versions: Sequence[Version]) -> list[Finding]:
@@ -196,6 +259,8 @@ def _dead_variants(manifest: SetManifest, versions: Sequence[Version]) -> list[F
                         "variant covers every release it names, or none is in the set's range",
                         manifest.path,
                         v.line or spec.line,
+                        _variant_field(manifest, spec, v),
+                        "manifest",
                     )
                 )
     return out

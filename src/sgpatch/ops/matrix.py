@@ -21,7 +21,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from sgpatch.diff.unified import read_patch
-from sgpatch.errors import ExitCode, bad_input
+from sgpatch.errors import ExitCode, SgpatchError, bad_input
 from sgpatch.patchset.manifest import SetManifest, load_manifest, probe_for, probes_of
 from sgpatch.patchset.probe import AllProbe, AnyProbe, NotProbe, RegexProbe, SymbolProbe
 
@@ -96,6 +96,7 @@ class Row:
     release: str
     cells: dict[str, Cell]
     error: str | None = None  # the release could not be planned at all (e.g. no variant)
+    error_patch: str | None = None  # the patch with no variant for it, when that is why
     tree: str | None = None  # a tree's row (`matrix --tree`): its package root
     variants_of: str | None = None  # not checked on: the version whose variants planned it
 
@@ -165,7 +166,6 @@ def _glob_re(pattern: str) -> str:
 
 def plan_release(set_dir: str, release: str, members: Sequence[str]) -> Row:
     """Plan the set on a fresh minimal pristine tree of one release (runs in a worker)."""
-    from sgpatch.errors import SgpatchError
     from sgpatch.releases import cache as releases
     from sgpatch.tree.target import find_target
 
@@ -176,7 +176,15 @@ def plan_release(set_dir: str, release: str, members: Sequence[str]) -> Row:
             (root / "srt").mkdir(exist_ok=True)  # a set that only creates files lays none of srt/
             return _row(manifest, root, find_target(root).version, release)
         except SgpatchError as exc:
-            return Row(release, {}, error=exc.message)
+            return _error_row(release, exc)
+
+
+def _error_row(label: str, exc: SgpatchError, tree: str | None = None) -> Row:
+    """A release (or tree) the set could not be planned on, and the patch to blame if any."""
+    from sgpatch.ops.plan import NoVariant
+
+    patch = exc.patch_id if isinstance(exc, NoVariant) else None
+    return Row(label, {}, error=exc.message, error_patch=patch, tree=tree)
 
 
 def _row(manifest: SetManifest, root: Path, version: Version, label: str, tree=None) -> Row:
@@ -223,7 +231,6 @@ def plan_tree(manifest: SetManifest, tree: Path, members: Sequence[str]) -> Row:
     tree itself is only read). The row is labelled with the tree's version."""
     import shutil
 
-    from sgpatch.errors import SgpatchError
     from sgpatch.releases.snapshot import tree_files
 
     root, version = tree_version(tree)
@@ -238,7 +245,7 @@ def plan_tree(manifest: SetManifest, tree: Path, members: Sequence[str]) -> Row:
         try:
             return _row(manifest, pkg, version, str(version), str(root))
         except SgpatchError as exc:
-            return Row(str(version), {}, error=exc.message, tree=str(root))
+            return _error_row(str(version), exc, str(root))
 
 
 def compute_trees(manifest: SetManifest, trees: Sequence[Path]) -> list[Row]:

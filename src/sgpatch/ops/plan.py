@@ -38,6 +38,18 @@ State = Literal["applied", "modified", "present", "upstream", "pending", "confli
 DONE_STATES = ("applied", "present", "upstream", "n/a")
 
 
+class NoVariant(SgpatchError):
+    """No variant of patch `patch_id` covers the release and its probe does not find it
+    upstream: the set cannot be planned there (exit 2). Lint names the patch's `variants`."""
+
+    def __init__(self, message: str, patch_id: str) -> None:
+        super().__init__(message, ExitCode.BAD_INPUT)
+        self.patch_id = patch_id
+
+    def __reduce__(self):  # a matrix worker's exception crosses processes whole
+        return (NoVariant, (self.message, self.patch_id))
+
+
 @dataclass(frozen=True)
 class PatchPlan:
     """One patch of a set on one tree: its state, how it would apply, and the evidence."""
@@ -266,9 +278,10 @@ def _plan_without_variant(
             probe=probe_result,
             note=f"no variant for sglang {chosen.variants}; not selected",
         )
-    raise SgpatchError(
+    raise NoVariant(
         f"no variant of patch {spec.id!r} (set {manifest.name}) for sglang {chosen.described}, "
-        "and its probe does not find it upstream"
+        "and its probe does not find it upstream",
+        spec.id,
     )
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sgpatch import console
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.ops import merge3, report
 from sgpatch.patchset.manifest import load_set
@@ -96,11 +97,11 @@ def _revert(target: Target, set_name: str, patchsets: Sequence[Path], request: R
             from sgpatch.git import mode as gitmode
 
             plan = gitmode.revert_plan(target, set_name, record, changes)
-        report.warnings(commit(root, state_dir(root), changes))  # last set: no .sgpatch/ left
+        console.warnings(commit(root, state_dir(root), changes))  # last set: no .sgpatch/ left
         report.notes(reconciled, dropped=True)  # the ledger written holds none of the stale sets
         if plan is not None:
             made = gitmode.finish(target, plan, undo=changes)
-            report.lines([m.line() for m in made])
+            console.lines([m.line() for m in made])
     return Outcome(True, restored, tuple(edited), tuple(made))
 
 
@@ -112,12 +113,12 @@ def _not_recorded(target, set_name, patchsets, request, reconciled) -> None:
         load_set(set_name, tuple(patchsets))  # an unknown name is a typo: exit 2
     if reconciled.stale and not request.dry_run:  # store the ledger without the stale sets
         forget = ledger_mod.store_changes(root, reconciled.stored, reconciled.ledger)
-        report.warnings(commit(root, state_dir(root), forget))
+        console.warnings(commit(root, state_dir(root), forget))
         report.notes(reconciled, dropped=True)
     if request.git_commit:
         from sgpatch.git import mode as gitmode
 
-        report.lines([m.line() for m in gitmode.finish_revert(target, set_name)])
+        console.lines([m.line() for m in gitmode.finish_revert(target, set_name)])
 
 
 def _refuse_shared(ledger: Ledger, set_name: str, record: SetRecord) -> None:

@@ -30,6 +30,7 @@ from sgpatch.port.edits import capped, set_widened
 from sgpatch.port.merge import merge_file
 
 if TYPE_CHECKING:
+    from sgpatch.ops.lint import Finding
     from sgpatch.port.moved import Move
     from sgpatch.port.sequencer import Context, Outcome
     from sgpatch.port.snapshots import Listing
@@ -82,7 +83,7 @@ class Report:
     fix: list[str] = field(default_factory=list)
     written: list[str] = field(default_factory=list)  # absolute paths
     changes: list[str] = field(default_factory=list)
-    lint: list[str] = field(default_factory=list)
+    lint: list[Finding] = field(default_factory=list)  # lint's errors: the set was not written
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # hand edits --continue took, and where
     set_dir: str = ""  # the real path of the set's folder (where --continue writes)
@@ -104,7 +105,7 @@ class Report:
             "fix": self.fix,
             "written": self.written,
             "changes": self.changes,
-            "lint": self.lint,
+            "lint": [f.brief() for f in self.lint],
             "lint_refusals": [
                 {"patch": r.patch, "field": r.field, "message": r.message}
                 for r in self.lint_refusals
@@ -316,7 +317,7 @@ def _state(ctx: Context, state: PortState | None = None) -> PortState:
 def _conclude(ctx: Context, state: PortState, finish: bool) -> Report:
     from sgpatch.port import stopreport
     from sgpatch.port.finish import finish as write_set
-    from sgpatch.port.stopreport import lint_problem, probe_problem
+    from sgpatch.port.stopreport import LintRefusal, lint_problem, probe_problem
 
     order = [s.id for s in ctx.manifest.patches]
     if state.queue.stopped or state.queue.todo:
@@ -332,18 +333,21 @@ def _conclude(ctx: Context, state: PortState, finish: bool) -> Report:
         rep.notes = list(settled.notes)
         return rep
     done = write_set(ctx, state)
+    reopened: dict[str, list[Problem]] = {}  # a patch lint blames on a release: needs a hand
+    rows: list[LintRefusal] = []  # what lint says about a whole release (no variant for it)
+    for f in done.lint:
+        if f.scope == "cell" and f.patch is not None:
+            reopened.setdefault(f.patch, []).append(lint_problem(f.field, f.message))
+        else:
+            rows.append(LintRefusal(f.patch, f.field, f.message))
     if done.lint:
-        outs = {o.id: o for o in state.queue.done}
-        state = _stopped(ctx, state.reopened(
-            {pid: [lint_problem(_lint_field(ctx, outs.get(pid), pid, m), m) for m in ms]
-             for pid, ms in done.by_patch.items()}, order))  # fmt: skip
+        state = _stopped(ctx, state.reopened(reopened, order))
     rep = _report(ctx, state, "stopped" if done.lint else "finished")
     rep.written, rep.changes, rep.lint, rep.warnings = (
         done.written, done.changes, done.lint, done.warnings,
     )  # fmt: skip
     rep.notes = list(settled.notes)
-    if done.lint:  # the reopened patches' lines, and what lint says about no patch in particular
-        rows = [_row_refusal(ctx, m) for m in done.lint if m.startswith("- ")]
+    if done.lint:  # the reopened patches' lines, then the release-wide refusals
         rep.lint_refusals += rows
         rep.fix = stopreport.with_lint_rows(list(state.fix), rows)
     return rep
@@ -359,21 +363,6 @@ def _finished_again(ctx: Context, state: PortState, notes: list[str]) -> Report:
     rep.changes = ctx.ws.lines("finishing/changes")
     rep.warnings = ctx.ws.lines("finishing/warnings")
     return rep
-
-
-def _row_refusal(ctx, message: str) -> LintRefusal:
-    """A lint error about a release rather than one patch's cell (`- [V]: ...`), by the patch
-    it names (no variant of patch 'ID' ...: that patch's `variants`), else the set's range."""
-    import re
-
-    from sgpatch.port.stopreport import LintRefusal
-
-    text = message.split(": ", 1)[-1]
-    named = re.search(r"no variant of patch '([a-z0-9-]+)'", text)
-    ids = [s.id for s in ctx.manifest.patches]
-    if named and named[1] in ids:
-        return LintRefusal(named[1], f"patches[{ids.index(named[1])}].variants", text)
-    return LintRefusal(None, "sglang", text)
 
 
 def _stopped(ctx: Context, state: PortState) -> PortState:
@@ -404,27 +393,6 @@ def _settle_probes(ctx: Context, state: PortState):
         if flipped:
             state = state.save(ctx.ws)
     return state, settled
-
-
-def _lint_field(ctx, o, pid: str, message: str) -> str:
-    """The manifest field a lint refusal is about: the probe (the patch's, or its variant's
-    for this release) or the variant that serves the release."""
-    from sgpatch.port import probes
-
-    i = [s.id for s in ctx.manifest.patches].index(pid)
-    d = probes.decided(ctx.ws, pid)
-    new_variant = o is not None and not o.as_is and o.outcome in ("carried", "fixed")
-    if "probe" in message:
-        on_variant = d is not None and d[0] == "variant" and new_variant
-        return f"patches[{i}].variants[0].probe" if on_variant else f"patches[{i}].probe"
-    if new_variant or o is None:
-        return f"patches[{i}].variants[0]"
-    spec = ctx.manifest.patch(pid)
-    from sgpatch.port.source import source_of
-
-    sorc = source_of(spec, ctx.to, ctx.known)
-    j = spec.variants.index(sorc.variant) if sorc is not None else 0
-    return f"patches[{i}].variants[{j}]"
 
 
 def _report(ctx: Context, state: PortState, kind: str) -> Report:

@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
@@ -31,16 +32,20 @@ from sgpatch.port.sequencer import Context, Outcome
 from sgpatch.port.state import Options, PortState
 from sgpatch.port.workspace import NA_PREFIX, digest, write
 
+if TYPE_CHECKING:  # lint (and the matrix under it) is imported when --continue lints
+    from sgpatch.ops.lint import Finding
+
 
 @dataclass
 class Finished:
-    """What --continue wrote (absolute paths), the manifest changes it made, and lint's word."""
+    """What --continue wrote (absolute paths), the manifest changes it made, and lint's word:
+    its errors as lint's records (each names its patch and manifest field), its warnings as
+    the lines W keeps (`finishing/warnings`)."""
 
     written: list[str] = field(default_factory=list)
     changes: list[str] = field(default_factory=list)
-    lint: list[str] = field(default_factory=list)  # errors: nothing was written
+    lint: list[Finding] = field(default_factory=list)  # errors: nothing was written
     warnings: list[str] = field(default_factory=list)
-    by_patch: dict[str, list[str]] = field(default_factory=dict)  # lint errors per patch id
 
 
 def finish(ctx: Context, state: PortState) -> Finished:
@@ -52,9 +57,11 @@ def finish(ctx: Context, state: PortState) -> Finished:
     new_text, files, changes = _edits(ctx, state.queue.done, text)
     new_text = probes.manifest_edits(ctx, new_text, changes, state.queue.done)  # settled before
     out = Finished(changes=changes)
-    errors, out.warnings, out.by_patch = _lint(ctx, new_text, files)
-    if errors:
-        out.lint = errors
+    found = _lint(ctx, new_text, files)
+    warned = [f.brief() for f in found if f.level != "error"]
+    out.warnings = list(dict.fromkeys(warned))  # once each (two variants, one file)
+    out.lint = [f for f in found if f.level == "error"]
+    if out.lint:
         return out
     base = ctx.manifest.base_dir
     for rel, data in files.items():
@@ -250,9 +257,10 @@ def _free(base: Path, rel: str, data: bytes) -> str:
     return rel
 
 
-def _lint(ctx: Context, text: str, files: dict[str, bytes]):
+def _lint(ctx: Context, text: str, files: dict[str, bytes]) -> list[Finding]:
     """Lint the edited set in a scratch copy, on the target and on every other release the
-    edits change: a port never claims a release nobody checked (lint_releases)."""
+    edits change: a port never claims a release nobody checked (lint_releases). The fields
+    the findings name are the edited set's (a new variant is `variants[0]`)."""
     from sgpatch.ops import lint, matrix
 
     with tempfile.TemporaryDirectory(prefix="sgpatch-port-lint-") as tmp:
@@ -265,15 +273,7 @@ def _lint(ctx: Context, text: str, files: dict[str, bytes]):
         edited = load_manifest(d / ctx.manifest.path.name)
         versions = lint_releases(ctx.manifest, edited, ctx.to, ctx.known)
         rows = matrix.compute(edited, versions, workers=1)
-        found = lint.check(edited, rows)
-    fmt = [f"{f.patch or '-'} [{f.release or '-'}]: {f.message}" for f in found]
-    errors = [m for f, m in zip(found, fmt, strict=True) if f.level == "error"]
-    by_patch: dict[str, list[str]] = {}
-    for f in found:
-        if f.level == "error" and f.patch is not None:
-            by_patch.setdefault(f.patch, []).append(f.message)
-    warnings = [m for f, m in zip(found, fmt, strict=True) if f.level != "error"]
-    return errors, list(dict.fromkeys(warnings)), by_patch  # once each (two variants, one file)
+        return lint.check(edited, rows)
 
 
 def lint_releases(old: SetManifest, new: SetManifest, to: Version, known) -> list[Version]:

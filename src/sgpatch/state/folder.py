@@ -57,6 +57,16 @@ def _refuse(path: Path, what: str) -> NoReturn:
     raise unsafe(f"refusing sgpatch state file {path}: it is {what}; inspect and remove it")
 
 
+def _unreadable(path: Path, exc: OSError) -> NoReturn:
+    """A state file this user may not read (root made `.sgpatch/` under umask 077): one line
+    naming it, exit 4, never a traceback."""
+    me = os.geteuid() if hasattr(os, "geteuid") else "?"
+    raise unsafe(
+        f"cannot read sgpatch's state {path}: {exc.strerror or exc} (sgpatch runs as uid "
+        f"{me}); run it as a user who may read the tree's {STATE_DIR}/"
+    )
+
+
 def read_state(path: Path, limit: int | None = None) -> bytes | None:
     """The bytes of a state file, None when it does not exist. Never follows a symlink, never
     blocks on a FIFO; anything but a regular file is refused (exit 4); more than `limit`
@@ -65,6 +75,8 @@ def read_state(path: Path, limit: int | None = None) -> bytes | None:
         return regular.read(path, limit=limit)
     except regular.OddFile as odd:
         _refuse(path, odd.kind)
+    except PermissionError as exc:
+        _unreadable(path, exc)
 
 
 def check_state_entry(path: Path) -> bool:
@@ -73,6 +85,8 @@ def check_state_entry(path: Path) -> bool:
         return regular.regular(path) is not None
     except regular.OddFile as odd:
         _refuse(path, odd.kind)
+    except PermissionError as exc:
+        _unreadable(path, exc)
 
 
 def write_state(path: Path, data: bytes, mode: int | None = 0o644) -> None:

@@ -11,25 +11,94 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from sgpatch.errors import ExitCode, SgpatchError, unsafe
+from sgpatch.fs import dirs
 from sgpatch.fs import lock as fslock
-from sgpatch.fs.atomic import is_temp
-from sgpatch.fs.regular import OddFile
+from sgpatch.fs.atomic import Owner, is_temp
+from sgpatch.fs.regular import OddFile, lstat
 from sgpatch.state import store
-from sgpatch.state.folder import LOCK, LOCK_OWNER, journal_path
+from sgpatch.state.folder import (
+    JOURNAL_ORIGINALS,
+    LOCK,
+    LOCK_OWNER,
+    ORIGINALS,
+    journal_path,
+)
 
 LOCK_TIMEOUT_ENV = "SGPATCH_LOCK_TIMEOUT"
 DEFAULT_LOCK_TIMEOUT = 30.0
 
 
+SAFE_ENV = "SGPATCH_SAFE_DIRECTORY"
+
+
+def check_trusted(root: Path) -> Owner | None:
+    """A writer run by root on a tree another user owns refuses, as git refuses a repository
+    another user owns (`safe.directory`), unless $SGPATCH_SAFE_DIRECTORY names the tree (its
+    package root, several separated by ':', or `*`). Returns the owner (uid, gid) what sgpatch
+    creates there gets: that user's, so their tree stays theirs (None: the process's own)."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return None
+    try:
+        st = os.stat(root)
+    except OSError:
+        return None  # no tree: whatever writes there says so
+    if st.st_uid == 0:
+        return None
+    if not _named_safe(root):
+        import shlex
+
+        raise unsafe(
+            f"refusing to write {root}: it belongs to uid {st.st_uid} and sgpatch runs as root "
+            f"(as git refuses another user's repository); if you trust that tree, `export "
+            f"{SAFE_ENV}={shlex.quote(str(Path(root).absolute()))}` and run the command again"
+        )
+    return (st.st_uid, st.st_gid)
+
+
+def _named_safe(root: Path) -> bool:
+    real = os.path.realpath(root)
+    for entry in os.environ.get(SAFE_ENV, "").split(os.pathsep):
+        entry = entry.strip()
+        if entry == "*" or (entry and os.path.realpath(os.path.expanduser(entry)) == real):
+            return True
+    return False
+
+
 def check_state_dir(state_dir: Path) -> None:
-    """sgpatch's own folder (`.sgpatch`) must be a real folder: never follow a symlink there."""
+    """sgpatch's own folder (`.sgpatch`) must be a real folder (never a symlink followed),
+    writable by its owner only, and its owner the process's or the tree's: a folder others
+    may write, or another user made, may hold a journal they planted, which a writer would
+    replay. The same holds for its store folders."""
     if state_dir.is_symlink() or (state_dir.exists() and not state_dir.is_dir()):
         raise unsafe(f"refusing state folder {state_dir}: it is a symlink or not a folder")
+    try:
+        tree = os.stat(state_dir.parent).st_uid
+    except OSError:
+        return
+    me = os.geteuid() if hasattr(os, "geteuid") else tree
+    for folder in (state_dir, state_dir / ORIGINALS, state_dir / JOURNAL_ORIGINALS):
+        st = lstat(folder)
+        if st is None or not stat.S_ISDIR(st.st_mode):
+            continue
+        if stat.S_IMODE(st.st_mode) & 0o022:
+            import shlex
+
+            raise unsafe(
+                f"refusing state folder {folder}: others may write it (mode "
+                f"{stat.S_IMODE(st.st_mode):04o}), so a journal there may be planted; inspect "
+                f"it, then `chmod -R go-w {shlex.quote(str(state_dir))}`"
+            )
+        if st.st_uid not in (me, tree):
+            raise unsafe(
+                f"refusing state folder {folder}: it belongs to uid {st.st_uid}, neither the "
+                f"tree's owner (uid {tree}) nor this run's (uid {me}); inspect and remove it"
+            )
 
 
 def lock_timeout(default: float = DEFAULT_LOCK_TIMEOUT) -> float:
@@ -67,9 +136,10 @@ def locked(state_dir: Path, timeout: float | None = None, create: bool = True) -
     is gone, raise `StateGone` (its writer finished and took it away: nothing to recover)."""
     if timeout is None:
         timeout = lock_timeout()
-    lock = _acquire(state_dir, timeout, create)
+    owner = check_trusted(state_dir.parent)
+    lock = _acquire(state_dir, timeout, create, owner)
     try:
-        fslock.write_holder(state_dir / LOCK_OWNER)
+        fslock.write_holder(state_dir / LOCK_OWNER, owner)
         yield
     finally:
         with contextlib.suppress(OSError):
@@ -79,14 +149,19 @@ def locked(state_dir: Path, timeout: float | None = None, create: bool = True) -
             lock.release()
 
 
-def _ready_state_dir(state_dir: Path, create: bool) -> bool:
-    """Make the state folder (or, without `create`, raise `StateGone` when it is gone).
-    False: it was removed and made again meanwhile; try again."""
+def _ready_state_dir(state_dir: Path, create: bool, owner: Owner | None) -> bool:
+    """Make the state folder, 0755 whatever the umask and owned by the tree's owner (or,
+    without `create`, raise `StateGone` when it is gone). False: it was removed and made
+    again meanwhile; try again."""
     check_state_dir(state_dir)
     if create:
         try:
-            state_dir.mkdir(parents=True, exist_ok=True)
-        except FileExistsError:  # removed and made again between mkdir and its check
+            top = dirs.open_top(state_dir.parent)
+            try:
+                os.close(dirs.open_dir(top, [state_dir.name], True, 0o755, owner))
+            finally:
+                os.close(top)
+        except (FileExistsError, FileNotFoundError, OddFile):  # removed and made meanwhile
             return False
         except OSError as exc:
             raise SgpatchError(
@@ -97,16 +172,20 @@ def _ready_state_dir(state_dir: Path, create: bool) -> bool:
     return True
 
 
-def _acquire(state_dir: Path, timeout: float, create: bool) -> fslock.Flock | fslock.PortableLock:
+def _acquire(
+    state_dir: Path, timeout: float, create: bool, owner: Owner | None = None
+) -> fslock.Flock | fslock.PortableLock:
     """The waiting loop of `locked`: the lock held on the file the name leads to now."""
     deadline = time.monotonic() + timeout
     lock_path = state_dir / LOCK
     while True:
-        if not _ready_state_dir(state_dir, create):
+        if not _ready_state_dir(state_dir, create, owner):
+            if time.monotonic() >= deadline + 5:
+                raise SgpatchError(f"cannot create the state folder {state_dir}: it keeps changing")
             time.sleep(0.01)  # a writer is removing the folder: let it finish, never spin
             continue
         try:
-            lock = fslock.acquire(lock_path, deadline)
+            lock = fslock.acquire(lock_path, deadline, owner=owner)
         except FileNotFoundError:  # removed between mkdir and open, or while we waited
             if not create:
                 raise StateGone from None
@@ -160,7 +239,8 @@ def remove_state_dir(state_dir: Path) -> None:
     journal, a ledger, originals) keeps it."""
     if journal_path(state_dir) is None:
         remove_stale_temps(state_dir)  # a journal write cut short; with the lock held, garbage
-        store.drop(state_dir)
+        with contextlib.suppress(SgpatchError):  # a link planted at the store: left, never followed
+            store.drop(state_dir)
     with contextlib.suppress(OSError):
         for entry in os.scandir(state_dir):
             if entry.is_dir(follow_symlinks=False):

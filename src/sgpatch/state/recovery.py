@@ -17,9 +17,9 @@ from pathlib import Path
 
 from sgpatch import interrupts
 from sgpatch.errors import ExitCode, SgpatchError, unsafe
-from sgpatch.fs import steps
-from sgpatch.fs.journal import Damaged, Entry, Journal, Store
-from sgpatch.fs.regular import TooBig
+from sgpatch.fs.atomic import is_temp
+from sgpatch.fs.journal import Damaged, Entry, Journal, Store, digest_of
+from sgpatch.fs.regular import TooBig, lstat
 from sgpatch.state import journal as journal_mod
 from sgpatch.state import store
 from sgpatch.state.folder import (
@@ -31,7 +31,7 @@ from sgpatch.state.folder import (
     read_state,
 )
 from sgpatch.state.lock import StateGone, check_state_dir, locked, remove_stale_temps
-from sgpatch.state.put import digest_of_path, owner_of, put, regular, sync_dirs
+from sgpatch.state.put import Tree, owner_of, put, remove
 from sgpatch.tree.files import safe_path
 
 
@@ -48,7 +48,7 @@ def roll_back_interrupted(
         if journal_path(state_dir) is None:
             if tidy and state_dir.is_dir() and not state_dir.is_symlink():
                 with locked(state_dir, wait, create=False):
-                    pass  # locked() tidies when it lets go
+                    store.drop(state_dir)  # scratch originals (a link planted there: exit 4)
             return None
         with locked(state_dir, wait, create=False), interrupts.deferred():
             return recover(root, state_dir)
@@ -90,12 +90,11 @@ def recover(root: Path, state_dir: Path) -> list[str] | None:
     if path is None or data is None:
         return None
     doc = journal_mod.parse(path, data)
-    with store.opened(state_dir) as originals:
+    with store.opened(state_dir) as originals, Tree(root) as tree:
         _check(root, path, doc, originals)
         remove_stale_temps(state_dir)
-        restored = _replay(root, path, doc, originals)
+        restored = _replay(tree, path, doc, originals)
     store.drop(state_dir)
-    sync_dirs({state_dir})
     return restored
 
 
@@ -137,18 +136,21 @@ def _ledger_part(rel: str) -> bool:
     )
 
 
-def _replay(root: Path, path: Path, doc: Journal, originals: Store | None) -> list[str]:
+def _replay(tree: Tree, path: Path, doc: Journal, originals: Store | None) -> list[str]:
+    """Every journalled path put back, the folders the run made removed, then (the last
+    step) the journal itself; each through descriptors opened without following links."""
     restored = []
     try:
         for e in doc.entries:
-            target = safe_path(root, e.path, link_ok=True)  # the killed run may have made a link
-            if _restore(root, doc, e, target, originals):
+            if _restore(tree, doc, e, originals):
                 restored.append(e.path)
         for rel in doc.dirs:
+            parent, _, name = rel.rpartition("/")
             with contextlib.suppress(OSError):
-                safe_path(root, rel).rmdir()  # only if empty
-        steps.step()
-        path.unlink()
+                os.rmdir(name, dir_fd=tree.folder(parent))  # only if empty
+        tree.sync()  # what was put back is on disk before the journal goes
+        remove(tree, path.relative_to(tree.root).as_posix())
+        tree.sync()
     except OSError as exc:
         raise unsafe(
             f"rolling back an interrupted run failed ({exc.strerror or exc}: "
@@ -170,11 +172,18 @@ def _before(doc: Journal, e: Entry, originals: Store | None) -> bytes | Iterator
     return originals.chunks(e.digest, e.size)
 
 
-def _restore(root: Path, doc: Journal, e: Entry, target: Path, originals: Store | None) -> bool:
+def _restore(tree: Tree, doc: Journal, e: Entry, originals: Store | None) -> bool:
     """Put one journalled path back as it was (bytes, mode, owner, or link); True when that
     changed anything."""
-    remove_stale_temps(target.parent, target.name)
-    now_link = os.readlink(target) if target.is_symlink() else None
+    try:
+        at, name = tree.locate(e.path)
+    except FileNotFoundError:  # its folder is gone: so is the file
+        if e.digest is None:
+            return False
+        at, name = tree.locate(e.path, create=True)
+    _remove_temps(at, name)
+    st = lstat(name, at)
+    now_link = os.readlink(name, dir_fd=at) if st and stat.S_ISLNK(st.st_mode) else None
     if e.link:
         before = _before(doc, e, originals)
         link = (before if isinstance(before, bytes) else b"".join(before or ())).decode(
@@ -182,19 +191,33 @@ def _restore(root: Path, doc: Journal, e: Entry, target: Path, originals: Store 
         )
         if now_link == link:
             return False
-        put(root, e.path, None, None, link=link)
+        put(tree, e.path, None, None, link=link)
         return True
-    st = regular(target) if now_link is None else None
-    current = digest_of_path(target) if st is not None else None
-    same = now_link is None and current == e.digest
-    if same and st is not None and e.digest is not None:
-        same = (e.mode is None or stat.S_IMODE(st.st_mode) == e.mode) and (
-            e.owner is None or owner_of(st) == e.owner
-        )
-    if same:
+    if _same(at, name, st, now_link, e):
         return False
-    if now_link is not None and e.digest is None:
-        target.unlink()  # a link the run created where nothing was
-    else:
-        put(root, e.path, _before(doc, e, originals), e.mode, owner=e.owner)
+    put(tree, e.path, _before(doc, e, originals), e.mode, owner=e.owner)
     return True
+
+
+def _same(at: int, name: str, st: os.stat_result | None, link: str | None, e: Entry) -> bool:
+    """The path holds what the journal says it held: its bytes, mode and owner (a regular
+    file), or nothing."""
+    if link is not None:
+        return False
+    if st is None or not stat.S_ISREG(st.st_mode):
+        return st is None and e.digest is None
+    if e.digest is None or digest_of(at, name) != e.digest:
+        return False
+    return (e.mode is None or stat.S_IMODE(st.st_mode) == e.mode) and (
+        e.owner is None or owner_of(st) == e.owner
+    )
+
+
+def _remove_temps(at: int, name: str) -> None:
+    """Temp files a killed run left for `name` in its folder."""
+    with contextlib.suppress(OSError):
+        for entry in os.listdir(at):
+            if is_temp(entry, name) and stat.S_ISREG(
+                os.stat(entry, dir_fd=at, follow_symlinks=False).st_mode
+            ):
+                os.unlink(entry, dir_fd=at)

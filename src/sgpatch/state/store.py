@@ -18,8 +18,11 @@ from sgpatch.state.folder import JOURNAL_ORIGINALS
 
 
 @contextlib.contextmanager
-def opened(state_dir: Path, create: bool = False) -> Iterator[Store | None]:
-    """The store of the state folder (None: there is none, and not `create`d)."""
+def opened(
+    state_dir: Path, create: bool = False, owner: tuple[int, int] | None = None
+) -> Iterator[Store | None]:
+    """The store of the state folder (None: there is none, and not `create`d); what it
+    makes gets `owner` where one is named."""
     where = state_dir / JOURNAL_ORIGINALS
     try:
         at = os.open(state_dir, dirs.FLAGS)
@@ -32,7 +35,7 @@ def opened(state_dir: Path, create: bool = False) -> Iterator[Store | None]:
         raise unsafe(f"refusing state folder {state_dir}: {exc.strerror or exc}") from None
     try:
         try:
-            store = Store.open(at, JOURNAL_ORIGINALS, str(where), create)
+            store = Store.open(at, JOURNAL_ORIGINALS, str(where), create, owner)
         except Damaged as exc:
             raise unsafe(f"refusing {where}: {exc}; inspect and remove it") from None
         if store is None:

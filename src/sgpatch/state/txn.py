@@ -33,7 +33,7 @@ from sgpatch.state import store
 from sgpatch.state.digest import sha256
 from sgpatch.state.folder import JOURNAL, JOURNAL_ORIGINALS
 from sgpatch.state.lock import check_state_dir, remove_stale_temps
-from sgpatch.state.put import owner_of, put, regular, sync_dirs, write_file
+from sgpatch.state.put import Tree, owner_of, put, regular, remove, write_file
 from sgpatch.state.recovery import recover
 from sgpatch.tree.files import FileChange, read_bytes, safe_path
 
@@ -57,14 +57,19 @@ def write_journal(
     modes: dict[str, int],
     dirs: Sequence[str] = (),
     owners: Mapping[str, Owner] | None = None,
-) -> Path:
+    tree: Tree | None = None,
+) -> str:
     """Store the original bytes (and link targets) of every file about to change, then write
-    and fsync the journal that names them, with each file's mode and owner: a recovery is a
-    copy from the store."""
+    and fsync the journal that names them, with each file's size, mode and owner: a recovery
+    is a copy from the store. Returns the journal's root-relative path. `tree`: the commit's
+    (else the tree the state folder is in)."""
+    if tree is None:
+        with Tree(state_dir.parent) as mine:
+            return write_journal(state_dir, changes, modes, dirs, owners, mine)
     owners = owners or {}
-    state_dir.mkdir(parents=True, exist_ok=True)
     entries = []
-    with store.opened(state_dir, create=True) as originals:
+    tree.folder(state_dir.relative_to(tree.root).as_posix(), create=True)
+    with store.opened(state_dir, create=True, owner=tree.new_owner) as originals:
         assert originals is not None
         for c in changes:
             if c.before_link is not None:
@@ -80,9 +85,15 @@ def write_journal(
                 entries.append(journal_mod.Entry(c.path, digest, size, mode, owner=owner))
         originals.sync()
     doc = journal_mod.Journal(os.getpid(), tuple(entries), tuple(dirs))
-    path = state_dir / JOURNAL
-    write_file(path, journal_mod.render(doc), 0o644)
-    return path
+    rel = _state_rel(tree, state_dir, JOURNAL)
+    write_file(tree, rel, journal_mod.render(doc), 0o644)
+    tree.sync()  # the journal is on disk before the first file it covers is written
+    return rel
+
+
+def _state_rel(tree: Tree, state_dir: Path, name: str) -> str:
+    """The root-relative path of a file in the state folder (which is inside the tree)."""
+    return (state_dir / name).relative_to(tree.root).as_posix()
 
 
 def _write_error(exc: OSError, rel: str) -> str:
@@ -125,33 +136,46 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> list[s
     remove_stale_temps(state_dir)
     store.drop(state_dir)  # scratch a run killed before its journal was down left
     dirs = _missing_dirs(root, changes)
-    try:
-        journal = write_journal(state_dir, changes, modes, dirs, owners)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            (state_dir / JOURNAL).unlink()
+    with Tree(root) as tree:
+        try:
+            journal = write_journal(state_dir, changes, modes, dirs, owners, tree)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                (state_dir / JOURNAL).unlink()
+            store.drop(state_dir)
+            raise SgpatchError(
+                f"{_write_error(exc, str(state_dir / JOURNAL))}; nothing was written"
+            ) from None
+        notes = _write_all(tree, state_dir, changes, modes)
+        remove(tree, journal)  # the commit point (a step of the kill hook)
+        tree.sync()
         store.drop(state_dir)
-        raise SgpatchError(
-            f"{_write_error(exc, str(state_dir / JOURNAL))}; nothing was written"
-        ) from None
+        _remove_emptied_folders(tree, [c.path for c in changes if c.after is None])
+    return notes
+
+
+def _write_all(
+    tree: Tree, state_dir: Path, changes: Sequence[FileChange], modes: dict[str, int]
+) -> list[str]:
+    """Step 3 of the commit: every change written, each folder fsynced once; on any failure
+    (or Ctrl-C) the tree is rolled back from the journal before the error goes on."""
     current_rel = ""
-    folders: set[Path] = set()
     notes: list[str] = []
     journalled = {sha256(c.before) for c in changes if c.before is not None}
     try:
         for c in changes:
             current_rel = c.path
-            if _link_stored(root, state_dir, c, journalled, folders):
+            if _link_stored(tree, state_dir, c, journalled):
                 continue
             mode = c.mode if c.mode is not None else modes.get(c.path)
-            lost = put(root, c.path, c.after, mode, folders, link=c.link)
+            lost = put(tree, c.path, c.after, mode, link=c.link)
             if lost is not None:
                 notes.append(owner_note(c.path, lost, modes.get(c.path, 0)))
-        sync_dirs(folders)  # renames durable before the journal goes
+        tree.sync()  # renames durable before the journal goes
     except BaseException as exc:
         try:
             with interrupts.deferred():  # a second Ctrl-C must not cut the rollback short
-                recover(root, state_dir)
+                recover(tree.root, state_dir)
         except SgpatchError as rollback:
             raise SgpatchError(
                 f"{_describe(exc, current_rel)}; rolling back failed too: {rollback.message}",
@@ -162,17 +186,10 @@ def commit(root: Path, state_dir: Path, changes: Sequence[FileChange]) -> list[s
                 f"{_write_error(exc, current_rel)}; the tree was rolled back, nothing changed"
             ) from None
         raise
-    steps.step()
-    journal.unlink()
-    sync_dirs({state_dir})
-    store.drop(state_dir)
-    _remove_emptied_folders(root, [c.path for c in changes if c.after is None])
     return notes
 
 
-def _link_stored(
-    root: Path, state_dir: Path, c: FileChange, journalled: set[str], folders: set[Path]
-) -> bool:
+def _link_stored(tree: Tree, state_dir: Path, c: FileChange, journalled: set[str]) -> bool:
     """A new read-only state file whose bytes the journal's store already holds, fsynced (the
     ledger's store keeping a file's 'before'), is hard-linked from there instead of written
     and fsynced a second time. False for any other change, or where the filesystem makes no
@@ -180,19 +197,19 @@ def _link_stored(
     in place; dropping the journal's store leaves the ledger's name."""
     if c.before is not None or c.after is None or c.link is not None or c.mode != 0o444:
         return False
-    path = root / c.path
     digest = sha256(c.after)
-    if digest not in journalled or state_dir not in path.parents:
+    if digest not in journalled or state_dir not in (tree.root / c.path).parents:
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
+    at, name = tree.locate(c.path, create=True)
+    src = tree.folder(_state_rel(tree, state_dir, JOURNAL_ORIGINALS))
     steps.step()
     try:
-        os.link(state_dir / JOURNAL_ORIGINALS / digest, path, follow_symlinks=False)
+        os.link(digest, name, src_dir_fd=src, dst_dir_fd=at, follow_symlinks=False)
     except OSError as exc:
         if exc.errno == errno.EEXIST:
             raise
         return False
-    folders.add(path.parent)
+    tree.touched(at)
     return True
 
 
@@ -232,18 +249,20 @@ def _preflight(
     return modes, owners
 
 
-def _remove_emptied_folders(root: Path, deleted: Sequence[str]) -> None:
+def _remove_emptied_folders(tree: Tree, deleted: Sequence[str]) -> None:
     """Folders a deletion left empty go too, up to (not including) the root, as git does: a
     reversed patch that created `new/dir/f.py` leaves no `new/dir/` behind. A tidy-up after
-    the commit: a rollback would make them again with the files."""
+    the commit: a rollback would make them again with the files. Each removal is relative to
+    the folder above it, opened without following links."""
     for rel in deleted:
-        folder = (root / rel).parent
-        while folder != root and root in folder.parents:
+        folder = rel.rpartition("/")[0]
+        while folder:
+            parent, _, name = folder.rpartition("/")
             try:
-                folder.rmdir()  # only when empty
-            except OSError:
+                os.rmdir(name, dir_fd=tree.folder(parent))  # only when empty
+            except (OSError, SgpatchError):
                 break
-            folder = folder.parent
+            folder = parent
 
 
 def _describe(exc: BaseException, rel: str) -> str:

@@ -1,4 +1,5 @@
-"""report: tables are plain aligned lines off a terminal (build logs), rich on one."""
+"""console: tables are plain aligned lines off a terminal (build logs), rich on one; the
+product on stdout, messages on stderr."""
 
 from __future__ import annotations
 
@@ -6,14 +7,16 @@ import io
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
-from sgpatch.ops import report
+from sgpatch import console
 
 
 def test_plain_table_aligns_columns_two_spaces_apart_without_trailing_blanks() -> None:
-    lines = report.plain_table(
+    lines = console.plain_table(
         ("patch", "state", "note"),
         [("kimi-hooks", "applied", ""), ("sm120 (optional)", "pending", "apply with --with")],
     )
@@ -26,7 +29,7 @@ def test_plain_table_aligns_columns_two_spaces_apart_without_trailing_blanks() -
 
 def test_plain_table_keeps_a_multi_line_cell_on_its_row() -> None:
     """Input: a note with a newline. Outcome: still one line per row (a log stays greppable)."""
-    lines = report.plain_table(("patch", "note"), [("a", "first\nsecond")])
+    lines = console.plain_table(("patch", "note"), [("a", "first\nsecond")])
     assert lines == ["patch  note", "a      first second"]
 
 
@@ -38,7 +41,7 @@ def _table_on(monkeypatch, tty: bool, force: str | None) -> str:
     monkeypatch.setenv("COLUMNS", "80")
     if force is not None:
         monkeypatch.setenv("FORCE_COLOR", force)
-    report.table(("patch", "state"), [("kimi-hooks", "applied")], lambda col, text: "green")
+    console.table(("patch", "state"), [("kimi-hooks", "applied")], lambda col, text: "green")
     return buf.getvalue()
 
 
@@ -81,7 +84,7 @@ def test_ids_are_never_wrapped_on_an_80_column_terminal(monkeypatch) -> None:
     monkeypatch.setenv("COLUMNS", "80")
     long_id = "eagle3-aux-capture-allreduce-fusion-optional"
     note = "a long note that has to fold somewhere " * 3
-    report.table(("patch", "state", "how", "note"), [(long_id, "pending", "clean", note)])
+    console.table(("patch", "state", "how", "note"), [(long_id, "pending", "clean", note)])
     lines = re.sub(r"\x1b\[[0-9;]*m", "", buf.getvalue()).splitlines()  # colour codes out
     assert any(long_id in line for line in lines), buf.getvalue()
     assert max(len(line) for line in lines) <= 80
@@ -89,7 +92,31 @@ def test_ids_are_never_wrapped_on_an_80_column_terminal(monkeypatch) -> None:
 
 def test_product_and_messages_go_to_separate_streams(capsys) -> None:
     """Input: `out` and `err`. Outcome: the product on stdout, the message on stderr."""
-    report.out("product")
-    report.err("message")
+    console.out("product")
+    console.err("message")
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == ("product\n", "message\n")
+
+
+def test_a_json_document_gets_its_schema_from_the_console(capsys) -> None:
+    """Input: a command's document and port's. Outcome: `schema` first, 1 for a command and 4
+    for port, set by the console; a document that brings its own schema is refused."""
+    import json
+
+    console.emit_json({"command": "status", "exit_code": 0})
+    console.emit_json({"command": "port", "exit_code": 0})
+    first, second = capsys.readouterr().out.split("\n}\n")[:2]
+    assert json.loads(first + "}") == {"schema": 1, "command": "status", "exit_code": 0}
+    assert json.loads(second + "}")["schema"] == console.PORT_SCHEMA == 4
+    with pytest.raises(TypeError):
+        console.emit_json({"command": "status", "schema": 3})
+
+
+@pytest.mark.parametrize("leak", [Path("/x"), Version("1.0"), object()])
+def test_a_value_json_cannot_hold_fails_loudly(capsys, leak) -> None:
+    """Input: a document holding a Path, a Version or any other object JSON cannot hold (a
+    record that missed its to_json). Outcome: TypeError naming the type, nothing printed: no
+    silent `str()` of it (the CLI's boundary makes that exit 70)."""
+    with pytest.raises(TypeError, match=type(leak).__name__):
+        console.emit_json({"command": "status", "where": [leak]})
+    assert capsys.readouterr().out == ""

@@ -1,0 +1,156 @@
+"""sgpatch.state.lock: who may write a tree's state, and with which modes (issue 46, items 3,
+5 and 7): a writer run by root on a tree another user owns refuses (as git's safe.directory),
+state folders are 0755 with files 0644 whatever the umask and owned by the tree's owner, a
+state folder others may write is never trusted, and state a user may not read is one line."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import (
+    NOBODY,
+    OTHER,
+    fork_cli,
+    make_env,
+    one_line_error,
+    patched,
+    reachable_dir,
+    root_only,
+    run_cli,
+    sgpatch_as,
+    with_state,
+)
+from sgpatch.state.lock import SAFE_ENV
+
+
+def _chown_tree(top: Path, uid: int) -> None:
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in [*dirnames, *filenames]:
+            os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
+    os.chown(top, uid, uid)
+
+
+@root_only
+def test_root_refuses_to_write_another_users_tree_until_told_it_is_safe(tmp_path, monkeypatch):
+    """Input: the synthetic tree owned by uid 4242; root runs `apply`. Outcome: exit 4 in one
+    line whose hint is `export SGPATCH_SAFE_DIRECTORY=ROOT`; nothing is written (no
+    `.sgpatch/`). Run as the hint says: exit 0, the set applied, and the state folder and every
+    file in it belong to uid 4242 (the tree stays that user's), folders 0755, files 0644 or
+    0444."""
+    pkg, _sets, args = make_env(tmp_path)
+    _chown_tree(pkg, OTHER)
+    monkeypatch.delenv(SAFE_ENV, raising=False)
+    before = with_state(pkg)
+    code, _out, err = run_cli("apply", *args)
+    assert code == 4, err
+    hint = one_line_error(err).split("`")[1]
+    assert hint == f"export {SAFE_ENV}={shlex.quote(str(pkg))}"
+    assert with_state(pkg) == before and not (pkg / ".sgpatch").exists()
+    name, _, value = hint.removeprefix("export ").partition("=")
+    monkeypatch.setenv(name, shlex.split(value)[0])
+    code, _out, err = run_cli("apply", *args)
+    assert code == 0, err
+    assert patched(pkg)
+    for p in [pkg / ".sgpatch", *(pkg / ".sgpatch").rglob("*")]:
+        st = p.lstat()
+        assert st.st_uid == OTHER, p
+        assert stat.S_IMODE(st.st_mode) in ((0o755,) if p.is_dir() else (0o644, 0o444)), p
+    assert (pkg / "srt/extra/d.py").stat().st_uid == OTHER  # a file the set made: theirs
+
+
+@root_only
+@pytest.mark.parametrize("argv", ["recover", "revert"])
+def test_root_rolls_back_no_journal_another_user_planted(tmp_path, monkeypatch, argv):
+    """Input: a tree owned by uid 4242 holding a journal (an interrupted run of theirs, or a
+    planted one); root runs `status`, then `recover` or `revert`. Outcome: status exits 4
+    naming `recover` and writes nothing; the writer exits 4 in one line (the tree is not
+    root's to write); the tree, state included, is byte for byte as it was."""
+    pkg, _sets, args = make_env(tmp_path)
+    assert fork_cli(["apply", *args], kill_at=8) == ("killed", 9)
+    _chown_tree(pkg, OTHER)
+    monkeypatch.delenv(SAFE_ENV, raising=False)
+    before = with_state(pkg)
+    code, _out, err = run_cli("status", *args)
+    assert code == 4 and "sgpatch recover" in one_line_error(err)
+    writer = ["recover", "--sglang-dir", str(pkg)] if argv == "recover" else ["revert", *args]
+    code, _out, err = run_cli(*writer)
+    assert code == 4 and SAFE_ENV in one_line_error(err)
+    assert with_state(pkg) == before
+
+
+@pytest.mark.parametrize("umask", [0o000, 0o077])
+def test_state_modes_do_not_depend_on_the_umask(tmp_path, umask):
+    """Input: `apply` under umask 000 (any user could plant a journal in a 0777 folder), and
+    under 077. Outcome: `.sgpatch/` and its folders 0755, the ledger 0644, the stored
+    originals 0444, both times."""
+    pkg, _sets, args = make_env(tmp_path)
+    old = os.umask(umask)
+    try:
+        code, _out, err = run_cli("apply", *args)
+    finally:
+        os.umask(old)
+    assert code == 0, err
+    state = pkg / ".sgpatch"
+    modes = {p.relative_to(state).as_posix(): stat.S_IMODE(p.stat().st_mode)
+             for p in [state, *state.rglob("*")]}  # fmt: skip
+    assert modes.pop(".") == 0o755 and modes.pop("originals") == 0o755
+    assert modes.pop("lock") == 0o644
+    assert modes.pop("ledger.json") == 0o644
+    assert set(modes.values()) == {0o444}, modes
+
+
+@pytest.mark.parametrize("where", [".sgpatch", ".sgpatch/originals"])
+def test_a_state_folder_others_may_write_is_refused_with_a_hint_that_works(tmp_path, where):
+    """Input: an applied tree whose `.sgpatch/` (or its `originals/`) is mode 0777, as an
+    older sgpatch made it under umask 000; `revert`. Outcome: exit 4 in one line, nothing
+    changed; the `chmod` it advises, run as printed, makes the revert work (exit 0)."""
+    pkg, _sets, args = make_env(tmp_path)
+    assert run_cli("apply", *args)[0] == 0
+    (pkg / where).chmod(0o777)
+    before = with_state(pkg)
+    code, _out, err = run_cli("revert", *args)
+    assert code == 4, err
+    hint = one_line_error(err).split("`")[1]
+    assert hint == f"chmod -R go-w {pkg / '.sgpatch'}" and with_state(pkg) == before
+    subprocess.run(shlex.split(hint), check=True)
+    assert run_cli("revert", *args)[0] == 0
+
+
+@root_only
+def test_a_state_folder_another_user_made_is_refused(tmp_path):
+    """Input: root's tree whose `.sgpatch/` (with a journal in it) belongs to uid 4242.
+    Outcome: root's `recover` exits 4 in one line naming the owner; nothing is replayed."""
+    pkg, _sets, args = make_env(tmp_path)
+    assert fork_cli(["apply", *args], kill_at=8) == ("killed", 9)
+    _chown_tree(pkg / ".sgpatch", OTHER)
+    before = with_state(pkg)
+    code, _out, err = run_cli("recover", "--sglang-dir", str(pkg))
+    assert code == 4 and f"belongs to uid {OTHER}" in one_line_error(err)
+    assert with_state(pkg) == before
+
+
+@root_only
+@pytest.mark.parametrize("argv", ["status", "apply --dry-run", "recover"])
+def test_state_another_user_cannot_read_is_one_line_not_exit_70(argv):
+    """Input: a tree root applied the set to, its `.sgpatch/` mode 0700 (root's umask 077 in
+    an older sgpatch); `status`, `apply --dry-run`, `recover` run as nobody. Outcome: exit 4
+    in one line naming what cannot be read (it was `internal error: PermissionError`, exit
+    70); nothing changed."""
+    with reachable_dir() as top:
+        pkg, _sets, args = make_env(top)
+        os.chmod(top / "sets", 0o755)
+        assert run_cli("apply", *args)[0] == 0
+        (pkg / ".sgpatch").chmod(0o700)
+        before = with_state(pkg)
+        command, *flags = argv.split()
+        extra = ["--sglang-dir", str(pkg)] if command == "recover" else [*args, *flags]
+        proc = sgpatch_as(NOBODY, NOBODY, command, *extra)
+        assert proc.returncode == 4, proc.stderr
+        assert "cannot read" in one_line_error(proc.stderr) and ".sgpatch" in proc.stderr
+        assert with_state(pkg) == before

@@ -28,7 +28,6 @@ class Args:
     show: str | None = None
 
 
-
 def run(a: Args) -> int:
     from sgpatch import interrupts
 

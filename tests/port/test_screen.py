@@ -4,6 +4,7 @@ still left to fix."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,8 @@ def test_a_stop_of_forty_conflicted_files_fits_one_screen(big, tmp_path):
     """Input: the 40-patch set ported to 1.4 (every patch stops on its own file, each with a
     side-by-side detail). Outcome: exit 3 in at most 100 lines on the terminal: the patch
     lines cut with `... and N more patches (in --json)`, the files cut with `... and N more
-    files (in W/.sgpatch-port/fix)`, the last line the next command; no side-by-side detail
+    files (in W/.sgpatch-port/fix)`, each N what was cut of the 40, the probes as well; the
+    last line the next command; no side-by-side detail
     on the terminal; W's fix file holds every file's entry with its detail, and `port --show`
     prints one file's."""
     w = tmp_path / "w"
@@ -53,8 +55,11 @@ def test_a_stop_of_forty_conflicted_files_fits_one_screen(big, tmp_path):
     lines = err.splitlines()
     assert code == 3 and out == ""
     assert len(lines) <= 100, len(lines)
-    assert "  ... and 10 more patches (in --json)" in lines
-    assert f"    ... and 15 more files (in {w}/.sgpatch-port/fix)" in lines
+    patches = [ln for ln in lines if re.match(r"  p\d+: needs a hand", ln)]
+    files = [ln for ln in lines if re.match(r"    sglang/srt/m\d+\.py ", ln)]
+    assert f"  ... and {N - len(patches)} more patches (in --json)" in lines
+    assert f"    ... and {N - len(files)} more files (in {w}/.sgpatch-port/fix)" in lines
+    assert patches and files
     assert not any(" | " in ln for ln in lines)  # no side-by-side detail on the terminal
     assert lines[-1].startswith("sgpatch port: stopped: fix what is listed above")
     fix = (w / ".sgpatch-port/fix").read_text()
@@ -85,3 +90,28 @@ def test_the_fix_file_says_only_what_is_left_after_a_continue(big, tmp_path):
     fix = (w / ".sgpatch-port/fix").read_text()
     assert "sglang/srt/m5.py" in fix and "hunk #1: conflict" in fix
     assert not any(f"sglang/srt/m{i}.py" in fix for i in range(N) if i != 5)
+
+
+@pytest.mark.parametrize("sizes", [(0, 1, 2), (40, 40, 40), (3, 200, 1), (120, 0, 0)])
+@pytest.mark.parametrize("rows", [1, 2, 7])
+def test_fit_keeps_every_part_under_the_budget_saying_what_it_cut(sizes, rows):
+    """Input: a heading and three lists (of `sizes` rows, each `rows` lines, the middle one
+    with a fixed last line), fitted into 40 lines. Outcome: at most 40 lines; every part
+    keeps its heading and fixed line; a cut part ends with one `... and N more` line whose N
+    is the rows cut."""
+    from sgpatch.port.screen import Part, fit
+
+    def part(name: str, n: int, tail: tuple[str, ...] = ()) -> Part:
+        body = tuple(tuple(f"{name}{i}.{j}" for j in range(rows)) for i in range(n))
+        return Part((f"{name}:",), body, lambda cut: f"... and {cut} more {name}", tail)
+
+    parts = [Part(("top",), (), str), part("a", sizes[0]), part("b", sizes[1], ("b-end",)),
+             part("c", sizes[2])]  # fmt: skip
+    got = fit(parts, 40)
+    assert len(got) <= 40
+    assert got[0] == "top" and "b-end" in got
+    for name, n in zip("abc", sizes, strict=True):
+        assert f"{name}:" in got
+        kept = len({ln.split(".")[0] for ln in got if re.fullmatch(rf"{name}\d+\.\d+", ln)})
+        cut = [ln for ln in got if ln.startswith("... and ") and ln.endswith(f" {name}")]
+        assert cut == ([f"... and {n - kept} more {name}"] if kept < n else [])

@@ -777,6 +777,48 @@ CASES += [
         "sgpatch does not read a version from it",
     ),
     Case("probe-lookbehind", _probe("(?<=def )a"), 2, "/(?<=def )a/ needs a construct"),
+    # a probe kind sgpatch does not know is an error on every path that reads the set (it never
+    # reads as "no files, so not upstream"), here one row per command family
+    *(
+        Case(
+            f"probe-unknown-kind-{name}",
+            _sub("  - id: pb\n", "  - id: pb\n    probe: {grep: alpha}\n"),
+            2,
+            "patches[1].probe: not a probe: unknown kind ('grep'); expected {file, regex}",
+            argv=argv,
+        )
+        for name, argv in (
+            ("apply", Ctx.apply),
+            ("status", lambda c: ["status", *c.args]),
+            ("lint", lambda c: ["lint", "--patchsets", str(c.sets), "--set", SET]),
+            ("matrix", lambda c: ["matrix", "--patchsets", str(c.sets), "--set", SET]),
+            (
+                "port",
+                lambda c: [
+                    "port",
+                    "--offline",
+                    "--patchsets",
+                    str(c.sets),
+                    "--set",
+                    SET,
+                    "--to",
+                    "0.5.10",
+                    "--workspace",
+                    str(c.tmp / "w"),
+                ],
+            ),
+        )
+    ),
+    Case(
+        "probe-unknown-kind-on-a-variant",
+        _sub(
+            '      - {sglang: ">=0.5.0", patch: patches/0002-pb.patch}',
+            '      - {sglang: ">=0.5.0", patch: patches/0002-pb.patch, probe: {has: x}}',
+        ),
+        2,
+        "variants[0].probe: not a probe: unknown kind ('has')",
+        argv=lambda c: ["lint", "--patchsets", str(c.sets), "--set", SET],
+    ),
     Case("probe-backreference", _probe(r"(alpha)\1"), 2, "RE2"),
     Case(
         "probe-catastrophic-backtracking-runs-in-linear-time",

@@ -13,7 +13,7 @@ of a traceback or an exit code that reads like "pending" (1).
 import _signal
 import os
 
-_MESSAGE = b"sgpatch: interrupted; nothing is left half-written (`sgpatch status` shows the tree)\n"
+_MESSAGE = b"sgpatch: interrupted; nothing is left half-written (status shows the tree)\n"
 
 
 def _stop_at_start_up(signum: int, frame: object) -> None:

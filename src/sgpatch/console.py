@@ -62,7 +62,7 @@ def _json_out(doc: Mapping[str, object], indent: int | None = None) -> None:
     except OSError as exc:
         raise SgpatchError(
             f"cannot write the JSON document to stdout: {exc.strerror or exc} (the command "
-            "itself ran: `sgpatch status` shows the tree)"
+            "itself ran: status shows the tree)"
         ) from None
 
 

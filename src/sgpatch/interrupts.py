@@ -14,7 +14,7 @@ enum, which would be ~6 ms of start-up during which Ctrl-C was not ours yet.
 import _signal
 
 EXIT = 130  # 128 + SIGINT, what a shell reports for a process Ctrl-C stopped
-MESSAGE = "sgpatch: interrupted; nothing is left half-written (`sgpatch status` shows the tree)"
+MESSAGE = "sgpatch: interrupted; nothing is left half-written (status shows the tree)"
 
 
 class Interrupted(BaseException):

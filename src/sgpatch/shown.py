@@ -36,12 +36,25 @@ def command(*words: object) -> str:
     return "`" + " ".join(["sgpatch", *(name(shlex.quote(str(w))) for w in words)]) + "`"
 
 
-def context(root: Path | None = None, patchsets: Iterable[Path] = ()) -> tuple[str, ...]:
+_GIVEN: list[Path] = []  # the --patchsets folders of this run's command line (`given`)
+
+
+def given(argv: Iterable[str]) -> None:
+    """Remember the `--patchsets` folders this run was given (the CLI's entry point calls it),
+    so advice printed anywhere finds the same sets."""
+    args = list(argv)
+    _GIVEN[:] = [
+        Path(args[i + 1]) for i in range(len(args) - 1) if args[i] == "--patchsets" and args[i + 1]
+    ] + [Path(a.split("=", 1)[1]) for a in args if a.startswith("--patchsets=")]
+
+
+def context(root: Path | None = None, patchsets: Iterable[Path] | None = None) -> tuple[str, ...]:
     """The options that keep an advised command on the same tree and the same sets as the run
-    that advises it: `--sglang-dir ROOT` (absolute) and each `--patchsets DIR` given."""
+    that advises it: `--sglang-dir ROOT` (absolute) and each `--patchsets DIR` (by default the
+    ones this run was given)."""
     out: list[str] = []
     if root is not None:
         out += ["--sglang-dir", str(Path(root).absolute())]
-    for p in patchsets:
+    for p in _GIVEN if patchsets is None else patchsets:
         out += ["--patchsets", str(Path(p).absolute())]
     return tuple(out)

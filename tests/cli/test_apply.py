@@ -57,11 +57,14 @@ def test_strict_apply_with_the_precondition_met_applies(tmp_path) -> None:
     assert code == 0 and "precondition" not in err.splitlines()[-1]
 
 
-def test_without_an_applied_patch_says_so_and_its_advice_takes_it_out(tmp_path) -> None:
+def test_without_an_applied_patch_says_so_and_its_advice_takes_it_out(
+    tmp_path, monkeypatch
+) -> None:
     """Input: the set applied, then `apply --without pb`. Outcome: exit 0 (apply takes no
     patch out, and the others still apply), with a warning naming pb and two commands; run as
     typed, the first (revert) exits 0 and the second leaves pb out: exit 0, pb's file is as
     the release has it, the others applied."""
+    monkeypatch.chdir(tmp_path)  # the advice is run as typed: from tmp_path, never the checkout
     pkg, _sets, args = make_env(tmp_path)
     assert run_cli("apply", *args)[0] == 0
     code, _, err = run_cli("apply", *args, "--without", "pb")

@@ -7,11 +7,14 @@ import json
 from helpers import full_snapshot, hint_commands, make_env, run_cli
 
 
-def test_dry_run_on_an_edited_tree_shows_what_it_would_do_and_what_blocks_it(tmp_path) -> None:
+def test_dry_run_on_an_edited_tree_shows_what_it_would_do_and_what_blocks_it(
+    tmp_path, monkeypatch
+) -> None:
     """Input: the set applied, srt/a.py edited since, then `revert --dry-run` (and --json).
     Outcome: exit 1 as the real revert's, the tree byte-identical; stderr says `would restore`
     for each other file the set touched, `blocked: srt/a.py was edited since`, and ends with the
-    --force command, which run as typed exits 0 and keeps the edit."""
+    --force command, which run as typed (from tmp_path) exits 0 and keeps the edit."""
+    monkeypatch.chdir(tmp_path)
     pkg, _sets, args = make_env(tmp_path)
     assert run_cli("apply", *args)[0] == 0
     a = pkg / "srt" / "a.py"

@@ -645,12 +645,14 @@ def _with_optional(tmp_path):
     return pkg, args
 
 
-def test_apply_with_an_edited_file_says_the_next_step(tmp_path):
+def test_apply_with_an_edited_file_says_the_next_step(tmp_path, monkeypatch):
     """Input: the set applied, a line appended to srt/a.py by hand, then `apply --with pe`.
     Outcome: exit 1, nothing written, and the last line names the edited patch and the next
     step (`sgpatch revert --set safety-set --force`, then apply again); following it works:
     revert --force exits 0 keeping the edit, and the apply exits 0."""
     from helpers import full_snapshot, run_cli
+
+    monkeypatch.chdir(tmp_path)  # the advice is run as typed: from tmp_path
 
     pkg, args = _with_optional(tmp_path)
     assert run_cli("apply", *args)[0] == 0
@@ -659,12 +661,17 @@ def test_apply_with_an_edited_file_says_the_next_step(tmp_path):
     before = full_snapshot(pkg, with_state=True)
     code, _, err = run_cli("apply", *args, "--with", "pe")
     assert code == 1 and full_snapshot(pkg, with_state=True) == before
+    sets = args[args.index("--patchsets") + 1]
     assert err.splitlines()[-1] == (
         "sgpatch: safety-set: not applied (3 applied, 1 modified, 1 pending); nothing was "
         "written: pa was edited since sgpatch applied it; `sgpatch revert --set safety-set "
-        "--force` takes the set out and keeps the edit, then apply again"
+        f"--sglang-dir {pkg} --patchsets {sets} --force` takes the set out and keeps the edit, "
+        "then apply again"
     )
-    assert run_cli("revert", *args, "--force")[0] == 0 and "# my edit" in a.read_text()
+    from helpers import hint_commands
+
+    ((*force,),) = hint_commands(err.splitlines()[-1])  # as typed
+    assert run_cli(*force)[0] == 0 and "# my edit" in a.read_text()
     assert run_cli("apply", *args, "--with", "pe")[0] == 0 and "ALPHA5" in a.read_text()
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import yaml
 
-from sgpatch.ops.suggest import check, line_regex, suggest, to_yaml
+from sgpatch.ops.suggest import check, line_regex, suggest
 from sgpatch.patchset.probe import AllProbe, NotProbe, RegexProbe
+from sgpatch.patchset.probe import render as to_yaml
 
 BEFORE = b"def f():\n    return compute_something(x)\n\n\nclass A:\n    pass\n"
 AFTER = (
@@ -89,9 +90,15 @@ def test_every_probe_form_is_written_and_read_back(tmp_path):
     """Input: a probe using every node form (all, any, not over all, regex, absent, symbol, a
     quote in a regex), written as port writes a probe (with and without the suggested marker).
     Outcome: the manifest's probe loader reads back the very same probe and marker."""
-    from sgpatch.ops.suggest import probe_lines
     from sgpatch.patchset.manifest import load_probe_text
-    from sgpatch.patchset.probe import AllProbe, AnyProbe, NotProbe, RegexProbe, SymbolProbe
+    from sgpatch.patchset.probe import (
+        AllProbe,
+        AnyProbe,
+        NotProbe,
+        RegexProbe,
+        SymbolProbe,
+        probe_lines,
+    )
 
     inner = AllProbe((SymbolProbe("c.py", "C", "m"), RegexProbe("d.py", "it's")))
     probe = AllProbe(
@@ -100,3 +107,19 @@ def test_every_probe_form_is_written_and_read_back(tmp_path):
     for suggested in (False, True):
         text = "\n".join(probe_lines(probe, 0, suggested)) + "\n"
         assert load_probe_text(text, tmp_path / "p.yaml") == (probe, suggested)
+
+
+def test_check_of_a_symbol_probe_reads_its_file():
+    """Input: a person's symbol probe (a method the patch adds), checked as split and import
+    check a probe. Outcome: "" (false before, true after): its file is written into the small
+    trees the check evaluates on (it used to hold only regex files, so a symbol probe was
+    always "false after the patch")."""
+    from sgpatch.patchset.probe import SymbolProbe
+
+    before = b"class C:\n    def a(self):\n        pass\n"
+    after = before + b"\n    def m(self):\n        pass\n"
+    node = SymbolProbe("srt/c.py", "C", "m")
+    assert (
+        check(node, {"srt/c.py": before}.get, {"srt/c.py": before}.get, {"srt/c.py": after}.get)
+        == ""
+    )

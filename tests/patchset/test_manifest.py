@@ -295,7 +295,7 @@ BAD: list[tuple[str, str, str, ExitCode]] = [
     (
         "probe-unknown-form",
         replace("    variants:", "    probe: {grep: x}\n    variants:"),
-        ":10: patches[0].probe: not a probe: expected {file, regex}",
+        ":10: patches[0].probe: not a probe: unknown kind ('grep'); expected {file, regex}",
         2,
     ),
     (

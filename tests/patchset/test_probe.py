@@ -467,3 +467,83 @@ def test_real_0_5_10_kimi_has_hooks(tmp_path: Path, version: str) -> None:
         assert result.value is True, result.evidence
         assert result.evidence[-1].file == KIMI[0]
         assert result.evidence[-1].note == f"{method} defined in KimiK25ForConditionalGeneration"
+
+
+# --- the registry of kinds ------------------------------------------------------------------------
+
+EVERY_KIND = AllProbe(
+    (
+        AnyProbe((RegexProbe("a.py", r"x\d"), RegexProbe("b/*.py", "it's", absent=True))),
+        NotProbe(SymbolProbe("srt/c.py", "C", "m")),
+    )
+)
+
+
+def test_every_registered_kind_is_written_and_read_back(tmp_path):
+    """Input: a probe holding a node of every kind in KINDS. Outcome: each kind's render, read
+    back by the one parser (load_probe_text), gives the same probe; no kind is left out."""
+    from sgpatch.patchset.manifest import load_probe_text
+
+    seen = {type(n) for n in _nodes(EVERY_KIND)}
+    assert seen == set(probe_mod.KINDS.values())
+    text = "\n".join(probe_mod.render(EVERY_KIND, 0)) + "\n"
+    assert load_probe_text(text, tmp_path / "p.yaml") == (EVERY_KIND, False)
+
+
+def _nodes(node):
+    yield node
+    for child in getattr(node, "nodes", ()) + ((node.node,) if isinstance(node, NotProbe) else ()):
+        yield from _nodes(child)
+
+
+def test_files_of_every_kind_come_from_the_registry():
+    """Input: the every-kind probe. Outcome: the files it reads, in order: the regex globs, the
+    symbol's file and its folder's modules (where its bases usually are)."""
+    assert probe_mod.files(EVERY_KIND) == ["a.py", "b/*.py", "srt/c.py", "srt/*.py"]
+    assert probe_mod.files(None) == []
+
+
+def test_a_node_of_no_registered_kind_is_one_internal_error_everywhere(tmp_path):
+    """Input: a probe tree holding a node that is no registered kind (code that made one
+    without adding it to KINDS). Outcome: evaluate, files, describe and render each raise
+    sgpatch's one-line internal error (exit 70), never a false verdict or an empty file list."""
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Grep:
+        word: str
+
+    node = AllProbe((RegexProbe("a.py", "x"), Grep("x")))  # type: ignore[arg-type]
+    calls = (
+        lambda: evaluate(node, tmp_path),
+        lambda: probe_mod.files(node),
+        lambda: describe(node),
+        lambda: probe_mod.render(node, 0),
+    )
+    for call in calls:
+        with pytest.raises(SgpatchError) as info:
+            call()
+        assert info.value.code == ExitCode.INTERNAL
+        assert info.value.message == "not a probe kind sgpatch knows: Grep"
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "problem"),
+    [
+        ("{grep: x}", "not a probe: unknown kind ('grep'); expected {file, regex}, "),
+        ("{}", "not a probe: unknown kind (none); expected"),
+        ("{symbol: {file: a.py, class: C, method: m}, regex: x}", "has both 'symbol' and 'regex'"),
+        ("{file: a.py}", "missing required key 'regex'"),
+        ("[a]", "must be a mapping ({file, regex}, {file, absent}, {symbol}, {all}, {any} or"),
+    ],
+)
+def test_a_probe_of_no_known_kind_is_refused_where_it_is_read(tmp_path, yaml_text, problem):
+    """Input: probe YAML naming no kind, an unknown one, two kinds, or not a mapping. Outcome:
+    one line `FILE:1: probe: PROBLEM`, exit 2."""
+    from sgpatch.patchset.manifest import load_probe_text
+
+    with pytest.raises(SgpatchError) as info:
+        load_probe_text(yaml_text + "\n", tmp_path / "p.yaml")
+    assert info.value.code == ExitCode.BAD_INPUT
+    assert f"p.yaml:1: probe: {problem}" in info.value.message
+    assert "\n" not in info.value.message

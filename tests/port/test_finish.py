@@ -59,8 +59,8 @@ def na_set(tmp_path: Path) -> Path:
 def test_a_patch_n_a_nearby_whose_file_is_here_is_n_a_as_the_person_says(cache, tmp_path):
     """Input: `third` is n/a on 1.0, ported to 1.8, which has srt/extra.py: port stops (exit
     3) with a note naming W/.sgpatch-port/na-third; the person writes a reason there and runs
-    --continue. Outcome: exit 0; `third` gets a `==1.8` n/a variant with that reason, and lint
-    on 1.8 is clean (no --abort needed)."""
+    the --continue the note gives, as typed. Outcome: exit 0; `third` gets a `==1.8` n/a
+    variant with that reason, and lint on 1.8 is clean (no --abort needed)."""
     d = na_set(tmp_path)
     w = tmp_path / "w"
     code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.8",
@@ -69,11 +69,13 @@ def test_a_patch_n_a_nearby_whose_file_is_here_is_n_a_as_the_person_says(cache, 
     note = {p["id"]: p for p in doc["steps"][0]["patches"]}["third"]["note"]
     assert f"write why into {w}/.sgpatch-port/na-third" in note
     (w / ".sgpatch-port/na-third").write_text("1.8's srt/extra.py has no such path\n")
-    code, doc = sgport("--continue", "--workspace", str(w))
-    assert code == 0, doc["steps"][-1]["fix"]
-    assert (
-        "third: n/a on 1.8 (as na-third says): new variant '==1.8'" in doc["steps"][-1]["changes"]
-    )
+    from helpers import hint_commands
+
+    cont = hint_commands(note)[0]  # then --abort, and the port again
+    assert cont == ["port", "--continue", "--workspace", str(w)]
+    code, _out, err = run_cli(*cont)
+    assert code == 0, err
+    assert "third: n/a on 1.8 (as na-third says): new variant '==1.8'" in err
     na = [v for v in load_manifest(d / "patchset.yaml").patch("third").variants if v.na]
     assert [str(v.sglang) for v in na] == ["==1.8", ">=1.0,<1.1"]
     assert na[0].na == "1.8's srt/extra.py has no such path"

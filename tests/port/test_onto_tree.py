@@ -168,9 +168,9 @@ def test_bad_trees_are_refused_on_one_line(cache, tmp_path):
     workspace, the set and the tree unchanged)."""
     d = make_set(tmp_path)
     release = snapshot_tree(tmp_path / "release", V12, "1.2")
-    assert "is a release, not a snapshot: `sgpatch port --to 1.2`" in bad(
-        tmp_path, d, "--to-tree", str(release)
-    )
+    said = bad(tmp_path, d, "--to-tree", str(release))
+    assert f"is a release, not a snapshot: `sgpatch port --set demo --patchsets {d.parent} --to " \
+        f"1.2 --workspace {tmp_path / 'w-bad'}`" in said  # fmt: skip
     unversioned = snapshot_tree(tmp_path / "nover", V12, "1.2.dev1")
     (unversioned / "_version.py").unlink()
     assert "cannot tell the SGLang version" in bad(tmp_path, d, "--to-tree", str(unversioned))

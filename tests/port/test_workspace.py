@@ -684,3 +684,18 @@ def test_a_steps_kept_folders_write_the_same_and_never_follow_a_planted_symlink(
     assert wsfiles.read(w, ".sgpatch-port/journal/index") == b"0\n1\n2\n3\n4\n"
     assert not any(outside.iterdir())
     assert _open_fds() == before
+
+
+def test_a_250_byte_file_name_in_the_state_folder_is_kept_aside_by_abort(cache, tmp_path):
+    """Input: a stopped port; the person left a note with a 250-byte name in
+    `W/.sgpatch-port/` (NAME_MAX is 255). Outcome: `--abort` exits 0 (it was exit 70, name
+    too long, and each retry left another `W.aborted-N`), the note is copied byte for byte to
+    `W.aborted-1`, W is gone, and no other `W.aborted-N` exists."""
+    _d, w = stopped(tmp_path)
+    name = "n" * 250
+    (w / ".sgpatch-port" / name).write_bytes(b"my reasons\n")
+    code, _out, err = run_cli("port", "--abort", "--workspace", str(w))
+    assert code == 0, err
+    assert (tmp_path / "w.aborted-1" / ".sgpatch-port" / name).read_bytes() == b"my reasons\n"
+    assert not w.exists()
+    assert sorted(p.name for p in tmp_path.glob("w.aborted-*")) == ["w.aborted-1"]

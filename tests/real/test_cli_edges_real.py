@@ -156,7 +156,7 @@ def test_output_that_cannot_be_written(pristine, tmp_path):
     assert full.returncode == 2
     assert full.stderr.splitlines() == [
         "sgpatch: error: cannot write the JSON document to stdout: No space left on device "
-        "(the command itself ran: `sgpatch status` shows the tree)"
+        "(the command itself ran: status shows the tree)"
     ]
     for _ in range(3):
         piped = subprocess.run(

@@ -17,6 +17,8 @@ from helpers import (
     NOBODY,
     OTHER,
     fork_cli,
+    full_snapshot,
+    hint_commands,
     make_env,
     one_line_error,
     patched,
@@ -37,51 +39,68 @@ def _chown_tree(top: Path, uid: int) -> None:
 
 
 @root_only
-def test_root_refuses_to_write_another_users_tree_until_told_it_is_safe(tmp_path, monkeypatch):
-    """Input: the synthetic tree owned by uid 4242; root runs `apply`. Outcome: exit 4 in one
-    line whose hint is `export SGPATCH_SAFE_DIRECTORY=ROOT`; nothing is written (no
-    `.sgpatch/`). Run as the hint says: exit 0, the set applied, and the state folder and every
-    file in it belong to uid 4242 (the tree stays that user's), folders 0755, files 0644 or
-    0444."""
+def test_root_writes_another_users_tree_as_that_user_would(tmp_path, monkeypatch):
+    """Input: the synthetic tree owned by uid 4242 (a Docker build patching an sdist that tar
+    unpacked with its uid); root runs `apply` with no $SGPATCH_SAFE_DIRECTORY. Outcome: exit 0,
+    the set applied, and the state folder, every file in it and the file the set made belong
+    to uid 4242 (the tree stays that user's), folders 0755, files 0644 or 0444; a rewritten
+    file keeps its owner. `revert` as root then gives the tree back byte for byte."""
     pkg, _sets, args = make_env(tmp_path)
     _chown_tree(pkg, OTHER)
     monkeypatch.delenv(SAFE_ENV, raising=False)
-    before = with_state(pkg)
-    code, _out, err = run_cli("apply", *args)
-    assert code == 4, err
-    hint = one_line_error(err).split("`")[1]
-    assert hint == f"export {SAFE_ENV}={shlex.quote(str(pkg))}"
-    assert with_state(pkg) == before and not (pkg / ".sgpatch").exists()
-    name, _, value = hint.removeprefix("export ").partition("=")
-    monkeypatch.setenv(name, shlex.split(value)[0])
+    before = full_snapshot(pkg)
     code, _out, err = run_cli("apply", *args)
     assert code == 0, err
     assert patched(pkg)
     for p in [pkg / ".sgpatch", *(pkg / ".sgpatch").rglob("*")]:
         st = p.lstat()
-        assert st.st_uid == OTHER, p
+        assert st.st_uid == OTHER and st.st_gid == OTHER, p
         assert stat.S_IMODE(st.st_mode) in ((0o755,) if p.is_dir() else (0o644, 0o444)), p
     assert (pkg / "srt/extra/d.py").stat().st_uid == OTHER  # a file the set made: theirs
+    assert (pkg / "srt/extra").stat().st_uid == OTHER  # and the folder it made for it
+    assert (pkg / "srt/models/c.py").stat().st_uid == OTHER  # a file it rewrote: kept
+    code, _out, err = run_cli("revert", *args)
+    assert code == 0, err
+    assert full_snapshot(pkg) == before and not (pkg / ".sgpatch").exists()
 
 
 @root_only
-@pytest.mark.parametrize("argv", ["recover", "revert"])
+@pytest.mark.parametrize("argv", ["recover", "revert", "apply"])
 def test_root_rolls_back_no_journal_another_user_planted(tmp_path, monkeypatch, argv):
     """Input: a tree owned by uid 4242 holding a journal (an interrupted run of theirs, or a
-    planted one); root runs `status`, then `recover` or `revert`. Outcome: status exits 4
-    naming `recover` and writes nothing; the writer exits 4 in one line (the tree is not
-    root's to write); the tree, state included, is byte for byte as it was."""
+    planted one); root runs `status`, then `recover`, `revert` or `apply`. Outcome: status
+    exits 4 naming `recover` and writes nothing; the writer exits 4 in one line that names
+    `sgpatch recover` as that uid and `export SGPATCH_SAFE_DIRECTORY=ROOT`; the tree, state
+    included, is byte for byte as it was. With the variable exported as the line says, the
+    writer rolls the journal back (exit 4 for apply/revert, which then ask to run again; 0 for
+    recover) and the tree holds the bytes and modes it had before the interrupted run."""
     pkg, _sets, args = make_env(tmp_path)
+    pristine = full_snapshot(pkg)
     assert fork_cli(["apply", *args], kill_at=8) == ("killed", 9)
     _chown_tree(pkg, OTHER)
     monkeypatch.delenv(SAFE_ENV, raising=False)
     before = with_state(pkg)
     code, _out, err = run_cli("status", *args)
     assert code == 4 and "sgpatch recover" in one_line_error(err)
-    writer = ["recover", "--sglang-dir", str(pkg)] if argv == "recover" else ["revert", *args]
+    writer = ["recover", "--sglang-dir", str(pkg)] if argv == "recover" else [argv, *args]
     code, _out, err = run_cli(*writer)
-    assert code == 4 and SAFE_ENV in one_line_error(err)
+    line = one_line_error(err)
+    assert code == 4 and f"uid {OTHER}, who could have planted it" in line, err
+    assert hint_commands(line) == [["recover", "--sglang-dir", str(pkg)]]
     assert with_state(pkg) == before
+    export = [h for h in line.split("`") if h.startswith("export ")]
+    assert export == [f"export {SAFE_ENV}={shlex.quote(str(pkg))}"]
+    name, _, value = export[0].removeprefix("export ").partition("=")
+    monkeypatch.setenv(name, shlex.split(value)[0])
+    code, _out, err = run_cli(*writer)
+    assert code == (0 if argv == "recover" else 4), err
+    assert not (pkg / ".sgpatch" / "journal").exists()
+    assert _bytes(full_snapshot(pkg)) == _bytes(pristine)
+
+
+def _bytes(snapshot: dict[str, object]) -> dict[str, object]:
+    """A `full_snapshot` without owners: kind and bytes (or link target) and mode bits."""
+    return {k: (*v[:-1], v[-1][0]) for k, v in snapshot.items()}  # type: ignore[index]
 
 
 @pytest.mark.parametrize("umask", [0o000, 0o077])

@@ -157,7 +157,8 @@ def test_same_release(recorded, now, same):
 REVERTED = (
     "sgpatch: set safety-set was reverted outside sgpatch (every file it patched holds its "
     "bytes from before it again: git checkout, stash or reset, or a reinstall); its patches "
-    "read pending: `sgpatch apply --set safety-set` applies it again"
+    "read pending: `sgpatch apply --set safety-set --sglang-dir {pkg} --patchsets {sets}` "
+    "applies it again"
 )
 DROPPED = (
     "sgpatch: set safety-set was reverted outside sgpatch (every file it patched holds its "
@@ -197,15 +198,16 @@ def test_a_set_git_put_back_reads_reverted_outside_sgpatch(tmp_path, monkeypatch
     command again, `revert` exits 0 saying once that the records are dropped, and leaves no
     `.sgpatch/`."""
     repo, pkg, args = _git_checkout_tree(tmp_path, monkeypatch)
+    reverted = REVERTED.format(pkg=pkg, sets=tmp_path / "sets")
     assert cli("apply", *args)[0] == 0 and patched(pkg)
     git(repo, *undo)
     before = full_snapshot(pkg, with_state=True)
     code, out, err = cli("status", *args, "--json")
     states = {p["id"]: p["state"] for p in __import__("json").loads(out)["sets"][0]["patches"]}
-    assert code == 0 and err.splitlines() == [REVERTED]
+    assert code == 0 and err.splitlines() == [reverted]
     assert states == {"pa": "pending", "pb": "pending", "pc": "pending", "pd": "present"}
     code, _, err = cli("status", *args, "--check")
-    assert code == 1 and err.splitlines()[0] == REVERTED
+    assert code == 1 and err.splitlines()[0] == reverted
     assert full_snapshot(pkg, with_state=True) == before
     code, _, err = cli("apply", *args)
     assert code == 0 and patched(pkg) and DROPPED in err.splitlines()
@@ -265,16 +267,18 @@ def test_stacked_sets_are_judged_together(tmp_path, f, g, expected):
 def test_after_a_pip_upgrade_the_records_are_dropped_once_and_apply_is_suggested(tmp_path):
     """Input: the set applied on 0.5.9, 0.5.10 installed over it; `status` twice, `apply
     --dry-run`, `apply`, `status`. Outcome: the reading runs each say in one line that the
-    set is no longer applied and to run `sgpatch apply --set safety-set` (never that records
-    are dropped, which they are not); the `apply` that writes says once that its records are
-    dropped; the status after it says nothing of the kind."""
+    set is no longer applied and to run `sgpatch apply --set safety-set --sglang-dir TREE
+    --patchsets SETS` (never that records are dropped, which they are not); the `apply` that
+    writes says once that its records are dropped; the status after it says nothing of the
+    kind."""
     pkg, _, args = make_env(tmp_path)
     install(pkg, "0.5.9")
     assert cli("apply", *args)[0] == 0
     install(pkg, "0.5.10")
     reading = (
         "sgpatch: ledger is for 0.5.9, tree is now 0.5.10: reinstalled; set safety-set is no "
-        "longer applied: `sgpatch apply --set safety-set` applies it to this tree"
+        f"longer applied: `sgpatch apply --set safety-set --sglang-dir {pkg} --patchsets "
+        f"{tmp_path / 'sets'}` applies it to this tree"
     )
     for argv in (("status", *args), ("status", *args), ("apply", "--dry-run", *args)):
         code, _, err = cli(*argv)

@@ -909,6 +909,9 @@ def main(argv: list[str] | None = None) -> None:
 
     startup.collector_for(args)
     _replace_unencodable()
+    from sgpatch import shown
+
+    shown.given(args[: args.index("--")] if "--" in args else args)  # advice names these sets
     try:
         if COMPLETE_VAR in os.environ:  # Tab in a shell: typer's completion classes answer
             from typer.completion import completion_init

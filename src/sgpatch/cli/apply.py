@@ -39,11 +39,7 @@ def run(opts: ApplyOptions) -> int:
     manifest = load_set(opts.set_name, opts.patchsets)
     basis = basis_of(manifest, target.version)
     if not basis.checked and not opts.untested and not opts.dry_run:
-        raise bad_input(
-            f"sglang {target.version} is not a release {manifest.name} was checked on; "
-            f"`apply --untested` applies its {basis.variants_of} variants only where every hunk "
-            "is certain (or port the set: `sgpatch port --to-tree`)"
-        )
+        raise bad_input(_untested_advice(opts, target, manifest.name, basis.variants_of))
     if not basis.checked:
         console.err(f"sgpatch: {basis.line()}")
     if opts.git_commit:  # git mode (sgpatch.git.mode): refuse early outside a git work tree
@@ -87,8 +83,30 @@ def _state_untracked(target) -> None:
         )
 
 
+def _untested_advice(opts: ApplyOptions, target, name: str, variants_of) -> str:
+    """The refusal on a version the set was not checked on, with the two ways on, as typed:
+    apply --untested, or a port: `--to V` for a release (0.5.24), `--to-tree` for a snapshot
+    (a checkout of main, a nightly), which is not a release port could download."""
+    from packaging.version import Version
+
+    from sgpatch.shown import command, context
+
+    version = Version(target.version.public)
+    here = context(target.root, opts.patchsets)
+    untested = command("apply", "--set", name, *here, "--untested")
+    onto = ("--to", str(version)) if not version.is_prerelease else ("--to-tree", str(target.root))
+    w = Path.cwd() / f"port-{name}-{version}"
+    port = command("port", "--set", name, *context(None, opts.patchsets), *onto, "--workspace", w)
+    return (
+        f"sglang {target.version} is not a release {name} was checked on; {untested} applies "
+        f"its {variants_of} variants only where every hunk is certain (or port the set: {port})"
+    )
+
+
 def _show(opts: ApplyOptions, target, d, untested_hint: bool) -> None:
     """The table and the summary line, or the JSON document."""
+    from sgpatch.shown import context
+
     after = d.plan.applied() if d.written else d.plan
     written = list(d.written)
     if opts.as_json:
@@ -108,7 +126,8 @@ def _show(opts: ApplyOptions, target, d, untested_hint: bool) -> None:
     report.show_set(target, after, list(d.pre), opts.verbose)
     _without_applied(opts, target, after)
     unmet = [x for x in d.pre if x.verdict == "unmet"] if opts.strict else []
-    report.apply_summary(after, d.code, written, opts.dry_run, unmet if d.code else [])
+    where = context(target.root, opts.patchsets)
+    report.apply_summary(after, d.code, written, opts.dry_run, unmet if d.code else [], where)
     if opts.dry_run and untested_hint:
         console.err("sgpatch: a real apply on this untested version needs --untested")
 

@@ -183,6 +183,6 @@ def _notes(result) -> list[str]:
 
 
 def _count(node) -> int:
-    from sgpatch.ops.suggest import files_of
+    from sgpatch.patchset.probe import files
 
-    return len(files_of(node))
+    return len(files(node))

@@ -142,7 +142,7 @@ def _onto_tree(a: Args) -> int:
 
     assert a.to_tree is not None
     manifest = load_set(a.set_name or "", tuple(a.patchsets))
-    tree = prepare(manifest, a.to_tree, a.offline)
+    tree = prepare(manifest, a.to_tree, a.offline, a.workspace)
     if not a.as_json:
         console.err(
             f"sgpatch port: {tree.root} is sglang {tree.version}, not a release: carrying "

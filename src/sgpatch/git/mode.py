@@ -711,9 +711,12 @@ def status_check(target, manifest, ledger=None, quiet: bool = False) -> StatusCh
         return StatusCheck(None, (note,))
     notes = [warning_line(files)] if files else []
     if mine:
+        from sgpatch.shown import command, context
+
+        commit = command("revert", "--set", manifest.name, *context(target.root), "--commit")
         notes.append(
             f"note: sgpatch reverted {manifest.name} but the revert is not committed "
-            f"({', '.join(mine)}); `sgpatch revert --set {manifest.name} --commit` commits it"
+            f"({', '.join(mine)}); {commit} commits it"
         )
     return StatusCheck(files, tuple(notes))
 

@@ -479,7 +479,7 @@ def _fail(failures: Sequence[str], version: Version) -> None:
 
 def manifest_text(result: ImportResult) -> str:
     """patchset.yaml for the imported set: provenance as comments, one `==V` variant each."""
-    from sgpatch.ops.suggest import probe_lines, quote
+    from sgpatch.patchset.probe import probe_lines, quote
 
     v = result.version
     lines = [

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -23,7 +23,7 @@ from packaging.version import Version
 from sgpatch.diff.unified import read_patch
 from sgpatch.errors import ExitCode, SgpatchError, bad_input
 from sgpatch.patchset.manifest import SetManifest, load_manifest, probe_for, probes_of
-from sgpatch.patchset.probe import AllProbe, AnyProbe, NotProbe, RegexProbe, SymbolProbe
+from sgpatch.patchset.probe import files as probe_files
 
 # a cell's state, or how it applied (any fuzz level is "fuzz"); "error": a release not planned
 FAIL_ON = (
@@ -99,21 +99,6 @@ class Row:
     error_patch: str | None = None  # the patch with no variant for it, when that is why
     tree: str | None = None  # a tree's row (`matrix --tree`): its package root
     variants_of: str | None = None  # not checked on: the version whose variants planned it
-
-
-def probe_files(node) -> list[str]:
-    """The files (globs, package-relative) a probe reads."""
-    if node is None:
-        return []
-    if isinstance(node, RegexProbe):
-        return [node.file_glob]
-    if isinstance(node, SymbolProbe):
-        return [node.file, str(PurePosixPath(node.file).parent / "*.py")]
-    if isinstance(node, (AllProbe, AnyProbe)):
-        return [f for n in node.nodes for f in probe_files(n)]
-    if isinstance(node, NotProbe):
-        return probe_files(node.node)
-    return []
 
 
 def needed_files(manifest: SetManifest) -> list[str]:

@@ -145,7 +145,7 @@ def refresh(
         why = variant.na if variant is not None else "no variant covers it"
         raise SgpatchError(
             f"patch {patch_id} has no patch file for sglang {version} ({why}); "
-            "add a variant first (or use `sgpatch port`)"
+            "add a variant first (or port the set to this release)"
         )
     old = read_patch(variant.patch)
     files = sorted(set(patch_files(old)) | {package_rel(f) for f in extra_files})

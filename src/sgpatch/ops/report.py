@@ -243,14 +243,16 @@ def state_counts(plan) -> str:
     return parts
 
 
-def _next(plan) -> str:
-    """What to do when apply stopped on a patch edited since sgpatch applied it."""
+def _next(plan, where: Sequence[str] = ()) -> str:
+    """What to do when apply stopped on a patch edited since sgpatch applied it (`where`: the
+    options naming the tree and the sets, so the command works as typed)."""
     edited = [p.id for p in plan.patches if p.selected and p.state == "modified"]
     if not edited:
         return ""
+    force = shown.command("revert", "--set", plan.name, *where, "--force")
     return (
-        f": {', '.join(edited)} was edited since sgpatch applied it; `sgpatch revert --set "
-        f"{plan.name} --force` takes the set out and keeps the edit, then apply again"
+        f": {', '.join(edited)} was edited since sgpatch applied it; {force} takes the set out "
+        "and keeps the edit, then apply again"
     )
 
 
@@ -263,7 +265,9 @@ def status_verdict(plan, code) -> None:
     err(f"sgpatch: {plan.name}: {state_counts(plan)}; {word}{untested_tail(plan)}")
 
 
-def apply_summary(plan, code, written, dry_run: bool, unmet: Sequence = ()) -> None:
+def apply_summary(
+    plan, code, written, dry_run: bool, unmet: Sequence = (), where: Sequence[str] = ()
+) -> None:
     """One line a build log can grep: what happened to the set, counted by final state, and
     why it was not applied when --strict refused `unmet` preconditions."""
     parts, tail = state_counts(plan), untested_tail(plan)
@@ -276,7 +280,7 @@ def apply_summary(plan, code, written, dry_run: bool, unmet: Sequence = ()) -> N
         )
         err(
             f"sgpatch: {plan.name}: not applied{why} ({parts}); nothing was written"
-            f"{_next(plan)}{tail}"
+            f"{_next(plan, where)}{tail}"
         )
     elif dry_run:
         err(f"sgpatch: {plan.name}: dry run ({parts}); nothing was written{tail}")

@@ -312,8 +312,8 @@ def split_patch(
 
 
 def _edit(manifest, spec, halves, new_id, summary, by, rest_probe, new_probe) -> str:
-    from sgpatch.ops.suggest import probe_lines, quote
     from sgpatch.patchset import manifest_text as mt
+    from sgpatch.patchset.probe import probe_lines, quote
 
     path = manifest.path
     text = path.read_text(encoding="utf-8")

@@ -21,15 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.diff.unified import decode, split_lines, strip_eol
-from sgpatch.patchset.probe import (
-    AllProbe,
-    AnyProbe,
-    NotProbe,
-    ProbeNode,
-    RegexProbe,
-    SymbolProbe,
-    evaluate,
-)
+from sgpatch.patchset.probe import AllProbe, NotProbe, ProbeNode, RegexProbe, evaluate
+from sgpatch.patchset.probe import files as probe_files
 
 PER_FILE = 3
 MIN_CHARS = 12  # shorter lines (`return x`, `)`, `else:`) say little about a patch
@@ -153,16 +146,6 @@ def _combine(nodes: Sequence[ProbeNode]) -> ProbeNode | None:
     return nodes[0] if len(nodes) == 1 else AllProbe(tuple(nodes))
 
 
-def files_of(node: ProbeNode | None) -> list[str]:
-    if isinstance(node, RegexProbe):
-        return [node.file_glob]
-    if isinstance(node, AllProbe):
-        return [f for n in node.nodes for f in files_of(n)]
-    if isinstance(node, NotProbe):
-        return files_of(node.node)
-    return []
-
-
 def write_tree(root: Path, read: Reader, files: Sequence[str]) -> Path:
     """A small tree under `root` holding `files` as `read` gives them (absent ones left out)."""
     for rel in set(files):
@@ -177,12 +160,12 @@ def write_tree(root: Path, read: Reader, files: Sequence[str]) -> Path:
 def value_on(node: ProbeNode, read: Reader) -> bool:
     """The probe's value on a small tree made of the files it names, as `read` gives them."""
     with tempfile.TemporaryDirectory(prefix="sgpatch-probe-") as tmp:
-        return evaluate(node, write_tree(Path(tmp), read, files_of(node))).value
+        return evaluate(node, write_tree(Path(tmp), read, probe_files(node))).value
 
 
 def values_on(nodes: Sequence[ProbeNode], read: Reader) -> list[bool]:
     """Each probe's value on one small tree (every file read once)."""
-    files = [f for n in nodes for f in files_of(n)]
+    files = [f for n in nodes for f in probe_files(n)]
     with tempfile.TemporaryDirectory(prefix="sgpatch-probe-") as tmp:
         result = evaluate(AllProbe(tuple(nodes)), write_tree(Path(tmp), read, files))
     return [c.value for c in result.children]
@@ -202,7 +185,7 @@ def check_on(node: ProbeNode, pristine: Path, before: Path, after: Path) -> str:
 
 def check(node: ProbeNode, pristine: Reader, before: Reader, after: Reader) -> str:
     """`check_on`, with each state given as a reader of package-relative paths."""
-    files = files_of(node)
+    files = probe_files(node)
     with tempfile.TemporaryDirectory(prefix="sgpatch-probe-") as tmp:
         p = write_tree(Path(tmp, "p"), pristine, files)
         b = write_tree(Path(tmp, "b"), before, files)
@@ -238,54 +221,3 @@ def suggest(
     if problem:
         return Suggestion(None, f"the suggested probe is {problem}")
     return Suggestion(probe)
-
-
-def to_yaml(node: ProbeNode, indent: int) -> list[str]:
-    """The probe as manifest lines (block style, one flow mapping per leaf), `indent` spaces:
-    every node form (a person's probe that port writes back too)."""
-    pad = " " * indent
-    if isinstance(node, RegexProbe):
-        word = "absent" if node.absent else "regex"
-        return [f"{pad}{{file: {_path(node.file_glob)}, {word}: {quote(node.regex)}}}"]
-    if isinstance(node, SymbolProbe):
-        return [f"{pad}symbol: {{file: {_path(node.file)}, class: {node.cls}, "
-                f"method: {node.method}}}"]  # fmt: skip
-    if isinstance(node, NotProbe):
-        inner = to_yaml(node.node, indent + 2)
-        return [f"{pad}not: {inner[0].strip()}"] if len(inner) == 1 else [f"{pad}not:", *inner]
-    if isinstance(node, (AllProbe, AnyProbe)):
-        out = [f"{pad}{'all' if isinstance(node, AllProbe) else 'any'}:"]
-        for child in node.nodes:
-            lines = to_yaml(child, 0)
-            out.append(f"{pad}  - {lines[0]}")
-            out += [f"{pad}    {ln}" for ln in lines[1:]]
-        return out
-    raise TypeError(f"cannot write probe {node!r}")
-
-
-SUGGESTED_LINE = (
-    "suggested: true  # made from the patch's lines by sgpatch; delete this line if you edit it"
-)
-
-
-def probe_lines(node: ProbeNode, indent: int, suggested: bool) -> list[str]:
-    """What goes under `probe:` (block style, `indent` spaces): the probe, and with
-    `suggested` the marker that says sgpatch made it (docs/manifest.md), which lets `port`
-    replace it by a new suggestion when the patch changes."""
-    if not suggested:
-        return to_yaml(node, indent)
-    pad = " " * indent
-    if isinstance(node, RegexProbe):
-        body = [f"{pad}file: {_path(node.file_glob)}", f"{pad}regex: {quote(node.regex)}"]
-    else:
-        body = to_yaml(node, indent)
-    return [pad + SUGGESTED_LINE, *body]
-
-
-def quote(text: str) -> str:
-    """A YAML single-quoted scalar (no escapes inside: backslashes stay as they are)."""
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _path(rel: str) -> str:
-    return rel if re.fullmatch(r"[A-Za-z0-9_./-]+", rel) else quote(rel)

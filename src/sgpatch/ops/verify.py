@@ -115,7 +115,7 @@ def _why(doc: dict, code: int) -> str:
         for p in doc.get("patches", [])
         if p.get("selected", True) and p["state"] not in ("applied", "upstream", "present", "n/a")
     ]
-    return f"exit {code}: " + ("; ".join(bad) or "see `sgpatch apply` on this release")
+    return f"exit {code}: " + ("; ".join(bad) or "apply on this release says why")
 
 
 def _compile(root: Path, written: Sequence[str], steps: list[Step]) -> None:

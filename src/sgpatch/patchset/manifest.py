@@ -23,17 +23,7 @@ from packaging.version import Version
 
 from sgpatch.errors import SgpatchError, bad_input, unsafe
 from sgpatch.patchset.hygiene import refuse_others_writable, refuse_writable_inside
-from sgpatch.patchset.probe import (
-    REGEX_FLAGS,
-    AllProbe,
-    AnyProbe,
-    NotProbe,
-    ProbeNode,
-    RegexProbe,
-    RegexUnsupported,
-    SymbolProbe,
-    compile_regex,
-)
+from sgpatch.patchset.probe import ProbeNode, parse_top
 from sgpatch.versions import checked
 
 MANIFEST_NAME = "patchset.yaml"
@@ -165,6 +155,10 @@ class _Checker:
         where = f"{self.shown}:{line}" if line else self.shown
         message = f"{where}: {field}: {problem}" if field else f"{where}: {problem}"
         raise unsafe(message) if is_unsafe else bad_input(message)
+
+    def kind(self, node: object) -> str:
+        """What a node is, for a message ("a list", "integer 3", "null")."""
+        return _kind(node)
 
     # scalars ----------------------------------------------------------------------------------
 
@@ -600,9 +594,7 @@ def _load_patch(chk: _Checker, node: object, field: str) -> _Loaded:
         chk.boolean(keys["optional"][1], f"{field}.optional") if "optional" in keys else False
     )
     probe, suggested = (
-        _load_top_probe(chk, keys["probe"][1], f"{field}.probe")
-        if "probe" in keys
-        else (None, False)
+        parse_top(chk, keys["probe"][1], f"{field}.probe") if "probe" in keys else (None, False)
     )
     if upstream.status == "merged" and probe is None:
         chk.fail(
@@ -667,9 +659,7 @@ def _load_variant(chk: _Checker, node: object, field: str) -> Variant:
         patch = chk.patch_file(keys["patch"][1], f"{field}.patch")
         base = _load_base(chk, keys["base"][1], f"{field}.base") if "base" in keys else None
         probe, suggested = (
-            _load_top_probe(chk, keys["probe"][1], f"{field}.probe")
-            if "probe" in keys
-            else (None, False)
+            parse_top(chk, keys["probe"][1], f"{field}.probe") if "probe" in keys else (None, False)
         )
         return Variant(sglang=sglang, patch=patch, na=None, line=_line(node) or 0, base=base,
                        probe=probe, probe_suggested=suggested)  # fmt: skip
@@ -697,29 +687,6 @@ def _load_env(chk: _Checker, node: object, field: str) -> EnvRequirement:
     return EnvRequirement(package=package, specifier=specifier, why=why)
 
 
-_PROBE_FORMS = "{file, regex}, {file, absent}, {symbol}, {all}, {any} or {not}"
-SUGGESTED = "suggested"  # the marker key a probe sgpatch suggested carries (docs/manifest.md)
-
-
-def _load_top_probe(chk: _Checker, node: object, field: str) -> tuple[ProbeNode, bool]:
-    """A `probe:` value: the probe node, and whether it carries `suggested: true` (a probe
-    sgpatch made that no person has edited since; port may replace it by a new suggestion)."""
-    import yaml
-
-    if not isinstance(node, yaml.MappingNode):
-        return _load_probe(chk, node, field), False
-    marked = [
-        (k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == SUGGESTED
-    ]
-    if not marked:
-        return _load_probe(chk, node, field), False
-    suggested = chk.boolean(marked[0][1], f"{field}.{SUGGESTED}")
-    drop = {id(k) for k, _ in marked}
-    rest = yaml.MappingNode(node.tag, [(k, v) for k, v in node.value if id(k) not in drop],
-                            node.start_mark, node.end_mark, node.flow_style)  # fmt: skip
-    return _load_probe(chk, rest, field), suggested
-
-
 def load_probe_text(text: str, path: Path) -> tuple[ProbeNode | None, bool]:
     """A probe written on its own (a file holding what `probe:` holds in the manifest, as port
     keeps a stopped patch's probe in its workspace): (the probe, `suggested: true`?). A file
@@ -734,7 +701,7 @@ def load_probe_text(text: str, path: Path) -> tuple[ProbeNode | None, bool]:
         raise bad_input(f"{shown}: invalid YAML: {e}") from None
     if root is None:
         return None, False
-    return _load_top_probe(_Checker(path, path.parent), root, "probe")
+    return parse_top(_Checker(path, path.parent), root, "probe")
 
 
 def probe_for(spec: PatchSpec, version: Version) -> ProbeNode | None:
@@ -750,60 +717,6 @@ def probes_of(spec: PatchSpec) -> list[ProbeNode]:
     """Every probe the patch has: its own and its variants'."""
     own = [spec.probe] if spec.probe is not None else []
     return own + [v.probe for v in spec.variants if v.probe is not None]
-
-
-def _load_probe(chk: _Checker, node: object, field: str) -> ProbeNode:
-    import yaml
-
-    if not isinstance(node, yaml.MappingNode):
-        chk.fail(node, field, f"must be a mapping ({_PROBE_FORMS}), got {_kind(node)}")
-    present = {str(k.value) for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
-    if "symbol" in present:
-        keys = chk.mapping(node, field, ("symbol",))
-        return _load_symbol(chk, keys["symbol"][1], f"{field}.symbol")
-    if "regex" in present or "absent" in present or "file" in present:
-        if "regex" in present and "absent" in present:
-            chk.fail(node, field, "has both 'regex' and 'absent'; use one")
-        word = "absent" if "absent" in present else "regex"
-        keys = chk.mapping(node, field, ("file", word))
-        glob = chk.relative_path(keys["file"][1], f"{field}.file", "probe file")
-        pattern_node = keys[word][1]
-        pattern = chk.text(pattern_node, f"{field}.{word}")
-        try:
-            re.compile(pattern, REGEX_FLAGS)  # Python's re words the error
-            compile_regex(pattern)  # RE2 where installed: refuse what it cannot run, here
-        except re.error as e:
-            chk.fail(pattern_node, f"{field}.{word}", f"invalid regex {pattern!r}: {e}")
-        except RegexUnsupported as e:
-            chk.fail(pattern_node, f"{field}.{word}", str(e))
-        return RegexProbe(file_glob=glob, regex=pattern, absent=word == "absent")
-    for word in ("all", "any"):
-        if word in present:
-            keys = chk.mapping(node, field, (word,))
-            items = chk.sequence(keys[word][1], f"{field}.{word}", non_empty=True)
-            nodes = tuple(
-                _load_probe(chk, item, f"{field}.{word}[{i}]") for i, item in enumerate(items)
-            )
-            return AllProbe(nodes) if word == "all" else AnyProbe(nodes)
-    if "not" in present:
-        keys = chk.mapping(node, field, ("not",))
-        return NotProbe(_load_probe(chk, keys["not"][1], f"{field}.not"))
-    chk.fail(node, field, f"not a probe: expected {_PROBE_FORMS}")
-
-
-def _load_symbol(chk: _Checker, node: object, field: str) -> SymbolProbe:
-    keys = chk.mapping(node, field, ("file", "class", "method"))
-    file = chk.relative_path(keys["file"][1], f"{field}.file", "probe file")
-    if any(c in file for c in "*?["):
-        chk.fail(keys["file"][1], f"{field}.file", "a symbol probe names one file, not a glob")
-    names = {}
-    for key in ("class", "method"):
-        value_node = keys[key][1]
-        value = chk.text(value_node, f"{field}.{key}").strip()
-        if not value.isidentifier():
-            chk.fail(value_node, f"{field}.{key}", f"{value!r} is not a Python identifier")
-        names[key] = value
-    return SymbolProbe(file=file, cls=names["class"], method=names["method"])
 
 
 def _check_ids(chk: _Checker, patches: list[_Loaded], nodes: list[object]) -> None:

@@ -5,6 +5,10 @@ in the tree (missing files, syntax errors): those make a node false and say why 
 `sgpatch probe -v` can show file:line and the matched text for every verdict. Only a probe that
 would look outside the package root is refused (exit 4).
 
+Each kind of node (regex/absent, symbol, all, any, not) is one class holding its parse (from
+composed YAML), render (back to manifest lines), files (what a minimal tree must hold for it) and
+evaluate; `KINDS` maps the YAML word to the class, so this module alone reads and writes probes.
+
 Evidence kinds:
     match      a regex matched (file, line, the line's text)
     no-match   a regex did not match in a file (or in N files)
@@ -22,12 +26,37 @@ import ast
 import os
 import re
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import ClassVar, NoReturn, Protocol, cast
 
-from sgpatch.errors import bad_input, unsafe
+from sgpatch.errors import bad_input, internal, unsafe
 from sgpatch.tree.files import within
+
+
+class Fields(Protocol):
+    """What parsing a probe needs of the YAML checker that reads it (manifest._Checker): every
+    failure it raises is `file:line: field: problem`, exit 2 (4 for a path leaving the root)."""
+
+    def fail(
+        self, node: object, field: str, problem: str, *, is_unsafe: bool = False
+    ) -> NoReturn: ...
+    def text(self, node: object, field: str, *, empty_ok: bool = False) -> str: ...
+    def boolean(self, node: object, field: str) -> bool: ...
+    def mapping(
+        self, node: object, field: str, required: Sequence[str], optional: Sequence[str] = ()
+    ) -> dict[str, tuple[object, object]]: ...
+    def sequence(self, node: object, field: str, *, non_empty: bool = False) -> list[object]: ...
+    def relative_path(self, node: object, field: str, what: str) -> str: ...
+    def kind(self, node: object) -> str: ...
+
+
+# --- the kinds: one class each, with its parse, render, files, describe and evaluate ------------
+# The registry (KINDS, below the classes) maps each word that selects a kind in YAML to its class,
+# as pre-commit's `languages` does: parsing, writing, the files a minimal tree needs and the
+# evaluation all go through it, so a new kind is one class and one registry entry, and a node of
+# a kind sgpatch does not know is an error wherever it turns up, never "no files, not upstream".
 
 
 @dataclass(frozen=True)
@@ -38,6 +67,37 @@ class RegexProbe:
     regex: str
     absent: bool = False
 
+    WORDS: ClassVar[tuple[str, ...]] = ("regex", "absent")
+    FORM: ClassVar[str] = "{file, regex}, {file, absent}"
+
+    @classmethod
+    def parse(cls, fields: Fields, node: object, field: str, word: str) -> RegexProbe:
+        keys = fields.mapping(node, field, ("file", word))
+        glob = fields.relative_path(keys["file"][1], f"{field}.file", "probe file")
+        pattern_node = keys[word][1]
+        pattern = fields.text(pattern_node, f"{field}.{word}")
+        try:
+            re.compile(pattern, REGEX_FLAGS)  # Python's re words the error
+            compile_regex(pattern)  # RE2 where installed: refuse what it cannot run, here
+        except re.error as e:
+            fields.fail(pattern_node, f"{field}.{word}", f"invalid regex {pattern!r}: {e}")
+        except RegexUnsupported as e:
+            fields.fail(pattern_node, f"{field}.{word}", str(e))
+        return cls(file_glob=glob, regex=pattern, absent=word == "absent")
+
+    def render(self, indent: int) -> list[str]:
+        word = "absent" if self.absent else "regex"
+        return [f"{' ' * indent}{{file: {_path(self.file_glob)}, {word}: {quote(self.regex)}}}"]
+
+    def files(self) -> list[str]:
+        return [self.file_glob]
+
+    def describe(self) -> str:
+        return f"{'absent' if self.absent else 'regex'} {self.file_glob} /{self.regex}/"
+
+    def evaluate(self, ctx: Reader) -> ProbeResult:
+        return _eval_regex(self, ctx)
+
 
 @dataclass(frozen=True)
 class SymbolProbe:
@@ -47,12 +107,67 @@ class SymbolProbe:
     cls: str
     method: str
 
+    WORDS: ClassVar[tuple[str, ...]] = ("symbol",)
+    FORM: ClassVar[str] = "{symbol}"
+
+    @classmethod
+    def parse(cls, fields: Fields, node: object, field: str, word: str) -> SymbolProbe:
+        node = fields.mapping(node, field, (word,))[word][1]
+        field = f"{field}.{word}"
+        keys = fields.mapping(node, field, ("file", "class", "method"))
+        file = fields.relative_path(keys["file"][1], f"{field}.file", "probe file")
+        if any(c in file for c in "*?["):
+            fields.fail(
+                keys["file"][1], f"{field}.file", "a symbol probe names one file, not a glob"
+            )
+        names = {}
+        for key in ("class", "method"):
+            value_node = keys[key][1]
+            value = fields.text(value_node, f"{field}.{key}").strip()
+            if not value.isidentifier():
+                fields.fail(value_node, f"{field}.{key}", f"{value!r} is not a Python identifier")
+            names[key] = value
+        return cls(file=file, cls=names["class"], method=names["method"])
+
+    def render(self, indent: int) -> list[str]:
+        return [f"{' ' * indent}symbol: {{file: {_path(self.file)}, class: {self.cls}, "
+                f"method: {self.method}}}"]  # fmt: skip
+
+    def files(self) -> list[str]:
+        """The file, and its folder's modules: the base classes are often beside it."""
+        return [self.file, str(PurePosixPath(self.file).parent / "*.py")]
+
+    def describe(self) -> str:
+        return f"symbol {self.file} {self.cls}.{self.method}"
+
+    def evaluate(self, ctx: Reader) -> ProbeResult:
+        return _eval_symbol(self, ctx)
+
 
 @dataclass(frozen=True)
 class AllProbe:
     """True when every sub-probe is."""
 
     nodes: tuple[ProbeNode, ...]
+
+    WORDS: ClassVar[tuple[str, ...]] = ("all",)
+    FORM: ClassVar[str] = "{all}"
+
+    @classmethod
+    def parse(cls, fields: Fields, node: object, field: str, word: str) -> AllProbe:
+        return cls(_parse_list(fields, node, field, word))
+
+    def render(self, indent: int) -> list[str]:
+        return _render_list("all", self.nodes, indent)
+
+    def files(self) -> list[str]:
+        return [f for n in self.nodes for f in files(n)]
+
+    def describe(self) -> str:
+        return "all(" + ", ".join(describe(n) for n in self.nodes) + ")"
+
+    def evaluate(self, ctx: Reader) -> ProbeResult:
+        return _eval_list(self, self.nodes, all, ctx)
 
 
 @dataclass(frozen=True)
@@ -61,6 +176,25 @@ class AnyProbe:
 
     nodes: tuple[ProbeNode, ...]
 
+    WORDS: ClassVar[tuple[str, ...]] = ("any",)
+    FORM: ClassVar[str] = "{any}"
+
+    @classmethod
+    def parse(cls, fields: Fields, node: object, field: str, word: str) -> AnyProbe:
+        return cls(_parse_list(fields, node, field, word))
+
+    def render(self, indent: int) -> list[str]:
+        return _render_list("any", self.nodes, indent)
+
+    def files(self) -> list[str]:
+        return [f for n in self.nodes for f in files(n)]
+
+    def describe(self) -> str:
+        return "any(" + ", ".join(describe(n) for n in self.nodes) + ")"
+
+    def evaluate(self, ctx: Reader) -> ProbeResult:
+        return _eval_list(self, self.nodes, any, ctx)
+
 
 @dataclass(frozen=True)
 class NotProbe:
@@ -68,8 +202,142 @@ class NotProbe:
 
     node: ProbeNode
 
+    WORDS: ClassVar[tuple[str, ...]] = ("not",)
+    FORM: ClassVar[str] = "{not}"
+
+    @classmethod
+    def parse(cls, fields: Fields, node: object, field: str, word: str) -> NotProbe:
+        keys = fields.mapping(node, field, (word,))
+        return cls(parse(fields, keys[word][1], f"{field}.{word}"))
+
+    def render(self, indent: int) -> list[str]:
+        inner = render(self.node, indent + 2)
+        pad = " " * indent
+        if len(inner) == 1 and inner[0].lstrip().startswith("{"):  # a flow mapping: one line
+            return [f"{pad}not: {inner[0].strip()}"]
+        return [f"{pad}not:", *inner]  # `not: symbol: {...}` would not be YAML
+
+    def files(self) -> list[str]:
+        return files(self.node)
+
+    def describe(self) -> str:
+        return f"not({describe(self.node)})"
+
+    def evaluate(self, ctx: Reader) -> ProbeResult:
+        child = _eval(self.node, ctx)
+        return ProbeResult(not child.value, child.evidence, self, (child,))
+
 
 ProbeNode = RegexProbe | SymbolProbe | AllProbe | AnyProbe | NotProbe
+_KINDS: tuple[type[ProbeNode], ...] = (RegexProbe, SymbolProbe, AllProbe, AnyProbe, NotProbe)
+KINDS: dict[str, type[ProbeNode]] = {word: kind for kind in _KINDS for word in kind.WORDS}
+FORMS = ", ".join(k.FORM for k in _KINDS[:-1]) + f" or {_KINDS[-1].FORM}"
+SUGGESTED = "suggested"  # the marker key a probe sgpatch suggested carries (docs/manifest.md)
+SUGGESTED_LINE = (
+    "suggested: true  # made from the patch's lines by sgpatch; delete this line if you edit it"
+)
+
+
+def kind_of(node: object) -> ProbeNode:
+    """`node`, checked to be of a registered kind: anything else (a kind added to the code but
+    not to KINDS) is sgpatch breaking its own rule, one line and exit 70, not a false verdict."""
+    if type(node) not in _KINDS:
+        raise internal(f"not a probe kind sgpatch knows: {type(node).__name__}")
+    return cast("ProbeNode", node)
+
+
+def files(node: ProbeNode | None) -> list[str]:
+    """The files (globs, package-relative) a probe reads: what a minimal tree must hold for it
+    (matrix, lint, port and the suggestion checks all build theirs from this)."""
+    return [] if node is None else kind_of(node).files()
+
+
+def describe(node: ProbeNode) -> str:
+    """A compact one-line rendering of a probe node, for reports."""
+    return kind_of(node).describe()
+
+
+def render(node: ProbeNode, indent: int) -> list[str]:
+    """The probe as manifest lines (block style, one flow mapping per leaf), `indent` spaces:
+    every kind (a person's probe that port writes back too); `parse` reads them back."""
+    return kind_of(node).render(indent)
+
+
+def probe_lines(node: ProbeNode, indent: int, suggested: bool) -> list[str]:
+    """What goes under `probe:` (`indent` spaces): the probe, and with `suggested` the marker
+    that says sgpatch made it (docs/manifest.md), which lets `port` replace it by a new
+    suggestion when the patch changes; `parse_top` reads both back."""
+    if not suggested:
+        return render(node, indent)
+    pad = " " * indent
+    if isinstance(node, RegexProbe):  # block style, so the marker sits beside file and regex
+        word = "absent" if node.absent else "regex"
+        body = [f"{pad}file: {_path(node.file_glob)}", f"{pad}{word}: {quote(node.regex)}"]
+    else:
+        body = render(node, indent)
+    return [pad + SUGGESTED_LINE, *body]
+
+
+def parse(fields: Fields, node: object, field: str) -> ProbeNode:
+    """A probe node from composed YAML: the one key that names its kind picks the class in
+    KINDS (`{file: F}` alone is a regex probe missing its regex); no such key, or two, is
+    `file:line: field: problem` (exit 2)."""
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode):
+        fields.fail(node, field, f"must be a mapping ({FORMS}), got {fields.kind(node)}")
+    present = [str(k.value) for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
+    words = [w for w in present if w in KINDS] or (["regex"] if "file" in present else [])
+    if not words:
+        named = ", ".join(repr(w) for w in present) or "none"
+        fields.fail(node, field, f"not a probe: unknown kind ({named}); expected {FORMS}")
+    if len(words) > 1:
+        fields.fail(node, field, f"has both {words[0]!r} and {words[1]!r}; use one")
+    return KINDS[words[0]].parse(fields, node, field, words[0])
+
+
+def parse_top(fields: Fields, node: object, field: str) -> tuple[ProbeNode, bool]:
+    """A `probe:` value: the probe node, and whether it carries `suggested: true` (a probe
+    sgpatch made that no person has edited since; port may replace it by a new suggestion)."""
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode):
+        return parse(fields, node, field), False
+    marked = [
+        (k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == SUGGESTED
+    ]
+    if not marked:
+        return parse(fields, node, field), False
+    suggested = fields.boolean(marked[0][1], f"{field}.{SUGGESTED}")
+    drop = {id(k) for k, _ in marked}
+    rest = yaml.MappingNode(node.tag, [(k, v) for k, v in node.value if id(k) not in drop],
+                            node.start_mark, node.end_mark, node.flow_style)  # fmt: skip
+    return parse(fields, rest, field), suggested
+
+
+def _parse_list(fields: Fields, node: object, field: str, word: str) -> tuple[ProbeNode, ...]:
+    keys = fields.mapping(node, field, (word,))
+    items = fields.sequence(keys[word][1], f"{field}.{word}", non_empty=True)
+    return tuple(parse(fields, item, f"{field}.{word}[{i}]") for i, item in enumerate(items))
+
+
+def _render_list(word: str, nodes: Sequence[ProbeNode], indent: int) -> list[str]:
+    pad = " " * indent
+    out = [f"{pad}{word}:"]
+    for child in nodes:
+        lines = render(child, 0)
+        out.append(f"{pad}  - {lines[0]}")
+        out += [f"{pad}    {ln}" for ln in lines[1:]]
+    return out
+
+
+def quote(text: str) -> str:
+    """A YAML single-quoted scalar (no escapes inside: backslashes stay as they are)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _path(rel: str) -> str:
+    return rel if re.fullmatch(r"[A-Za-z0-9_./-]+", rel) else quote(rel)
 
 
 @dataclass(frozen=True)
@@ -107,20 +375,6 @@ def check_relative(pattern: str, what: str) -> None:
         raise unsafe(f"{what} {pattern!r} must be a path relative to the SGLang package root")
     if ".." in pure.parts or "\\" in pattern:
         raise unsafe(f"{what} {pattern!r} must not contain '..' or backslashes")
-
-
-def describe(node: ProbeNode) -> str:
-    """A compact one-line rendering of a probe node, for reports."""
-    if isinstance(node, RegexProbe):
-        word = "absent" if node.absent else "regex"
-        return f"{word} {node.file_glob} /{node.regex}/"
-    if isinstance(node, SymbolProbe):
-        return f"symbol {node.file} {node.cls}.{node.method}"
-    if isinstance(node, AllProbe):
-        return "all(" + ", ".join(describe(n) for n in node.nodes) + ")"
-    if isinstance(node, AnyProbe):
-        return "any(" + ", ".join(describe(n) for n in node.nodes) + ")"
-    return f"not({describe(node.node)})"
 
 
 def _clip(text: str) -> str:
@@ -273,21 +527,19 @@ def evaluate(node: ProbeNode, root: Path, reader: Reader | None = None) -> Probe
 
 
 def _eval(node: ProbeNode, ctx: Reader) -> ProbeResult:
-    if isinstance(node, RegexProbe):
-        return _eval_regex(node, ctx)
-    if isinstance(node, SymbolProbe):
-        return _eval_symbol(node, ctx)
-    if isinstance(node, (AllProbe, AnyProbe)):
-        # Every child is evaluated (no short-circuit) so -v shows the whole picture.
-        children = tuple(_eval(child, ctx) for child in node.nodes)
-        values = [c.value for c in children]
-        value = all(values) if isinstance(node, AllProbe) else any(values)
-        evidence = tuple(ev for c in children for ev in c.evidence)
-        return ProbeResult(value, evidence, node, children)
-    if isinstance(node, NotProbe):
-        child = _eval(node.node, ctx)
-        return ProbeResult(not child.value, child.evidence, node, (child,))
-    raise TypeError(f"not a probe node: {node!r}")  # a bug, not user input
+    return kind_of(node).evaluate(ctx)
+
+
+def _eval_list(
+    node: AllProbe | AnyProbe,
+    nodes: Sequence[ProbeNode],
+    combine: Callable[[Iterable[bool]], bool],
+    ctx: Reader,
+) -> ProbeResult:
+    """all/any: every child is evaluated (no short-circuit) so -v shows the whole picture."""
+    children = tuple(_eval(child, ctx) for child in nodes)
+    evidence = tuple(ev for c in children for ev in c.evidence)
+    return ProbeResult(combine(c.value for c in children), evidence, node, children)
 
 
 def _glob(pattern: str, ctx: Reader) -> list[Path]:

@@ -34,22 +34,27 @@ class TreeTarget:
 
 def _pristine_tree(root: Path) -> None:
     """A tree a set is applied to is not the snapshot: its files are the set's already."""
+    from sgpatch.shown import command, context
     from sgpatch.state import ledger as ledger_mod
     from sgpatch.state.folder import interrupted
     from sgpatch.state.ledger import state_dir
 
     if interrupted(state_dir(root)):
+        recover = command("recover", *context(root, ()))
         raise bad_input(f"--to-tree {root}: an interrupted sgpatch run left it half written; "
-                        f"`sgpatch recover --sglang-dir {root}` first")  # fmt: skip
+                        f"{recover} first")  # fmt: skip
     applied = list(ledger_mod.load(root).sets)
     if applied:
+        revert = command("revert", "--set", applied[-1], *context(root))
         raise bad_input(
             f"--to-tree {root}: patch set(s) {', '.join(applied)} are applied there; port "
-            f"needs the tree as upstream made it: `sgpatch revert --set {applied[-1]}` first"
+            f"needs the tree as upstream made it: {revert} first"
         )
 
 
-def prepare(manifest: SetManifest, tree: Path, offline: bool) -> TreeTarget:
+def prepare(
+    manifest: SetManifest, tree: Path, offline: bool, workspace: Path | None = None
+) -> TreeTarget:
     """Find the tree and its version, keep it in the cache, and work out where the patches
     are carried from. Bad input (exit 2): no SGLang tree, no version, a release (port `--to`
     it), a tree with a set applied, a version older than every version the set was checked
@@ -62,9 +67,12 @@ def prepare(manifest: SetManifest, tree: Path, offline: bool) -> TreeTarget:
     target = find_target(root=find_root(tree))
     onto = Version(target.version.public)
     if not onto.is_prerelease:
+        from sgpatch.shown import command, context
+
+        w = ("--workspace", str(workspace)) if workspace is not None else ()
+        port = command("port", "--set", manifest.name, *context(), "--to", onto, *w)
         raise bad_input(
-            f"--to-tree {tree}: sglang {target.version} is a release, not a snapshot: "
-            f"`sgpatch port --to {onto}`"
+            f"--to-tree {tree}: sglang {target.version} is a release, not a snapshot: {port}"
         )
     lower = nearest_lower(manifest, onto)
     if lower is None:

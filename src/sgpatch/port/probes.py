@@ -65,7 +65,7 @@ def shown(ws: Workspace, pid: str) -> str:
 def render(pid: str, to: Version, probe: ProbeNode | None, suggested: bool, note: str) -> str:
     """The probe file: comments that say what it is and what --continue checks, then the probe
     as the manifest writes it (or no probe at all)."""
-    from sgpatch.ops.suggest import probe_lines
+    from sgpatch.patchset.probe import probe_lines
 
     head = [
         f"# The probe of patch {pid} on sglang {to}: what `probe:` holds in patchset.yaml.",
@@ -173,7 +173,7 @@ def states(ctx: Context, pid: str, listing: snapshots.Listing) -> States:
 def _names(node: ProbeNode, ctx: Context) -> list[str]:
     """The files a probe reads (as matrix plans a minimal tree: a symbol probe's folder too,
     for its base classes), a glob expanded over the release's and W's files."""
-    from sgpatch.ops.matrix import probe_files
+    from sgpatch.patchset.probe import files as probe_files
 
     out: set[str] = set()
     everything: list[str] | None = None
@@ -236,9 +236,9 @@ def elsewhere(ctx: Context, spec: PatchSpec, probe: ProbeNode | None) -> list[st
     (lint's rule there: false on the pristine release, true with the set applied): one line
     per release. Releases whose variant has a probe of its own are not asked."""
     from sgpatch.ops import matrix
-    from sgpatch.ops.suggest import probe_lines
     from sgpatch.patchset import manifest_text
     from sgpatch.patchset.manifest import load_manifest
+    from sgpatch.patchset.probe import probe_lines
 
     m = ctx.manifest
     others = []
@@ -378,8 +378,8 @@ def manifest_edits(ctx: Context, text: str, changes: list[str], done: Sequence[O
     """The manifest with each decided probe written: on the patch, or on its new `==V`
     variant (the first: every patch whose probe goes on a variant has one, see settle).
     `done`: the settled patches (port.state's queue)."""
-    from sgpatch.ops.suggest import probe_lines
     from sgpatch.patchset import manifest_text
+    from sgpatch.patchset.probe import probe_lines
 
     new_variant = {o.id for o in done if o.outcome in ("carried", "fixed") and not o.as_is}
     path = ctx.manifest.path

@@ -477,7 +477,7 @@ def hand_edits(ws: Workspace) -> list[str]:
 
 def keep_aside(ws: Workspace, rels: list[str]) -> Path:
     """Copy `rels` (W-relative) to a new folder next to W, `W.aborted-N` (the first N free):
-    the one place --abort writes outside W."""
+    the one place --abort writes outside W. A copy that fails removes that folder again."""
     n = 1
     while True:
         dest = ws.top.with_name(f"{ws.top.name}.aborted-{n}")
@@ -486,10 +486,14 @@ def keep_aside(ws: Workspace, rels: list[str]) -> Path:
             break
         except FileExistsError:
             n += 1
-    for rel in rels:
-        data = read(ws.top, rel)
-        if data is not None:
-            write(dest, rel, data)
+    try:
+        for rel in rels:
+            data = read(ws.top, rel)
+            if data is not None:
+                write(dest, rel, data)
+    except BaseException:
+        rmtree(dest)  # a failed copy leaves no W.aborted-N behind (the next try makes it anew)
+        raise
     return dest
 
 

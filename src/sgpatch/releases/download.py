@@ -268,7 +268,7 @@ def wheel_path(version: str | Version) -> Path:
         if why is None:
             return path
         if path.parent != folder.wheels_dir():  # a snapshot: nothing to download it again from
-            raise SgpatchError(f"{why}; `sgpatch port --to-tree` of its tree keeps it anew")
+            raise SgpatchError(f"{why}; port --to-tree of its tree keeps it anew")
         wheels.discard(path)
         if _OFFLINE[0]:
             raise SgpatchError(f"{why}; removed it from the cache (--offline: `sgpatch fetch "

@@ -37,28 +37,39 @@ DEFAULT_LOCK_TIMEOUT = 30.0
 SAFE_ENV = "SGPATCH_SAFE_DIRECTORY"
 
 
-def check_trusted(root: Path) -> Owner | None:
-    """A writer run by root on a tree another user owns refuses, as git refuses a repository
-    another user owns (`safe.directory`), unless $SGPATCH_SAFE_DIRECTORY names the tree (its
-    package root, several separated by ':', or `*`). Returns the owner (uid, gid) what sgpatch
-    creates there gets: that user's, so their tree stays theirs (None: the process's own)."""
+def tree_owner(root: Path) -> Owner | None:
+    """The owner (uid, gid) of what sgpatch creates in the tree: root writing a tree another
+    user owns (a Docker build patching an sdist tar unpacked with uid 1001) proceeds, and
+    everything it creates there (files, `.sgpatch/` and its lock) is that user's, so the result
+    is what they could have written themselves. None: the process's own (docs/safety.md)."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return None
     try:
         st = os.stat(root)
     except OSError:
         return None  # no tree: whatever writes there says so
-    if st.st_uid == 0:
-        return None
-    if not _named_safe(root):
-        import shlex
+    return None if st.st_uid == 0 else (st.st_uid, st.st_gid)
 
-        raise unsafe(
-            f"refusing to write {root}: it belongs to uid {st.st_uid} and sgpatch runs as root "
-            f"(as git refuses another user's repository); if you trust that tree, `export "
-            f"{SAFE_ENV}={shlex.quote(str(Path(root).absolute()))}` and run the command again"
-        )
-    return (st.st_uid, st.st_gid)
+
+def check_replay_trusted(root: Path, journal: Path) -> None:
+    """Root never replays a journal it found in a tree another user owns (that user could have
+    planted it, to make root write where they cannot), unless $SGPATCH_SAFE_DIRECTORY names
+    the tree (its package root, several separated by ':', or `*`), as git's safe.directory.
+    Exit 4 in one line: the owner rolls it back, or the person says the tree is trusted."""
+    owner = tree_owner(root)
+    if owner is None or _named_safe(root):
+        return
+    import shlex
+
+    from sgpatch.shown import command
+
+    top = Path(root).absolute()
+    raise unsafe(
+        f"refusing to roll back the journal {journal} as root: the tree belongs to uid "
+        f"{owner[0]}, who could have planted it; run {command('recover', '--sglang-dir', top)} "
+        f"as uid {owner[0]}, or, if you trust that tree, `export "
+        f"{SAFE_ENV}={shlex.quote(str(top))}` and run the command again"
+    )
 
 
 def _named_safe(root: Path) -> bool:
@@ -136,7 +147,7 @@ def locked(state_dir: Path, timeout: float | None = None, create: bool = True) -
     is gone, raise `StateGone` (its writer finished and took it away: nothing to recover)."""
     if timeout is None:
         timeout = lock_timeout()
-    owner = check_trusted(state_dir.parent)
+    owner = tree_owner(state_dir.parent)
     lock = _acquire(state_dir, timeout, create, owner)
     try:
         fslock.write_holder(state_dir / LOCK_OWNER, owner)

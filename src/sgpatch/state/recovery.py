@@ -30,7 +30,13 @@ from sgpatch.state.folder import (
     journal_path,
     read_state,
 )
-from sgpatch.state.lock import StateGone, check_state_dir, locked, remove_stale_temps
+from sgpatch.state.lock import (
+    StateGone,
+    check_replay_trusted,
+    check_state_dir,
+    locked,
+    remove_stale_temps,
+)
 from sgpatch.state.put import Tree, owner_of, put, remove
 from sgpatch.tree.files import safe_path
 
@@ -45,11 +51,13 @@ def roll_back_interrupted(
     the lock when there is no journal, so a killed run's other residue (temp files, a stale
     lock.owner, a folder holding only the lock) is removed on the way out."""
     try:
-        if journal_path(state_dir) is None:
+        found = journal_path(state_dir)
+        if found is None:
             if tidy and state_dir.is_dir() and not state_dir.is_symlink():
                 with locked(state_dir, wait, create=False):
                     store.drop(state_dir)  # scratch originals (a link planted there: exit 4)
             return None
+        check_replay_trusted(root, found)  # root: another user's journal is theirs to replay
         with locked(state_dir, wait, create=False), interrupts.deferred():
             return recover(root, state_dir)
     except StateGone:

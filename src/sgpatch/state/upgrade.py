@@ -99,17 +99,20 @@ def reconcile(root: Path, version: str, dist_info: Path | None, stored: Ledger) 
         why[name] = REVERTED
         ledger = ledger.without_set(name)
     stale = tuple(n for n in stored.sets if n in why)  # in the ledger's order
-    notes = tuple(_note(n, why[n], dropped=False) for n in stale)
-    dropped = tuple(_note(n, why[n], dropped=True) for n in stale)
+    notes = tuple(_note(n, why[n], dropped=False, root=root) for n in stale)
+    dropped = tuple(_note(n, why[n], dropped=True, root=root) for n in stale)
     return Reconciled(stored, ledger, stale, notes, dropped)
 
 
 REVERTED = "reverted outside sgpatch"
 
 
-def _note(name: str, why: str, dropped: bool) -> str:
-    """One line per stale set: to a reader, what to run; from the writer that drops it, that
-    its records are gone."""
+def _note(name: str, why: str, dropped: bool, root: Path | None = None) -> str:
+    """One line per stale set: to a reader, what to run (a command naming the tree and the
+    run's sets, as typed); from the writer that drops it, that its records are gone."""
+    from sgpatch.shown import command, context
+
+    again = command("apply", "--set", name, *context(root))
     if why == REVERTED:
         head = (
             f"set {name} was reverted outside sgpatch (every file it patched holds its bytes "
@@ -117,13 +120,10 @@ def _note(name: str, why: str, dropped: bool) -> str:
         )
         if dropped:
             return f"{head}; its records are dropped"
-        return f"{head}; its patches read pending: `sgpatch apply --set {name}` applies it again"
+        return f"{head}; its patches read pending: {again} applies it again"
     if dropped:
         return f"{why}; set {name} is no longer applied: its records are dropped"
-    return (
-        f"{why}; set {name} is no longer applied: `sgpatch apply --set {name}` applies it to "
-        "this tree"
-    )
+    return f"{why}; set {name} is no longer applied: {again} applies it to this tree"
 
 
 _UNREADABLE = object()  # never equal to a recorded state

@@ -202,6 +202,14 @@ def one_line_error(err: str) -> str:
     return err
 
 
+def waited_then_error(err: str) -> str:
+    """stderr of a run that found a lock held: the line saying at once what it waits for
+    (issue 45.4), then its one-line error. Returns the error line."""
+    first, _, rest = err.partition("\n")
+    assert first.startswith("sgpatch: waiting for ") and "giving up after" in first, err
+    return one_line_error(rest)
+
+
 def patched(pkg: Path) -> bool:
     return (pkg / "srt/extra/d.py").exists() and "GAMMA7" in (pkg / "srt/models/c.py").read_text()
 

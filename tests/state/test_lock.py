@@ -26,6 +26,7 @@ from helpers import (
     root_only,
     run_cli,
     sgpatch_as,
+    waited_then_error,
     with_state,
 )
 from sgpatch.state.lock import SAFE_ENV
@@ -173,3 +174,57 @@ def test_state_another_user_cannot_read_is_one_line_not_exit_70(argv):
         assert proc.returncode == 4, proc.stderr
         assert "cannot read" in one_line_error(proc.stderr) and ".sgpatch" in proc.stderr
         assert with_state(pkg) == before
+
+
+# --- a held lock (issue 45.4): said at once, who holds it, with a timeout option
+
+
+@pytest.mark.parametrize("argv", ["revert", "apply", "recover"])
+def test_a_held_lock_is_said_at_once_and_lock_timeout_beats_the_environment(
+    tmp_path, monkeypatch, argv
+):
+    """Input: the set applied (for apply: not; for recover: a killed apply's journal),
+    another run holding the tree's lock, $SGPATCH_LOCK_TIMEOUT=600, and the command run with
+    `--lock-timeout 0.2`. Outcome: stderr's first line says at once what it waits for, who
+    holds it (this pid) and that it gives up after 0.2s, naming --lock-timeout; then one
+    error line, exit 4, saying it waited 0.2s (the option, not the variable); the tree,
+    state included, as it was."""
+    from sgpatch.state.lock import LOCK_TIMEOUT_ENV, locked
+
+    pkg, _sets, args = make_env(tmp_path)
+    if argv == "recover":
+        assert fork_cli(["apply", *args], kill_at=8) == ("killed", 9)
+        argv_full: tuple[str, ...] = ("recover", "--sglang-dir", str(pkg))
+    else:
+        if argv == "revert":
+            assert run_cli("apply", *args)[0] == 0
+        argv_full = (argv, *args)
+    monkeypatch.setenv(LOCK_TIMEOUT_ENV, "600")
+    before = with_state(pkg)
+    with locked(pkg / ".sgpatch"):
+        code, _out, err = run_cli(*argv_full, "--lock-timeout", "0.2")
+    waiting = err.partition("\n")[0]
+    assert f"held by pid {os.getpid()}" in waiting and "giving up after 0.2s" in waiting, err
+    assert "--lock-timeout SECONDS" in waiting
+    assert code == 4 and "waited 0.2s" in waited_then_error(err)
+    assert with_state(pkg) == before
+
+
+def test_a_free_lock_says_nothing_about_waiting(tmp_path):
+    """Input: `apply --lock-timeout 5` then `revert --lock-timeout 0` with nobody holding the
+    lock. Outcome: both exit 0 and neither prints a waiting line."""
+    _pkg, _sets, args = make_env(tmp_path)
+    for argv in ("apply", "revert"):
+        code, _out, err = run_cli(argv, *args, "--lock-timeout", "5" if argv == "apply" else "0")
+        assert code == 0 and "waiting for" not in err, err
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "soon"])
+def test_a_bad_lock_timeout_is_bad_input(tmp_path, value):
+    """Input: `apply --lock-timeout V` for a negative number, nan and a word. Outcome: exit 2
+    naming --lock-timeout, nothing written (no `.sgpatch/`)."""
+    pkg, _sets, args = make_env(tmp_path)
+    before = with_state(pkg)
+    code, _out, err = run_cli("apply", *args, "--lock-timeout", value)
+    assert code == 2 and "--lock-timeout" in err, err
+    assert with_state(pkg) == before

@@ -32,6 +32,25 @@ app = typer.Typer(
 )
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+LockTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--lock-timeout",
+        min=0,
+        metavar="SECONDS",
+        help="Wait this long for another run's lock (default $SGPATCH_LOCK_TIMEOUT, else 30).",
+    ),
+]
+
+
+def _lock_timeout(seconds: float | None) -> contextlib.AbstractContextManager[None]:
+    """The command's --lock-timeout for every lock it takes (the writer is imported only when
+    the option is given)."""
+    if seconds is None:
+        return contextlib.nullcontext()
+    from sgpatch.state.lock import timeout_given
+
+    return timeout_given(seconds)
 
 
 def _version(value: bool) -> None:
@@ -95,6 +114,7 @@ def patch_cmd(
         bool, typer.Option("-E", "--remove-empty-files", help="Delete files left empty.")
     ] = False,
     as_json: JsonOpt = False,
+    lock_timeout: LockTimeoutOpt = None,
 ) -> None:
     """Apply unified diffs like GNU patch, but never in the wrong place and all-or-nothing.
 
@@ -106,7 +126,8 @@ def patch_cmd(
     del forward  # sgpatch never reverses a patch it finds applied: -N is how it always works
     sources = [*(patchfiles or []), *(inputs or [])] or [Path("-")]
     options = patch.Options(strip, directory, fuzz, dry_run, reverse, as_json, remove_empty)
-    raise typer.Exit(patch.run(sources, options))
+    with _lock_timeout(lock_timeout):
+        raise typer.Exit(patch.run(sources, options))
 
 
 SglangDir = Annotated[
@@ -186,6 +207,7 @@ def apply_cmd(
             "apply its nearest variants where every hunk is certain.",
         ),
     ] = False,
+    lock_timeout: LockTimeoutOpt = None,
 ) -> None:
     """Apply a patch set: probes first, then every patch planned in memory; all or nothing.
 
@@ -215,7 +237,8 @@ def apply_cmd(
         git_commit=git_commit,
         untested=untested,
     )
-    raise typer.Exit(apply.run(opts))
+    with _lock_timeout(lock_timeout):
+        raise typer.Exit(apply.run(opts))
 
 
 @app.command("status", short_help="Show each patch's state on an SGLang tree.")
@@ -272,6 +295,7 @@ def revert_cmd(
         bool,
         typer.Option("--commit", help="Git checkout: record the revert as one commit."),
     ] = False,
+    lock_timeout: LockTimeoutOpt = None,
 ) -> None:
     """Restore the exact original bytes of every file the set touched.
 
@@ -294,7 +318,8 @@ def revert_cmd(
         as_json=as_json,
         git_commit=git_commit,
     )
-    raise typer.Exit(revert.run(opts))
+    with _lock_timeout(lock_timeout):
+        raise typer.Exit(revert.run(opts))
 
 
 @app.command("list", short_help="List the known patch sets and the releases they support.")
@@ -343,14 +368,16 @@ def recover_cmd(
     sglang_dir: SglangDir = None,
     sglang_version: SglangVersion = None,
     as_json: JsonOpt = False,
+    lock_timeout: LockTimeoutOpt = None,
 ) -> None:
-    """Roll back an interrupted sgpatch run explicitly (every command also does it first).
+    """Roll back an interrupted sgpatch run explicitly (every writing command does it first).
 
     Exit 0 whether or not there was anything to roll back; the output says which.
     """
     from sgpatch.cli import recover
 
-    raise typer.Exit(recover.run(recover.RecoverOptions(sglang_dir, sglang_version, as_json)))
+    with _lock_timeout(lock_timeout):
+        raise typer.Exit(recover.run(recover.RecoverOptions(sglang_dir, sglang_version, as_json)))
 
 
 @app.command("fetch", short_help="Download pristine SGLang releases into the cache.")

@@ -74,10 +74,11 @@ def _wait_or_report(root: Path) -> None:
     from sgpatch.fs import lock as fslock
     from sgpatch.shown import command
     from sgpatch.state.folder import LOCK, LOCK_OWNER
-    from sgpatch.state.lock import lock_timeout
+    from sgpatch.state.lock import lock_timeout, say_waiting
 
     folder = state_dir(root)
-    deadline = time.monotonic() + min(READER_WAIT, lock_timeout())
+    wait = min(READER_WAIT, lock_timeout())
+    deadline, told = time.monotonic() + wait, False
     while interrupted(folder):
         journal_path(folder)  # a FIFO or symlink planted there: refused as what it is
         if not fslock.is_held(folder / LOCK):
@@ -93,4 +94,7 @@ def _wait_or_report(root: Path) -> None:
                 f"({fslock.holder(folder / LOCK_OWNER)}); run the command again when it is done",
                 ExitCode.UNSAFE,
             )
+        if not told and wait > 0:
+            told = True
+            say_waiting(f"the sgpatch run writing {root}", fslock.holder(folder / LOCK_OWNER), wait)
         time.sleep(0.05)

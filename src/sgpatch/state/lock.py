@@ -112,8 +112,29 @@ def check_state_dir(state_dir: Path) -> None:
             )
 
 
+_given: list[float] = []  # `--lock-timeout` of the command running (innermost last)
+
+
+@contextlib.contextmanager
+def timeout_given(seconds: float | None) -> Iterator[None]:
+    """Inside, `lock_timeout` is `seconds` (a command's `--lock-timeout`; None: not given)."""
+    if seconds is None:
+        yield
+        return
+    if seconds != seconds:  # nan passes the option's `min=0`
+        raise SgpatchError("--lock-timeout nan: expected seconds >= 0")
+    _given.append(seconds)
+    try:
+        yield
+    finally:
+        _given.pop()
+
+
 def lock_timeout(default: float = DEFAULT_LOCK_TIMEOUT) -> float:
-    """$SGPATCH_LOCK_TIMEOUT (seconds) if set to a number >= 0, else `default`."""
+    """The command's `--lock-timeout`, else $SGPATCH_LOCK_TIMEOUT (seconds) if set to a number
+    >= 0, else `default`."""
+    if _given:
+        return _given[-1]
     raw = os.environ.get(LOCK_TIMEOUT_ENV)
     if raw is None or not raw.strip():
         return default
@@ -189,6 +210,13 @@ def _acquire(
     """The waiting loop of `locked`: the lock held on the file the name leads to now."""
     deadline = time.monotonic() + timeout
     lock_path = state_dir / LOCK
+    told: list[bool] = []
+
+    def waiting() -> None:
+        if not told:  # once per run, however often the name moves on
+            told.append(True)
+            say_waiting(f"the lock {lock_path}", fslock.holder(state_dir / LOCK_OWNER), timeout)
+
     while True:
         if not _ready_state_dir(state_dir, create, owner):
             if time.monotonic() >= deadline + 5:
@@ -196,7 +224,7 @@ def _acquire(
             time.sleep(0.01)  # a writer is removing the folder: let it finish, never spin
             continue
         try:
-            lock = fslock.acquire(lock_path, deadline, owner=owner)
+            lock = fslock.acquire(lock_path, deadline, waiting, owner=owner)
         except FileNotFoundError:  # removed between mkdir and open, or while we waited
             if not create:
                 raise StateGone from None
@@ -220,11 +248,26 @@ def _acquire(
         time.sleep(fslock.POLL)
 
 
+def say_waiting(what: str, holder: str, timeout: float) -> None:
+    """The one line a run prints the moment it finds itself waiting (issue 45.4: never 30 s
+    of silence), as git and pip say what they wait for: on what, who holds it, how long."""
+    import sys
+
+    from sgpatch.shown import name
+
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(
+            f"sgpatch: waiting for {name(what)} ({name(holder)}); giving up after "
+            f"{timeout:g}s (--lock-timeout SECONDS or ${LOCK_TIMEOUT_ENV} to change)\n"
+        )
+        sys.stderr.flush()
+
+
 def _busy(state_dir: Path, timeout: float) -> SgpatchError:
     holder = fslock.holder(state_dir / LOCK_OWNER)
     return LockBusy(
         f"another sgpatch run holds the lock {state_dir / LOCK} ({holder}); "
-        f"waited {timeout:g}s (set ${LOCK_TIMEOUT_ENV} to wait longer)",
+        f"waited {timeout:g}s (--lock-timeout SECONDS, or ${LOCK_TIMEOUT_ENV}, to wait longer)",
         holder,
     )
 

@@ -369,3 +369,50 @@ def test_apply_commit_records_symlinks_and_modes_as_git_does(checkout, capsys):
     assert "new file mode 120000\n--- /dev/null\n+++ b/python/sglang/srt/latest\n" in text
     assert sgpatch("revert", *_args(repo, sets), "--commit") == 0, capsys.readouterr().err
     assert git(repo, "rev-parse", "HEAD^{tree}").strip() == pristine_tree
+
+
+def _no_identity(repo: Path, monkeypatch) -> None:
+    """git with no user.name/email anywhere and no guessing (as in a bare container)."""
+    git(repo, "config", "--unset", "user.name")
+    git(repo, "config", "--unset", "user.email")
+    git(repo, "config", "user.useConfigOnly", "true")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for name in (
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_no_git_identity_commits_as_sgpatch(checkout, capsys, monkeypatch):
+    """Input: apply --commit where git knows no identity (`git var` says "no name was given").
+    Outcome: exit 0, the commits made with sgpatch's own identity."""
+    repo, sets = checkout
+    _no_identity(repo, monkeypatch)
+    assert sgpatch("apply", *_args(repo, sets), "--commit") == 0, capsys.readouterr().err
+    assert git(repo, "log", "-1", "--format=%an <%ae>").strip() == "sgpatch <sgpatch@localhost>"
+
+
+def test_a_git_that_fails_otherwise_is_said_not_read_as_no_identity(checkout, capsys, monkeypatch):
+    """Input: apply --commit where `git var` fails for a reason other than a missing identity
+    (git cannot read a config file; stood in by a GitPython that raises it). Outcome: exit 2,
+    one line carrying git's reason; no commit under a made-up identity, tree and HEAD as they
+    were."""
+    import git as gitpython
+
+    def var(self, *args, **kwargs):
+        stderr = "fatal: unable to access '/home/u/.config/git/config': Permission denied"
+        raise gitpython.GitCommandError(["git", "var", *args], 128, stderr=stderr)
+
+    repo, sets = checkout
+    before, head = _tree(repo), git(repo, "rev-parse", "HEAD")
+    monkeypatch.setattr(gitpython.cmd.Git, "var", var, raising=False)
+    capsys.readouterr()
+    assert sgpatch("apply", *_args(repo, sets), "--commit") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("sgpatch: error: git mode: git cannot say who commits ("), err
+    assert "Permission denied" in err and err.count("\n") == 1, err
+    assert _tree(repo) == before and git(repo, "rev-parse", "HEAD") == head

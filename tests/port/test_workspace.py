@@ -224,6 +224,32 @@ def test_abort_with_hand_edits_refuses_then_keeps_them_aside(cache, tmp_path):
     assert snapshot(tmp_path / "w.aborted-2") == {"sglang/srt/other.py": b"mine = 1\n"}
 
 
+def test_abort_lists_an_edited_file_it_cannot_read_and_removes_nothing(
+    cache, tmp_path, monkeypatch
+):
+    """Input: a stopped port, mod.py edited by hand and then unreadable to sgpatch (chmod 000
+    as a non-root user; stood in by an open that says EACCES, as root reads anything);
+    `--abort`. Outcome: exit 4 in one line naming sglang/srt/mod.py (it used to be left out
+    of the edits and deleted unseen); W byte for byte as it was."""
+    _d, w = stopped(tmp_path)
+    (w / "sglang/srt/mod.py").write_text(FIXED + "# half done\n")
+    before = snapshot(w)
+    real_open = os.open
+
+    def no_permission(path, flags, *args, **kwargs):
+        if os.fspath(path) == "mod.py" and kwargs.get("dir_fd") is not None:
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, flags, *args, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "open", no_permission)
+        code, _out, err = run_cli("port", "--abort", "--workspace", str(w))
+    assert code == 4, err
+    (line,) = err.splitlines()
+    assert "would delete your edits of sglang/srt/mod.py" in line
+    assert snapshot(w) == before
+
+
 def test_abort_never_removes_a_folder_the_user_made(cache, tmp_path):
     """Input: an empty folder the user made, given as --workspace; the port stops; --abort.
     Outcome: what sgpatch wrote is gone, the folder stays (empty)."""

@@ -72,3 +72,32 @@ def test_a_wheel_rewritten_after_it_was_opened_is_not_loaded(tmp_path: Path) -> 
         pass
     assert "\n" not in exc.value.message
     assert wheel.zip.filename == str(path)
+
+
+def test_a_wheel_removed_or_unreadable_after_it_was_opened_says_which(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Input: the wheel file made unreadable after this process opened it (EACCES: chmod 000
+    as a non-root user, stood in by an `open` that says so, as root reads anything), then
+    removed; `loaded()` each time. Outcome: one line each, `cannot read: Permission denied`
+    and `was removed while sgpatch ran`: neither is reported as "changed"."""
+    import builtins
+
+    path = make_wheel(tmp_path)
+    wheel = Wheel.of(path)
+    real_open = builtins.open
+
+    def no_permission(file, *args, **kwargs):
+        if str(file) == str(path):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(builtins, "open", no_permission)
+        with pytest.raises(SgpatchError) as exc, wheel.loaded():
+            pass
+    assert exc.value.message == f"release cache: {path}: cannot read: Permission denied"
+    path.unlink()
+    with pytest.raises(SgpatchError) as exc, wheel.loaded():
+        pass
+    assert exc.value.message == f"release cache: {path} was removed while sgpatch ran; run it again"

@@ -251,7 +251,7 @@ def apply_plan(target, manifest, plan) -> GitPlan:
     _check_index_lock(repo)
     prefix = _prefix(repo, target)
     applied = [p for p in plan.patches if p.selected and p.state == "pending" and p.files]
-    env = {} if _has_ident(repo) else dict(_FALLBACK_IDENT)
+    env = _ident_env(repo)
     head = parent = repo.head.commit.hexsha
     made: list[Made] = []
     touched: set[str] = set()
@@ -405,7 +405,7 @@ def _read(target, rel: str) -> bytes | None:
 
 def _revert_commit(repo, prefix: str, set_name: str, ids, commits, files) -> GitPlan:
     """The revert commit on top of HEAD: HEAD's tree with `files` (txn changes) written."""
-    env = {} if _has_ident(repo) else dict(_FALLBACK_IDENT)
+    env = _ident_env(repo)
     head = repo.head.commit.hexsha
     with tempfile.TemporaryDirectory(prefix="sgpatch-git-") as tmp:
         env["GIT_INDEX_FILE"] = str(Path(tmp) / "index")
@@ -482,13 +482,29 @@ def _tree_bytes(ck: gitread.Checkout, sha: str, path: str) -> bytes | None:
     return gitread.blobs(ck.top, [f"{sha}:{path}"])[0]
 
 
-def _has_ident(repo) -> bool:
+# what git says when it does not know who commits (no user.name/email, or useConfigOnly)
+_NO_IDENT = ("identity unknown", "unable to auto-detect", "empty ident", "was given")
+
+
+def _ident_env(repo) -> dict[str, str]:
+    """{} when git knows who commits; sgpatch's own identity when git says it does not (a
+    container without user.name still gets its commits). Any other failure of `git var` (a
+    broken config file, ...) is said as git said it, exit 2 as any git failure in git mode:
+    it is not "no identity"."""
+    import git
+
     try:
         repo.git.var("GIT_COMMITTER_IDENT")
         repo.git.var("GIT_AUTHOR_IDENT")
-    except Exception:
-        return False
-    return True
+    except git.GitCommandError as e:
+        why = gitread.error_reason(e)
+        if any(words in str(e.stderr).lower() for words in _NO_IDENT):
+            return dict(_FALLBACK_IDENT)
+        raise SgpatchError(
+            f"git mode: git cannot say who commits ({why}); nothing was written",
+            ExitCode.BAD_INPUT,
+        ) from None
+    return {}
 
 
 def _mode(g, path: str, env: dict, new_mode: int | None) -> str:

@@ -471,7 +471,7 @@ def hand_edits(ws: Workspace) -> list[str]:
     """W-relative files sgpatch wrote that hold other bytes now: a person's edits, which
     --abort must never delete silently."""
     tree = ws.tree()
-    now = digests(ws.top, tree)  # a damaged line or a symlink: left out, never followed
+    now = digests(ws.top, tree)  # a symlink: left out, never followed; unreadable: listed
     return sorted(rel for rel, sha in now.items() if sha is not None and sha != tree[rel])
 
 

@@ -230,7 +230,9 @@ def digests(top: Path, rels: Iterable[str]) -> dict[str, str | None]:
     """sha256 of each top/rel (None: absent), read as `read` reads them (no symlink followed
     anywhere on the way) but folder by folder, each opened once for all its files: a whole
     release tree (3,000+ files) is checked without 20,000 opens of the folders above them. A
-    path through a symlink or a file, or a file that cannot be read, is left out."""
+    path through a symlink or a file is left out; a file there that cannot be read (no
+    permission, a FIFO, a folder) is UNREADABLE, which matches no digest: it is not sgpatch's
+    bytes, so --abort lists it rather than deleting it unseen."""
     out: dict[str, str | None] = {}
     named = {p: rel for rel in rels if (p := _safe_parts(rel)) is not None}
     chain = _Chain(top)
@@ -260,22 +262,27 @@ def _safe_parts(rel: str) -> tuple[str, ...] | None:
         return None
 
 
+UNREADABLE = "unreadable"  # digests' value for a file there that cannot be read
+
+
 def _file_digest(dir_fd: int, name: str) -> str | None:
-    """sha256 of the file `name` in the folder (None: absent); SgpatchError: not a plain
-    readable file (a symlink, a folder)."""
+    """sha256 of the file `name` in the folder (None: absent; UNREADABLE: something there that
+    cannot be read as a plain file); SgpatchError: a symlink (never followed)."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
     except FileNotFoundError:
         return None
-    except OSError:
-        raise SgpatchError(name) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SgpatchError(name) from None
+        return UNREADABLE
     try:
         with os.fdopen(fd, "rb") as f:
             if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise SgpatchError(name)  # a FIFO or device: not a plain file
+                return UNREADABLE  # a FIFO, device or folder: not a plain file
             return hashlib.sha256(f.read()).hexdigest()
     except OSError:
-        raise SgpatchError(name) from None
+        return UNREADABLE
 
 
 class _Chain:

@@ -261,7 +261,8 @@ class Wheel:
 
 def _bytes_of(key: _Key) -> bytes:
     """The wheel's bytes, from the file this Wheel was opened on (same size and mtime; else
-    it changed while sgpatch ran, and nothing is read from it)."""
+    it changed while sgpatch ran, and nothing is read from it). Gone, or unreadable (no
+    permission, an I/O error), is said as such: neither is "changed"."""
     try:
         with open(key.path, "rb") as f:
             st = os.fstat(f.fileno())
@@ -270,8 +271,12 @@ def _bytes_of(key: _Key) -> bytes:
                 key.mtime_ns,
             ):
                 return f.read()
-    except OSError:
-        pass
+    except FileNotFoundError:
+        raise SgpatchError(
+            f"release cache: {key.path} was removed while sgpatch ran; run it again"
+        ) from None
+    except OSError as e:
+        raise SgpatchError(f"release cache: {key.path}: cannot read: {e.strerror or e}") from None
     raise SgpatchError(f"release cache: {key.path} changed while sgpatch ran; run it again")
 
 

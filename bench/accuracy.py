@@ -73,9 +73,20 @@ CASE_TYPES = (
     "method-taken-upstream",
     "method-upstream-own",
     "block-taken-upstream",
+    "far-context-copy",
+    "far-context-shifted",
+    "far-context-fuzz-1",
+    "far-context-fuzz-2",
+    "inner-context-decoy",
 )
 # refusing is a correct outcome here
-REFUSE_OK = {"duplicate", "conflict", "equal-fuzz-decoy", "method-upstream-own"}
+REFUSE_OK = {
+    "duplicate",
+    "conflict",
+    "equal-fuzz-decoy",
+    "method-upstream-own",
+    "inner-context-decoy",
+}
 TRAPS = 8  # cases per trap type (method-*, block-taken-upstream), from the release pairs
 # The largest real modules (above MAX_SIZE), drawn once per run: their classes have multi-line
 # headers (`class Scheduler(\n    Mixin,\n):`) and long methods, where fuzz matters most.
@@ -86,6 +97,8 @@ BIG_FILES = (
 )
 BIG_MAX_SIZE = 400_000
 FAR = 250  # lines between a far copy and the expected line
+SYNTHETIC = 3  # synthetic insert-only hunks per drawn file, for the reach cases
+FAR_MIN = 30  # the reach cases' far: this many lines or more, and more than twice the hunk
 MIN_SIZE, MAX_SIZE = 2_000, 80_000  # bytes of the old file: realistic modules, not giants
 MAX_HUNKS = 3
 CTX = 3
@@ -393,6 +406,167 @@ def _scope_cases(src: Source, rng: random.Random, tag: str) -> list[Case]:
         start, expected = _drifted(src, edits)
         out.append(Case(f"{tag}-equal-fuzz-decoy", "equal-fuzz-decoy", src, start, expected))
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# reach cases (issue 46): copies of a hunk's whole context far away, and decoys of its inner
+# context lines at equal fuzz
+
+
+def reach_cases(sources: Sequence[Source], seed: int) -> list[Case]:
+    """Every hunk of every drawn file, as the issue's families: a copy of its whole context
+    far away (clean, shifted, fuzz 1, fuzz 2), and, for insert-only hunks, a decoy of its inner
+    context lines nearer the stated line at equal fuzz. A random stream of their own, so the
+    other case types stay the same cases."""
+    rng = random.Random(seed + 3)
+    out: list[Case] = []
+    for i, src in enumerate(sources):
+        for k in range(len(src.hunks)):
+            tag = f"f{i:02d}h{k}"
+            out += _far_context_cases(src, k, rng, tag)
+            out += _inner_decoy_cases(src, k, rng, tag)
+        for j, ins in enumerate(_insertions(src, rng, SYNTHETIC)):
+            tag = f"f{i:02d}s{j}"
+            out += _far_context_cases(ins, 0, rng, tag)
+            out += _inner_decoy_cases(ins, 0, rng, tag)
+    return out
+
+
+def _insertions(src: Source, rng: random.Random, n: int) -> list[Source]:
+    """Up to n one-hunk insert-only changes of the file's old lines, as a patch adds a line
+    to a body (`patched_N = True`, indented as the line after it): between two non-blank
+    lines of one def/class, so its context is real code."""
+    from sgpatch.placement import scope
+
+    found = scope.blocks(src.old)
+    spots = [
+        p
+        for p in range(CTX + 1, len(src.old) - CTX - 1)
+        if src.old[p - 1].strip() and src.old[p].strip() and src.old[p].startswith("    ")
+        and scope.enclosing(found, p - CTX)[:1] == scope.enclosing(found, p + CTX)[:1]
+    ]  # fmt: skip
+    out: list[Source] = []
+    for p in sorted(rng.sample(spots, min(n, len(spots)))):
+        indent = src.old[p][: len(src.old[p]) - len(src.old[p].lstrip())]
+        old = list(src.old)
+        new = [*old[:p], f"{indent}patched_{rng.randrange(1000)} = True\n", *old[p:]]
+        picked = [(g, h) for g in _opcode_groups(old, new) if (h := _hunk_of(g)) is not None]
+        if len(picked) == 1:
+            out.append(_source_of(src.pair, src.relpath, old, new, picked))
+    return out
+
+
+def _regen(src: Source, edits: list[tuple[str, int, list[str]]]) -> Source | None:
+    """The same change, its diff made on the old file with `edits` applied: the stated lines
+    point at the hunks as that file has them. None when difflib groups it otherwise."""
+    old = _edit(src.old, edits)
+    new = _edit(src.new, [(op, src.tmap[i], lines) for op, i, lines in edits])
+    picked = [(g, h) for g in _opcode_groups(old, new) if (h := _hunk_of(g)) is not None]
+    if len(picked) != len(src.hunks):
+        return None
+    return _source_of(src.pair, src.relpath, old, new, picked)
+
+
+def _far_spot(src: Source, k: int, rng: random.Random) -> int | None:
+    """Where a copy of hunk k's context goes: far from it (FAR_MIN lines or more, and more than
+    twice the hunk), above or below, never inside a hunk; near the far bound more often."""
+    h = src.hunks[k]
+    gap = max(FAR_MIN, 2 * (h.end - h.start) + 1)
+    below = [w for w in range(h.end + gap, len(src.old) + 1) if _outside_hunks(src, w)]
+    above = [w for w in range(0, h.start - gap + 1) if _outside_hunks(src, w)]
+    above.reverse()  # nearest first
+    spots = [s for s in (below, above) if s]
+    if not spots:
+        return None
+    side = rng.choice(spots)
+    return rng.choice(side[:150]) if rng.random() < 0.7 else rng.choice(side)
+
+
+def _far_context_cases(src: Source, k: int, rng: random.Random, tag: str) -> list[Case]:
+    """Hunk k's whole context (its context lines, in order, without the lines it changes: for
+    an insert-only hunk its whole pre-image) copied far away; the diff states the original's
+    line exactly. Clean, shifted (the hunk before it moved and the drift cancels out before
+    this one), and with the original's outermost context edited (fuzz 1, fuzz 2)."""
+    where = _far_spot(src, k, rng)
+    if where is None:
+        return []
+    ctx = [src.old[i] for i in src.hunks[k].context]
+    s2 = _regen(src, [("insert", where, ctx)])
+    if s2 is None or [s2.old[i] for i in s2.hunks[k].context] != ctx:
+        return []
+    h = s2.hunks[k]
+    out = [Case(f"{tag}-far-context-copy", "far-context-copy", s2, *_drifted(s2, []))]
+    shifted = _shifted(s2, k, rng)
+    if shifted is not None:
+        out.append(Case(f"{tag}-far-context-shifted", "far-context-shifted", s2, *shifted))
+    for n in (1, 2):
+        side = rng.choice((h.lead, h.trail))
+        edits = [("replace", i, [_touch(s2.old[i])]) for i in side[:n]]
+        kind = f"far-context-fuzz-{n}"
+        out.append(Case(f"{tag}-{kind}", kind, s2, *_drifted(s2, edits)))
+    return out
+
+
+def _shifted(src: Source, k: int, rng: random.Random) -> tuple[str, str] | None:
+    """Lines inserted above hunk k-1 and as many removed between it and hunk k: hunk k-1 is
+    found moved, hunk k is back at its stated line (the expected line carried from k-1 is
+    off). The start file and its correct result; None for the first hunk or a short gap."""
+    if k == 0:
+        return None
+    prev, h = src.hunks[k - 1], src.hunks[k]
+    gap = list(range(prev.end + 1, h.start - 1))
+    if len(gap) < 6:
+        return None
+    b = rng.randint(2, min(20, len(gap) - 4))
+    first = gap[rng.randrange(len(gap) - b)]
+    at = rng.randint(0, prev.start)
+    block = [f"    shifted_{rng.randrange(1000)}_{i} = {i}\n" for i in range(b)]
+    old, new = list(src.old), list(src.new)
+    del old[first : first + b]
+    del new[src.tmap[first] : src.tmap[first] + b]
+    old[at:at] = block
+    new[src.tmap[at] : src.tmap[at]] = block
+    return "".join(old), "".join(new)
+
+
+def _inner_decoy_cases(src: Source, k: int, rng: random.Random, tag: str) -> list[Case]:
+    """An insert-only hunk k whose outer context lines upstream edited (the top one, the bottom
+    one, or both: fuzz 1), and a decoy: a copy of its inner context lines (its outer ones left
+    out), 1-3 lines above the original, in the same scope, so nearer the stated line than the
+    original it pushes down. Where an outer line is blank the decoy is put beside a blank line
+    too, so it matches one more line by chance, still at fuzz 1. Placing the hunk at the
+    original or refusing is correct; placing it at the decoy is a misapplication."""
+    h = src.hunks[k]
+    if h.removed or len(h.lead) < 2 or len(h.trail) < 2:
+        return []
+    lo = src.hunks[k - 1].end if k else 0
+    where = h.start - rng.randint(1, 3)
+    if where < lo or not _same_scope(src, where, h.start + len(h.lead)):
+        return []
+    first, last = src.old[h.lead[0]], src.old[h.trail[0]]
+    inner = [src.old[i] for i in sorted(h.context) if i not in (h.lead[0], h.trail[0])]
+    decoy = list(inner)
+    if not first.strip():
+        decoy = [first, *decoy]
+    elif not last.strip():
+        decoy = [*decoy, last]
+    edits: list[tuple[str, int, list[str]]] = [("insert", where, decoy)]
+    if decoy == inner:
+        outer = rng.choice(((h.lead[0],), (h.trail[0],), (h.lead[0], h.trail[0])))
+    else:  # the decoy matches one outer line: the original is edited on both ends
+        outer = (h.lead[0], h.trail[0])
+    edits += [("replace", i, [_touch(src.old[i])]) for i in outer]
+    start, expected = _drifted(src, edits)
+    return [Case(f"{tag}-inner-decoy", "inner-context-decoy", src, start, expected)]
+
+
+def _same_scope(src: Source, a: int, b: int) -> bool:
+    """Old lines a and b are in the same innermost def/class (or both at module level)."""
+    from sgpatch.placement import scope
+
+    found = scope.blocks(src.old)
+    inner = [scope.enclosing(found, p)[:1] for p in (a, b)]
+    return inner[0] == inner[1]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -794,6 +968,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rng = random.Random(args.seed + 1)
     cases = [c for i, s in enumerate(sources) for c in make_cases(s, rng, f"f{i:02d}")]
     cases += trap_cases(args.pairs, args.seed)
+    cases += reach_cases(sources, args.seed)
 
     root = Path(tempfile.mkdtemp(prefix="sgpatch-bench-"))
     tools, skipped = [], {}

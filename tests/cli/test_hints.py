@@ -44,6 +44,7 @@ SITES: dict[tuple[str, str], str] = {
     ("cli/apply.py", "_untested_advice"): f"{HERE}::test_apply_on_an_untested_version",
     ("cli/apply.py", "_without_applied"): "tests/cli/test_apply.py::"
     "test_without_an_applied_patch_says_so_and_its_advice_takes_it_out",
+    ("ops/revert.py", "_restore"): f"{HERE}::test_a_revert_of_an_edited_file",
     ("cli/revert.py", "_blocked"): "tests/cli/test_revert.py::"
     "test_dry_run_on_an_edited_tree_shows_what_it_would_do_and_what_blocks_it",
     (
@@ -274,6 +275,20 @@ def test_a_set_reverted_outside_sgpatch(tmp_path) -> None:
     assert code == 0 and "reverted outside sgpatch" in err
     _runs(err)
     assert "ALPHA5" in (pkg / "srt/a.py").read_text()
+
+
+def test_a_revert_of_an_edited_file(tmp_path) -> None:
+    """Input: the set applied, a line appended to srt/a.py, then `revert`. Outcome: exit 1
+    naming srt/a.py and advising `sgpatch revert --set safety-set --sglang-dir TREE
+    --patchsets SETS --force`, which as typed exits 0, keeps the edit and takes the set out."""
+    pkg, _sets, args = make_env(tmp_path)
+    assert run_cli("apply", *args)[0] == 0
+    a = pkg / "srt/a.py"
+    a.write_text(a.read_text() + "# my edit\n")
+    code, _out, err = run_cli("revert", *args)
+    assert code == 1 and "refusing to revert" in err and err.rstrip().endswith("srt/a.py")
+    _runs(err)
+    assert a.read_text().endswith("# my edit\n") and "ALPHA5" not in a.read_text()
 
 
 def test_a_revert_of_commits_not_committed(tmp_path, monkeypatch) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import SET, make_env, one_line_error, patched, run_cli, tree_snapshot
+from helpers import SET, make_diff, make_env, one_line_error, patched, run_cli, tree_snapshot
 from sgpatch.state import ledger as ledger_mod
 
 SNAPSHOT = "0.6.0.dev3+gabc1234"  # main shortly before 0.6.0: past the set's range
@@ -112,6 +112,48 @@ def test_untested_apply_refuses_a_hunk_found_twice(env, tmp_path):
     assert tree_snapshot(pkg) == before
     (pkg / "_version.py").write_text("__version__ = version = '0.5.9'\n")
     assert run_cli("apply", *args)[0] == 0
+
+
+FOO = ("def foo():", "    y = 0", "    x = 1", "    return x", "")
+BAR = ("def bar():", "    y = 0", "    x = 1", "    return x", "")
+
+
+def _pc_changes_foo(pkg: Path, sets: Path, *order: tuple[str, ...]) -> Path:
+    """pc becomes a one-line-context change of foo's `x = 1` (made where foo comes first: line
+    3, header `def foo():`), and c.py holds the defs in `order`."""
+    made = "".join(f"{ln}\n" for ln in (*FOO, *BAR))
+    diff = make_diff(made, made.replace("x = 1", "x = 2", 1), "python/sglang/srt/models/c.py", 1)
+    diff = diff.replace("@@ -2,3 +2,3 @@\n", "@@ -2,3 +2,3 @@ def foo():\n")
+    (sets / SET / "patches/0003-pc.patch").write_text(diff)
+    c = pkg / "srt/models/c.py"
+    c.write_text("".join(f"{ln}\n" for block in order for ln in block))
+    return c
+
+
+def test_untested_apply_refuses_the_stated_line_in_another_def_than_the_header_s(env):
+    """Input (46.6): on the snapshot c.py holds `def bar()` then `def foo()` with the same
+    lines; pc's hunk names `def foo():` and states line 3, which is inside bar. Outcome:
+    `apply --untested` exits 4 (pc ambiguous: placed in bar while foo holds the copy the
+    header names), the tree byte for byte unchanged (foo's and bar's copies as they were)."""
+    pkg, sets, args = env
+    _pc_changes_foo(pkg, sets, BAR, FOO)
+    before = tree_snapshot(pkg)
+    code, out, err = run_cli("apply", *args, "--untested", "--json")
+    assert code == 4, err
+    pc = next(p for p in json.loads(out)["patches"] if p["id"] == "pc")
+    assert (pc["state"], pc["how"]) == ("conflict", "ambiguous")
+    assert "the scope its @@ header names ('def foo():') holds the copy at line 7" in pc["note"]
+    assert tree_snapshot(pkg) == before
+
+
+def test_untested_apply_takes_the_copy_in_the_header_s_def(env):
+    """Input: the same pc on a snapshot where foo comes first (the stated line is in foo; bar
+    holds the other copy). Outcome: `apply --untested` exits 0 and changes foo's line only."""
+    pkg, sets, args = env
+    c = _pc_changes_foo(pkg, sets, FOO, BAR)
+    code, _out, err = run_cli("apply", *args, "--untested")
+    assert code == 0, err
+    assert c.read_text() == "".join(f"{ln}\n" for ln in (*FOO, *BAR)).replace("x = 1", "x = 2", 1)
 
 
 def test_untested_apply_refuses_a_whitespace_tolerant_hunk(env):

@@ -101,3 +101,60 @@ def test_a_refused_hunk_keeps_the_engine_s_own_reason():
     diff = make_diff(text, text.replace("line5\n", "LINE5\n"))
     result, found = doubts(text.replace("line5\n", "other\n"), diff)
     assert result.hunks[0].status == "conflict" and found == []
+
+
+FOO_THEN_BAR = lines("def foo():", *BODY, "", "def bar():", *BODY)
+BAR_THEN_FOO = lines("def bar():", *BODY, "", "def foo():", *BODY)
+
+
+def _foo_diff() -> str:
+    """A one-line-context diff made on FOO_THEN_BAR that changes foo's `x = 1` (line 3), its
+    @@ header naming `def foo():` as git writes it."""
+    diff = make_diff(FOO_THEN_BAR, FOO_THEN_BAR.replace("    x = 1\n", "    x = 2\n", 1), n=1)
+    assert "@@ -2,3 +2,3 @@\n" in diff
+    return diff.replace("@@ -2,3 +2,3 @@", "@@ -2,3 +2,3 @@ def foo():")
+
+
+def test_the_stated_line_in_another_def_while_the_named_def_holds_a_copy_is_not_certain():
+    """Input (46.6): the diff changes foo's `x = 1` at line 3, header `def foo():`; on the
+    snapshot bar comes first, so line 3 is inside bar and foo's copy is at line 8. The engine
+    places it exactly at the stated line (in bar). Outcome: not certain ("repeated"), naming
+    the placed line 2 and foo's copy at line 7."""
+    result, found = doubts(BAR_THEN_FOO, _foo_diff())
+    assert (result.hunks[0].status, result.hunks[0].line) == ("applied", 2)
+    assert [(d.hunk, d.kind) for d in found] == [(1, "repeated")]
+    assert found[0].reason == (
+        "hunk #1: the lines it changes are at 2 places (lines 2, 7); it is placed at line 2, "
+        "but the scope its @@ header names ('def foo():') holds the copy at line 7"
+    )
+
+
+def test_the_stated_line_inside_the_named_def_with_a_copy_elsewhere_is_certain():
+    """Input: the same diff on FOO_THEN_BAR itself (the stated line is in foo, the header's
+    def; bar holds the other copy). Outcome: certain."""
+    result, found = doubts(FOO_THEN_BAR, _foo_diff())
+    assert (result.hunks[0].status, result.hunks[0].line) == ("applied", 2) and found == []
+
+
+def test_a_unique_place_outside_the_named_def_is_certain():
+    """Input: foo's diff on a file where only bar has the lines (foo's body differs). Outcome:
+    certain: the lines are unique in the file, wherever the header points."""
+    text = BAR_THEN_FOO.replace("def foo():\n    y = 0\n", "def foo():\n    y = 5\n")
+    result, found = doubts(text, _foo_diff())
+    assert result.hunks[0].status == "applied" and found == []
+
+
+def test_the_change_already_in_the_named_def_and_its_old_lines_elsewhere_is_not_certain():
+    """Input: on BAR_THEN_FOO, foo already holds the changed line (`x = 2`), bar the old one
+    at the stated line. The engine places the hunk in bar. Outcome: not certain: the post-image
+    is in the named def (line 7), the pre-image placed at line 2."""
+    foo_done = BAR_THEN_FOO.index("def foo():")
+    text = BAR_THEN_FOO[:foo_done] + BAR_THEN_FOO[foo_done:].replace("x = 1", "x = 2")
+    result, found = doubts(text, _foo_diff())
+    assert result.hunks[0].status == "applied"
+    assert [d.kind for d in found] == ["repeated"]
+    assert found[0].reason == (
+        "hunk #1: the lines it changes are at line 2, and its post-image at line(s) 7; it is "
+        "placed at line 2, but the scope its @@ header names ('def foo():') holds the copy at "
+        "line 7"
+    )

@@ -51,16 +51,18 @@ def _dup_case():
     return lines(*orig), lines(*new), lines(*tgt)
 
 
-def test_gnu_wrong_duplicate_block_is_placed_right_with_fuzz():
-    """anchor #1: GNU patch -F2 changes the FIRST def f (wrong) and exits 0. sgpatch drops as
-    little context as it can: keeping the trailing context singles out the second copy."""
+def test_gnu_wrong_duplicate_block_is_refused_at_equal_fuzz():
+    """anchor #1: GNU patch -F2 changes the FIRST def f (wrong) and exits 0. Input: the right
+    copy (40 lines further) keeps all but its top context line, the wrong one all but its top
+    and bottom lines: both match at fuzz 1. Outcome: ambiguous, both listed, nothing changed
+    (equally good at one fuzz factor, whichever keeps more: issue 46.17)."""
     orig, new, tgt = _dup_case()
-    res = run(tgt, patch_of(orig, new), fuzz=2)
-    out = text(res).splitlines()
-    assert statuses(res) == ["applied"]
-    assert [i for i, ln in enumerate(out) if ln == "    y = 3"] == [68]
-    assert out[13] == "    y = 2"  # the first copy is untouched
-    assert res.hunks[0].fuzz == 1
+    for fuzz in (1, 2):
+        res = run(tgt, patch_of(orig, new), fuzz=fuzz)
+        (h,) = res.hunks
+        assert (h.status, h.candidates) == ("ambiguous", (11, 66))
+        assert "(pre-image matches at 2 places with fuzz 1)" in (h.reason or "")
+        assert text(res) == tgt
 
 
 def test_duplicate_blocks_with_no_distinguishing_context_are_refused_with_candidates():

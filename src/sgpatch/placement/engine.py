@@ -16,6 +16,7 @@ refused too: that is how GNU patch lands code after a `return` in an unrelated f
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -61,7 +62,8 @@ __all__ = [
 
 
 def _fuzz_drops(hunk: Hunk, fuzz: int) -> list[tuple[int, int]]:
-    """Every (lead, trail) drop of outer context up to `fuzz`, least context dropped first.
+    """Every (lead, trail) drop of outer context up to `fuzz` on either side, by fuzz factor
+    (the larger of the two drops, as GNU patch counts fuzz), least context dropped first.
 
     A side that has context keeps at least one line of it, so an insertion stays pinned
     between two known lines (stricter than GNU patch, which may drop a whole side)."""
@@ -69,7 +71,7 @@ def _fuzz_drops(hunk: Hunk, fuzz: int) -> list[tuple[int, int]]:
     lead_cap = min(fuzz, max(lead_max - 1, 0))
     trail_cap = min(fuzz, max(trail_max - 1, 0))
     drops = [(i, j) for i in range(lead_cap + 1) for j in range(trail_cap + 1) if i + j > 0]
-    return sorted(drops, key=lambda d: (d[0] + d[1], max(d)))
+    return sorted(drops, key=lambda d: (max(d), d[0] + d[1]))
 
 
 def _independent(hunk: Hunk, places) -> list[Place]:
@@ -103,9 +105,13 @@ LevelSpec = tuple[Level, tuple[str, ...], list[Drop]]
 
 
 def _levels(hunk: Hunk, fuzz: int) -> list[LevelSpec]:
-    """Search levels after 'exact at the expected line', in order. Fuzz goes by total context
-    dropped (1, 2, ...), each total one level, exact and whitespace-tolerant together. As in
-    git, the first fuzz step of an anchored hunk only lifts its start/end-of-file anchors."""
+    """Search levels after 'exact at the expected line', in order. Fuzz goes by fuzz factor,
+    as GNU patch counts it (the larger of the context lines dropped at the top and at the
+    bottom): every place found at fuzz 1 ((1, 0), (0, 1) or (1, 1) dropped) is as good as any
+    other found at fuzz 1, so two of them are ambiguous whichever keeps more context (a decoy
+    of the inner context lines may match one line more by chance: issue 46.17). Exact and
+    whitespace-tolerant matches are one level. As in git, the first fuzz step of an anchored
+    hunk only lifts its start/end-of-file anchors."""
     levels: list[LevelSpec] = [
         ("moved", ("exact",), [(0, 0, False)]),
         ("whitespace", ("ws",), [(0, 0, False)]),
@@ -113,10 +119,10 @@ def _levels(hunk: Hunk, fuzz: int) -> list[LevelSpec]:
     pre = side(hunk, False, 0, 0)
     if fuzz and (pre.at_bof or pre.at_eof):
         levels.append(("fuzz", ("exact", "ws"), [(0, 0, True)]))
-    by_total: dict[int, list[Drop]] = {}
+    by_fuzz: dict[int, list[Drop]] = {}
     for lead, trail in _fuzz_drops(hunk, fuzz):
-        by_total.setdefault(lead + trail, []).append((lead, trail, False))
-    levels += [("fuzz", ("exact", "ws"), group) for _, group in sorted(by_total.items())]
+        by_fuzz.setdefault(max(lead, trail), []).append((lead, trail, False))
+    levels += [("fuzz", ("exact", "ws"), group) for _, group in sorted(by_fuzz.items())]
     return levels
 
 
@@ -162,6 +168,8 @@ def place_hunk(
             _independent(hunk, found.values()),
             key=lambda pl: (abs(start(pl) - expected), pl.pos),
         )
+        if level == "fuzz" and len(places) > 1:
+            places = _better_at_line(hunk, places, (expected, _stated(hunk)))
         chosen = _choose(hunk, idx, places, level, expected)
         if chosen is None:
             return _equally_good(hunk, level, places, expected)
@@ -196,6 +204,38 @@ def place_hunk(
     return _Outcome(None, explain_conflict(hunk, idx, expected, lo))
 
 
+def _stated(hunk: Hunk) -> int:
+    """The 0-based input line the hunk's `@@` header states (its old start)."""
+    return hunk.source_start - 1 if hunk.source_length else hunk.source_start
+
+
+_TELLING = re.compile(r"\w")
+
+
+def _better_at_line(hunk: Hunk, places: list[Place], lines_at: tuple[int, ...]) -> list[Place]:
+    """At one fuzz factor every place is as good as any other (issue 46.17), with one
+    exception: the place that starts at the expected (or stated) line and keeps strictly more
+    context than each other one (no more dropped on either side) is taken when what it keeps
+    more holds a line with a letter or digit; a blank line or a bracket next to a look-alike
+    matches by chance. Returns [that place], or `places` as they were."""
+    at = [pl for pl in places if start(pl) in lines_at and not pl.new_side]
+    if len(at) != 1:
+        return places
+    best = at[0]
+    for pl in places:
+        if pl is best:
+            continue
+        same = (pl.lead, pl.trail) == (best.lead, best.trail)
+        if same or pl.lead < best.lead or pl.trail < best.trail:
+            return places
+        texts = hunk.side_texts[False]
+        n = len(texts)
+        more = [*texts[best.lead : pl.lead], *texts[n - pl.trail : n - best.trail]]
+        if not any(_TELLING.search(t) for t in more):
+            return places
+    return [best]
+
+
 def _pre_around(
     hunk: Hunk, idx: LineIndex, post: Place, later: list[LevelSpec], expected: int, lo: int
 ) -> tuple[Place, int, bool] | None:
@@ -225,12 +265,15 @@ def _pre_around(
     return None
 
 
-def _far_window(chosen: Place, expected: int) -> int:
+def _far_window(hunk: Hunk, chosen: Place, expected: int) -> int:
     """How near to the expected line a rival must be for `chosen` to be a far copy of it:
     the rule for exact copies (every other copy at least 10 times as far and 200 lines
-    further), read from the far side. 0 when `chosen` is not that far."""
+    further), read from the far side; for a place merely far (`far_from`: 30 lines, more
+    than twice the hunk), 3 lines, where an original edited upstream still sits (issue
+    46.18's copies of a hunk's whole context). 0 when `chosen` is not far."""
     d = abs(start(chosen) - expected)
-    return min(d // 10, d - 200) if d > 200 else 0
+    w = min(d // 10, d - 200) if d > 200 else 0
+    return max(w, 3) if far_from(hunk, expected, start(chosen)) else w
 
 
 def _nearest_original(
@@ -249,7 +292,7 @@ def _nearest_original(
     the hunk is refused with both listed. With no tolerance left, a near place where most of
     the pre-image still is (60%, aligned) refuses the far copy too. Returns (place, index into
     `later`, whitespace-tolerant), a refusal, or None (the far place stands)."""
-    w = _far_window(chosen, expected)
+    w = _far_window(hunk, chosen, expected)
     if not w:
         return None
     from sgpatch.placement.scope import in_scope
@@ -261,18 +304,24 @@ def _nearest_original(
     far = start(chosen) + 1
     for k, (level, modes, drops) in enumerate(later):
         found, loose = _find_level(hunk, idx, modes, drops, lo)
-        near = _independent(hunk, [pl for s, pl in found.items() if near_lo <= s <= near_hi])
-        if not near:
+        if not any(near_lo <= s <= near_hi for s in found):
             continue
+        # every other place at that level competes, near or not: equally good places are a
+        # refusal whatever their distance (a decoy inside the window, the original just out)
+        rivals = _independent(hunk, [pl for s, pl in found.items() if s != start(chosen)])
+        if level == "fuzz" and len(rivals) > 1:
+            rivals = _better_at_line(hunk, rivals, (expected, _stated(hunk)))
+        near = [pl for pl in rivals if near_lo <= start(pl) <= near_hi]
         near_scoped = [pl for pl in near if scoped(pl)]
-        if len(near) == 1 and near_scoped:
+        if len(rivals) == 1 and near_scoped:
             return near[0], k, level == "whitespace" or start(near[0]) in loose
         if not near_scoped and scoped(chosen):
             return None  # the header names the far copy's scope: scope beats distance
+        near = sorted(rivals, key=lambda pl: abs(start(pl) - expected))
         lines_at = ", ".join(str(start(pl) + 1) for pl in near[:8])
         why = (
             f"the exact copy at line {far} is far from the expected line {expected + 1}, and "
-            f"the hunk also fits near it (line {lines_at}, {level}); the hunk header does not "
+            f"the hunk also fits at line {lines_at} ({level}); the hunk header does not "
             "single one out"
         )
         return _ambiguous(hunk, level, (far, *(start(pl) + 1 for pl in near)), why)
@@ -340,17 +389,48 @@ def _choose(
     named block (a copy holding a class header) must not win a tie by scope alone."""
     if len(places) == 1:
         return places[0]
-    from sgpatch.placement.scope import in_scope, known  # only between several places
+    from sgpatch.placement.scope import in_scope, inside, known  # only between several places
 
-    # scope decides only when every candidate's scope can be read (the file tokenizes past it)
+    # scope decides only when every candidate's scope can be read (the file tokenizes past it);
+    # between fuzzy ones, only a candidate inside the named block (not one merely below its
+    # line, which a look-alike's own def line can fake) and at least as near as the others
     readable = all(known(idx, pl) for pl in places)
-    scoped = [pl for pl in places if in_scope(hunk, idx, pl)] if readable else []
+    test = inside if level == "fuzz" else in_scope
+    scoped = [pl for pl in places if test(hunk, idx, pl)] if readable else []
     if len(scoped) == 1 and (level != "fuzz" or _nearest(scoped[0], places, expected)):
         return scoped[0]
     if all(pl.new_side for pl in places):
         return places[0]  # post-image in several places, pre-image nowhere: nothing to do
+    if level == "moved" and not (scoped and len(scoped) < len(places)):
+        at = _at_stated_line(hunk, places, expected)
+        if at is not None:
+            return at
     if level != "fuzz":
         return _clear_nearest(hunk, idx, places, expected)
+    return None
+
+
+def far_from(hunk: Hunk, a: int, b: int) -> bool:
+    """Is line `b` far from line `a` for this hunk: 30 lines or more, and more than twice the
+    hunk's length (a copy that far is not the same place drifted)."""
+    return abs(a - b) >= max(30, 2 * len(hunk.before) + 1)
+
+
+def _at_stated_line(hunk: Hunk, places: Sequence[Place], expected: int) -> Place | None:
+    """An exact match of the pre-image at the line the `@@` header states, with every other
+    place far from it and farther from the expected line too, is the place (what git and GNU
+    patch take): the expected line, carried from where the earlier hunks landed, can be off
+    when the drift between hunks cancels out, and then the stated line is the evidence
+    (issue 46.18).
+    The caller has made sure the header's scope does not name another candidate's block."""
+    stated = _stated(hunk)
+    at = [pl for pl in places if pl.pos == stated and not pl.new_side and not pl.lead]
+    if len(at) != 1:
+        return None
+    d = abs(stated - expected)
+    others = [start(pl) for pl in places if pl is not at[0]]
+    if all(far_from(hunk, stated, p) and abs(p - expected) > d for p in others):
+        return at[0]
     return None
 
 
@@ -364,9 +444,11 @@ def _equally_good(hunk: Hunk, level: Level, places: Sequence[Place], expected: i
     new = any(pl.new_side for pl in places)
     old = any(not pl.new_side for pl in places)
     what = "pre-image" if not new else ("post-image" if not old else "pre/post-image")
+    f = max((max(pl.lead, pl.trail, int(pl.free)) for pl in places), default=0)
+    how = f" with fuzz {f}" if level == "fuzz" and f else ""
     why = (
         f"equally good candidates at lines {', '.join(map(str, cands[:8]))} ({what} matches "
-        f"at {len(places)} places); the hunk header does not single one out"
+        f"at {len(places)} places{how}); the hunk header does not single one out"
     )
     return _Outcome(
         None,

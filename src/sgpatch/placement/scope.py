@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sgpatch.diff.unified import Hunk, strip_eol
-from sgpatch.placement.match import LineIndex, Place, context_edges, start
+from sgpatch.placement.match import LineIndex, Place, context_edges, side_len, start
 
 _SCOPE = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)")
 _FUNCNAME_DEFAULT = re.compile(r"^[A-Za-z_$]")
@@ -329,6 +329,23 @@ def in_scope(hunk: Hunk, idx: LineIndex, place: Place) -> bool:
     return above is not None and above.name == name
 
 
+def inside(hunk: Hunk, idx: LineIndex, place: Place) -> bool:
+    """Is the candidate inside the def/class the header names: its first changed line or its
+    first non-blank matched line within that block, as Python reads the file (a blank line
+    after a class may count as the class's)? Stricter than `in_scope`:
+    the nearest def/class line above (git's funcname) does not count, since a look-alike's own
+    `def` line above the original changes what is "above" it. A header that names no def/class,
+    or a file with no blocks read, holds nothing."""
+    name = _scope_name(hunk)
+    found = blocks_of(idx) if name else ()
+    if not found:
+        return False
+    n = side_len(hunk, place.new_side, place.lead, place.trail)
+    first = next((p for p in range(place.pos, place.pos + n) if idx.lines[p].strip()), None)
+    rows = [_first_change(hunk, place)] + ([first] if first is not None else [])
+    return any(b.name == name for row in rows for b in enclosing(found, row))
+
+
 def outside(hunk: Hunk, idx: LineIndex, place: Place) -> str:
     """'outside scope' naming both: where the candidate is, and what the header names."""
     found = blocks_of(idx)
@@ -347,10 +364,37 @@ def body_of(idx: LineIndex, pos: int, indent: int) -> tuple[int, int, str]:
     line is indented less; else the whole file ('module level', or 'the file' when it is not
     Python)."""
     found = blocks_of(idx)
+    if pos > idx.cache["blocks_read_to"]:  # type: ignore[operator]
+        walked = _body_by_indent(idx.lines, pos, indent)
+        if walked is not None:
+            return walked
     for b in enclosing(found, max(pos - 1, 0)):
         if _indent(idx.lines[b.line]) < indent:
             return b.start, b.end, f"{b.kind} {b.name}"
     return 0, len(idx.lines), "module level" if found else "the file"
+
+
+def _body_by_indent(lines: Sequence[str], pos: int, indent: int) -> tuple[int, int, str] | None:
+    """`body_of` past the line where Python stopped reading the file (a stray copy of a
+    block, a syntax error): the nearest def/class line above `pos` indented less than
+    `indent`, to the next non-blank line indented no more than it; None when there is none
+    (the file is not Python: its body is the file)."""
+    for j in range(min(pos, len(lines)) - 1, -1, -1):
+        text = strip_eol(lines[j])
+        m = _SCOPE.match(text)
+        if m and _indent(text) < indent:
+            top = _indent(text)
+            end = next(
+                (
+                    k
+                    for k in range(max(pos, j + 1), len(lines))
+                    if lines[k].strip() and _indent(lines[k]) <= top
+                ),
+                len(lines),
+            )
+            kind = "class" if text.lstrip().startswith("class") else "def"
+            return j, end, f"{kind} {m.group(1)}"
+    return None
 
 
 def name_defined(hunk: Hunk, lines: Sequence[str]) -> bool:

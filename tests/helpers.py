@@ -523,36 +523,87 @@ def reachable_dir(prefix: str = "sgpatch-test-") -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+_READABLE: list[Path] = []  # this test process's readable copy of the code (made once)
+
+
+def readable_code() -> Path:
+    """sgpatch and every package it imports, copied once per test process into a folder any
+    user can read (removed at exit): a process that dropped root cannot import them from a
+    clone inside a 0700 folder (`mktemp -d`, a private home) nor from its venv (issue 45.1).
+    Run with the base interpreter and PYTHONPATH set to it (`sgpatch_as`)."""
+    if _READABLE:
+        return _READABLE[0]
+    import atexit
+    import importlib.metadata as metadata
+    import shutil
+    import tempfile
+
+    from packaging.requirements import Requirement
+
+    top = Path(tempfile.mkdtemp(prefix="sgpatch-test-code-")).resolve()
+    atexit.register(shutil.rmtree, top, True)
+    import sgpatch
+
+    shutil.copytree(Path(sgpatch.__file__).parent, top / "sgpatch",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    seen, todo = {"sgpatch"}, list(metadata.requires("sgpatch") or [])
+    while todo:
+        req = Requirement(todo.pop())
+        name = req.name.lower().replace("_", "-")
+        if name in seen or (req.marker is not None and not req.marker.evaluate({"extra": ""})):
+            continue
+        seen.add(name)
+        dist = metadata.distribution(req.name)
+        todo += dist.requires or []
+        for f in dist.files or []:
+            src = Path(str(dist.locate_file(f)))
+            if f.parts[0] != ".." and src.is_file():
+                (top / f).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, top / f)
+    for d in [top, *top.rglob("*")]:
+        d.chmod(0o755 if d.is_dir() else 0o644)
+    _READABLE.append(top)
+    return top
+
+
 def sgpatch_as(
     uid: int, gid: int, *argv: str, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """`python -m sgpatch ARGV` in a real process that dropped root for uid:gid, with no
-    supplementary groups and no capabilities. Through `setpriv` where there is one: it drops
-    them as it execs, so an interpreter under a folder only root may enter (pyenv in /root)
-    still starts; else subprocess's own user/group/extra_groups."""
+    supplementary groups and no capabilities, importing sgpatch from `readable_code()` with
+    the venv's base interpreter (that user may not enter the clone or its venv). Through
+    `setpriv` where there is one: it drops them as it execs; else subprocess's own
+    user/group/extra_groups. An interpreter that user cannot start is a skip, with the
+    reason."""
     import shutil
 
-    base = {k: v for k, v in os.environ.items() if not k.startswith("SGPATCH_TEST")}
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SGPATCH_TEST", "PYTHON"))}
     base.update({"HOME": str(cwd or "/nonexistent"), "SGPATCH_LOCK_TIMEOUT": "5"})
-    cmd = [sys.executable, "-m", "sgpatch", *argv]
+    base.update({"PYTHONPATH": str(readable_code()), "PYTHONNOUSERSITE": "1",
+                 "PYTHONDONTWRITEBYTECODE": "1"})  # fmt: skip
+    python = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+    cmd = [python, "-m", "sgpatch", *argv]
     drop: dict[str, object] = {"user": uid, "group": gid, "extra_groups": []}
     setpriv = shutil.which("setpriv")
     if setpriv is not None:
         cmd = [setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *cmd]
         drop = {}
-    proc = subprocess.run(
-        cmd,
-        capture_output=True,
-        text=True,
-        env={**base, **(env or {})},
-        cwd=cwd or "/",
-        check=False,
-        **drop,  # type: ignore[arg-type]
-    )
-    if proc.returncode == 127 and "error while loading shared libraries" in proc.stderr:
-        import pytest
-
-        pytest.skip(f"{sys.executable} cannot start as uid {uid}: its libpython is root-only")
+    try:
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            env={**base, **(env or {})},
+            cwd=cwd or "/",
+            check=False,
+            **drop,  # type: ignore[arg-type]
+        )
+    except PermissionError:  # subprocess's own exec, as that user
+        pytest.skip(f"{python} cannot be started as uid {uid}: a folder above it is private")
+    if proc.returncode in (126, 127) and (
+        "error while loading shared libraries" in proc.stderr or "setpriv:" in proc.stderr
+    ):
+        pytest.skip(f"{python} cannot start as uid {uid}: {proc.stderr.strip()[:200]}")
     return proc
 
 

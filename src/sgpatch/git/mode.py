@@ -570,6 +570,7 @@ def sgpatch_commits(repo, set_name: str) -> list[tuple[str, str, str]]:
 def export(target, set_name: str, dest: Path, manifest=None) -> list[Exported]:
     """Write the newest sgpatch commit of each patch of the set to `dest` in canonical form."""
     from sgpatch.diff import canonical as rf
+    from sgpatch.fs import atomic
 
     repo = require_repo(target)
     prefix = _prefix(repo, target)
@@ -601,7 +602,8 @@ def export(target, set_name: str, dest: Path, manifest=None) -> list[Exported]:
         m = _VARIANT_RE.search(msg)
         name = Path(m.group("variant")).name if m else f"{n + 1:04d}-{pid}.patch"
         target_path = dest / name
-        target_path.write_bytes(rf.render(header, rf.canonical_diff(files)))
+        # the one atomic writer: a link at the name is replaced, never written through
+        atomic.write_path(target_path, rf.render(header, rf.canonical_diff(files)), None)
         out.append(Exported(pid, sha, target_path))
     return out
 

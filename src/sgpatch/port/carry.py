@@ -6,6 +6,8 @@ variant was made on (with the set's earlier patches applied there, as the patch 
 base = that file, theirs = base + the failing hunks, ours = the release's file with the kept
 hunks. Files a patch creates, deletes or renames, and files the release lacks, are merged whole.
 A merged (or kept) Python file must still compile and must not define a name twice in one body.
+Every file keeps its git mode as the patch says (a symlink made as one, the execute bit): the
+carried file's `mode` is what the workspace lays out and what the new patch file says.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sgpatch.diff.canonical import EXECUTABLE, REGULAR, SYMLINK
 from sgpatch.diff.paths import package_mapper
 from sgpatch.diff.unified import FilePatch, Hunk, Patch, decode, encode, split_lines
 from sgpatch.ops.fileplan import FilePlan, Overlay, plan_patch
@@ -30,26 +33,33 @@ if TYPE_CHECKING:
     from sgpatch.port.moved import Elsewhere, Lost, Move, Rewrite, Sorted
 
 Reader = Callable[[str], "bytes | None"]
+ModeReader = Callable[[str], int]  # a path's git mode: 100644, 100755 or 120000 (a symlink)
 
 
 class MemOverlay(Overlay):
-    """An Overlay over any reader (a workspace, a release read straight from its wheel)."""
+    """An Overlay over any reader (a workspace, a release read straight from its wheel);
+    `mode`, when the source has symlinks (a workspace), tells them apart (Overlay.is_link).
+    Overlay.fork copies it whole, links included."""
 
-    def __init__(self, read: Reader) -> None:
+    def __init__(self, read: Reader, mode: ModeReader | None = None) -> None:
         super().__init__(Path(os.devnull))
         self._source = read
+        self._mode = mode
 
     def read(self, rel: str) -> bytes | None:
         if rel in self.changed:
             return self.changed[rel]
         if rel not in self.original:
-            self.original[rel] = self._source(rel)
+            data = self.original[rel] = self._source(rel)
+            if data is not None and self._mode is not None and self._mode(rel) == SYMLINK:
+                self.link_orig.add(rel)
         return self.original[rel]
 
-    def fork(self) -> MemOverlay:
-        other = MemOverlay(self._source)
-        other.changed, other.original = dict(self.changed), dict(self.original)
-        return other
+    def git_mode(self, rel: str) -> int:
+        """`rel`'s git mode in the source (100644 when there is no mode reader)."""
+        if self.read(rel) is not None and self.is_link(rel):
+            return SYMLINK
+        return self._mode(rel) if self._mode is not None and rel not in self.changed else REGULAR
 
 
 @dataclass(frozen=True)
@@ -65,6 +75,7 @@ class CarriedFile:
     markers: tuple[int, ...] = ()  # lines of conflict markers in `after`
     hunks: tuple[int, ...] = ()  # the hunks the problem is about
     source: str | None = None  # a rename's old path (removed from the workspace)
+    mode: int = REGULAR  # git mode of `after`: 100644, 100755, 120000 (a symlink's target)
     base: bytes | None = None  # the merge's inputs, for the person who fixes it
     theirs: bytes | None = None
     details: tuple[HunkDetail, ...] = ()  # per failing hunk: upstream's change, the patch's
@@ -110,14 +121,16 @@ NO_BASE = "the variant does not apply to the release it was made on: no merge ba
 
 def carry_patch(
     patch: Patch, pid: str, ws: Reader, base: Reader | None, labels: Labels, no_base: str = NO_BASE,
-    elsewhere: Elsewhere | None = None,
+    elsewhere: Elsewhere | None = None, modes: ModeReader | None = None,
 ):  # fmt: skip
     """Carry every file of `patch` onto the workspace reader `ws` (nothing is written here).
     `base` None: a hunk that needs a merge is a problem, `no_base` says why. `elsewhere`: the
     release to look in for code upstream moved out of a file (port.moved; None: not looked
-    for); a hunk carried there adds that file to the result."""
+    for); a hunk carried there adds that file to the result. `modes`: the workspace's git
+    modes (each carried file's `mode` follows them and the patch)."""
     mapper = package_mapper(patch.name)
-    here = MemOverlay(ws)
+    here = MemOverlay(ws, modes)
+    kinds: dict[str, int] = {}  # the git mode of each file the patch wrote so far
     there = MemOverlay(base) if base is not None else None
     where = replace(elsewhere, read=here.read) if elsewhere is not None else None
     out: list[CarriedFile] = []
@@ -131,23 +144,27 @@ def carry_patch(
         (fplan,) = plan_patch(here.fork(), one, mapper, fuzz=0)
         mine = here.read(fplan.source) if fplan.action == "rename" else before
         explain.at = len(out)
+        was = kinds.get(fplan.source, here.git_mode(fplan.source))
         done = _carry_file(fp, fplan, (before, mine), there or no_base, (one, where), labels,
                            explain)  # fmt: skip
-        for got in (done, *_moved_files(done, here)):
+        done = _with_mode(done, fp, was)
+        for got in (done, *_moved_files(done, here, kinds)):
             out.append(got)
             if got.problem is None:
-                checks.add(got.path, got.after, got.before)
+                checks.add(got.path, None if got.mode == SYMLINK else got.after, got.before)
             if got.source is not None:
                 here.write(got.source, None)
-            here.write(got.path, got.after)
+            here.write(got.path, got.after, link=got.mode == SYMLINK)
+            kinds[got.path] = got.mode
         if there is not None and path in paths[n + 1 :]:
             plan_patch(there, one, mapper, fuzz=0)  # the file comes again: the base moves on
     return CarriedPatch(pid, _checked(explain.filled(out), checks))
 
 
-def _moved_files(done: CarriedFile, here: MemOverlay) -> list[CarriedFile]:
+def _moved_files(done: CarriedFile, here: MemOverlay, kinds: dict[str, int]) -> list[CarriedFile]:
     """The files hunks of `done` were carried into (their code moved there), each once with
-    its last bytes: merged, or with the markers of a merge against the moved def."""
+    its last bytes: merged, or with the markers of a merge against the moved def; each keeps
+    the git mode it has (`kinds`: those the patch wrote so far, else the workspace's)."""
     out: dict[str, CarriedFile] = {}
     for target, data in done.moved_to:
         into = tuple(m.hunk for m in done.moves if m.target == target)
@@ -160,8 +177,23 @@ def _moved_files(done: CarriedFile, here: MemOverlay) -> list[CarriedFile]:
                    f"the code moved here ({', '.join(sorted(old))})")  # fmt: skip
         out[target] = CarriedFile(target, before, data, merged=into, problem=why,
                                   markers=marker_lines(data) if bad else (),
-                                  hunks=into if bad else (), moved_from=done.path)  # fmt: skip
+                                  hunks=into if bad else (), moved_from=done.path,
+                                  mode=kinds.get(target, here.git_mode(target)))  # fmt: skip
     return list(out.values())
+
+
+def _with_mode(done: CarriedFile, fp: FilePatch, was: int) -> CarriedFile:
+    """The carried file with the git mode the patch leaves it in: a symlink block makes a
+    link; `new mode` / `new file mode` says; a new file is 100644; else the file keeps the
+    mode it had (`was`: in the workspace, a rename's source's). A symlink block that needs a
+    hand leaves the workspace's file as it was."""
+    if fp.symlink and done.problem is not None:
+        return replace(done, mode=was)
+    if fp.symlink:
+        return replace(done, mode=SYMLINK)
+    if fp.new_mode is not None:
+        return replace(done, mode=EXECUTABLE if fp.new_mode & 0o111 else REGULAR)
+    return replace(done, mode=REGULAR if fp.is_new or was == SYMLINK else was)
 
 
 def _carry_file(
@@ -177,6 +209,9 @@ def _carry_file(
         source = fplan.source if fplan.action == "rename" else None
         return CarriedFile(fplan.path, before, fplan.after, kept=exact, source=source)
     every = tuple(h.index for h in fp.hunks)
+    if fp.symlink:  # a link has no lines to merge: made as the patch says, or by a person
+        return CarriedFile(fplan.path, before, before, problem=_link_problem(fp, fplan),
+                           hunks=every)  # fmt: skip
     if isinstance(there, str):
         return CarriedFile(fplan.path, before, before, problem=there, hunks=every)
     if fplan.action == "modify" and fplan.before is not None:
@@ -188,6 +223,16 @@ def _carry_file(
         if gone is not None:
             return gone
     return _merge_whole(fplan, (before, mine), there, one, labels)
+
+
+def _link_problem(fp: FilePatch, fplan: FilePlan) -> str:
+    """Why a symlink block of the patch is not carried, and what a person does about it."""
+    new = "".join(ln.text for h in fp.hunks for ln in h.lines if ln.kind != "-")
+    what = "removes the symlink" if fp.is_delete else f"makes a symlink to {new!r}"
+    return (
+        f"the patch {what} here, but {fplan.note or 'the release has another file'}: "
+        "make it (or leave it) in W by hand, as it should be on this release"
+    )
 
 
 def _lines(data: bytes | None) -> list[str]:
@@ -572,4 +617,4 @@ def _hunk_list(idx: tuple[int, ...]) -> str:
     return ", ".join(f"#{i}" for i in idx)
 
 
-__all__ = ["CarriedFile", "CarriedPatch", "Labels", "MemOverlay", "carry_patch"]
+__all__ = ["CarriedFile", "CarriedPatch", "Labels", "MemOverlay", "ModeReader", "carry_patch"]

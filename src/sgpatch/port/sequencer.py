@@ -533,12 +533,12 @@ def _carry_files(ctx: Context, out: Outcome, sorc: src.Source, patch, ready, whe
     if not ready:
         return out, set(), set(), set()
     went = {f.path for f in res.files} - ready
-    snapshots.put(ws, "before", pid, {r: ws.read_pkg(r) for r in sorted(ready | went)})
+    snapshots.take(ws, "before", pid, ready | went)
     for f in res.files:
         if f.source is not None:
             ws.write_pkg(f.source, None)
-        ws.write_pkg(f.path, f.after)
-    snapshots.put(ws, "after", pid, {r: ws.read_pkg(r) for r in sorted(ready | went)})
+        ws.write_pkg(f.path, f.after, f.mode)
+    snapshots.take(ws, "after", pid, ready | went)
     _keep_merge_inputs(ws, res)
     stopreport.keep_hunks(ws, pid, res.files)
     stopreport.keep_moves(ws, pid, res.files)
@@ -570,7 +570,8 @@ def _carried(ctx: Context, pid: str, sorc: src.Source, patch, ready, where: tupl
     elsewhere = Elsewhere(ctx.to, ctx.ws.read_pkg, frozenset(held), names)
     while True:
         sub = replace(patch, files=tuple(fp for fp in patch.files if _paths(fp, mapper) <= ready))
-        res = carry_patch(sub, pid, ctx.ws.read_pkg, base, labels, why or NO_BASE, elsewhere)
+        res = carry_patch(sub, pid, ctx.ws.read_pkg, base, labels, why or NO_BASE, elsewhere,
+                          modes=ctx.ws.mode_pkg)  # fmt: skip
         waits = {f.path for f in res.files if any(lo.held for lo in f.lost)}
         if not waits:
             return sub, res
@@ -621,15 +622,25 @@ def write_patch(ctx: Context, pid: str, files: Iterable[str]) -> None:
     rels = sorted(files)
     befores = snapshots.get(ws, "before", pid, rels)
     afters = snapshots.get(ws, "after", pid, rels)
-    ws.put_bytes(f"patches/{pid}.patch", render_patch(ctx, patch.header, sorc, befores, afters))
+    modes = {p: (snapshots.mode(ws, "before", pid, p), snapshots.mode(ws, "after", pid, p))
+             for p in rels}  # fmt: skip
+    patch_file = render_patch(ctx, patch.header, sorc, befores, afters, modes)
+    ws.put_bytes(f"patches/{pid}.patch", patch_file)
 
 
-def render_patch(ctx: Context, header: str, sorc, befores: dict, afters: dict) -> bytes:
+def render_patch(
+    ctx: Context, header: str, sorc, befores: dict, afters: dict, modes: dict | None = None
+) -> bytes:
     """The new patch file: the old header + one line saying where it came from, canonical diff
-    of each file from what the workspace held before the patch to what it holds after."""
+    of each file from what the workspace held before the patch to what it holds after, in
+    the git modes `modes[path]` (before, after) gives (the execute bit, a symlink)."""
     from sgpatch.diff import canonical as rf
 
-    diff = rf.canonical_diff(rf.FileDiff(p, befores.get(p), afters[p]) for p in sorted(afters))
+    modes = modes or {}
+    diff = rf.canonical_diff(
+        rf.FileDiff(p, befores.get(p), afters[p], *modes.get(p, (rf.REGULAR, rf.REGULAR)))
+        for p in sorted(afters)
+    )
     variant = _rel(sorc.variant.patch, ctx.manifest.base_dir)
     line = PORTED_LINE.format(to=ctx.to, variant=variant, base=sorc.base)
     return rf.render(rf.add_header_line(header, line), diff)

@@ -56,6 +56,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from sgpatch.diff.canonical import REGULAR
 from sgpatch.errors import SgpatchError, bad_input, unsafe
 from sgpatch.fs import atomic
 from sgpatch.fs.atomic import TMP_SUFFIX
@@ -65,14 +66,27 @@ from sgpatch.port.wsfiles import (
     STATE,
     digest,
     digests,
+    entry_digest,
     kept_dirs,
     kill_point,
+    mode_of,
     read,
+    read_entry,
     rmtree,
     write,
 )
 
-__all__ = ["PKG", "STATE", "Workspace", "digest", "kill_point", "read", "rmtree", "write"]
+__all__ = [
+    "PKG",
+    "STATE",
+    "Workspace",
+    "digest",
+    "entry_digest",
+    "kill_point",
+    "read",
+    "rmtree",
+    "write",
+]
 
 LOCK = ".sgpatch-port.lock"
 NEW_STATE = ".sgpatch-port.new-"  # the state folder being made (renamed to STATE whole)
@@ -111,11 +125,12 @@ class Workspace:
         return self.top / PKG
 
     # writes ------------------------------------------------------------------------------
-    def write(self, rel: str, data: bytes | None) -> None:
-        """Every write of W (tree and state) goes here: noted in the step's journal first."""
+    def write(self, rel: str, data: bytes | None, mode: int = REGULAR) -> None:
+        """Every write of W (tree and state) goes here: noted in the step's journal first.
+        `mode`: a tree file's git mode (wsfiles.write)."""
         if self._journal is not None:
-            self._journal.note(rel, data)
-        write(self.top, rel, data)
+            self._journal.note(rel, data, mode)
+        write(self.top, rel, data, mode=mode)
 
     @contextmanager
     def step(self, name: str) -> Iterator[None]:
@@ -214,16 +229,22 @@ class Workspace:
 
     # the tree ----------------------------------------------------------------------------
     def read_pkg(self, rel: str) -> bytes | None:
-        return read(self.top, f"{PKG}/{rel}")
+        """A tree file's bytes (a symlink's: its target, never followed)."""
+        return read_entry(self.top, f"{PKG}/{rel}")[0]
 
-    def write_pkg(self, rel: str, data: bytes | None) -> None:
-        """Write a file of the tree (remembered in `tree` at the next save_tree)."""
-        self.write(f"{PKG}/{rel}", data)
+    def mode_pkg(self, rel: str) -> int:
+        """A tree file's git mode: 100644, 100755, or 120000 for a symlink."""
+        return mode_of(self.top, f"{PKG}/{rel}")
+
+    def write_pkg(self, rel: str, data: bytes | None, mode: int = REGULAR) -> None:
+        """Write a file of the tree, of git mode `mode` (remembered in `tree` at the next
+        save_tree)."""
+        self.write(f"{PKG}/{rel}", data, mode)
         tree = self.tree()
         if data is None:
             tree.pop(f"{PKG}/{rel}", None)
         else:
-            tree[f"{PKG}/{rel}"] = digest(data)
+            tree[f"{PKG}/{rel}"] = entry_digest(data, mode)
 
     def tree(self, lenient: bool = False) -> dict[str, str]:
         """W-relative path -> sha256 of every file sgpatch wrote into W, read once. A damaged
@@ -471,7 +492,7 @@ def hand_edits(ws: Workspace) -> list[str]:
     """W-relative files sgpatch wrote that hold other bytes now: a person's edits, which
     --abort must never delete silently."""
     tree = ws.tree()
-    now = digests(ws.top, tree)  # a symlink: left out, never followed; unreadable: listed
+    now = digests(ws.top, tree)  # a symlink: its target, never followed; unreadable: listed
     return sorted(rel for rel, sha in now.items() if sha is not None and sha != tree[rel])
 
 
@@ -488,9 +509,9 @@ def keep_aside(ws: Workspace, rels: list[str]) -> Path:
             n += 1
     try:
         for rel in rels:
-            data = read(ws.top, rel)
+            data, mode = read_entry(ws.top, rel)  # a symlink is copied as one
             if data is not None:
-                write(dest, rel, data)
+                write(dest, rel, data, mode=mode)
     except BaseException:
         rmtree(dest)  # a failed copy leaves no W.aborted-N behind (the next try makes it anew)
         raise

@@ -76,6 +76,8 @@ SITES: dict[tuple[str, str], str] = {
         "_pristine_tree",
     ): f"{HERE}::test_a_port_onto_a_tree_that_is_not_pristine",
     ("port/onto_tree.py", "prepare"): f"{HERE}::test_a_port_onto_a_release_tree",
+    ("ops/lint.py", "fold_hint"): "tests/ops/test_fold.py::test_lint_s_fold_advice_runs_as_typed",
+    ("ops/fold.py", "standing"): "tests/ops/test_fold.py::test_status_s_fold_advice_runs_as_typed",
     # not advice this sgpatch can follow, or not printed
     ("state/journal.py", "parse"): "none: it advises the newer sgpatch that wrote the journal",
     ("ops/importer.py", "manifest_text"): "none: a comment written into a manifest",

@@ -872,6 +872,35 @@ def split_cmd(
     raise typer.Exit(splitcmd.run(opts))
 
 
+@app.command("fold", short_help="Fold a name a patch defines twice, keeping what runs.")
+def fold_cmd(
+    set_name: SetOpt,
+    patch_ids: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--patch",
+            help="A patch to fold (repeatable; default: every patch that needs it).",
+            autocompletion=complete.patch_ids,
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the folds; write nothing.")
+    ] = False,
+    patchsets: PatchsetsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Rewrite each patch that, applied as its author wrote it on its own release, defines a
+    def/class twice in one body: the definition Python runs (the later one) replaces the earlier
+    one in its place, and the dead copy goes, so the patched tree runs the same code. Each fold
+    is printed as a diff; the set is linted before its patch files are replaced."""
+    from sgpatch.cli import foldcmd
+
+    opts = foldcmd.FoldOptions(
+        set_name, tuple(patchsets or ()), tuple(patch_ids or ()), dry_run, as_json
+    )
+    raise typer.Exit(foldcmd.run(opts))
+
+
 @app.command("help", short_help="Show the help of sgpatch or of one command.")
 def help_cmd(
     command: Annotated[

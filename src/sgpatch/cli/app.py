@@ -609,6 +609,15 @@ def port_cmd(
             "--force", help="With --abort: keep your edits in W.aborted-N next to W, then abort."
         ),
     ] = False,
+    show: Annotated[
+        str | None,
+        typer.Option(
+            "--show",
+            metavar="FILE",
+            help="With --workspace: one stopped file's details (upstream's change beside the "
+            "patch's, where moved code may have gone).",
+        ),
+    ] = None,
 ) -> None:
     """Carry a patch set to another SGLang release, like a rebase.
 
@@ -642,6 +651,7 @@ def port_cmd(
                 as_json,
                 to_tree,
                 force,
+                show,
             )
         )
     )

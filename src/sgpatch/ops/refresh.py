@@ -45,9 +45,18 @@ Entry = tuple["bytes | None", int]  # a path's bytes (a symlink's: its target) a
 
 def pristine_entry(version, rel: str) -> Entry:
     """The release's bytes for `rel` and its git mode (the wheel's execute bit)."""
-    from sgpatch.ops.importer import executables
+    mode = EXECUTABLE if rel in executables(version) else REGULAR
+    return pristine_bytes(version, rel), mode
 
-    return pristine_bytes(version, rel), EXECUTABLE if rel in executables(version) else REGULAR
+
+def executables(version) -> frozenset[str]:
+    """The release's package-relative files its wheel marks executable."""
+    from sgpatch.releases import cache as releases
+
+    prefix = f"{releases.PACKAGE}/"
+    return frozenset(
+        n[len(prefix) :] for n in releases.executables(version) if n.startswith(prefix)
+    )
 
 
 def tree_entry(root: Path, rel: str) -> Entry:
@@ -119,7 +128,6 @@ def changed_files(root: Path, version) -> list[str]:
     (bytes, execute bit, or a symlink in a file's place), plus files the release has that the
     tree lacks. Files the release does not ship are left out (a tree holds caches, build
     output and sgpatch's own state)."""
-    from sgpatch.ops.importer import executables
     from sgpatch.releases import cache as releases
     from sgpatch.releases.record import digest as record_digest
 

@@ -121,7 +121,7 @@ def _plan_on(manifest: SetManifest, spec: PatchSpec, version: Version, tmp: Path
 def _modes_before(plan, pid: str, version: Version, rels) -> dict[str, int]:
     """The git mode of each of `rels` just before patch `pid`: the release's (its wheel's
     execute bit; a wheel holds no symlink) as the set's earlier patches leave it."""
-    from sgpatch.ops.importer import executables
+    from sgpatch.ops.refresh import executables
 
     runs, modes = executables(version), dict[str, int]()
 

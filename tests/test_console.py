@@ -120,3 +120,19 @@ def test_a_value_json_cannot_hold_fails_loudly(capsys, leak) -> None:
     with pytest.raises(TypeError, match=type(leak).__name__):
         console.emit_json({"command": "status", "where": [leak]})
     assert capsys.readouterr().out == ""
+
+
+def test_no_json_writer_in_src_stringifies_what_it_cannot_hold() -> None:
+    """Input: every module under src/sgpatch. Outcome: none passes `default=str` to json (a
+    record that leaks into a document must fail, not turn into its repr), and no command or
+    entry point sets a document's schema number itself (console does)."""
+    import re
+
+    import sgpatch
+
+    root = Path(sgpatch.__file__).parent
+    for path in root.rglob("*.py"):
+        text = path.read_text()
+        assert "default=str" not in text, path
+        if path.parent.name == "cli" or path.name in ("__main__.py", "boundary.py"):
+            assert not re.search(r'"schema":\s*\d', text), path

@@ -71,7 +71,7 @@ def run(opts: StatusOptions) -> int:
             {
                 "command": "status",
                 "exit_code": int(code if check else ExitCode.OK),
-                "target": report.target_json(target),
+                "target": target.to_json(),
                 "sets": docs,
                 "unknown_sets": unknown,
                 "drift": drift.to_json(found_drift),

@@ -58,6 +58,17 @@ class FilePlan:
     def ok(self) -> bool:
         return self.status in ("ok", "already-applied")
 
+    def to_json(self) -> dict[str, object]:
+        """The file in --json documents (docs/json.md); the bytes are not part of it."""
+        return {
+            "path": self.path,
+            "source": self.source,
+            "action": self.action,
+            "status": self.status,
+            "note": self.note,
+            "hunks": [h.to_json() for h in self.hunks],
+        }
+
 
 @dataclass
 class Overlay:

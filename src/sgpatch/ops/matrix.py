@@ -14,7 +14,7 @@ import re
 import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
@@ -61,6 +61,10 @@ class Cell:
     failures: tuple[Failure, ...] = ()  # every refused hunk, in file and hunk order
     probe_after: bool | None = None  # the probe on the tree with the set applied (pending only)
 
+    def to_json(self) -> dict[str, object]:
+        """The cell in `matrix --json`: every field by name, its failures included."""
+        return asdict(self)
+
 
 def failures_of(files) -> tuple[Failure, ...]:
     """Every refused hunk of a patch's file plans, and file-level problems, with the reason."""
@@ -99,6 +103,12 @@ class Row:
     error_patch: str | None = None  # the patch with no variant for it, when that is why
     tree: str | None = None  # a tree's row (`matrix --tree`): its package root
     variants_of: str | None = None  # not checked on: the version whose variants planned it
+
+    def to_json(self) -> dict[str, object]:
+        """The row in `matrix --json` (docs/json.md)."""
+        cells = {k: c.to_json() for k, c in self.cells.items()}
+        return {"release": self.release, "tree": self.tree, "variants_of": self.variants_of,
+                "error": self.error, "cells": cells}  # fmt: skip
 
 
 def needed_files(manifest: SetManifest) -> list[str]:
@@ -425,19 +435,13 @@ def gate(rows: Sequence[Row], fail_on: Sequence[str]) -> ExitCode:
 
 def json_doc(manifest: SetManifest, rows: Sequence[Row], code: ExitCode) -> dict:
     """`matrix --json` (docs/json.md): every row with its cells, and the gate's exit code."""
-    from dataclasses import asdict
-
     return {
         "command": "matrix",
         "exit_code": int(code),
         "set": manifest.name,
         "patches": [p.id for p in manifest.patches],
-        "releases": [
-            {"release": r.release, "tree": r.tree, "variants_of": r.variants_of,
-             "error": r.error, "cells": {k: asdict(c) for k, c in r.cells.items()}}
-            for r in rows
-        ],
-    }  # fmt: skip
+        "releases": [r.to_json() for r in rows],
+    }
 
 
 def tree_notes(manifest: SetManifest, rows: Sequence[Row]) -> list[str]:

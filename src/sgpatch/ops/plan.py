@@ -70,6 +70,22 @@ class PatchPlan:
     def done(self) -> bool:
         return self.state in DONE_STATES
 
+    def to_json(self) -> dict[str, object]:
+        """The patch in --json documents (docs/json.md): `probe` only when its probe ran."""
+        doc: dict[str, object] = {
+            "id": self.id,
+            "state": self.state,
+            "how": self.how,
+            "note": self.note,
+            "optional": self.optional,
+            "selected": self.selected,
+            "variant": self.variant,
+            "files": [f.to_json() for f in self.files],
+        }
+        if self.probe is not None:
+            doc["probe"] = self.probe.to_json()
+        return doc
+
 
 @dataclass(frozen=True)
 class SetPlan:
@@ -89,6 +105,13 @@ class SetPlan:
     def exit_code(self) -> ExitCode:
         codes = [p.exit_code for p in self.patches if p.selected]
         return max(codes, default=ExitCode.OK)
+
+    def untested_json(self) -> dict[str, object] | None:
+        """null when the set was checked on the tree's version; else the version whose
+        variants planned it (docs/manifest.md, "Versions a set was not checked on")."""
+        if self.variants_of is None:
+            return None
+        return {"version": self.version, "variants_of": self.variants_of}
 
     def applied(self) -> SetPlan:
         """The plan as it reads once its changes are written: selected pending -> applied."""

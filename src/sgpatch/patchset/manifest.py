@@ -23,7 +23,7 @@ from packaging.version import Version
 
 from sgpatch.errors import SgpatchError, bad_input, unsafe
 from sgpatch.patchset.hygiene import refuse_others_writable, refuse_writable_inside
-from sgpatch.patchset.probe import ProbeNode, parse_top
+from sgpatch.patchset.probe import ProbeNode, describe, parse_top
 from sgpatch.versions import checked
 
 MANIFEST_NAME = "patchset.yaml"
@@ -43,6 +43,10 @@ class Upstream:
     status: str
     ref: str | None
     since: Version | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"status": self.status, "ref": self.ref,
+                "since": str(self.since) if self.since else None}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,18 @@ class Variant:
             raise ValueError(f"variant {self.sglang} is n/a: it has no patch file")
         return self.patch
 
+    def to_json(self, base_dir: Path) -> dict[str, object]:
+        """The variant in `show --json`: its patch file as the manifest names it (relative to
+        the set folder `base_dir`), its own probe only when it has one."""
+        doc: dict[str, object] = {
+            "sglang": str(self.sglang),
+            "patch": self.patch.relative_to(base_dir).as_posix() if self.patch else None,
+            "na": self.na,
+        }
+        if self.probe is not None:
+            doc["probe"] = describe(self.probe)
+        return doc
+
 
 @dataclass(frozen=True)
 class EnvRequirement:
@@ -72,6 +88,9 @@ class EnvRequirement:
     package: str
     specifier: SpecifierSet
     why: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"package": self.package, "specifier": str(self.specifier), "why": self.why}
 
 
 @dataclass(frozen=True)
@@ -89,6 +108,20 @@ class PatchSpec:
     environment: tuple[EnvRequirement, ...]
     line: int
     probe_suggested: bool = False  # `suggested: true`: made by sgpatch, no person has edited it
+
+    def to_json(self, base_dir: Path) -> dict[str, object]:
+        """The patch as `show --json` writes it (docs/json.md); `base_dir`: the set folder."""
+        return {
+            "id": self.id,
+            "summary": self.summary,
+            "type": self.type,
+            "optional": self.optional,
+            "requires": list(self.requires),
+            "upstream": self.upstream.to_json(),
+            "probe": describe(self.probe) if self.probe is not None else None,
+            "variants": [v.to_json(base_dir) for v in self.variants],
+            "environment": [e.to_json() for e in self.environment],
+        }
 
 
 @dataclass(frozen=True)

@@ -350,6 +350,10 @@ class Evidence:
     text: str
     note: str
 
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "file": self.file, "line": self.line, "text": self.text,
+                "note": self.note}  # fmt: skip
+
 
 @dataclass(frozen=True)
 class ProbeResult:
@@ -359,6 +363,10 @@ class ProbeResult:
     evidence: tuple[Evidence, ...]
     node: ProbeNode | None = None
     children: tuple[ProbeResult, ...] = field(default=())
+
+    def to_json(self) -> dict[str, object]:
+        """The verdict in --json documents (docs/json.md): its value and every evidence."""
+        return {"value": self.value, "evidence": [e.to_json() for e in self.evidence]}
 
 
 REGEX_FLAGS = re.MULTILINE

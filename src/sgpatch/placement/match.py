@@ -36,6 +36,10 @@ class HunkResult(NamedTuple):
     def ok(self) -> bool:
         return self.status in ("applied", "already-applied")
 
+    def to_json(self) -> dict[str, object]:
+        """The hunk in --json documents (docs/json.md): every field by name."""
+        return {**self._asdict(), "candidates": list(self.candidates)}
+
 
 @dataclass(frozen=True)
 class FileResult:

@@ -396,6 +396,20 @@ def make_set(root: Path, second: str | None = None, probe: str = "") -> Path:
     return d
 
 
+def one_patch_set(root: Path, diff: str, pid: str = "mover", version: str = "1.0") -> Path:
+    """Set `demo` of one patch `pid` made on `version` (`==version`), its file `diff`."""
+    d = root / "sets" / "demo"
+    (d / "patches" / version).mkdir(parents=True)
+    (d / f"patches/{version}/0001-{pid}.patch").write_text(f"Subject: {pid}\n\n{diff}")
+    (d / "patchset.yaml").write_text(
+        f'schema: 1\nname: demo\nsummary: demo set\nsglang: "=={version}"\npatches:\n'
+        f"  - id: {pid}\n    summary: {pid}\n    type: bugfix\n    upstream: {{status: pending}}\n"
+        f'    variants:\n      - {{sglang: "=={version}", '
+        f"patch: patches/{version}/0001-{pid}.patch}}\n"
+    )
+    return d
+
+
 def probe_set(tmp_path: Path, probe: str, spec: str = ">=1.0,<1.1") -> Path:
     """`demo`: `first` (srt/mod.py) and `second` (other.py returns the_answer_to(42)), whose
     probe is `probe` (YAML lines under `probe:`), both variants and the set on `spec`."""

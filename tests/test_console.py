@@ -99,7 +99,7 @@ def test_product_and_messages_go_to_separate_streams(capsys) -> None:
 
 
 def test_a_json_document_gets_its_schema_from_the_console(capsys) -> None:
-    """Input: a command's document and port's. Outcome: `schema` first, 1 for a command and 4
+    """Input: a command's document and port's. Outcome: `schema` first, 1 for a command and 5
     for port, set by the console; a document that brings its own schema is refused."""
     import json
 
@@ -107,7 +107,7 @@ def test_a_json_document_gets_its_schema_from_the_console(capsys) -> None:
     console.emit_json({"command": "port", "exit_code": 0})
     first, second = capsys.readouterr().out.split("\n}\n")[:2]
     assert json.loads(first + "}") == {"schema": 1, "command": "status", "exit_code": 0}
-    assert json.loads(second + "}")["schema"] == console.PORT_SCHEMA == 4
+    assert json.loads(second + "}")["schema"] == console.PORT_SCHEMA == 5
     with pytest.raises(TypeError):
         console.emit_json({"command": "status", "schema": 3})
 

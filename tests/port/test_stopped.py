@@ -210,7 +210,8 @@ MOVED = "".join(f"def helper_{i}():\n    return {i}\n\n\n" for i in range(8)) + 
 def test_a_change_moved_to_another_file_by_hand(cache, tmp_path):
     """Input: 1.5 has no srt/other.py (upstream moved `other` into srt/moved.py, a bigger
     file: a move, not a rename port could follow); `second` patches srt/other.py. Outcome:
-    exit 3 with a marker file at sglang/srt/other.py ("no such file"); the person deletes it,
+    exit 3 with a marker file at sglang/srt/other.py ("not in sglang 1.5"; moved.py's `other`
+    named as a candidate, too small to be certain of); the person deletes it,
     makes the change in srt/moved.py and also edits mod.py (a file the already carried `first`
     patched): as in a rebase, both edits join the stopped
     `second` (said in `notes`); --continue gives `second` a 1.5 variant with moved.py and the
@@ -225,7 +226,10 @@ def test_a_change_moved_to_another_file_by_hand(cache, tmp_path):
                        "--workspace", str(w))  # fmt: skip
     assert code == 3
     (problem,) = by_id(doc)["second"]["problems"]
-    assert problem["file"] == "srt/other.py" and "no such file" in problem["why"]
+    assert problem["file"] == "srt/other.py" and "not in sglang 1.5" in problem["why"]
+    (moved,) = problem["details"]  # too small to call moved.py's `other` the same code
+    assert moved["status"] == "its code is no longer in this file"
+    assert any(e.startswith("maybe srt/moved.py:33 (def other") for e in moved["evidence"])
     assert merge.marker_lines((w / "sglang/srt/other.py").read_bytes())
     first_file = load_manifest(d / "patchset.yaml").patch("first").variants[0].patch.read_bytes()
     (w / "sglang/srt/other.py").unlink()

@@ -407,17 +407,19 @@ def test_continue_writes_only_the_set_the_port_began_on(cache, tmp_path):
 
 def test_every_hint_is_a_command_that_works_as_written(cache, tmp_path):
     """Input: a stopped port (human output); the commands the stop line prints. Outcome: the
-    --continue command runs as printed (exit 3: nothing fixed), the --abort command too
-    (exit 0); a damaged state file's hint names `--abort --workspace W` and the port command,
-    which also run as printed."""
+    --continue command runs as printed (exit 3: nothing fixed), the --show command prints the
+    stopped file's details (exit 0); a damaged state file's hint names `--abort --workspace
+    W` and the port command, which also run as printed."""
     d = make_set(tmp_path)
     w = tmp_path / "w w"
     code, _out, err = run_cli(*port_args(d, w))
     assert code == 3
     last = err.splitlines()[-1]
     commands = [c for c in last.split("`")[1::2] if c.startswith("sgpatch ")]
-    assert [c.split()[2] for c in commands] == ["--continue", "--abort"]
+    assert [c.split()[2] for c in commands] == ["--continue", "--abort", "--show"]
     assert run_cli(*shlex.split(commands[0])[1:])[0] == 3
+    code, out, _err = run_cli(*shlex.split(commands[2])[1:])
+    assert code == 0 and out.startswith("sglang/srt/mod.py (markers at lines ")
     (w / ".sgpatch-port/onto").write_text("not a version\n")
     code, _out, err = run_cli(*cont(w))
     assert code == 4

@@ -609,6 +609,15 @@ def port_cmd(
             "--force", help="With --abort: keep your edits in W.aborted-N next to W, then abort."
         ),
     ] = False,
+    show: Annotated[
+        str | None,
+        typer.Option(
+            "--show",
+            metavar="FILE",
+            help="With --workspace: one stopped file's details (upstream's change beside the "
+            "patch's, where moved code may have gone).",
+        ),
+    ] = None,
 ) -> None:
     """Carry a patch set to another SGLang release, like a rebase.
 
@@ -642,6 +651,7 @@ def port_cmd(
                 as_json,
                 to_tree,
                 force,
+                show,
             )
         )
     )
@@ -860,6 +870,35 @@ def split_cmd(
         set_name, tuple(patchsets or ()), patch_id, by, tuple(take), new_id, summary, as_json
     )
     raise typer.Exit(splitcmd.run(opts))
+
+
+@app.command("fold", short_help="Fold a name a patch defines twice, keeping what runs.")
+def fold_cmd(
+    set_name: SetOpt,
+    patch_ids: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--patch",
+            help="A patch to fold (repeatable; default: every patch that needs it).",
+            autocompletion=complete.patch_ids,
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the folds; write nothing.")
+    ] = False,
+    patchsets: PatchsetsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Rewrite each patch that, applied as its author wrote it on its own release, defines a
+    def/class twice in one body: the definition Python runs (the later one) replaces the earlier
+    one in its place, and the dead copy goes, so the patched tree runs the same code. Each fold
+    is printed as a diff; the set is linted before its patch files are replaced."""
+    from sgpatch.cli import foldcmd
+
+    opts = foldcmd.FoldOptions(
+        set_name, tuple(patchsets or ()), tuple(patch_ids or ()), dry_run, as_json
+    )
+    raise typer.Exit(foldcmd.run(opts))
 
 
 @app.command("help", short_help="Show the help of sgpatch or of one command.")

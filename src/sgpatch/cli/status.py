@@ -63,6 +63,11 @@ def run(opts: StatusOptions) -> int:
         else:
             report.applied_untested(record)
             report.show_set(target, plan, pre, verbose, to_stdout=True)
+            if verbose:
+                from sgpatch.ops.fold import standing
+
+                for line in standing(manifest, plan, target.root):
+                    report.err(f"warning: {line}")
             report.status_verdict(plan, set_code)
     if found_drift and not as_json:
         console.err(drift.summary(found_drift))

@@ -60,6 +60,7 @@ class Cell:
     probe: bool | None = None
     failures: tuple[Failure, ...] = ()  # every refused hunk, in file and hunk order
     probe_after: bool | None = None  # the probe on the tree with the set applied (pending only)
+    warnings: tuple[Failure, ...] = ()  # hunks applied with a warning (a def its author twice)
 
     def to_json(self) -> dict[str, object]:
         """The cell in `matrix --json`: every field by name, its failures included."""
@@ -76,6 +77,12 @@ def failures_of(files) -> tuple[Failure, ...]:
             if not h.ok:
                 out.append(Failure(f.path, h.index, h.reason or h.status))
     return tuple(out)
+
+
+def warnings_of(files) -> tuple[Failure, ...]:
+    """Every hunk of a patch's file plans that applies with a warning (placement.engine: a
+    def/class its author's hunk defines twice), with the warning."""
+    return tuple(Failure(f.path, h.index, h.warning) for f in files for h in f.hunks if h.warning)
 
 
 def failure_text(f: Failure) -> str:
@@ -205,6 +212,7 @@ def _row(manifest: SetManifest, root: Path, version: Version, label: str, tree=N
             probe=p.probe.value if p.probe is not None else None,
             failures=failures_of(p.files) if p.state == "conflict" else (),
             probe_after=after.get(p.id),
+            warnings=warnings_of(p.files) if p.state == "pending" else (),
         )
         for p in plan.patches
     }

@@ -20,6 +20,9 @@ if TYPE_CHECKING:  # type hints only: rendering a plan needs neither module load
 def hunk_line(h: HunkResult, reverse: bool = False, dry_run: bool = False) -> str:
     """One GNU-patch-like line per hunk, e.g. 'Hunk #2 applied at 120 (offset 12, fuzz 1).'
     A dry run says what would happen: 'Hunk #2 would apply at 120.'"""
+    if h.warning is not None:
+        plain = h._replace(warning=None)
+        return f"{hunk_line(plain, reverse, dry_run)[:-1]}; warning: {h.warning}"
     if h.status == "applied" and not (h.offset or h.fuzz or h.whitespace or reverse or dry_run):
         return f"Hunk #{h.index} applied at {h.line}."  # the usual line, once per hunk
     extras = []

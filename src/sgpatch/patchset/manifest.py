@@ -62,6 +62,20 @@ class Variant:
     probe_suggested: bool = False  # that probe is a suggestion no person has edited
 
     @property
+    def made_on(self) -> Version | None:
+        """The release the patch file was made on, when the manifest says: its `base:`, or
+        the one release of an `==X` range (None: a range, which names no single release)."""
+        if self.base is not None:
+            return self.base
+        specs = list(self.sglang)
+        if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version:
+            try:
+                return Version(specs[0].version)
+            except ValueError:
+                return None
+        return None
+
+    @property
     def file(self) -> Path:
         """The patch file, for code that has already ruled out an n/a variant."""
         if self.patch is None:

@@ -31,6 +31,7 @@ class HunkResult(NamedTuple):
     whitespace: bool = False  # matched only when ignoring whitespace differences
     candidates: tuple[int, ...] = ()  # 1-based lines (in the input file) considered
     reason: str | None = None
+    warning: str | None = None  # applied, but said: a def/class the author's hunk adds twice
 
     @property
     def ok(self) -> bool:

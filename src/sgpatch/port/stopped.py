@@ -28,6 +28,7 @@ from sgpatch.port.workspace import (
     Workspace,
     digest,
     entry_digest,
+    files_left,
     hand_edits,
     keep_aside,
     left_in,
@@ -333,6 +334,8 @@ class Aborted:
     edits: list[str]
     kept_in: Path | None
     own: list[str] = field(default_factory=list)
+    stays: bool = False  # W itself is still there (made by the person, or holding others' files)
+    left_files: list[str] = field(default_factory=list)  # the files others put in W, kept
 
 
 def abort(ws: Workspace, force: bool = False) -> Aborted:
@@ -355,4 +358,4 @@ def abort(ws: Workspace, force: bool = False) -> Aborted:
     own = own_files(ws)
     kept_in = keep_aside(ws, edits + own) if edits or own else None
     remove(ws)
-    return Aborted(left_in(ws), edits, kept_in, own)
+    return Aborted(left_in(ws), edits, kept_in, own, ws.top.is_dir(), files_left(ws))

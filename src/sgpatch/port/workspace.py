@@ -32,6 +32,7 @@ in `.git/rebase-merge/`):
                   listed in before/<id>.absent, after/<id>.absent): its new file is their diff
     patches/      the new patch file of each finished patch
     merge/<id>/   the merge inputs of a patch's merged files (<file>.base, <file>.theirs)
+    moved/<id>    the hunks carried into the file their code moved to (port.moved)
     finishing/    the set's new files while --continue writes them into the set
     na-<id>       written by the person: why a patch n/a on the nearest release is n/a on V
                   too (--continue then writes a `==V` n/a variant with that reason); it and
@@ -99,7 +100,7 @@ OURS_AT_TOP = (STATE, LOCK)  # names in W that are sgpatch's own, never a person
 _STATE_NAMES = """
     marker format set set-dir set-name set-sha256 onto offline known without made command phase
     reused stage journal todo partial done needs-a-hand fix tree files carried fixing before
-    after patches merge problems probes hunks dropped finishing finished kept-aside
+    after patches merge problems probes hunks dropped moved finishing finished kept-aside
 """
 OURS_IN_STATE = frozenset(_STATE_NAMES.split())
 MARKER = "sgpatch port workspace\n"
@@ -208,9 +209,12 @@ class Workspace:
 
     def put_editable(self, name: str, data: bytes) -> None:
         """A state file a person may edit during a stop (listed in `tree`, so --abort keeps
-        their edit of it as it keeps an edited tree file)."""
+        their edit of it as it keeps an edited tree file). The list is written in the same
+        step: sgpatch rewriting the file (a probe it replaces by itself at --continue) is
+        never taken for a person's edit later."""
         self.put_bytes(name, data)
         self.tree()[f"{STATE}/{name}"] = digest(data)
+        self.save_tree()
 
     @property
     def phase(self) -> str:
@@ -583,6 +587,23 @@ def remove(ws: Workspace, keep_top: bool = False) -> bool:
 def left_in(ws: Workspace) -> list[str]:
     """What is left in W after `remove` (what others put there)."""
     return _others(ws.top) if ws.top.is_dir() else []
+
+
+def files_left(ws: Workspace) -> list[str]:
+    """The W-relative files left in W after `remove` (symlinks listed, never followed), for
+    the line that says why W stays."""
+    out: list[str] = []
+    for name in left_in(ws):
+        path = ws.top / name
+        if path.is_symlink() or not path.is_dir():
+            out.append(name)
+            continue
+        for dirpath, dirs, files in os.walk(path, followlinks=False):
+            dirs.sort()
+            rel = Path(dirpath).relative_to(ws.top).as_posix()
+            out += [f"{rel}/{f}" for f in sorted(files)]
+            out += [f"{rel}/{d}" for d in dirs if os.path.islink(os.path.join(dirpath, d))]
+    return out
 
 
 def _prune(top: Path) -> None:

@@ -402,13 +402,13 @@ def _settle(p: Imported, step: Step, overlay: Overlay, version: Version) -> Impo
     from dataclasses import replace
 
     from sgpatch.ops import suggest
-    from sgpatch.patchset.probe import AllProbe
+    from sgpatch.patchset.probe import all_of, entries
 
     if p.probe is None or suggest.value_on(p.probe, overlay.read):
         return p
-    entries = p.probe.nodes if isinstance(p.probe, AllProbe) else (p.probe,)
-    kept = [n for n, v in zip(entries, suggest.values_on(entries, overlay.read), strict=True) if v]
-    probe = kept[0] if len(kept) == 1 else AllProbe(tuple(kept)) if kept else None
+    clauses = entries(p.probe)
+    kept = [n for n, v in zip(clauses, suggest.values_on(clauses, overlay.read), strict=True) if v]
+    probe = all_of(kept)
     if probe is not None and not suggest.check(
         probe, lambda r: pristine(version, r), step.before.get, step.after.get
     ):

@@ -257,16 +257,16 @@ def _holding_at_the_end(probe: ProbeNode | None, halves: Sequence[Half]) -> Prob
     """The probe's entries that are still true with the whole set applied, on every variant's
     release (lint checks probes there)."""
     from sgpatch.ops import suggest
-    from sgpatch.patchset.probe import AllProbe
+    from sgpatch.patchset.probe import all_of, entries
 
     if probe is None:
         return None
-    entries = probe.nodes if isinstance(probe, AllProbe) else (probe,)
-    alive = [suggest.values_on(entries, h.final.get) for h in halves]
-    kept = [n for i, n in enumerate(entries) if all(a[i] for a in alive)]
-    if len(kept) == len(entries):
+    clauses = entries(probe)
+    alive = [suggest.values_on(clauses, h.final.get) for h in halves]
+    kept = [n for i, n in enumerate(clauses) if all(a[i] for a in alive)]
+    if len(kept) == len(clauses):
         return probe
-    return kept[0] if len(kept) == 1 else AllProbe(tuple(kept)) if kept else None
+    return all_of(kept)
 
 
 def split_patch(

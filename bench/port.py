@@ -528,7 +528,6 @@ def loop_markdown(rows: list[dict]) -> str:
         "project's*: files of the step whose bytes in W (= the ported set applied to B) are "
         "the project's own, of all the files either stack touches.",
         "",
-        "",
         MOVED_COLUMNS,
         "",
         "| stack | A -> B | stack fixes | exit | stops | conflicts | hand files | "

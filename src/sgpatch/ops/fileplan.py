@@ -52,6 +52,7 @@ class FilePlan:
     status: Literal["ok", "already-applied", "conflict", "ambiguous"] = "ok"
     mode: int | None = None
     link: bool = False  # `after` is a symlink's target (git mode 120000)
+    was_link: bool = False  # `before` is a symlink's target (a link removed or retargeted)
 
     @property
     def ok(self) -> bool:
@@ -312,7 +313,8 @@ def _plan_link(overlay: Overlay, fp: FilePatch, path: str) -> FilePlan:
         what = "a symlink to " + repr(old) if current is not None else "there"
         return _refused(path, path, "modify", current, f"not {what}, as the patch expects")
     action: Action = "create" if fp.is_new else "delete" if fp.is_delete else "modify"
-    return FilePlan(path, path, action, current, want, (), link=want is not None)
+    return FilePlan(path, path, action, current, want, (), link=want is not None,
+                    was_link=is_link)  # fmt: skip
 
 
 def check_link(root: Path, path: str, target: str) -> None:

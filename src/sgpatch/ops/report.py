@@ -48,7 +48,9 @@ def hunk_line(h: HunkResult, reverse: bool = False, dry_run: bool = False) -> st
 
 
 def file_lines(f: FilePlan, dry_run: bool, reverse: bool = False) -> Iterable[str]:
-    if dry_run:
+    if f.link or f.was_link:
+        yield _link_line(f, dry_run)
+    elif dry_run:
         how = {
             "create": " (new)",
             "delete": " (deleted)",
@@ -59,13 +61,34 @@ def file_lines(f: FilePlan, dry_run: bool, reverse: bool = False) -> Iterable[st
     else:
         verb = {"create": "creating", "delete": "deleting", "rename": "renaming", "copy": "copying"}
         src = f" (from {shown.name(f.source)})" if f.action in ("rename", "copy") else ""
-        yield f"{verb.get(f.action, 'patching')} file {shown.name(f.path)}{src}"
+        yield f"{verb.get(f.action, 'patching')} file {shown.name(f.path)}{src}{_mode_tail(f)}"
     if f.note:
         yield f"  {f.note}"
     elif f.status == "already-applied" and not f.hunks:
         yield "  already done"
     for h in f.hunks:
         yield "  " + hunk_line(h, reverse, dry_run)
+
+
+def _link_line(f: FilePlan, dry_run: bool) -> str:
+    """What a symlink block does, said of a symlink (as GNU patch says `creating symbolic
+    link`): made, retargeted or removed, with the target it points at after."""
+    from sgpatch.diff.unified import decode
+
+    to = f" -> {shown.name(decode(f.after))}" if f.after is not None else ""
+    if dry_run:
+        how = {"create": " (new)", "delete": " (removed)"}.get(f.action, " (retargeted)")
+        return f"checking symlink {shown.name(f.path)}{to}{how}"
+    verb = {"create": "creating", "delete": "removing"}.get(f.action, "retargeting")
+    return f"{verb} symlink {shown.name(f.path)}{to}"
+
+
+def _mode_tail(f: FilePlan) -> str:
+    """The git mode a file is given, when the patch sets one (a new file only when it is
+    executable: 100644 is what a new file is anyway)."""
+    if f.mode is None or f.status != "ok" or (f.action == "create" and not f.mode & 0o111):
+        return ""
+    return f" (mode {0o100000 | f.mode:o})"
 
 
 # ---------------------------------------------------------------------------- patch sets

@@ -226,12 +226,18 @@ def _carry_file(
 
 
 def _link_problem(fp: FilePatch, fplan: FilePlan) -> str:
-    """Why a symlink block of the patch is not carried, and what a person does about it."""
+    """Why a symlink block of the patch is not carried, and what a person does about it (a
+    link has no lines to merge: it is made as the patch says, or by hand)."""
     new = "".join(ln.text for h in fp.hunks for ln in h.lines if ln.kind != "-")
-    what = "removes the symlink" if fp.is_delete else f"makes a symlink to {new!r}"
+    what = (
+        "removes the symlink" if fp.is_delete
+        else f"makes a symlink to {new!r}" if fp.is_new
+        else f"points the symlink at {new!r}"
+    )  # fmt: skip
+    why = fplan.note or "this release has something else there"
     return (
-        f"the patch {what} here, but {fplan.note or 'the release has another file'}: "
-        "make it (or leave it) in W by hand, as it should be on this release"
+        f"the patch {what}, which cannot be done on this release ({why}): make the symlink "
+        "in W by hand, or leave W's file, as it should be on this release"
     )
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import make_diff, make_wheel, offline_cache, release_files, run_cli
+from helpers import make_diff, make_set, make_wheel, offline_cache, release_files, run_cli
 
 N = 40  # patches, each stopping on a file of its own (past PATCH_ROWS and FILE_ROWS)
 
@@ -115,3 +115,20 @@ def test_fit_keeps_every_part_under_the_budget_saying_what_it_cut(sizes, rows):
         kept = len({ln.split(".")[0] for ln in got if re.fullmatch(rf"{name}\d+\.\d+", ln)})
         cut = [ln for ln in got if ln.startswith("... and ") and ln.endswith(f" {name}")]
         assert cut == ([f"... and {n - kept} more {name}"] if kept < n else [])
+
+
+def test_a_step_walk_says_each_release_before_the_stop_in_one_line(cache, tmp_path):
+    """Input: `--step --to 1.3` from a set made on 1.0 (1.1 carries, 1.2 stops). Outcome:
+    exit 3; 1.1 in one line (what it wrote, and its patches counted by outcome), then 1.2's
+    stop in full: its heading, its patch lines, and the next command last."""
+    d = make_set(tmp_path)
+    w = tmp_path / "w"
+    args = ("--set", "demo", "--patchsets", str(d.parent), "--to", "1.3", "--step")
+    code, out, err = run_cli("port", "--offline", *args, "--workspace", str(w))
+    lines = err.splitlines()
+    assert code == 3 and out == ""
+    assert lines[0].startswith("sgpatch port: demo -> 1.1: wrote ")
+    assert lines[0].endswith(" (workspace kept); patches: 2 carried")
+    assert lines[1] == f"sgpatch port: demo -> 1.2 (workspace {w})"
+    assert lines[2].startswith("  first: needs a hand (srt/mod.py)")
+    assert lines[-1].startswith("sgpatch port: stopped: fix what is listed above")

@@ -214,8 +214,11 @@ def _emit(a: Args, reps, extra: dict | None = None) -> int:
              "steps": [r.json() for r in reps]}
         )  # fmt: skip
         return code
-    for rep in reps:
-        _human(rep)
+    from sgpatch.port.screen import done_line
+
+    for rep in reps[:-1]:  # a --step walk: the releases carried before the last, a line each
+        console.err(done_line(rep))
+    _human(reps[-1])
     return code
 
 

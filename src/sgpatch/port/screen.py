@@ -81,6 +81,14 @@ def step_lines(rep: Report) -> list[str]:
     return [*fit(parts, MAX_LINES - 1), _last(rep)]
 
 
+def done_line(rep: Report) -> str:
+    """A finished step of a `--step` walk before its last, in one line (each patch's line
+    is in --json): the last step, stopped or not, is the one on the screen."""
+    counts = Counter(r.outcome.outcome for r in rep.patches)
+    parts = ", ".join(f"{n} {what}" for what, n in sorted(counts.items()))
+    return f"{_last(rep)}; patches: {parts or 'none'}"
+
+
 def _none(_n: int) -> str:
     raise AssertionError("a part without rows is never cut")
 
@@ -257,4 +265,4 @@ def _others(rep: Report) -> list[Part]:
     return parts
 
 
-__all__ = ["MAX_LINES", "Part", "fit", "line", "step_lines"]
+__all__ = ["MAX_LINES", "Part", "done_line", "fit", "line", "step_lines"]

@@ -396,6 +396,20 @@ def make_set(root: Path, second: str | None = None, probe: str = "") -> Path:
     return d
 
 
+def one_patch_set(root: Path, diff: str, pid: str = "mover", version: str = "1.0") -> Path:
+    """Set `demo` of one patch `pid` made on `version` (`==version`), its file `diff`."""
+    d = root / "sets" / "demo"
+    (d / "patches" / version).mkdir(parents=True)
+    (d / f"patches/{version}/0001-{pid}.patch").write_text(f"Subject: {pid}\n\n{diff}")
+    (d / "patchset.yaml").write_text(
+        f'schema: 1\nname: demo\nsummary: demo set\nsglang: "=={version}"\npatches:\n'
+        f"  - id: {pid}\n    summary: {pid}\n    type: bugfix\n    upstream: {{status: pending}}\n"
+        f'    variants:\n      - {{sglang: "=={version}", '
+        f"patch: patches/{version}/0001-{pid}.patch}}\n"
+    )
+    return d
+
+
 def probe_set(tmp_path: Path, probe: str, spec: str = ">=1.0,<1.1") -> Path:
     """`demo`: `first` (srt/mod.py) and `second` (other.py returns the_answer_to(42)), whose
     probe is `probe` (YAML lines under `probe:`), both variants and the set on `spec`."""
@@ -509,36 +523,87 @@ def reachable_dir(prefix: str = "sgpatch-test-") -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+_READABLE: list[Path] = []  # this test process's readable copy of the code (made once)
+
+
+def readable_code() -> Path:
+    """sgpatch and every package it imports, copied once per test process into a folder any
+    user can read (removed at exit): a process that dropped root cannot import them from a
+    clone inside a 0700 folder (`mktemp -d`, a private home) nor from its venv (issue 45.1).
+    Run with the base interpreter and PYTHONPATH set to it (`sgpatch_as`)."""
+    if _READABLE:
+        return _READABLE[0]
+    import atexit
+    import importlib.metadata as metadata
+    import shutil
+    import tempfile
+
+    from packaging.requirements import Requirement
+
+    top = Path(tempfile.mkdtemp(prefix="sgpatch-test-code-")).resolve()
+    atexit.register(shutil.rmtree, top, True)
+    import sgpatch
+
+    shutil.copytree(Path(sgpatch.__file__).parent, top / "sgpatch",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    seen, todo = {"sgpatch"}, list(metadata.requires("sgpatch") or [])
+    while todo:
+        req = Requirement(todo.pop())
+        name = req.name.lower().replace("_", "-")
+        if name in seen or (req.marker is not None and not req.marker.evaluate({"extra": ""})):
+            continue
+        seen.add(name)
+        dist = metadata.distribution(req.name)
+        todo += dist.requires or []
+        for f in dist.files or []:
+            src = Path(str(dist.locate_file(f)))
+            if f.parts[0] != ".." and src.is_file():
+                (top / f).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, top / f)
+    for d in [top, *top.rglob("*")]:
+        d.chmod(0o755 if d.is_dir() else 0o644)
+    _READABLE.append(top)
+    return top
+
+
 def sgpatch_as(
     uid: int, gid: int, *argv: str, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """`python -m sgpatch ARGV` in a real process that dropped root for uid:gid, with no
-    supplementary groups and no capabilities. Through `setpriv` where there is one: it drops
-    them as it execs, so an interpreter under a folder only root may enter (pyenv in /root)
-    still starts; else subprocess's own user/group/extra_groups."""
+    supplementary groups and no capabilities, importing sgpatch from `readable_code()` with
+    the venv's base interpreter (that user may not enter the clone or its venv). Through
+    `setpriv` where there is one: it drops them as it execs; else subprocess's own
+    user/group/extra_groups. An interpreter that user cannot start is a skip, with the
+    reason."""
     import shutil
 
-    base = {k: v for k, v in os.environ.items() if not k.startswith("SGPATCH_TEST")}
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SGPATCH_TEST", "PYTHON"))}
     base.update({"HOME": str(cwd or "/nonexistent"), "SGPATCH_LOCK_TIMEOUT": "5"})
-    cmd = [sys.executable, "-m", "sgpatch", *argv]
+    base.update({"PYTHONPATH": str(readable_code()), "PYTHONNOUSERSITE": "1",
+                 "PYTHONDONTWRITEBYTECODE": "1"})  # fmt: skip
+    python = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+    cmd = [python, "-m", "sgpatch", *argv]
     drop: dict[str, object] = {"user": uid, "group": gid, "extra_groups": []}
     setpriv = shutil.which("setpriv")
     if setpriv is not None:
         cmd = [setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *cmd]
         drop = {}
-    proc = subprocess.run(
-        cmd,
-        capture_output=True,
-        text=True,
-        env={**base, **(env or {})},
-        cwd=cwd or "/",
-        check=False,
-        **drop,  # type: ignore[arg-type]
-    )
-    if proc.returncode == 127 and "error while loading shared libraries" in proc.stderr:
-        import pytest
-
-        pytest.skip(f"{sys.executable} cannot start as uid {uid}: its libpython is root-only")
+    try:
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            env={**base, **(env or {})},
+            cwd=cwd or "/",
+            check=False,
+            **drop,  # type: ignore[arg-type]
+        )
+    except PermissionError:  # subprocess's own exec, as that user
+        pytest.skip(f"{python} cannot be started as uid {uid}: a folder above it is private")
+    if proc.returncode in (126, 127) and (
+        "error while loading shared libraries" in proc.stderr or "setpriv:" in proc.stderr
+    ):
+        pytest.skip(f"{python} cannot start as uid {uid}: {proc.stderr.strip()[:200]}")
     return proc
 
 
@@ -701,3 +766,50 @@ def hint_commands(text: str) -> list[list[str]]:
     import shlex
 
     return [shlex.split(m)[1:] for m in re.findall(r"`(sgpatch [^`]*)`", text)]
+
+
+# ---------------------------------------------------------------------------------------------
+# symlinks and the execute bit through a port (issue 42): what a rewritten patch must keep
+
+ALIAS = "../srt/mod.py"  # srt/alias.py -> srt/mod.py: a symlink inside the package
+SCRIPT = b"#!/bin/sh\necho hi\n"
+KINDS = {"srt/alias.py": ("link", ALIAS), "srt/run.sh": ("exec", SCRIPT),
+         "srt/__init__.py": ("exec", b"")}  # fmt: skip
+
+
+def modes_set(tmp_path: Path) -> Path:
+    """Set `demo` whose `first` makes srt/alias.py a symlink to mod.py, creates the
+    executable srt/run.sh, makes srt/__init__.py executable (a mode change alone) and changes
+    srt/mod.py with two hunks (on 1.1 the second needs a merge; on 1.2 the patch stops)."""
+    from sgpatch.diff.canonical import EXECUTABLE, REGULAR, SYMLINK, FileDiff, canonical_diff
+
+    d = make_set(tmp_path)
+    diff = canonical_diff([
+        FileDiff("srt/mod.py", V10.encode(), PATCHED10.encode()),
+        FileDiff("srt/alias.py", None, ALIAS.encode(), new_mode=SYMLINK),
+        FileDiff("srt/run.sh", None, SCRIPT, new_mode=EXECUTABLE),
+        FileDiff("srt/__init__.py", b"", b"", REGULAR, EXECUTABLE),
+    ])  # fmt: skip
+    (d / "patches/1.0/0001-first.patch").write_text("Subject: first\n\n" + diff)
+    return d
+
+
+def kinds_in(pkg: Path) -> dict[str, tuple[str, object]]:
+    """What a tree holds at the paths of KINDS: ("link", target), or ("exec" | "file",
+    bytes) by the file's execute bit (None: absent)."""
+    out: dict[str, tuple[str, object]] = {}
+    for rel in KINDS:
+        p = pkg / rel
+        if p.is_symlink():
+            out[rel] = ("link", os.readlink(p))
+        elif p.is_file():
+            out[rel] = ("exec" if p.stat().st_mode & 0o111 else "file", p.read_bytes())
+    return out
+
+
+MODE_BLOCKS = (  # how a canonical patch file says each of KINDS
+    "diff --git a/python/sglang/srt/__init__.py b/python/sglang/srt/__init__.py\n"
+    "old mode 100644\nnew mode 100755\n",
+    "diff --git a/python/sglang/srt/alias.py b/python/sglang/srt/alias.py\nnew file mode 120000\n",
+    "diff --git a/python/sglang/srt/run.sh b/python/sglang/srt/run.sh\nnew file mode 100755\n",
+)

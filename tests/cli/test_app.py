@@ -53,6 +53,31 @@ def test_completion_prints_a_script_for_each_shell(shell: str) -> None:
     assert code == 0 and "_SGPATCH_COMPLETE" in out
 
 
+def test_completion_installs_as_cli_md_says_in_a_fresh_home(tmp_path: Path) -> None:
+    """Input: docs/cli.md's completion block, run by bash line by line as typed, with HOME an
+    empty folder and this sgpatch on PATH. Outcome: every line exits 0 (the folders made
+    first), and each shell's script is where the block puts it, as `completion SHELL` prints
+    it."""
+    import re
+
+    binary = Path(sys.executable).parent / "sgpatch"
+    if not binary.exists():
+        pytest.skip("no sgpatch console script beside this Python")
+    page = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    (block,) = [b for b in re.findall(r"```bash\n(.*?)```", page, re.S) if "completion bash" in b]
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "PATH": f"{binary.parent}:{os.environ['PATH']}"}
+    for line in block.splitlines():
+        done = subprocess.run(["bash", "-c", line], env=env, cwd=tmp_path, capture_output=True,
+                              text=True, timeout=60, check=False)  # fmt: skip
+        assert done.returncode == 0, (line, done.stderr)
+    where = {"bash": ".local/share/bash-completion/completions/sgpatch",
+             "zsh": ".zfunc/_sgpatch", "fish": ".config/fish/completions/sgpatch.fish"}  # fmt: skip
+    for shell, rel in where.items():
+        assert (home / rel).read_text() == run_cli("completion", shell)[1], shell
+
+
 def test_completion_refuses_an_unknown_shell() -> None:
     """Input: `sgpatch completion tcsh`. Outcome: exit 2, one line naming the shells."""
     code, out, err = run_cli("completion", "tcsh")

@@ -44,6 +44,7 @@ SITES: dict[tuple[str, str], str] = {
     ("cli/apply.py", "_untested_advice"): f"{HERE}::test_apply_on_an_untested_version",
     ("cli/apply.py", "_without_applied"): "tests/cli/test_apply.py::"
     "test_without_an_applied_patch_says_so_and_its_advice_takes_it_out",
+    ("ops/revert.py", "_restore"): f"{HERE}::test_a_revert_of_an_edited_file",
     ("cli/revert.py", "_blocked"): "tests/cli/test_revert.py::"
     "test_dry_run_on_an_edited_tree_shows_what_it_would_do_and_what_blocks_it",
     (
@@ -56,7 +57,9 @@ SITES: dict[tuple[str, str], str] = {
     "test_root_rolls_back_no_journal_another_user_planted",
     ("state/upgrade.py", "_note"): f"{HERE}::test_a_set_reverted_outside_sgpatch",
     ("git/mode.py", "status_check"): f"{HERE}::test_a_revert_of_commits_not_committed",
-    ("cli/port.py", "_human"): f"{HERE}::test_a_stopped_port",
+    ("port/screen.py", "_stop"): f"{HERE}::test_a_stopped_port",
+    ("port/screen.py", "_next"): f"{HERE}::test_a_stopped_port",
+    ("port/screen.py", "_last"): f"{HERE}::test_a_port_that_pauses_before_writing",
     ("port/stopreport.py", "<module>"): f"{HERE}::test_a_stopped_port",
     ("cli/port.py", "_interrupted"): f"{HERE}::test_an_interrupted_port",
     ("port/stopped.py", "abort"): f"{HERE}::test_an_abort_over_hand_edits",
@@ -73,6 +76,8 @@ SITES: dict[tuple[str, str], str] = {
         "_pristine_tree",
     ): f"{HERE}::test_a_port_onto_a_tree_that_is_not_pristine",
     ("port/onto_tree.py", "prepare"): f"{HERE}::test_a_port_onto_a_release_tree",
+    ("ops/lint.py", "fold_hint"): "tests/ops/test_fold.py::test_lint_s_fold_advice_runs_as_typed",
+    ("ops/fold.py", "standing"): "tests/ops/test_fold.py::test_status_s_fold_advice_runs_as_typed",
     # not advice this sgpatch can follow, or not printed
     ("state/journal.py", "parse"): "none: it advises the newer sgpatch that wrote the journal",
     ("ops/importer.py", "manifest_text"): "none: a comment written into a manifest",
@@ -274,6 +279,20 @@ def test_a_set_reverted_outside_sgpatch(tmp_path) -> None:
     assert "ALPHA5" in (pkg / "srt/a.py").read_text()
 
 
+def test_a_revert_of_an_edited_file(tmp_path) -> None:
+    """Input: the set applied, a line appended to srt/a.py, then `revert`. Outcome: exit 1
+    naming srt/a.py and advising `sgpatch revert --set safety-set --sglang-dir TREE
+    --patchsets SETS --force`, which as typed exits 0, keeps the edit and takes the set out."""
+    pkg, _sets, args = make_env(tmp_path)
+    assert run_cli("apply", *args)[0] == 0
+    a = pkg / "srt/a.py"
+    a.write_text(a.read_text() + "# my edit\n")
+    code, _out, err = run_cli("revert", *args)
+    assert code == 1 and "refusing to revert" in err and err.rstrip().endswith("srt/a.py")
+    _runs(err)
+    assert a.read_text().endswith("# my edit\n") and "ALPHA5" not in a.read_text()
+
+
 def test_a_revert_of_commits_not_committed(tmp_path, monkeypatch) -> None:
     """Input: a git checkout; `apply --commit`, then `revert` without --commit; `status`.
     Outcome: a note advising `sgpatch revert --set safety-set --sglang-dir TREE --patchsets
@@ -312,23 +331,44 @@ def _port(d: Path, w: Path, *extra: str) -> tuple[int, str]:
 
 def test_a_stopped_port(releases, tmp_path) -> None:
     """Input: a port that stops (1.2: `first` needs a hand). Outcome: its last line advises
-    `sgpatch port --continue --workspace W` and `... --abort ...`, the fix file's heading the
-    same --continue; --continue as typed exits 3 (still to fix), then, once fixed, 0; on a
-    second stopped port, --abort as typed exits 0."""
+    `sgpatch port --continue --workspace W`, `... --abort ...` and `... --show FILE ...`,
+    the files' heading and the fix file's heading the same --continue; --show as typed
+    exits 0 with the file's detail; --continue as typed exits 3 (still to fix), then, once
+    fixed, 0; on a second stopped port, --abort as typed exits 0."""
     d = make_set(tmp_path)
     w = tmp_path / "w"
     code, err = _port(d, w)
     assert code == 3
-    cont, abort = hint_commands(err.splitlines()[-1])
+    cont, abort, show = hint_commands(err.splitlines()[-1])
     assert cont == ["port", "--continue", "--workspace", str(w)]
     assert abort == ["port", "--abort", "--workspace", str(w)]
+    assert show == ["port", "--show", "sglang/srt/mod.py", "--workspace", str(w)]
+    assert [cont] in [hint_commands(ln) for ln in err.splitlines()[:-1]]
     assert hint_commands((w / ".sgpatch-port" / "fix").read_text()) == [cont]
+    code, shown, _err = run_cli(*show)
+    assert code == 0 and "first hunk(s)" in shown
     assert run_cli(*cont)[0] == 3
     (w / "sglang/srt/mod.py").write_text(FIXED12)
     assert run_cli(*cont)[0] == 0
     code, err = _port(make_set(tmp_path / "again"), tmp_path / "w2")  # the set as it was
     assert code == 3
     assert run_cli(*hint_commands(err.splitlines()[-1])[1])[0] == 0
+
+
+def test_a_port_that_pauses_before_writing(releases, tmp_path) -> None:
+    """Input: a port to 1.1 with --no-finish (everything carries). Outcome: exit 0, its last
+    line advises `sgpatch port --continue --workspace W`; run as typed, it exits 0 and
+    writes the set's 1.1 variant."""
+    d = make_set(tmp_path)
+    w = tmp_path / "w"
+    code, _out, err = run_cli("port", "--set", "demo", "--patchsets", str(d.parent), "--to",
+                              "1.1", "--workspace", str(w), "--no-finish")  # fmt: skip
+    assert code == 0, err
+    (cont,) = hint_commands(err.splitlines()[-1])
+    assert cont == ["port", "--continue", "--workspace", str(w)]
+    code, _out, err = run_cli(*cont)
+    assert code == 0, err
+    assert "1.1" in (d / "patchset.yaml").read_text()
 
 
 def _interrupted(argv: list[str], monkeypatch, fraction: float) -> tuple[int, str]:

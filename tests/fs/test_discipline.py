@@ -13,7 +13,9 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "sgpatch"
 LAYER = SRC / "fs"
-FORBIDDEN = re.compile(r"os\.replace|os\.rename|\bfcntl\b|O_CREAT|\bFileLock\b|mkstemp")
+FORBIDDEN = re.compile(
+    r"os\.replace|os\.rename|\bfcntl\b|O_CREAT|\bFileLock\b|mkstemp|os\.link\b|shutil\.move"
+)
 
 
 def _offences() -> list[str]:
@@ -29,7 +31,8 @@ def _offences() -> list[str]:
 
 def test_nothing_outside_the_layer_renames_creates_or_locks_files():
     """Input: every module of src/sgpatch but fs/. Outcome: none names os.replace, os.rename,
-    fcntl, O_CREAT, FileLock or mkstemp (not even in a comment: say "the atomic writer")."""
+    fcntl, O_CREAT, FileLock, mkstemp, os.link or shutil.move (not even in a comment: say
+    "the atomic writer")."""
     assert _offences() == []
 
 
@@ -37,5 +40,6 @@ def test_the_check_would_see_an_offence(tmp_path):
     """Input: the pattern on lines a writer of old would hold. Outcome: each is found, so an
     empty list above means something."""
     for line in ("os.replace(tmp, path)", "fd = os.open(p, os.O_CREAT | os.O_WRONLY)",
-                 "import fcntl", "os.rename(a, b)", "with FileLock(x):"):  # fmt: skip
+                 "import fcntl", "os.rename(a, b)", "with FileLock(x):",
+                 "os.link(a, b)", "shutil.move(a, b)"):  # fmt: skip
         assert FORBIDDEN.search(line), line

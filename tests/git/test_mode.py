@@ -94,6 +94,24 @@ def test_apply_commit_makes_one_commit_per_patch_and_export_round_trips(checkout
         assert (out / name).read_bytes() == (sets / "patches" / name).read_bytes()
 
 
+def test_export_over_a_symlink_replaces_the_link_and_writes_nothing_through_it(checkout, tmp_path):
+    """Input: apply --commit, then `export --to OUT` where OUT/0001-one.patch is a symlink to a
+    file outside OUT (planted, or left by a tool). Outcome: exit 0; the link's target keeps its
+    bytes; OUT/0001-one.patch is a regular file holding the exported patch (the atomic writer
+    of the file-system layer replaces the name, as every sgpatch writer does)."""
+    repo, sets = checkout
+    args = ["--set", "demo", "--patchsets", str(sets.parent), "--sglang-dir", str(repo)]
+    assert sgpatch("apply", *args, "--commit") == 0
+    out, victim = tmp_path / "exported", tmp_path / "victim.txt"
+    out.mkdir()
+    victim.write_text("not yours\n")
+    (out / "0001-one.patch").symlink_to(victim)
+    assert sgpatch("export", *args, "--to", str(out)) == 0
+    assert victim.read_text() == "not yours\n"
+    assert not (out / "0001-one.patch").is_symlink()
+    assert (out / "0001-one.patch").read_bytes() == (sets / "patches/0001-one.patch").read_bytes()
+
+
 def test_apply_commit_refuses_dirty_files_and_non_git_trees(checkout, tmp_path):
     """Input: an uncommitted edit in a file the set touches; then a tree outside git. Outcome:
     exit 4 and nothing written; exit 2 outside git."""
@@ -416,3 +434,23 @@ def test_a_git_that_fails_otherwise_is_said_not_read_as_no_identity(checkout, ca
     assert err.startswith("sgpatch: error: git mode: git cannot say who commits ("), err
     assert "Permission denied" in err and err.count("\n") == 1, err
     assert _tree(repo) == before and git(repo, "rev-parse", "HEAD") == head
+
+
+def test_revert_and_export_json_name_each_commit(checkout, capsys, tmp_path):
+    """Input: apply --commit, export --json, then revert --commit --json. Outcome: export's
+    `patches` and revert's `commits` name each patch with its commit (and export the file it
+    wrote), as `git log` has them; revert's one commit is named by the set (one per set),
+    from the records' own to_json."""
+    repo, sets = checkout
+    args = _args(repo, sets)
+    assert sgpatch("apply", *args, "--commit") == 0
+    shas = git(repo, "log", "-2", "--format=%H").split()  # newest first: two, one
+    capsys.readouterr()
+    out = tmp_path / "exported"
+    assert sgpatch("export", *args, "--to", str(out), "--json") == 0
+    exported = json.loads(capsys.readouterr().out)["patches"]
+    assert [(e["id"], e["commit"]) for e in exported] == [("one", shas[1]), ("two", shas[0])]
+    assert all(Path(e["file"]).is_file() for e in exported)
+    assert sgpatch("revert", *args, "--commit", "--json") == 0
+    commits = json.loads(capsys.readouterr().out)["commits"]
+    assert commits == [{"id": "demo", "commit": git(repo, "rev-parse", "HEAD").strip()}]

@@ -10,7 +10,8 @@ page's 0.5.9 tree, standing in for "the installed sglang" of commands without `-
 `stacks/` (import.md) is tests/data/stacks and `examples/` this repository's;
 `./my-sets/my-set` (authoring.md) is a copy of the shipped set under that name, `fix.diff`
 (cli.md) is the set's 0.5.9 Kimi patch and `/src/tree` a 0.5.9 checkout, and
-`dup.diff`/`t.txt` are the duplicated-block scenario engine.md describes.
+`dup.diff`/`t.txt` are the duplicated-block scenario engine.md describes, written by
+examples/duplicated_block.py as the page says.
 
 Each command must exit with the code the page implies: 0, unless a console block prints
 `exit N` after it or `EXPECT` says otherwise (with the reason the page gives), and never print a
@@ -83,6 +84,9 @@ SKIP: dict[tuple[str, str, str], str] = {
     ): "the executed examples run on the 0.5.9-only copy of the set that "
     "tests/real/test_port_real.py makes (only_059), and their hand fixes; "
     "test_port_the_059_set_like_a_rebase runs these flows (0.5.10, 0.5.14)",
+    ("docs/porting.md", "", r"^sgpatch port .*--patchsets \./sets"): "the moved-code stops run "
+    "on sets made from the releases by tests/real/moved.py; tests/real/test_port_moved_real.py "
+    "runs them and checks the page's output word for word",
     ("docs/cli.md", "", r"^sgpatch completion \w+ >"): "installs into the user's shell set-up; "
     "tests/test_cli.py checks each script and what Tab completes",
     ("docs/tracking-main.md", "dockerfile", r""): "a nightly image's RUN line: its commands are "
@@ -262,25 +266,10 @@ class Workspace:
 
     @staticmethod
     def _dup(root: Path) -> None:
-        """engine.md's duplicated block: t.txt has two identical `def f()` blocks; dup.diff
-        changes the second as it was before upstream renamed the line above it (`mid9`) and
-        inserted 40 lines."""
-        block = ["def f():", "    x = 1", "    y = 2", "    return x + y", ""]
-        head = ["# header", *(f"pad{i}" for i in range(10)), *block]
-        tail = [*block, *(f"tail{i}" for i in range(10))]
-        old = [*head, *(f"mid{i}" for i in range(10)), *tail]
-        new = list(old)
-        second = [i for i, ln in enumerate(new) if ln == "    y = 2"][1]
-        new[second] = "    y = 3"
-        target = [*head, *(f"mid{i}" for i in range(9)), "mid9 renamed upstream"]
-        target += [*(f"new{i}" for i in range(40)), *tail]
-        (root / "t.txt").write_text("\n".join(target) + "\n")
-        import difflib
-
-        diff = difflib.unified_diff(
-            [ln + "\n" for ln in old], [ln + "\n" for ln in new], "t.txt", "t.txt", n=3
-        )
-        (root / "dup.diff").write_text("".join(diff))
+        """engine.md's duplicated block: t.txt and dup.diff, written by the script the page
+        (and README.md) name, examples/duplicated_block.py."""
+        script = REPO / "examples" / "duplicated_block.py"
+        subprocess.run([sys.executable, str(script), str(root)], check=True, capture_output=True)
 
     def tree(self, placeholder: str, create: bool = True) -> Path:
         """The real path for a placeholder; a fresh copy of its release on first use."""

@@ -166,6 +166,12 @@ def rename(src_at: int, src: str, dst_at: int, dst: str) -> None:
     os.replace(src, dst, src_dir_fd=src_at, dst_dir_fd=dst_at)
 
 
+def hard_link(src_at: int, src: str, dst_at: int, dst: str) -> None:
+    """A second name `dst` (in `dst_at`) for the file `src` (in `src_at`), neither followed
+    if it is a link; FileExistsError when `dst` exists (never replaced)."""
+    os.link(src, dst, src_dir_fd=src_at, dst_dir_fd=dst_at, follow_symlinks=False)
+
+
 def create(at: int, name: str, data: bytes, mode: int = 0o644, exclusive: bool = True) -> None:
     """A new file `name` in `at` (never through a link; `exclusive`: never an existing file,
     else one there is emptied first). The umask applies to `mode`, as for any new file."""

@@ -180,6 +180,10 @@ class Made:
     sha: str
     subject: str
 
+    def to_json(self) -> dict[str, object]:
+        """The commit in `revert --commit --json`'s `commits` (docs/json.md)."""
+        return {"id": self.patch_id, "commit": self.sha}
+
     def line(self) -> str:
         """The stderr line that says it was made (the caller prints: git mode never does)."""
         return f"committed {self.sha[:12]} {self.patch_id}: {self.subject}"
@@ -554,6 +558,10 @@ class Exported:
     sha: str
     path: Path
 
+    def to_json(self) -> dict[str, object]:
+        """The patch file in `export --json` (docs/json.md)."""
+        return {"id": self.patch_id, "commit": self.sha, "file": str(self.path)}
+
 
 def sgpatch_commits(repo, set_name: str) -> list[tuple[str, str, str]]:
     """(sha, patch id, message) of the commits sgpatch made for `set_name`, newest first."""
@@ -570,6 +578,7 @@ def sgpatch_commits(repo, set_name: str) -> list[tuple[str, str, str]]:
 def export(target, set_name: str, dest: Path, manifest=None) -> list[Exported]:
     """Write the newest sgpatch commit of each patch of the set to `dest` in canonical form."""
     from sgpatch.diff import canonical as rf
+    from sgpatch.fs import atomic
 
     repo = require_repo(target)
     prefix = _prefix(repo, target)
@@ -601,7 +610,8 @@ def export(target, set_name: str, dest: Path, manifest=None) -> list[Exported]:
         m = _VARIANT_RE.search(msg)
         name = Path(m.group("variant")).name if m else f"{n + 1:04d}-{pid}.patch"
         target_path = dest / name
-        target_path.write_bytes(rf.render(header, rf.canonical_diff(files)))
+        # the one atomic writer: a link at the name is replaced, never written through
+        atomic.write_path(target_path, rf.render(header, rf.canonical_diff(files)), None)
         out.append(Exported(pid, sha, target_path))
     return out
 

@@ -157,9 +157,12 @@ def _restore(root: Path, record: SetRecord, force: bool, set_name, patchsets):
             mode = None
         changes.append(FileChange(path, current, original, mode))
     if edited and not force:
+        from sgpatch.shown import command, context
+
+        again = command("revert", "--set", set_name, *context(root), "--force")
         raise SgpatchError(
-            "edited since sgpatch patched them, refusing to revert (use --force to keep the "
-            "edits and take the set's changes out): " + ", ".join(edited),
+            f"edited since sgpatch patched them, refusing to revert ({again} keeps the edits "
+            "and takes the set's changes out): " + ", ".join(edited),
             ExitCode.NOT_DONE,
         )
     links = [p for p in edited if record.files[p].link_before or record.files[p].link_after]

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from sgpatch import interrupts
 from sgpatch.errors import ExitCode, SgpatchError, internal, unsafe
-from sgpatch.fs import steps
+from sgpatch.fs import atomic, steps
 from sgpatch.fs.atomic import SETID, Owner
 from sgpatch.state import journal as journal_mod
 from sgpatch.state import store
@@ -204,7 +204,7 @@ def _link_stored(tree: Tree, state_dir: Path, c: FileChange, journalled: set[str
     src = tree.folder(_state_rel(tree, state_dir, JOURNAL_ORIGINALS))
     steps.step()
     try:
-        os.link(digest, name, src_dir_fd=src, dst_dir_fd=at, follow_symlinks=False)
+        atomic.hard_link(src, digest, at, name)
     except OSError as exc:
         if exc.errno == errno.EEXIST:
             raise

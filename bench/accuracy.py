@@ -866,6 +866,23 @@ class Report:
     partial: dict[str, int] = field(default_factory=dict)
     silent: dict[str, int] = field(default_factory=dict)
     outcomes: list[dict[str, object]] = field(default_factory=list)
+    reach: dict[str, list[int]] = field(default_factory=dict)  # kind -> [GNU right, sgpatch too]
+
+
+GNU, OURS = "patch -F2", "sgpatch --fuzz 2"
+
+
+def _reach(outcomes: list[Outcome]) -> dict[str, list[int]]:
+    """Per case type: the cases GNU patch -F2 gets right, and how many of them sgpatch gets
+    right too (issue 46's bar: reach at or above GNU patch -F2 where GNU is right)."""
+    score = {(o.case, o.tool): o.score for o in outcomes}
+    out: dict[str, list[int]] = {}
+    for o in outcomes:
+        if o.tool == GNU and o.score == "correct" and (o.case, OURS) in score:
+            row = out.setdefault(o.kind, [0, 0])
+            row[0] += 1
+            row[1] += score[(o.case, OURS)] == "correct"
+    return out
 
 
 def summarize(report: Report, outcomes: list[Outcome]) -> None:
@@ -886,6 +903,7 @@ def summarize(report: Report, outcomes: list[Outcome]) -> None:
     report.partial = {t: partial[t] for t in report.tools}
     report.silent = {t: silent[t] for t in report.tools}
     report.outcomes = [asdict(o) for o in outcomes]
+    report.reach = _reach(outcomes)
 
 
 def markdown(report: Report) -> str:
@@ -915,6 +933,15 @@ def markdown(report: Report) -> str:
         + " | ".join(f"{report.mean_ms[t]} ms" for t in tools)
         + " |"
     )
+    if report.reach:
+        got = sum(r[1] for r in report.reach.values())
+        gnu = sum(r[0] for r in report.reach.values())
+        missed = ", ".join(f"{k} {r[0] - r[1]}" for k, r in report.reach.items() if r[1] < r[0])
+        lines += [
+            "",
+            f"Reach where `{GNU}` is right: `{OURS}` is right in {got} of those {gnu} cases"
+            + (f" (missed: {missed})." if missed else ", in every case type."),
+        ]
     if any(report.partial.values()):
         lines += [
             "",

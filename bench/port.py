@@ -20,6 +20,7 @@ files a person writes, against a plain per-file `git merge-file` of the same sta
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -407,6 +408,7 @@ def port_peak(project: str, b: str, tmp: Path) -> float:
     return mb
 
 
+MOVED_CASES = range(4)  # tests/real/moved.py CASES: ServerArgs 0.5.19/0.5.20/0.5.23, 0.5.13
 REPEAT = 3  # each step is timed three times (warm cache, offline), the best run counts
 STEP_TARGET = 2.0  # s: one step of the 198-hunk four-patch stack, warm cache (issue 23)
 TARGET_HUNKS = 198  # the stack the target is about
@@ -482,7 +484,7 @@ def loop_step(project: str, a: str, b: str) -> dict:
     sys.path.insert(0, str(REPO / "tests"))
     from real import loop
 
-    with tempfile.TemporaryDirectory(prefix="sgpatch-bench-loop-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="sgpatch-bench-loop-") as tmp, screens() as shown:
         t0 = time.perf_counter()
         r = loop.run(project, a, b, Path(tmp))
         wall = time.perf_counter() - t0
@@ -500,6 +502,8 @@ def loop_step(project: str, a: str, b: str) -> dict:
             "plain_hand": len(plain.conflicts | plain.other_bytes),
             "wrong": len(loop.written_wrong(r, plain)), "files": len(r.want), "same": same,
             "careful": sorted(r.careful), "stack_fixes": r.stack_fixes, "wall": wall,
+            "git_conflicts": len(git_conflicts(project, a, b, Path(tmp) / "git")),
+            "moved": moved_hunks(r.docs), "stop_lines": list(shown),
         }  # fmt: skip
 
 
@@ -524,25 +528,114 @@ def loop_markdown(rows: list[dict]) -> str:
         "project's*: files of the step whose bytes in W (= the ported set applied to B) are "
         "the project's own, of all the files either stack touches.",
         "",
+        MOVED_COLUMNS,
+        "",
         "| stack | A -> B | stack fixes | exit | stops | conflicts | hand files | "
-        "merge-file conflicts | merge-file hand files | wrong | W = project's | wall |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "merge-file conflicts | merge-file hand files | wrong | W = project's | wall | "
+        "git conflicts | moved | lines per stop |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
             f"| {r['project']} | {r['from']} -> {r['to']} | {len(r['stack_fixes'])} | "
             f"{r['exit']} | {r['stops']} | "
             f"{r['conflicts']} | {r['hand']} | {r['plain_conflicts']} | {r['plain_hand']} | "
-            f"{r['wrong']} | {r['same']} / {r['files']} | {r['wall']:.0f} s |"
+            f"{r['wrong']} | {r['same']} / {r['files']} | {r['wall']:.0f} s | "
+            f"{r['git_conflicts']} | {r['moved']} | {_lines_per_stop(r['stop_lines'])} |"
         )
     total = {k: sum(r[k] for r in rows) for k in ("conflicts", "hand", "plain_conflicts",
                                                   "plain_hand", "wrong", "stops")}  # fmt: skip
     out.append(
         f"| all | {len(rows)} steps | | | {total['stops']} | {total['conflicts']} | "
         f"{total['hand']} | {total['plain_conflicts']} | {total['plain_hand']} | "
-        f"{total['wrong']} | | |"
+        f"{total['wrong']} | | | {sum(r['git_conflicts'] for r in rows)} | "
+        f"{sum(r['moved'] for r in rows)} | |"
     )
     return "\n".join(out) + "\n"
+
+
+MOVED_COLUMNS = (
+    "*git conflicts*: files plain `git merge-file` of the stack leaves in conflict as git "
+    "counts them (a file B deleted that the stack changes, modify/delete, and a file both add "
+    "with other bytes, add/add, included); *moved*: hunks port carried into the file their "
+    'code moved to (docs/porting.md, "Code upstream moved"); *lines per stop*: the lines '
+    "`sgpatch port` prints on the terminal at each stop (the budget is 100)."
+)
+
+
+def _lines_per_stop(counts: list[int]) -> str:
+    return ", ".join(map(str, counts)) or "-"
+
+
+@contextlib.contextmanager
+def screens():
+    """The terminal lines of every stopped step port reports while inside (the loop asks
+    for --json; the screen is what the same step prints without it: port.screen)."""
+    from sgpatch.cli import port as cli_port
+    from sgpatch.port.screen import step_lines
+
+    shown: list[int] = []
+    emit = cli_port._emit
+
+    def counted(a, reps, extra=None):
+        shown.extend(len(step_lines(r)) for r in reps if r.state == "stopped")
+        return emit(a, reps, extra)
+
+    cli_port._emit = counted
+    try:
+        yield shown
+    finally:
+        cli_port._emit = emit
+
+
+def moved_hunks(docs: list[dict]) -> int:
+    """Hunks carried into moved code over a loop's port documents (each patch's last count)."""
+    last: dict[str, int] = {}
+    for doc in docs:
+        for step in doc.get("steps", []):
+            for p in step["patches"]:
+                last[p["id"]] = p.get("hunks_moved", 0)
+    return sum(last.values())
+
+
+def git_conflicts(project: str, a: str, b: str, tmp: Path) -> set[str]:
+    """The files a plain per-file `git merge-file` of A's stack onto B leaves in conflict,
+    counted as git counts a merge: a file B lacks that the stack changes (modify/delete), a
+    file the stack adds that B has with other bytes (add/add), or conflict markers."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from real import loop
+
+    a_side: dict[str, bytes | None] = {}
+    b_side: dict[str, bytes | None] = {}
+    bad: set[str] = set()
+    for patch in loop.series(project, a):
+        rels = loop.touched(patch)
+        before = {r: a_side[r] if r in a_side else loop.release_file(a, r) for r in rels}
+        after = loop.git_apply(before, patch, tmp / "apply")
+        for r in rels:
+            ours = b_side[r] if r in b_side else loop.release_file(b, r)
+            merged, conflict = _git_merge(before[r], ours, after[r], tmp / "m")
+            if conflict:
+                bad.add(r)
+            a_side[r], b_side[r] = after[r], merged
+    return bad
+
+
+def _git_merge(base, ours, theirs, tmp: Path) -> tuple[bytes | None, bool]:
+    """One file merged as git merges it: (the result, whether it is a conflict)."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from real import loop
+
+    if theirs == base:
+        return ours, False
+    if ours in (base, theirs):
+        return theirs, False
+    if ours is None or theirs is None:  # modify/delete either way
+        return ours, True
+    if base is None:  # add/add with other bytes
+        return ours, True
+    merged, n = loop.merge_file(base, ours, theirs, tmp)
+    return merged, n != 0
 
 
 def markdown(
@@ -623,6 +716,84 @@ def markdown(
     return "\n".join(out) + "\n"
 
 
+def moved_row(index: int) -> dict:
+    """One real case of code upstream moved (tests/real/moved.py): the port step (its wall
+    time, exit, the lines it prints, hunks carried into moved code, files left to a hand),
+    whether what port wrote by itself is the right bytes (wrong: goal 0), a plain `git
+    merge-file` of the same patch (files in conflict, as git counts them), and the person's
+    fix taken by --continue."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from helpers import run_cli
+    from real import moved
+
+    case = moved.CASES[index]
+    made_on = "0.5.18" if case.name == "server-args" else "0.5.12"
+    with tempfile.TemporaryDirectory(prefix="sgpatch-bench-moved-") as tmp_s, screens() as shown:
+        tmp = Path(tmp_s)
+        d = case.make(tmp / "sets")
+        w = tmp / "w"
+        args = ("port", "--offline", "--set", d.name, "--patchsets", str(d.parent), "--to",
+                case.to, "--workspace", str(w), "--json")  # fmt: skip
+        t0 = time.perf_counter()
+        code, out, _err = run_cli(*args)
+        wall = time.perf_counter() - t0
+        step = json.loads(out)["steps"][-1]
+        hand = {pr["file"] for p in step["patches"] for pr in p["problems"]}
+        wrong = [rel for rel, edits in case.carried
+                 if moved.drop_blocks((w / "sglang" / rel).read_text())
+                 != moved.expected(case.to, rel, edits)]  # fmt: skip
+        git = _one_patch_git(d, made_on, case.to, tmp / "git")
+        after = None
+        if case.fix is not None and code == 3:
+            case.fix(w)
+            after = run_cli("port", "--continue", "--workspace", str(w))[0]
+    return {"case": case.name, "from": made_on, "to": case.to, "exit": code, "wall": wall,
+            "lines": list(shown), "moved": moved_hunks([json.loads(out)]), "hand": sorted(hand),
+            "wrong": wrong, "git_conflicts": sorted(git), "continue": after}  # fmt: skip
+
+
+def _one_patch_git(d: Path, a: str, b: str, tmp: Path) -> set[str]:
+    """`git merge-file` of the set's one patch file by file onto B, as git counts conflicts."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from real import loop
+
+    (patch,) = (d / "patches" / a).glob("*.patch")
+    rels = loop.touched(patch)
+    before = {r: loop.release_file(a, r) for r in rels}
+    after = loop.git_apply(before, patch, tmp / "apply")
+    return {r for r in rels
+            if _git_merge(before[r], loop.release_file(b, r), after[r], tmp / "m")[1]}  # fmt: skip
+
+
+def moved_markdown(rows: list[dict]) -> str:
+    out = [
+        "## Code upstream moved (real cases)",
+        "",
+        "`python bench/port.py`, third part: the sets of tests/real/moved.py, each one patch "
+        "made on a release from that release's own file, ported to the releases where "
+        "upstream moved the code (a field and its `add_cli_args` line in ServerArgs, made on "
+        "0.5.18; three changes in `scheduler_output_processor_mixin.py`, made on 0.5.12). "
+        "*moved*: hunks port carried into the file their code moved to; *hand*: files port "
+        "stopped on; *git conflicts*: files a plain `git merge-file` of the same patch leaves "
+        "in conflict (modify/delete counted, as git does); *wrong*: files port wrote by itself "
+        "whose change is not at the right place (goal 0); *lines*: what the step prints on the "
+        "terminal; *--continue*: its exit after the scripted fix (tests/real/moved.py); wall: "
+        "the port step, in-process.",
+        "",
+        "| set | A -> B | exit | moved | hand | git conflicts | wrong | lines | --continue | "
+        "wall |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['case']} | {r['from']} -> {r['to']} | {r['exit']} | {r['moved']} | "
+            f"{len(r['hand'])} | {len(r['git_conflicts'])} | {len(r['wrong'])} | "
+            f"{_lines_per_stop(r['lines'])} | {'-' if r['continue'] is None else r['continue']} | "
+            f"{r['wall']:.1f} s |"
+        )
+    return "\n".join(out) + "\n"
+
+
 def machine_speed() -> float:
     """Seconds a fixed pure-Python loop takes here, best of three: the port rows depend on how
     fast this shared machine runs that day (the same code measured ~2x apart on two days), so
@@ -648,6 +819,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", help="PROJECT:A:B, one step")
     ap.add_argument("--loop-only", action="store_true", help="only the whole-loop table")
     ap.add_argument("--against", metavar="REV", help="also time the 198-hunk step on REV")
+    ap.add_argument("--moved-only", action="store_true", help="only the moved-code cases")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(REPO / "tests"))
     from real.loop import STEPS as LOOP_STEPS
@@ -655,20 +827,31 @@ def main(argv: list[str] | None = None) -> int:
     steps = [tuple(args.only.split(":"))] if args.only else STEPS
     loops = [s for s in LOOP_STEPS if not args.only or s == tuple(args.only.split(":"))]
     rows, walk = [], None
+    if args.moved_only:
+        mrows = [moved_row(n) for n in range(len(MOVED_CASES))]
+        print(json.dumps(mrows, indent=2) if args.json else moved_markdown(mrows))
+        if args.out:
+            update_doc(args.out, moved_markdown(mrows), "port-moved")
+        return 0
     if not args.loop_only:
         rows, walk = run_steps(steps, args.against, walk=not args.only)
     cached = cache_row()
     speed = machine_speed()
     lrows = [loop_step(*s) for s in loops]
+    mrows = [] if args.only else [moved_row(n) for n in range(len(MOVED_CASES))]
     if args.json:
-        doc = {"steps": rows, "walk": walk, "cache": cached, "loop": lrows, "speed": speed}
+        doc = {"steps": rows, "walk": walk, "cache": cached, "loop": lrows, "speed": speed,
+               "moved": mrows}  # fmt: skip
         print(json.dumps(doc, indent=2))
     else:
-        print((markdown(rows, walk, cached, speed) if rows else "") + "\n" + loop_markdown(lrows))
+        print((markdown(rows, walk, cached, speed) if rows else "") + "\n" + loop_markdown(lrows)
+              + ("\n" + moved_markdown(mrows) if mrows else ""))  # fmt: skip
     if args.out:
         if rows:
             update_doc(args.out, markdown(rows, walk, cached, speed))
         update_doc(args.out, loop_markdown(lrows), "port-loop")
+        if mrows:
+            update_doc(args.out, moved_markdown(mrows), "port-moved")
     return 0
 
 

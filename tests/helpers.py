@@ -396,6 +396,20 @@ def make_set(root: Path, second: str | None = None, probe: str = "") -> Path:
     return d
 
 
+def one_patch_set(root: Path, diff: str, pid: str = "mover", version: str = "1.0") -> Path:
+    """Set `demo` of one patch `pid` made on `version` (`==version`), its file `diff`."""
+    d = root / "sets" / "demo"
+    (d / "patches" / version).mkdir(parents=True)
+    (d / f"patches/{version}/0001-{pid}.patch").write_text(f"Subject: {pid}\n\n{diff}")
+    (d / "patchset.yaml").write_text(
+        f'schema: 1\nname: demo\nsummary: demo set\nsglang: "=={version}"\npatches:\n'
+        f"  - id: {pid}\n    summary: {pid}\n    type: bugfix\n    upstream: {{status: pending}}\n"
+        f'    variants:\n      - {{sglang: "=={version}", '
+        f"patch: patches/{version}/0001-{pid}.patch}}\n"
+    )
+    return d
+
+
 def probe_set(tmp_path: Path, probe: str, spec: str = ">=1.0,<1.1") -> Path:
     """`demo`: `first` (srt/mod.py) and `second` (other.py returns the_answer_to(42)), whose
     probe is `probe` (YAML lines under `probe:`), both variants and the set on `spec`."""
@@ -772,3 +786,50 @@ def hint_commands(text: str) -> list[list[str]]:
     import shlex
 
     return [shlex.split(m)[1:] for m in re.findall(r"`(sgpatch [^`]*)`", text)]
+
+
+# ---------------------------------------------------------------------------------------------
+# symlinks and the execute bit through a port (issue 42): what a rewritten patch must keep
+
+ALIAS = "../srt/mod.py"  # srt/alias.py -> srt/mod.py: a symlink inside the package
+SCRIPT = b"#!/bin/sh\necho hi\n"
+KINDS = {"srt/alias.py": ("link", ALIAS), "srt/run.sh": ("exec", SCRIPT),
+         "srt/__init__.py": ("exec", b"")}  # fmt: skip
+
+
+def modes_set(tmp_path: Path) -> Path:
+    """Set `demo` whose `first` makes srt/alias.py a symlink to mod.py, creates the
+    executable srt/run.sh, makes srt/__init__.py executable (a mode change alone) and changes
+    srt/mod.py with two hunks (on 1.1 the second needs a merge; on 1.2 the patch stops)."""
+    from sgpatch.diff.canonical import EXECUTABLE, REGULAR, SYMLINK, FileDiff, canonical_diff
+
+    d = make_set(tmp_path)
+    diff = canonical_diff([
+        FileDiff("srt/mod.py", V10.encode(), PATCHED10.encode()),
+        FileDiff("srt/alias.py", None, ALIAS.encode(), new_mode=SYMLINK),
+        FileDiff("srt/run.sh", None, SCRIPT, new_mode=EXECUTABLE),
+        FileDiff("srt/__init__.py", b"", b"", REGULAR, EXECUTABLE),
+    ])  # fmt: skip
+    (d / "patches/1.0/0001-first.patch").write_text("Subject: first\n\n" + diff)
+    return d
+
+
+def kinds_in(pkg: Path) -> dict[str, tuple[str, object]]:
+    """What a tree holds at the paths of KINDS: ("link", target), or ("exec" | "file",
+    bytes) by the file's execute bit (None: absent)."""
+    out: dict[str, tuple[str, object]] = {}
+    for rel in KINDS:
+        p = pkg / rel
+        if p.is_symlink():
+            out[rel] = ("link", os.readlink(p))
+        elif p.is_file():
+            out[rel] = ("exec" if p.stat().st_mode & 0o111 else "file", p.read_bytes())
+    return out
+
+
+MODE_BLOCKS = (  # how a canonical patch file says each of KINDS
+    "diff --git a/python/sglang/srt/__init__.py b/python/sglang/srt/__init__.py\n"
+    "old mode 100644\nnew mode 100755\n",
+    "diff --git a/python/sglang/srt/alias.py b/python/sglang/srt/alias.py\nnew file mode 120000\n",
+    "diff --git a/python/sglang/srt/run.sh b/python/sglang/srt/run.sh\nnew file mode 100755\n",
+)

@@ -99,7 +99,7 @@ def test_product_and_messages_go_to_separate_streams(capsys) -> None:
 
 
 def test_a_json_document_gets_its_schema_from_the_console(capsys) -> None:
-    """Input: a command's document and port's. Outcome: `schema` first, 1 for a command and 4
+    """Input: a command's document and port's. Outcome: `schema` first, 1 for a command and 5
     for port, set by the console; a document that brings its own schema is refused."""
     import json
 
@@ -107,7 +107,7 @@ def test_a_json_document_gets_its_schema_from_the_console(capsys) -> None:
     console.emit_json({"command": "port", "exit_code": 0})
     first, second = capsys.readouterr().out.split("\n}\n")[:2]
     assert json.loads(first + "}") == {"schema": 1, "command": "status", "exit_code": 0}
-    assert json.loads(second + "}")["schema"] == console.PORT_SCHEMA == 4
+    assert json.loads(second + "}")["schema"] == console.PORT_SCHEMA == 5
     with pytest.raises(TypeError):
         console.emit_json({"command": "status", "schema": 3})
 
@@ -120,3 +120,19 @@ def test_a_value_json_cannot_hold_fails_loudly(capsys, leak) -> None:
     with pytest.raises(TypeError, match=type(leak).__name__):
         console.emit_json({"command": "status", "where": [leak]})
     assert capsys.readouterr().out == ""
+
+
+def test_no_json_writer_in_src_stringifies_what_it_cannot_hold() -> None:
+    """Input: every module under src/sgpatch. Outcome: none passes `default=str` to json (a
+    record that leaks into a document must fail, not turn into its repr), and no command or
+    entry point sets a document's schema number itself (console does)."""
+    import re
+
+    import sgpatch
+
+    root = Path(sgpatch.__file__).parent
+    for path in root.rglob("*.py"):
+        text = path.read_text()
+        assert "default=str" not in text, path
+        if path.parent.name == "cli" or path.name in ("__main__.py", "boundary.py"):
+            assert not re.search(r'"schema":\s*\d', text), path

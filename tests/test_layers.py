@@ -19,6 +19,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 # without the `sgpatch.` prefix, package `__init__`s included). `sgpatch` is the package itself.
 CORE = {
     "sgpatch",
+    "boundary",
     "console",
     "errors",
     "interrupts",

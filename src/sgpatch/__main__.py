@@ -63,45 +63,31 @@ def _fill_closed_streams() -> None:
 
 
 def main() -> None:
+    """The console script: the command line run inside the one error boundary (an install so
+    broken the CLI cannot be imported is its one line and exit 70 too), then a quick exit."""
+    import sys
+
     _fill_closed_streams()
     if hasattr(_signal, "SIGPIPE"):
         _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
+    code: int | str | None = 0
     try:
-        from sgpatch.cli.app import main as cli_main
+        from sgpatch import boundary
 
-        cli_main()
-        code: int | str | None = 0
+        args = sys.argv[1:]
+        boundary.guarded(args, lambda: _run(args))
     except SystemExit as exc:
         code = exc.code
-    except Exception as exc:  # the CLI itself could not start (an import failed): still one line
-        code = _internal_error(exc)
     finally:  # finished: a Ctrl-C now just ends the process, with its output flushed so far
         if _signal.getsignal(_signal.SIGINT) == _stop_at_start_up:
             _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
     startup.end(code)
 
 
-def _internal_error(exc: Exception) -> int:
-    """The boundary behind `cli.app.main`'s own (which catches everything a command raises):
-    one line and exit 70 for what escapes before it runs, e.g. a broken install."""
-    import sys
+def _run(args: list[str]) -> None:
+    from sgpatch.cli.app import run
 
-    if os.environ.get("SGPATCH_DEBUG", "") not in ("", "0"):
-        import traceback
-
-        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
-    text = " ".join(str(exc).split())[:300] or "(no message)"
-    line = f"sgpatch: internal error: {type(exc).__name__}: {text} (a bug in sgpatch)"
-    try:
-        os.write(2, (line + "\n").encode("utf-8", "replace"))
-        if "--json" in sys.argv[1:]:
-            import json
-
-            doc = {"schema": 2, "error": line[25:], "exit_code": 70, "internal": True}
-            os.write(1, (json.dumps(doc) + "\n").encode())
-    except OSError:
-        pass
-    return 70
+    run(args)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from sgpatch.errors import SgpatchError
 
 # The JSON documents' schema numbers (docs/json.md says what each added).
 SCHEMA = 1  # every command's document
-PORT_SCHEMA = 4  # `port`: 2 the workspace, 3 file by file, 4 a stop says more
+PORT_SCHEMA = 5  # `port`: 2 the workspace, 3 file by file, 4 a stop says more, 5 moved code, --show
 ERROR_SCHEMA = 2  # the error document: 2 added `internal` (exit 70)
 
 

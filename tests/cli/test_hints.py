@@ -57,7 +57,9 @@ SITES: dict[tuple[str, str], str] = {
     "test_root_rolls_back_no_journal_another_user_planted",
     ("state/upgrade.py", "_note"): f"{HERE}::test_a_set_reverted_outside_sgpatch",
     ("git/mode.py", "status_check"): f"{HERE}::test_a_revert_of_commits_not_committed",
-    ("cli/port.py", "_human"): f"{HERE}::test_a_stopped_port",
+    ("port/screen.py", "_stop"): f"{HERE}::test_a_stopped_port",
+    ("port/screen.py", "_next"): f"{HERE}::test_a_stopped_port",
+    ("port/screen.py", "_last"): f"{HERE}::test_a_port_that_pauses_before_writing",
     ("port/stopreport.py", "<module>"): f"{HERE}::test_a_stopped_port",
     ("cli/port.py", "_interrupted"): f"{HERE}::test_an_interrupted_port",
     ("port/stopped.py", "abort"): f"{HERE}::test_an_abort_over_hand_edits",
@@ -74,6 +76,8 @@ SITES: dict[tuple[str, str], str] = {
         "_pristine_tree",
     ): f"{HERE}::test_a_port_onto_a_tree_that_is_not_pristine",
     ("port/onto_tree.py", "prepare"): f"{HERE}::test_a_port_onto_a_release_tree",
+    ("ops/lint.py", "fold_hint"): "tests/ops/test_fold.py::test_lint_s_fold_advice_runs_as_typed",
+    ("ops/fold.py", "standing"): "tests/ops/test_fold.py::test_status_s_fold_advice_runs_as_typed",
     # not advice this sgpatch can follow, or not printed
     ("state/journal.py", "parse"): "none: it advises the newer sgpatch that wrote the journal",
     ("ops/importer.py", "manifest_text"): "none: a comment written into a manifest",
@@ -327,23 +331,44 @@ def _port(d: Path, w: Path, *extra: str) -> tuple[int, str]:
 
 def test_a_stopped_port(releases, tmp_path) -> None:
     """Input: a port that stops (1.2: `first` needs a hand). Outcome: its last line advises
-    `sgpatch port --continue --workspace W` and `... --abort ...`, the fix file's heading the
-    same --continue; --continue as typed exits 3 (still to fix), then, once fixed, 0; on a
-    second stopped port, --abort as typed exits 0."""
+    `sgpatch port --continue --workspace W`, `... --abort ...` and `... --show FILE ...`,
+    the files' heading and the fix file's heading the same --continue; --show as typed
+    exits 0 with the file's detail; --continue as typed exits 3 (still to fix), then, once
+    fixed, 0; on a second stopped port, --abort as typed exits 0."""
     d = make_set(tmp_path)
     w = tmp_path / "w"
     code, err = _port(d, w)
     assert code == 3
-    cont, abort = hint_commands(err.splitlines()[-1])
+    cont, abort, show = hint_commands(err.splitlines()[-1])
     assert cont == ["port", "--continue", "--workspace", str(w)]
     assert abort == ["port", "--abort", "--workspace", str(w)]
+    assert show == ["port", "--show", "sglang/srt/mod.py", "--workspace", str(w)]
+    assert [cont] in [hint_commands(ln) for ln in err.splitlines()[:-1]]
     assert hint_commands((w / ".sgpatch-port" / "fix").read_text()) == [cont]
+    code, shown, _err = run_cli(*show)
+    assert code == 0 and "first hunk(s)" in shown
     assert run_cli(*cont)[0] == 3
     (w / "sglang/srt/mod.py").write_text(FIXED12)
     assert run_cli(*cont)[0] == 0
     code, err = _port(make_set(tmp_path / "again"), tmp_path / "w2")  # the set as it was
     assert code == 3
     assert run_cli(*hint_commands(err.splitlines()[-1])[1])[0] == 0
+
+
+def test_a_port_that_pauses_before_writing(releases, tmp_path) -> None:
+    """Input: a port to 1.1 with --no-finish (everything carries). Outcome: exit 0, its last
+    line advises `sgpatch port --continue --workspace W`; run as typed, it exits 0 and
+    writes the set's 1.1 variant."""
+    d = make_set(tmp_path)
+    w = tmp_path / "w"
+    code, _out, err = run_cli("port", "--set", "demo", "--patchsets", str(d.parent), "--to",
+                              "1.1", "--workspace", str(w), "--no-finish")  # fmt: skip
+    assert code == 0, err
+    (cont,) = hint_commands(err.splitlines()[-1])
+    assert cont == ["port", "--continue", "--workspace", str(w)]
+    code, _out, err = run_cli(*cont)
+    assert code == 0, err
+    assert "1.1" in (d / "patchset.yaml").read_text()
 
 
 def _interrupted(argv: list[str], monkeypatch, fraction: float) -> tuple[int, str]:

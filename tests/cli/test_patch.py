@@ -507,6 +507,32 @@ def test_git_symlink_is_made_as_a_link_and_reversed(empty, tmp_path):
     assert not os.path.lexists(empty / "link")
 
 
+def test_what_a_symlink_block_and_a_mode_do_is_said_of_a_symlink_and_a_mode(
+    empty, tmp_path, capsys
+):
+    """Input: a symlink made, checked with --dry-run, made, then reversed; a script created
+    executable and a file made executable. Outcome: the lines say `symlink` (never `creating
+    file`): `checking symlink link -> sub/t.txt (new)`, `creating symlink link -> sub/t.txt`,
+    `removing symlink link`; `creating file run.sh (mode 100755)`, `patching file f.py (mode
+    100755)`."""
+    diff = put(tmp_path, LINK.format(target="sub/t.txt"))
+    assert sgpatch("patch", "--dry-run", "-d", str(empty), diff) == 0
+    assert capsys.readouterr().err.splitlines()[0] == "checking symlink link -> sub/t.txt (new)"
+    assert sgpatch("patch", "-d", str(empty), diff) == 0
+    assert capsys.readouterr().err.splitlines()[0] == "creating symlink link -> sub/t.txt"
+    assert sgpatch("patch", "-R", "-d", str(empty), diff) == 0
+    assert capsys.readouterr().err.splitlines()[0] == "removing symlink link"
+    (empty / "f.py").write_text("x\n")
+    modes = (
+        "diff --git a/run.sh b/run.sh\nnew file mode 100755\n--- /dev/null\n+++ b/run.sh\n"
+        "@@ -0,0 +1 @@\n+echo hi\n"
+        "diff --git a/f.py b/f.py\nold mode 100644\nnew mode 100755\n"
+    )
+    assert sgpatch("patch", "-d", str(empty), put(tmp_path, modes, "m.diff")) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert "creating file run.sh (mode 100755)" in err and "patching file f.py (mode 100755)" in err
+
+
 @pytest.mark.parametrize("target", ["../outside", "/etc/passwd", "a/../../x", ".sgpatch/ledger"])
 def test_a_symlink_leaving_the_tree_is_refused_in_one_line(empty, tmp_path, capsys, target):
     """A git symlink whose target climbs out of the tree, is absolute or names sgpatch's state

@@ -42,6 +42,26 @@ def test_a_held_lock_is_busy_and_says_so_once_before_it_waits(tmp_path):
     second.release()
 
 
+def test_a_released_lock_is_free_while_a_child_forked_under_it_lives(tmp_path):
+    """Input: the lock held, a child forked meanwhile (port's check workers are forked while
+    a port holds W's lock) that sleeps on, the lock released. Outcome: the lock can be taken
+    again at once, with the child still alive."""
+    path = tmp_path / "lock"
+    first = lock.acquire(path, time.monotonic())
+    assert first is not None
+    child = os.fork()
+    if child == 0:  # the child: keeps the inherited descriptor open, then leaves
+        time.sleep(2)
+        os._exit(0)
+    try:
+        first.release()
+        second = lock.acquire(path, time.monotonic())
+        assert second is not None
+        second.release()
+    finally:
+        os.waitpid(child, 0)
+
+
 def test_a_lock_file_removed_while_waiting_is_not_counted_as_held(tmp_path, monkeypatch):
     """Input: the name no longer leads to the file just locked (forced). Outcome: None: the
     caller locks again, never a lock on a file nobody else can find."""

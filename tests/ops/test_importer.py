@@ -282,36 +282,53 @@ def test_a_failed_import_leaves_no_dest_it_created(tmp_path, cached_release, mon
 CLASS = "class Pool:\n    def a(self):\n        return 1\n\n    def get(self):\n        return 2\n"
 
 
-def test_a_method_the_release_already_has_is_refused_naming_it_as_upstreams(release):
-    """Input: a diff adding `get` to class Pool, which the release's own file already defines.
-    Outcome: exit 3 naming the hunk and the name, the other copy as the release's own at its
-    line, and that the patch's copy is the one to delete."""
+def test_a_method_the_release_already_has_is_imported_as_written(release):
+    """Input: a diff adding `get` to class Pool, which the release's own file already defines
+    (the author's own duplicate, at the hunk's own line). Outcome: imported as written (exit
+    0; the patch adds the second `get`, as `git apply` does), and the engine's warning for
+    that placement names both places, the copy Python runs (the added one) and that the two
+    are different code; no message advises deleting a copy."""
     release["srt/c.py"] = CLASS.encode()
     new = CLASS + "\n    def get(self):\n        return 3\n"
     diff = make_diff(CLASS, new, "python/sglang/srt/c.py")
-    with pytest.raises(SgpatchError) as e:
-        importer.import_sources("mine", V, [src(diff, "dup.patch")])
-    msg = e.value.message
-    assert e.value.code == 3 and "dup.patch: srt/c.py hunk #1: would define get twice" in msg
-    assert "the copy at line 5 is sglang 0.5.9's own" in msg
-    assert "delete this hunk's copy of get from the patch file" in msg
+    res = importer.import_sources("mine", V, [src(diff, "dup.patch")])
+    assert "+    def get(self):\n+        return 3\n" in res.patches[0].data.decode()
+    hunks = parse_patch(diff, "d").files[0].hunks
+    got = apply_hunks(split_lines(CLASS), hunks, authored=True)
+    assert "".join(got.lines) == new
+    warning = got.hunks[0].warning or ""
+    assert "get is defined twice in class Pool" in warning
+    assert "Python runs line 8 (the added copy); the copies are different code" in warning
+    assert "delete" not in warning
 
 
-def test_a_method_an_earlier_input_added_twice_is_named_as_the_stacks(release):
+def test_a_method_an_earlier_input_added_twice_is_imported_as_written(release):
     """Input: one diff adding `get` to class Pool, a second diff adding it again. Outcome:
-    exit 3 naming the second input's hunk, the other copy as an earlier input's (not the
-    release's)."""
+    both imported as written (the second patch adds the second copy), nothing refused."""
     base = CLASS.replace("    def get(self):\n        return 2\n", "    pass\n")
     release["srt/c.py"] = base.encode()
     one = base + "\n    def get(self):\n        return 2\n"
     two = one + "\n    def get(self):\n        return 3\n"
     first = make_diff(base, one, "python/sglang/srt/c.py")
     second = make_diff(one, two, "python/sglang/srt/c.py")
+    res = importer.import_sources("mine", V, [src(first, "one.patch"), src(second, "two.patch")])
+    assert [p.id for p in res.patches] == ["one", "two"]
+    assert "+        return 3\n" in res.patches[1].data.decode()
+
+
+def test_a_method_added_twice_away_from_its_line_is_still_refused(release):
+    """Input: the diff adding a second `get` to class Pool, but its header states a line
+    three lines off (the hunk lands at an offset: sgpatch would be the one to put the copy
+    there). Outcome: exit 3 naming the hunk and `would define get twice`, and no advice to
+    delete a copy."""
+    release["srt/c.py"] = ("# a\n# b\n# c\n" + CLASS).encode()
+    new = CLASS + "\n    def get(self):\n        return 3\n"
+    diff = make_diff(CLASS, new, "python/sglang/srt/c.py")
     with pytest.raises(SgpatchError) as e:
-        importer.import_sources("mine", V, [src(first, "one.patch"), src(second, "two.patch")])
+        importer.import_sources("mine", V, [src(diff, "dup.patch")])
     msg = e.value.message
-    assert e.value.code == 3 and "two.patch: srt/c.py hunk #1: would define get twice" in msg
-    assert "came with an earlier input of this stack, not with sglang 0.5.9" in msg
+    assert e.value.code == 3 and "dup.patch: srt/c.py hunk #1: would define get twice" in msg
+    assert "delete" not in msg
 
 
 # --- a patch that only creates a file; a path into sgpatch's state folder (issue 46, 14-15)

@@ -149,3 +149,72 @@ def test_diff_tree_lists_the_changed_files_and_refuses_a_typo(tmp_path, monkeypa
     assert "-        return 1\n+        return 7\n" in every.text
     with pytest.raises(SgpatchError, match=r"FILE srt/nope\.py: neither in the tree nor in sglang"):
         rf.diff_tree(pkg, Version("1.0"), ["srt/nope.py"])
+
+
+def _modes_tree(tmp_path, monkeypatch):
+    """modes_set applied to a fresh 1.0 tree (the link srt/alias.py -> ../srt/mod.py, the
+    executable srt/run.sh, srt/__init__.py made executable), then edited by hand: the link
+    pointed at other.py, run.sh no longer executable, mod.py's `return 100` made 101. The set
+    folder and the package root."""
+    import os
+
+    from helpers import V10, fake_index, modes_set, port_applied, port_cache, release_files
+
+    port_cache(tmp_path, monkeypatch, versions=("1.0",))
+    fake_index(monkeypatch)
+    d = modes_set(tmp_path)
+    port_applied(tmp_path, d, "1.0", release_files(V10, "1.0"), [])
+    pkg = tmp_path / "applied-1.0" / "sglang"
+    (pkg / "srt/alias.py").unlink()
+    (pkg / "srt/alias.py").symlink_to("other.py")
+    os.chmod(pkg / "srt/run.sh", 0o644)
+    mod = pkg / "srt/mod.py"
+    mod.write_text(mod.read_text().replace("return 100", "return 101"))
+    return d, pkg
+
+
+def test_diff_shows_a_retargeted_symlink_and_execute_bits_as_git_does(tmp_path, monkeypatch):
+    """Input: the edited tree of `_modes_tree`; `diff` of the link, the script and the file
+    made executable, then of every file. Outcome: the link is `new file mode 120000` whose one
+    line is `other.py` (its target, never the bytes it points at), run.sh is `new file mode
+    100644`, srt/__init__.py is `old mode 100644`/`new mode 100755`; without paths the
+    shipped files that differ, srt/__init__.py by its mode alone (the link and the script are
+    no files of the release: named, not listed)."""
+    _d, pkg = _modes_tree(tmp_path, monkeypatch)
+    named = rf.diff_tree(pkg, Version("1.0"), ["srt/alias.py", "srt/run.sh", "srt/__init__.py"])
+    assert named.files == ("srt/alias.py", "srt/run.sh", "srt/__init__.py")
+    text = named.text
+    assert "new file mode 120000\n--- /dev/null\n+++ b/python/sglang/srt/alias.py\n" in text
+    assert "+other.py\n\\ No newline at end of file\n" in text and "def other" not in text
+    assert "new file mode 100644\n--- /dev/null\n+++ b/python/sglang/srt/run.sh\n" in text
+    assert "srt/__init__.py\nold mode 100644\nnew mode 100755\n" in text
+    every = rf.diff_tree(pkg, Version("1.0"), []).files  # other.py: the set's `second`
+    assert every == ("srt/__init__.py", "srt/mod.py", "srt/other.py")
+
+
+def test_refresh_keeps_a_retargeted_link_and_a_mode_and_revert_gives_the_release_back(
+    tmp_path, monkeypatch
+):
+    """Input: the edited tree of `_modes_tree`; `refresh --patch first`, then `status`, then
+    `revert`. Outcome: the patch file makes the link to other.py (120000), run.sh as 100644,
+    keeps srt/__init__.py's mode change and mod.py's 101; status says applied; revert exits
+    0 and leaves the release's tree: no link, no run.sh, srt/__init__.py 0644 again."""
+    import os
+
+    from helpers import V10, run_cli
+
+    d, pkg = _modes_tree(tmp_path, monkeypatch)
+    args = ("--set", "demo", "--patchsets", str(d.parent), "--sglang-dir", str(pkg))
+    code, _out, err = run_cli("refresh", *args, "--patch", "first")
+    assert code == 0, err
+    text = (d / "patches/1.0/0001-first.patch").read_text()
+    assert "new file mode 120000\n" in text and "+other.py\n" in text
+    assert "srt/run.sh\nnew file mode 100644\n" in text and "return 101" in text
+    assert "srt/__init__.py\nold mode 100644\nnew mode 100755\n" in text
+    code, out, err = run_cli("status", "--json", *args)
+    assert code == 0 and '"applied"' in out, err
+    code, _out, err = run_cli("revert", *args)
+    assert code == 0, err
+    assert not os.path.lexists(pkg / "srt/alias.py") and not (pkg / "srt/run.sh").exists()
+    assert (pkg / "srt/__init__.py").stat().st_mode & 0o777 == 0o644
+    assert (pkg / "srt/mod.py").read_text() == V10

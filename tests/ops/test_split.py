@@ -100,22 +100,70 @@ def test_the_new_patch_file_is_numbered_by_its_place_in_the_set(tmp_path, old, p
     assert _new_file(variant, "n", position) == path.parent / "patches" / new
 
 
-@pytest.mark.parametrize(
-    "block",
-    [
-        "diff --git a/python/sglang/srt/l b/python/sglang/srt/l\nnew file mode 120000\n"
-        "--- /dev/null\n+++ b/python/sglang/srt/l\n@@ -0,0 +1 @@\n+x.py\n"
-        "\\ No newline at end of file\n",
-        "diff --git a/python/sglang/srt/y.py b/python/sglang/srt/y.py\nold mode 100644\n"
-        "new mode 100755\n",
-    ],
-)
-def test_a_patch_with_a_symlink_or_a_mode_is_refused_not_split_without_it(tmp_path, block):
-    """Input: a patch that also makes a symlink, or also makes srt/y.py executable (which the
-    halves, written from bytes alone, would lose). Outcome: exit 2 naming the file, before
-    anything is planned or written."""
-    path = _set(tmp_path)
-    (path.parent / "patches" / "p.patch").write_text(PATCH + block)
-    with pytest.raises(SgpatchError) as e:
-        split_patch(load_manifest(path), "p", "file", ["srt/x.py"], "new")
-    assert e.value.code == 2 and "symlink or changes a file mode" in e.value.message
+def _modes_split(tmp_path: Path, monkeypatch, by: str, take: list[str]):
+    """modes_set's `first` (a symlink, a new executable script, a file made executable, two
+    hunks of srt/mod.py) split on release 1.0 through the CLI: the set folder, the exit code,
+    stderr, and the set's files as they were before."""
+    from helpers import fake_index, modes_set, port_cache, run_cli, snapshot
+
+    port_cache(tmp_path, monkeypatch, ("1.0",))
+    fake_index(monkeypatch)  # the cached wheels stand in for the index
+    d = modes_set(tmp_path)
+    before = snapshot(d)
+    takes = [a for t in take for a in ("--take", t)]
+    code, _out, err = run_cli("split", "--set", "demo", "--patchsets", str(d.parent), "--patch",
+                              "first", "--by", by, *takes, "--into", "tools")  # fmt: skip
+    return d, code, err, before
+
+
+def test_a_split_by_file_moves_a_symlink_and_a_script_keeping_every_link_and_mode(
+    tmp_path, monkeypatch
+):
+    """Input: `first` split by file, taking the symlink srt/alias.py and the executable
+    srt/run.sh into `tools`. Outcome: exit 0; `tools`'s file makes the link (`new file mode
+    120000`) and the script (`new file mode 100755`); `first` keeps mod.py and the mode change
+    of srt/__init__.py (`old mode`/`new mode`) and neither of the others; the split set applied
+    to a fresh 1.0 tree leaves the same link, modes and mod.py as before the split."""
+    from helpers import KINDS, PATCHED10, V10, kinds_in, port_applied, release_files
+
+    d, code, err, _ = _modes_split(tmp_path, monkeypatch, "file", ["srt/alias.py", "srt/run.sh"])
+    assert code == 0, err
+    first = (d / "patches/1.0/0001-first.patch").read_text()
+    tools = (d / "patches/1.0/0002-tools.patch").read_text()
+    assert "new file mode 120000\n" in tools and "new file mode 100755\n" in tools
+    assert "b/python/sglang/srt/mod.py" not in tools and "srt/__init__.py" not in tools
+    assert "old mode 100644\nnew mode 100755\n" in first and "b/python/sglang/srt/mod.py" in first
+    assert "120000" not in first and "srt/run.sh" not in first
+    got = port_applied(tmp_path, d, "1.0", release_files(V10, "1.0"), ["srt/mod.py"])
+    assert got == {"srt/mod.py": PATCHED10.encode()}
+    assert kinds_in(tmp_path / "applied-1.0/sglang") == KINDS
+
+
+def test_a_split_by_hunk_leaves_links_and_mode_changes_with_the_patch_that_stays(
+    tmp_path, monkeypatch
+):
+    """Input: `first` split by hunk, taking srt/mod.py's hunk #2 into `tools`. Outcome: exit
+    0; `tools` holds that hunk alone (no mode line, no link); `first` keeps the link, the
+    script and the mode change; applied in order, the same link, modes and mod.py."""
+    from helpers import KINDS, PATCHED10, V10, kinds_in, port_applied, release_files
+
+    d, code, err, _ = _modes_split(tmp_path, monkeypatch, "hunk", ["srt/mod.py:2"])
+    assert code == 0, err
+    first = (d / "patches/1.0/0001-first.patch").read_text()
+    tools = (d / "patches/1.0/0002-tools.patch").read_text()
+    assert "mode" not in tools.split("diff --git", 1)[1] and tools.count("@@ -") == 1
+    assert all(b in first for b in ("new file mode 120000\n", "new file mode 100755\n",
+                                     "old mode 100644\nnew mode 100755\n"))  # fmt: skip
+    got = port_applied(tmp_path, d, "1.0", release_files(V10, "1.0"), ["srt/mod.py"])
+    assert got == {"srt/mod.py": PATCHED10.encode()}
+    assert kinds_in(tmp_path / "applied-1.0/sglang") == KINDS
+
+
+def test_a_symlink_split_by_hunk_is_refused_split_it_by_file(tmp_path, monkeypatch):
+    """Input: `first` split by hunk naming the symlink's one hunk (srt/alias.py:1). Outcome:
+    exit 2, the line says to split it by file; the set is as it was."""
+    from helpers import snapshot
+
+    d, code, err, before = _modes_split(tmp_path, monkeypatch, "hunk", ["srt/alias.py:1"])
+    assert code == 2 and "srt/alias.py" in err and "split it by file" in err, err
+    assert snapshot(d) == before

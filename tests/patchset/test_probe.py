@@ -547,3 +547,15 @@ def test_a_probe_of_no_known_kind_is_refused_where_it_is_read(tmp_path, yaml_tex
     assert info.value.code == ExitCode.BAD_INPUT
     assert f"p.yaml:1: probe: {problem}" in info.value.message
     assert "\n" not in info.value.message
+
+
+def test_entries_and_all_of_take_a_probe_apart_and_back():
+    """Input: an all of two clauses, a single regex, and lists of 0, 1 and 2 clauses. Outcome:
+    entries gives the all's clauses (a single node alone); all_of gives None, the node itself,
+    or their all: taking a probe apart and back gives the same probe."""
+    one, two = RegexProbe("a.py", "x"), RegexProbe("b.py", "y")
+    both = AllProbe((one, two))
+    assert probe_mod.entries(both) == (one, two) and probe_mod.entries(one) == (one,)
+    assert probe_mod.all_of([]) is None
+    assert probe_mod.all_of([one]) == one
+    assert probe_mod.all_of(probe_mod.entries(both)) == both

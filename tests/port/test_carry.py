@@ -141,3 +141,50 @@ def test_conflict_details_are_the_same_from_the_workers_as_worked_out_here(monke
         got = explain.filled(files)
         assert got[1].details == want and got[0].details == ()
         monkeypatch.undo()
+
+
+def test_each_carried_file_has_the_git_mode_the_patch_leaves_it_in():
+    """Input: a workspace with an executable script and a plain file; a patch that edits the
+    script, makes a symlink, makes the plain file executable (mode alone) and creates a file.
+    Outcome: every file carried; the script keeps 100755, the link is 120000 (its bytes its
+    target, never checked as Python), the plain file 100755, the new file 100644."""
+    from sgpatch.diff.canonical import EXECUTABLE, REGULAR, SYMLINK, FileDiff, canonical_diff
+    from sgpatch.diff.unified import parse_patch
+    from sgpatch.port.carry import Labels, carry_patch
+
+    w = {"srt/run.sh": b"#!/bin/sh\necho 1\n", "srt/x.py": b"x = 1\n"}
+    modes = {"srt/run.sh": EXECUTABLE}
+    diff = canonical_diff([
+        FileDiff("srt/run.sh", w["srt/run.sh"], b"#!/bin/sh\necho 2\n", EXECUTABLE, EXECUTABLE),
+        FileDiff("srt/alias.py", None, b"../srt/x.py", new_mode=SYMLINK),
+        FileDiff("srt/x.py", w["srt/x.py"], w["srt/x.py"], REGULAR, EXECUTABLE),
+        FileDiff("srt/new.py", None, b"y = 2\n"),
+    ])  # fmt: skip
+    res = carry_patch(parse_patch(diff, "p.patch"), "p", w.get, None, Labels("o", "b", "t"),
+                      modes=lambda rel: modes.get(rel, REGULAR))  # fmt: skip
+    assert res.ok
+    got = {f.path: (f.mode, f.after) for f in res.files}
+    assert got == {
+        "srt/run.sh": (EXECUTABLE, b"#!/bin/sh\necho 2\n"),
+        "srt/alias.py": (SYMLINK, b"../srt/x.py"),
+        "srt/x.py": (EXECUTABLE, b"x = 1\n"),
+        "srt/new.py": (REGULAR, b"y = 2\n"),
+    }
+
+
+def test_a_symlink_the_release_has_a_file_for_needs_a_hand_and_keeps_the_file():
+    """Input: a patch that makes srt/alias.py a symlink, carried onto a workspace that has a
+    file there. Outcome: a problem naming what the patch makes and why it cannot (no merge
+    of a link's target); the workspace's file is kept as it was, with its mode."""
+    from sgpatch.diff.canonical import REGULAR, SYMLINK, FileDiff, canonical_diff
+    from sgpatch.diff.unified import parse_patch
+    from sgpatch.port.carry import Labels, carry_patch
+
+    w = {"srt/alias.py": b"x = 1\n"}
+    diff = canonical_diff([FileDiff("srt/alias.py", None, b"x.py", new_mode=SYMLINK)])
+    res = carry_patch(parse_patch(diff, "p.patch"), "p", w.get, w.get, Labels("o", "b", "t"),
+                      modes=lambda rel: REGULAR)  # fmt: skip
+    (f,) = res.files
+    assert f.problem is not None and "makes a symlink to 'x.py'" in f.problem
+    assert "already exists" in f.problem
+    assert (f.after, f.mode) == (b"x = 1\n", REGULAR)

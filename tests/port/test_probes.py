@@ -224,3 +224,22 @@ def test_a_probe_the_carried_change_does_not_match_stops_on_the_probe(cache, tmp
     assert code == 0, doc
     second = load_manifest(d / "patchset.yaml").patch("second").variants[0]
     assert str(second.sglang) == "==1.1" and "+    return 43" in second.patch.read_text()
+
+
+def test_a_probe_sgpatch_replaced_itself_is_no_hand_edit_when_w_is_reused(cache, tmp_path):
+    """Input: the suggested-probe port above, finished by --continue (sgpatch replaced the
+    suggested probe in W's probe file itself), then the same port run again into that W.
+    Outcome: the new port takes the finished W (exit 0: the set has its 1.4 variant now),
+    never exit 4
+    "holds your edits of .sgpatch-port/probes/second.yaml" (issue 44, dead end 1): W's
+    `tree` lists the probe file with the bytes sgpatch wrote last."""
+    d = probe_set(tmp_path, f"suggested: true\nfile: srt/other.py\nregex: '{LINE}'")
+    w = tmp_path / "w"
+    args = ("--set", "demo", "--patchsets", str(d.parent), "--to", "1.4", "--workspace", str(w))
+    assert sgport(*args)[0] == 3
+    (w / "sglang/srt/other.py").write_text("def other():\n    return the_answer_to(42, 1)\n")
+    code, doc = sgport("--continue", "--workspace", str(w))
+    assert code == 0 and any("replaced" in n for n in doc["steps"][-1]["notes"]), doc
+    code, doc = sgport(*args)
+    assert code == 0, doc
+    assert not list(tmp_path.glob("w.aborted-*"))

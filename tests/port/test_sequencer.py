@@ -6,15 +6,23 @@ from __future__ import annotations
 from packaging.version import Version
 
 from helpers import (
+    ALIAS,
     FIXED12,
+    KINDS,
+    MODE_BLOCKS,
     PATCHED10,
     V10,
     V11,
     apply_to,
     by_id,
+    kinds_in,
     make_set,
+    make_wheel,
+    modes_set,
     other_release,
+    port_applied,
     port_diff,
+    release_files,
     run_cli,
     sgport,
     two_file_set,
@@ -162,3 +170,52 @@ def test_a_patch_that_requires_a_stopped_one_says_so(cache, tmp_path):
     assert second["waiting_for"] == ["first"] and second["files_carried"] == []
     code, _out, err = run_cli("port", "--offline", *args, "--workspace", str(tmp_path / "w2"))
     assert code == 3 and "  second: waiting for first (it requires it)" in err, err
+
+
+# ---------------------------------------------------------------------------------------------
+# symlinks and the execute bit (issue 42: nothing a real stack carries is lost)
+
+
+def test_a_rewritten_patch_keeps_its_symlink_and_execute_bits(cache, tmp_path):
+    """Input: `first` makes a symlink, an executable script and a file executable, and its
+    mod.py hunk needs a merge on 1.1 (so port writes it a new patch file).
+    Outcome: exit 0; W lays the link as a link and the execute bits; the new 1.1 patch file
+    says `new file mode 120000`, `new file mode 100755`, `old mode`/`new mode`; the ported set
+    applied to a fresh 1.1 tree makes the same link and modes."""
+    d = modes_set(tmp_path)
+    w = tmp_path / "w"
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.1",
+                       "--workspace", str(w))  # fmt: skip
+    assert code == 0, doc
+    assert by_id(doc)["first"]["as_is"] is False
+    assert kinds_in(w / "sglang") == KINDS
+    (new,) = (d / "patches/1.1").glob("*first*.patch")
+    text = new.read_text()
+    assert all(block in text for block in MODE_BLOCKS), text
+    port_applied(tmp_path, d, "1.1", release_files(V11, "1.1"), ["srt/mod.py"])
+    assert kinds_in(tmp_path / "applied-1.1/sglang") == KINDS
+
+
+def test_a_symlink_port_cannot_make_stops_naming_it_and_the_hand_made_link_is_kept(cache, tmp_path):
+    """Input: `first` makes srt/alias.py a symlink; release 1.4 ships a file there. Outcome:
+    port stops (exit 3) naming srt/alias.py and why (the file is there); W keeps the
+    release's file. The person makes the link by hand; --continue writes a patch that turns
+    1.4's file into that link (git's two blocks), and applying the set to 1.4 makes it."""
+    files = release_files(V10, "1.4", {"sglang/srt/alias.py": b"x = 1\n"})
+    make_wheel(cache / "wheels", "1.4", files)
+    d = modes_set(tmp_path)
+    w = tmp_path / "w"
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.4",
+                       "--workspace", str(w))  # fmt: skip
+    assert code == 3
+    (problem,) = by_id(doc)["first"]["problems"]
+    assert problem["file"] == "srt/alias.py" and "file to create already exists" in problem["why"]
+    assert (w / "sglang/srt/alias.py").read_bytes() == b"x = 1\n"
+    (w / "sglang/srt/alias.py").unlink()
+    (w / "sglang/srt/alias.py").symlink_to(ALIAS)
+    code, doc = sgport("--continue", "--workspace", str(w))
+    assert code == 0, doc
+    text = next((d / "patches/1.4").glob("*first*.patch")).read_text()
+    assert "deleted file mode 100644\n" in text and "new file mode 120000\n" in text
+    port_applied(tmp_path, d, "1.4", files, ["srt/mod.py"])
+    assert kinds_in(tmp_path / "applied-1.4/sglang") == KINDS

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from helpers import make_set, run_cli
+from sgpatch.diff.canonical import EXECUTABLE, REGULAR, SYMLINK
+from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.port import snapshots
 from sgpatch.port.workspace import STATE, Workspace
 
@@ -52,3 +54,22 @@ def test_a_rolled_back_step_forgets_the_absent_lists_it_wrote(tmp_path: Path):
         raise Boom
     assert snapshots.absent_of(ws, "before", "first") == frozenset()
     assert Workspace(ws.top).lines("before/first.absent") == []
+
+
+def test_modes_are_recorded_beside_the_bytes_and_a_damaged_line_is_refused(tmp_path: Path):
+    """Input: a patch's `after` recorded with a symlink, an executable file and a plain one;
+    then the plain one made a symlink, the link's file absent; then `after/first.modes` given
+    a line sgpatch never writes. Outcome: each recorded mode reads back (100644 unless named;
+    an absent file has none; the list holds only the others); the bad line is exit 4."""
+    ws = Workspace(tmp_path / "w")
+    (ws.top / STATE).mkdir(parents=True)
+    files = {"srt/l": b"x.py", "srt/run.sh": b"#!/bin/sh\n", "srt/x.py": b"x = 1\n"}
+    snapshots.put(ws, "after", "first", files, {"srt/l": SYMLINK, "srt/run.sh": EXECUTABLE})
+    assert snapshots.modes_of(ws, "after", "first") == {"srt/l": SYMLINK, "srt/run.sh": EXECUTABLE}
+    assert snapshots.mode(ws, "after", "first", "srt/x.py") == REGULAR
+    snapshots.put(ws, "after", "first", {"srt/x.py": b"l", "srt/l": None}, {"srt/x.py": SYMLINK})
+    assert Workspace(ws.top).lines("after/first.modes") == ["100755 srt/run.sh", "120000 srt/x.py"]
+    (ws.top / STATE / "after/first.modes").write_text("100644\n")
+    with pytest.raises(SgpatchError) as e:
+        snapshots.modes_of(Workspace(ws.top), "after", "first")
+    assert e.value.code == ExitCode.UNSAFE and "after/first.modes: damaged" in e.value.message

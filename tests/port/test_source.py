@@ -91,28 +91,43 @@ B_FILE = "".join(f"def b_function_{i}():\n    return {i}\n\n\n" for i in range(5
 
 
 @pytest.mark.parametrize("both", [False, True])
-def test_files_merged_into_one_are_not_followed(cache, tmp_path, both):
+def test_files_merged_into_one_are_no_rename_but_their_defs_are_followed(cache, tmp_path, both):
     """Input: 1.9 merged srt/a.py and srt/b.py into srt/ab.py (each is half of it); `second`
-    patches a.py (and, with `both`, b.py too). Outcome: nothing is followed (a move into a
-    bigger file is for a person): exit 3, each patched file "no such file in this release",
-    never "no merge base", and the note claims no rename."""
+    patches a_function_1 in a.py (and, with `both`, b_function_3 in b.py too). Outcome: no
+    file is followed as a rename (a move into a bigger file is no rename), but each hunk's
+    def is in ab.py once, the same code: carried there (port.moved), exit 0, a `moved` row
+    per hunk naming the old file and def and the line in ab.py; the new patch file names
+    srt/ab.py only, and the set applied to 1.9 gives W's ab.py."""
     extra = {"sglang/srt/a.py": A_FILE.encode(), "sglang/srt/b.py": B_FILE.encode()}
     make_wheel(cache / "wheels", "1.0", release_files(V10, "1.0", extra))
     ab = (A_FILE + B_FILE).encode()
-    make_wheel(cache / "wheels", "1.9", release_files(V10, "1.9", {"sglang/srt/ab.py": ab}))
+    files = release_files(V10, "1.9", {"sglang/srt/ab.py": ab})
+    make_wheel(cache / "wheels", "1.9", files)
     second = port_diff(A_FILE, A_FILE.replace("return 1\n", "return 111\n"), "srt/a.py")
     if both:
         second += port_diff(B_FILE, B_FILE.replace("return 3\n", "return 333\n"), "srt/b.py")
     d = make_set(tmp_path, second=second)
+    w = tmp_path / "w"
     code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.9",
-                       "--workspace", str(tmp_path / "w"))  # fmt: skip
-    assert code == 3
+                       "--workspace", str(w))  # fmt: skip
+    assert code == 0, doc
     out = by_id(doc)["second"]
-    assert "rename" not in out["note"]
-    assert {p["file"] for p in out["problems"]} == (
-        {"srt/a.py", "srt/b.py"} if both else {"srt/a.py"}
-    )
-    assert all("no such file in this release" in p["why"] for p in out["problems"])
+    assert "rename" not in out["note"] and out["problems"] == []
+    want = [{"file": "srt/a.py", "hunk": 1, "scope": "a_function_1", "to": "srt/ab.py",
+             "line": 6}]  # fmt: skip
+    if both:
+        want.append({"file": "srt/b.py", "hunk": 1, "scope": "b_function_3", "to": "srt/ab.py",
+                     "line": 34})  # fmt: skip
+    keys = ("file", "hunk", "scope", "to", "line")
+    assert [{k: m[k] for k in keys} for m in out["moved"]] == want
+    ab_now = (w / "sglang/srt/ab.py").read_text()
+    assert "return 111\n" in ab_now and ("return 333\n" in ab_now) == both
+    (variant,) = [v for v in load_manifest(d / "patchset.yaml").patch("second").variants
+                  if str(v.sglang) == "==1.9"]  # fmt: skip
+    text = variant.patch.read_text()
+    assert "srt/ab.py" in text and "srt/a.py" not in text and "srt/b.py" not in text
+    got = port_applied(tmp_path, d, "1.9", files, ["srt/ab.py"])
+    assert got == {"srt/ab.py": ab_now.encode()}
 
 
 def test_offline_never_downloads_a_merge_base(cache, tmp_path):

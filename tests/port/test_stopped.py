@@ -12,6 +12,8 @@ import pytest
 
 from helpers import (
     FIXED12,
+    KINDS,
+    MODE_BLOCKS,
     PATCHED10,
     PORT_OTHER,
     V10,
@@ -19,8 +21,10 @@ from helpers import (
     V12,
     apply_to,
     by_id,
+    kinds_in,
     make_set,
     make_wheel,
+    modes_set,
     no_hang,
     other_release,
     port_applied,
@@ -206,7 +210,8 @@ MOVED = "".join(f"def helper_{i}():\n    return {i}\n\n\n" for i in range(8)) + 
 def test_a_change_moved_to_another_file_by_hand(cache, tmp_path):
     """Input: 1.5 has no srt/other.py (upstream moved `other` into srt/moved.py, a bigger
     file: a move, not a rename port could follow); `second` patches srt/other.py. Outcome:
-    exit 3 with a marker file at sglang/srt/other.py ("no such file"); the person deletes it,
+    exit 3 with a marker file at sglang/srt/other.py ("not in sglang 1.5"; moved.py's `other`
+    named as a candidate, too small to be certain of); the person deletes it,
     makes the change in srt/moved.py and also edits mod.py (a file the already carried `first`
     patched): as in a rebase, both edits join the stopped
     `second` (said in `notes`); --continue gives `second` a 1.5 variant with moved.py and the
@@ -221,7 +226,10 @@ def test_a_change_moved_to_another_file_by_hand(cache, tmp_path):
                        "--workspace", str(w))  # fmt: skip
     assert code == 3
     (problem,) = by_id(doc)["second"]["problems"]
-    assert problem["file"] == "srt/other.py" and "no such file" in problem["why"]
+    assert problem["file"] == "srt/other.py" and "not in sglang 1.5" in problem["why"]
+    (moved,) = problem["details"]  # too small to call moved.py's `other` the same code
+    assert moved["status"] == "its code is no longer in this file"
+    assert any(e.startswith("maybe srt/moved.py:33 (def other") for e in moved["evidence"])
     assert merge.marker_lines((w / "sglang/srt/other.py").read_bytes())
     first_file = load_manifest(d / "patchset.yaml").patch("first").variants[0].patch.read_bytes()
     (w / "sglang/srt/other.py").unlink()
@@ -453,3 +461,41 @@ def test_abort_with_an_edit_and_an_own_file_is_one_line(cache, tmp_path):
     _d2, w2, code, _ = start_conflict(tmp_path / "plain")
     assert run_cli("port", "--abort", "--workspace", str(w2))[0] == 0
     assert sorted(p.name for p in (tmp_path / "plain").iterdir()) == ["sets"]
+
+
+def test_a_hand_fix_keeps_the_patch_s_symlink_and_execute_bits(cache, tmp_path):
+    """Input: `first` (a symlink, an executable script, a mode change, two mod.py hunks)
+    ported to 1.2, where mod.py stops; the person fixes mod.py and runs --continue.
+    Outcome: exit 3, then 0; W held the link and the execute bits all along; the patch file
+    --continue writes says each of them, and the set applied to a fresh 1.2 makes them."""
+    d = modes_set(tmp_path)
+    w = tmp_path / "w"
+    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.2",
+                       "--workspace", str(w))  # fmt: skip
+    assert code == 3 and [p["file"] for p in by_id(doc)["first"]["problems"]] == ["srt/mod.py"]
+    assert kinds_in(w / "sglang") == KINDS
+    (w / "sglang/srt/mod.py").write_text(FIXED12)
+    code, doc = sgport("--continue", "--workspace", str(w))
+    assert code == 0, doc
+    text = next((d / "patches/1.2").glob("*first*.patch")).read_text()
+    assert all(block in text for block in MODE_BLOCKS), text
+    got = port_applied(tmp_path, d, "1.2", release_files(V12, "1.2"), ["srt/mod.py"])
+    assert got["srt/mod.py"] == FIXED12.encode()
+    assert kinds_in(tmp_path / "applied-1.2/sglang") == KINDS
+
+
+def test_a_symlink_a_person_points_out_of_the_package_is_refused(cache, tmp_path):
+    """Input: the same port stopped on 1.2; the person fixes mod.py but also points the
+    patch's symlink srt/alias.py at a file outside W. Outcome: --continue refuses (exit 4,
+    one line naming the link); the set is unchanged."""
+    d = modes_set(tmp_path)
+    w = tmp_path / "w"
+    assert sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.2",
+                  "--workspace", str(w))[0] == 3  # fmt: skip
+    (w / "sglang/srt/mod.py").write_text(FIXED12)
+    (w / "sglang/srt/alias.py").unlink()
+    (w / "sglang/srt/alias.py").symlink_to(tmp_path / "outside.py")
+    before = snapshot(d)
+    code, _out, err = run_cli("port", "--continue", "--workspace", str(w))
+    assert code == 4 and "srt/alias.py" in err and len(err.strip().splitlines()) == 1, err
+    assert snapshot(d) == before

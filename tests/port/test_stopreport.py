@@ -23,10 +23,12 @@ from sgpatch.port.stopreport import (
 
 OTHER14 = b'def other():\n    """Doc."""\n    value = compute_the_value()\n    return value\n'
 STOPPED = (
-    "sgpatch port: stopped: fix what is listed above (also in <tmp>/w/.sgpatch-port/fix), "
-    "then `sgpatch port --continue --workspace <tmp>/w` (or drop the port: `sgpatch port "
-    "--abort --workspace <tmp>/w`); the set is unchanged"
+    "sgpatch port: stopped: fix what is listed above, then `sgpatch port --continue "
+    "--workspace <tmp>/w` (or drop the port: `sgpatch port --abort --workspace <tmp>/w`); the "
+    "set is unchanged; in full (each conflict's upstream change beside the patch's): "
+    "<tmp>/w/.sgpatch-port/fix, --json"
 )
+SHOW = ", or one file: `sgpatch port --show sglang/srt/mod.py --workspace <tmp>/w`"
 
 
 def _both(tmp_path: Path, d: Path, to: str) -> tuple[list[dict], list[str]]:
@@ -41,11 +43,12 @@ def _both(tmp_path: Path, d: Path, to: str) -> tuple[list[dict], list[str]]:
     return doc["steps"][-1]["patches"], err.replace(str(tmp_path / "text"), "<tmp>").splitlines()
 
 
-def _outcome(pid: str, outcome: str, kept: int, merged: int, **reported) -> dict:
+def _outcome(pid: str, outcome: str, kept: int, merged: int, hand: int = 0, **reported) -> dict:
     n = "0001-first" if pid == "first" else "0002-second"
     return {"id": pid, "outcome": outcome, "from_variant": f"patches/1.0/{n}.patch",
             "from_release": "1.0", "base": "1.0", "as_is": False, "hunks_kept": kept,
-            "hunks_merged": merged, "note": "", "problems": [], "files_carried": [],
+            "hunks_merged": merged, "hunks_moved": 0, "hunks_by_hand": hand, "moved": [],
+            "note": "", "problems": [], "files_carried": [],
             "files_waiting": [], "waiting_for": [], "probe": None, "hunks_dropped": [],
             **reported}  # fmt: skip
 
@@ -64,14 +67,14 @@ def test_a_conflict_beside_a_dropped_hunk_is_reported_exactly(cache, tmp_path):
               "patch_label": "first (made on 1.0)", "status": "conflict",
               "upstream": ["-    y = 2", "+    y = 3"],
               "upstream_label": "sglang 1.0 -> sglang 1.5",
-              "where": "sglang 1.0 lines 24-28, in def helper()"}  # fmt: skip
+              "where": "sglang 1.0 lines 24-28, in def helper"}  # fmt: skip
     problem = {"file": "srt/mod.py", "why": "1 conflict(s) in the three-way merge of hunk(s) #2",
                "hunks": [2], "markers": [28, 30, 32, 34], "details": [detail]}  # fmt: skip
     evidence = ["in other of the release's file, every line the hunk adds is there:",
                 "  line 3: value = compute_the_value()", "  line 4: return value",
                 "and the 1 line(s) it removes are gone"]  # fmt: skip
     assert patches == [
-        _outcome("first", "conflict", 1, 0, problems=[problem],
+        _outcome("first", "conflict", 1, 0, 1, problems=[problem],
                  probe={"file": "<tmp>/w/.sgpatch-port/probes/first.yaml", "problem": None}),
         _outcome("second", "carried", 0, 0, files_carried=["srt/other.py"],
                  hunks_dropped=[{"file": "srt/other.py", "hunk": 1, "evidence": evidence}]),
@@ -84,14 +87,18 @@ def test_a_conflict_beside_a_dropped_hunk_is_reported_exactly(cache, tmp_path):
         "  files to fix in W (then `sgpatch port --continue --workspace <tmp>/w`):",
         "    sglang/srt/mod.py (markers at lines 28, 30, 32, 34): first hunk(s) #2: 1 "
         "conflict(s) in the three-way merge of hunk(s) #2",
-        "      hunk #2: conflict (sglang 1.0 lines 24-28, in def helper())",
-        "        upstream, sglang 1.0 -> sglang 1.5: | the patch, first (made on 1.0):",
-        "        -    y = 2                          | -    y = 2",
-        "        +    y = 3                          | +    y = 20",
-        "  probes (the probe files: edit them during the stop; --continue checks them):",
-        "    first: <tmp>/w/.sgpatch-port/probes/first.yaml (no probe: write one there if it "
-        "needs one; checked at --continue)",
-        STOPPED,
+        "  probes (edit the files during the stop; --continue checks them):",
+        "    first: <tmp>/w/.sgpatch-port/probes/first.yaml (checked at --continue)",
+        STOPPED + SHOW,
+    ]
+    fix = (tmp_path / "text/w/.sgpatch-port/fix").read_text().splitlines()
+    assert fix[1:6] == [
+        "  sglang/srt/mod.py (markers at lines 28, 30, 32, 34): first hunk(s) #2: 1 "
+        "conflict(s) in the three-way merge of hunk(s) #2",
+        "    hunk #2: conflict (sglang 1.0 lines 24-28, in def helper)",
+        "      upstream, sglang 1.0 -> sglang 1.5: | the patch, first (made on 1.0):",
+        "      -    y = 2                          | -    y = 2",
+        "      +    y = 3                          | +    y = 20",
     ]
 
 
@@ -115,7 +122,7 @@ def test_a_stop_on_a_probe_is_reported_exactly(cache, tmp_path):
         "sgpatch port: demo -> 1.1 (workspace <tmp>/w)",
         "  first: carried, 1 hunk(s) kept, 1 merged [from patches/1.0/0001-first.patch, base 1.0]",
         "  second: needs a hand (its probe) [from patches/1.0/0002-second.patch, base 1.0]",
-        "  probes (the probe files: edit them during the stop; --continue checks them):",
+        "  probes (edit the files during the stop; --continue checks them):",
         f"    second: {why}",
         STOPPED,
     ]
@@ -138,10 +145,10 @@ JSONL16 = (
     b'"  line 10: self.ready = compute_ready()"], "hunk": 1, "status": "already there"}\n'
     b'{"hunk": 2, "patch_label": "first (made on 1.0)", "status": "merges alone; conflicts only '
     b'with the other hunks", "upstream_label": "sglang 1.0 -> sglang 1.6", "where": "sglang 1.0 '
-    b'lines 15-21, in def g(self)"}\n'
+    b'lines 15-21, at module level"}\n'
     b'{"hunk": 3, "patch": ["-    y = 2", "+    y = 20"], "patch_label": "first (made on 1.0)", '
     b'"status": "conflict", "upstream": ["-    y = 2", "+    y = 3"], "upstream_label": '
-    b'"sglang 1.0 -> sglang 1.6", "where": "sglang 1.0 lines 24-28, in def helper()"}\n'
+    b'"sglang 1.0 -> sglang 1.6", "where": "sglang 1.0 lines 24-28, in def helper"}\n'
 )
 
 
@@ -150,7 +157,7 @@ def test_every_kind_of_hunk_detail_is_reported_and_kept_exactly(cache, tmp_path)
     line in A.g (under a new docstring), changed a context line of hunk #2 (not its own) and
     the very line hunk #3 changes. Outcome: exit 3; the file's details are one row per hunk
     (already there with its evidence, merges alone, conflict with both changes), in --json
-    (keys in the order they are kept), in the text and, byte for byte, in W's
+    (keys in the order they are kept), in `port --show` and, byte for byte, in W's
     `hunks/first/srt/mod.py.jsonl` (the format a workspace keeps across versions)."""
     make_wheel(cache / "wheels", "1.6", release_files(UP16, "1.6"))
     d = make_set(tmp_path)
@@ -161,11 +168,11 @@ def test_every_kind_of_hunk_detail_is_reported_and_kept_exactly(cache, tmp_path)
     details = [
         {"evidence": evidence, "hunk": 1, "status": "already there"},
         {"hunk": 2, **LABELS, "status": "merges alone; conflicts only with the other hunks",
-         "where": "sglang 1.0 lines 15-21, in def g(self)"},
+         "where": "sglang 1.0 lines 15-21, at module level"},
         {"hunk": 3, "patch": ["-    y = 2", "+    y = 20"], "patch_label": LABELS["patch_label"],
          "status": "conflict", "upstream": ["-    y = 2", "+    y = 3"],
          "upstream_label": LABELS["upstream_label"],
-         "where": "sglang 1.0 lines 24-28, in def helper()"},
+         "where": "sglang 1.0 lines 24-28, in def helper"},
     ]  # fmt: skip
     (first, _second) = patches
     (problem,) = first["problems"]
@@ -175,20 +182,25 @@ def test_every_kind_of_hunk_detail_is_reported_and_kept_exactly(cache, tmp_path)
     for run in ("json", "text"):
         kept = tmp_path / run / "w/.sgpatch-port/hunks/first/srt/mod.py.jsonl"
         assert kept.read_bytes() == JSONL16
-    assert text[4:15] == [
+    assert text[4] == (
         "    sglang/srt/mod.py (markers at lines 29, 31, 33, 35): first hunk(s) #2, #3: 1 "
+        "conflict(s) in the three-way merge of hunk(s) #2, #3"
+    )
+    code, out, _err = run_cli("port", "--show", "sglang/srt/mod.py", "--workspace",
+                              str(tmp_path / "text/w"))  # fmt: skip
+    assert code == 0 and out.splitlines() == [
+        "sglang/srt/mod.py (markers at lines 29, 31, 33, 35): first hunk(s) #2, #3: 1 "
         "conflict(s) in the three-way merge of hunk(s) #2, #3",
-        "      hunk #1: already there",
-        "        in A.g of the release's file, every line the hunk adds is there:",
-        "          line 10: self.ready = compute_ready()",
-        "      hunk #2: merges alone; conflicts only with the other hunks (sglang 1.0 lines "
-        "15-21, in def g(self))",
-        "        upstream, sglang 1.0 -> sglang 1.6: | the patch, first (made on 1.0):",
-        "      hunk #3: conflict (sglang 1.0 lines 24-28, in def helper())",
-        "        upstream, sglang 1.0 -> sglang 1.6: | the patch, first (made on 1.0):",
-        "        -    y = 2                          | -    y = 2",
-        "        +    y = 3                          | +    y = 20",
-        "  probes (the probe files: edit them during the stop; --continue checks them):",
+        "  hunk #1: already there",
+        "    in A.g of the release's file, every line the hunk adds is there:",
+        "      line 10: self.ready = compute_ready()",
+        "  hunk #2: merges alone; conflicts only with the other hunks (sglang 1.0 lines "
+        "15-21, at module level)",
+        "    upstream, sglang 1.0 -> sglang 1.6: | the patch, first (made on 1.0):",
+        "  hunk #3: conflict (sglang 1.0 lines 24-28, in def helper)",
+        "    upstream, sglang 1.0 -> sglang 1.6: | the patch, first (made on 1.0):",
+        "    -    y = 2                          | -    y = 2",
+        "    +    y = 3                          | +    y = 20",
     ]
 
 

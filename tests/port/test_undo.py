@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from helpers import (
     snapshot,
     two_file_set,
 )
+from sgpatch.diff.canonical import SYMLINK
 from sgpatch.errors import ExitCode, SgpatchError
 from sgpatch.port import undo
 from sgpatch.port.workspace import STATE, Workspace
@@ -126,13 +128,14 @@ def test_a_damaged_journal_is_refused_in_one_line(ws, line):
 
 def test_the_step_journal_is_the_one_journal_type(ws):
     """Input: a step killed after rewriting a.py. Outcome: its index reads as every journal
-    sgpatch writes (`sgpatch-journal 4`, a `file` line with size and digest, a `wrote` line),
+    sgpatch writes (`sgpatch-journal 4`, a `file` line with mode, size and digest, a `wrote`
+    line),
     and the original is in `originals/<sha256>`, so `cat` and `cp` undo it by hand too."""
     killed_half_way(ws)
     lines = (ws.top / undo.INDEX).read_text().splitlines()
     assert lines[0] == "sgpatch-journal 4" and lines[1].startswith("pid ")
     sha = hashlib.sha256(b"a = 1\n").hexdigest()
-    assert lines[2] == f"file - 6 {sha} sglang/srt/a.py"
+    assert lines[2] == f"file 644 6 {sha} sglang/srt/a.py"
     assert lines[3] == f"wrote {hashlib.sha256(b'a = 2' + bytes([10])).hexdigest()} sglang/srt/a.py"
     assert (ws.top / undo.ORIGINALS / sha).read_bytes() == b"a = 1\n"
 
@@ -212,3 +215,41 @@ def test_a_step_that_fails_mid_write_is_put_back(cache, tmp_path, monkeypatch, a
     monkeypatch.setattr(snapshots, "put", real_put)
     code, _out, err = run_cli("port", "--continue", "--workspace", str(w))
     assert code == want, err
+
+
+def test_a_step_that_changed_a_file_s_kind_is_put_back_as_that_kind(ws):
+    """Input: an executable tree file; a step (killed half-way) makes it a plain file, turns
+    a.py into a symlink and makes a new symlink. Outcome: recover gives back the executable
+    file with its bit, a.py as a file with its bytes, and no new link; the index kept the
+    mode (`file 755 ...`) and the link's write as a link."""
+    (ws.root / "srt/run.sh").write_bytes(b"#!/bin/sh\n")
+    (ws.root / "srt/run.sh").chmod(0o755)
+    j = undo.Journal(ws.top, "test")
+    ws._journal = j
+    ws.write_pkg("srt/run.sh", b"#!/bin/sh\necho\n")
+    ws.write_pkg("srt/a.py", b"run.sh", SYMLINK)
+    ws.write_pkg("srt/b.py", b"a.py", SYMLINK)
+    ws._journal = None
+    assert (ws.root / "srt/a.py").is_symlink() and not (
+        ws.root / "srt/run.sh"
+    ).stat().st_mode & 0o111
+    index = (ws.top / undo.INDEX).read_text()
+    assert f"file 755 10 {hashlib.sha256(b'#!/bin/sh' + bytes([10])).hexdigest()}" in index
+    assert Workspace(ws.top).recover() == []
+    assert (ws.root / "srt/run.sh").stat().st_mode & 0o777 == 0o755
+    assert not (ws.root / "srt/a.py").is_symlink()
+    assert (ws.root / "srt/a.py").read_bytes() == b"a = 1\n"
+    assert not os.path.lexists(ws.root / "srt/b.py")
+
+
+def test_a_link_the_step_wrote_then_the_person_retargeted_is_kept(ws):
+    """Input: a step killed after making srt/b.py a symlink; then the person points it at
+    another file. Outcome: recover leaves the person's link and names it."""
+    j = undo.Journal(ws.top, "test")
+    ws._journal = j
+    ws.write_pkg("srt/b.py", b"a.py", SYMLINK)
+    ws._journal = None
+    (ws.root / "srt/b.py").unlink()
+    (ws.root / "srt/b.py").symlink_to("c.py")
+    assert Workspace(ws.top).recover() == ["sglang/srt/b.py"]
+    assert os.readlink(ws.root / "srt/b.py") == "c.py"

@@ -19,6 +19,7 @@ from helpers import (
     V12,
     fork_cli,
     make_set,
+    modes_set,
     no_hang,
     run_cli,
     sgport,
@@ -406,17 +407,19 @@ def test_continue_writes_only_the_set_the_port_began_on(cache, tmp_path):
 
 def test_every_hint_is_a_command_that_works_as_written(cache, tmp_path):
     """Input: a stopped port (human output); the commands the stop line prints. Outcome: the
-    --continue command runs as printed (exit 3: nothing fixed), the --abort command too
-    (exit 0); a damaged state file's hint names `--abort --workspace W` and the port command,
-    which also run as printed."""
+    --continue command runs as printed (exit 3: nothing fixed), the --show command prints the
+    stopped file's details (exit 0); a damaged state file's hint names `--abort --workspace
+    W` and the port command, which also run as printed."""
     d = make_set(tmp_path)
     w = tmp_path / "w w"
     code, _out, err = run_cli(*port_args(d, w))
     assert code == 3
     last = err.splitlines()[-1]
     commands = [c for c in last.split("`")[1::2] if c.startswith("sgpatch ")]
-    assert [c.split()[2] for c in commands] == ["--continue", "--abort"]
+    assert [c.split()[2] for c in commands] == ["--continue", "--abort", "--show"]
     assert run_cli(*shlex.split(commands[0])[1:])[0] == 3
+    code, out, _err = run_cli(*shlex.split(commands[2])[1:])
+    assert code == 0 and out.startswith("sglang/srt/mod.py (markers at lines ")
     (w / ".sgpatch-port/onto").write_text("not a version\n")
     code, _out, err = run_cli(*cont(w))
     assert code == 4
@@ -708,6 +711,56 @@ def test_a_steps_kept_folders_write_the_same_and_never_follow_a_planted_symlink(
     assert wsfiles.read(w, ".sgpatch-port/journal/index") == b"0\n1\n2\n3\n4\n"
     assert not any(outside.iterdir())
     assert _open_fds() == before
+
+
+def test_a_retargeted_symlink_is_an_edit_abort_keeps_aside_as_a_link(cache, tmp_path):
+    """Input: a port stopped on 1.2 whose patch made srt/alias.py a symlink in W; the person
+    points it at other.py. Outcome: --abort refuses (exit 4) naming it; --abort --force
+    copies it to w.aborted-1 as a symlink to other.py, and removes W's (never followed)."""
+    d = modes_set(tmp_path)
+    w = tmp_path / "w"
+    assert sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.2",
+                  "--workspace", str(w))[0] == 3  # fmt: skip
+    (w / "sglang/srt/alias.py").unlink()
+    (w / "sglang/srt/alias.py").symlink_to("other.py")
+    code, _out, err = run_cli("port", "--abort", "--workspace", str(w))
+    assert code == 4 and "sglang/srt/alias.py" in err
+    assert run_cli("port", "--abort", "--force", "--workspace", str(w))[0] == 0
+    assert os.readlink(tmp_path / "w.aborted-1/sglang/srt/alias.py") == "other.py"
+    assert not w.exists() and (tmp_path / "sets/demo/patches/1.0").is_dir()
+
+
+def test_tree_files_of_every_kind_are_read_and_written_without_following_a_link(tmp_path):
+    """Input: W's tree given an executable file and a symlink through wsfiles, and a file
+    behind a symlinked folder. Outcome: each reads back with its git mode (the link as its
+    target, not followed) and digests as `entry_digest` says (a link never as its target's
+    text); the file behind the linked folder is refused (exit 4)."""
+    from sgpatch.diff.canonical import EXECUTABLE, REGULAR, SYMLINK
+    from sgpatch.errors import ExitCode, SgpatchError
+    from sgpatch.port.wsfiles import digest, digests, entry_digest, mode_of, read_entry, write
+
+    top = tmp_path / "w"
+    top.mkdir()
+    write(top, "sglang/run.sh", b"#!/bin/sh\n", mode=EXECUTABLE)
+    write(top, "sglang/link", b"run.sh", mode=SYMLINK)
+    write(top, "sglang/x.py", b"x = 1\n")
+    assert read_entry(top, "sglang/run.sh") == (b"#!/bin/sh\n", EXECUTABLE)
+    assert read_entry(top, "sglang/link") == (b"run.sh", SYMLINK)
+    assert read_entry(top, "sglang/x.py") == (b"x = 1\n", REGULAR)
+    assert [mode_of(top, f"sglang/{n}") for n in ("run.sh", "link", "x.py", "none")] == [
+        EXECUTABLE, SYMLINK, REGULAR, REGULAR,
+    ]  # fmt: skip
+    got = digests(top, ["sglang/link", "sglang/x.py"])
+    assert got == {
+        "sglang/link": entry_digest(b"run.sh", SYMLINK),
+        "sglang/x.py": digest(b"x = 1\n"),
+    }
+    assert got["sglang/link"] != digest(b"run.sh")
+    (top / "sglang/sub").symlink_to(tmp_path)
+    (tmp_path / "secret").write_text("s")
+    with pytest.raises(SgpatchError) as e:
+        read_entry(top, "sglang/sub/secret")
+    assert e.value.code == ExitCode.UNSAFE
 
 
 def test_a_250_byte_file_name_in_the_state_folder_is_kept_aside_by_abort(cache, tmp_path):

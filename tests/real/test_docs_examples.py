@@ -84,6 +84,9 @@ SKIP: dict[tuple[str, str, str], str] = {
     ): "the executed examples run on the 0.5.9-only copy of the set that "
     "tests/real/test_port_real.py makes (only_059), and their hand fixes; "
     "test_port_the_059_set_like_a_rebase runs these flows (0.5.10, 0.5.14)",
+    ("docs/porting.md", "", r"^sgpatch port .*--patchsets \./sets"): "the moved-code stops run "
+    "on sets made from the releases by tests/real/moved.py; tests/real/test_port_moved_real.py "
+    "runs them and checks the page's output word for word",
     ("docs/cli.md", "", r"^sgpatch completion \w+ >"): "installs into the user's shell set-up; "
     "tests/test_cli.py checks each script and what Tab completes",
     ("docs/tracking-main.md", "dockerfile", r""): "a nightly image's RUN line: its commands are "

@@ -25,16 +25,9 @@ CAREFUL = {
     ("slime", "0.5.10.post1", "0.5.12.post1"): {"srt/mem_cache/memory_pool.py"},
     ("slime", "0.5.13", "0.5.15.post1"): {"srt/disaggregation/decode.py"},
 }
-# A stacks import refuses, since their own patch adds a method upstream's release A already
-# has (slime's 0.5.12.post1: get_cpu_copy and load_cpu_copy in NSATokenToKVPool): import names
-# the hunk and says the other copy is upstream's; the careful person deletes the patch's copy
-# from the patch file (loop.cut) and imports again.
-STACK_FIXES = {
-    ("slime", "0.5.12.post1"): [
-        f"{name} dropped from srt/mem_cache/memory_pool.py hunk #3 of sglang.patch"
-        for name in ("get_cpu_copy", "load_cpu_copy")
-    ]
-}
+# Stacks import used to refuse (a method upstream's release A already has): import now takes
+# the author's duplicate as written, with a warning (issue 42.2), so none needs a fix.
+STACK_FIXES: dict = {}
 # Where the project changed a file beyond its port and port needed no hand there (AReaL
 # reworded a log line in model_runner.py in its 0.5.2 port): the person edits it after
 # `port --no-finish` and `--continue` gives the edit to the patch that changes that file.

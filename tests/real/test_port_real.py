@@ -437,6 +437,7 @@ def test_port_a_real_stack_to_the_release_its_project_ported_it_to(project, a, b
             files = [pr["file"] for pr in p["problems"]]
             fix_with(w, hand_fix(w, b, project_files(project, b, by_id[p["id"]], files)))
         code, doc = continue_json(capsys, w)
+        assert "steps" in doc, doc
         step = doc["steps"][-1]
     assert code == 0, doc
     assert_apply_gives_workspace(tmp_path / "ported", set_dir, b, w, project)
@@ -584,7 +585,7 @@ def test_backport_follows_upstream_s_rename_of_a_file(tmp_path, capsys):
     code = sgpatch("port", "--set", SET, "--patchsets", str(set_dir.parent), "--to",
                    "0.5.4.post2", "--offline", "--workspace", str(w), "--json")  # fmt: skip
     doc = json.loads(capsys.readouterr().out)
-    assert code == 0, doc
+    assert code == 0, [(p["id"], p["problems"], p["moved"]) for p in doc["steps"][-1]["patches"]]
     notes = {p["id"]: p["note"] for p in doc["steps"][-1]["patches"]}
     symm = "srt/distributed/device_communicators/"
     followed = f"followed upstream's rename of {symm}torch_symm_mem.py to {symm}symm_mem.py"

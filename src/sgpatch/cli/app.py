@@ -19,7 +19,7 @@ import typer
 
 from sgpatch import interrupts
 from sgpatch.cli import complete
-from sgpatch.errors import ExitCode, SgpatchError
+from sgpatch.errors import SgpatchError
 
 app = typer.Typer(
     name="sgpatch",
@@ -609,6 +609,15 @@ def port_cmd(
             "--force", help="With --abort: keep your edits in W.aborted-N next to W, then abort."
         ),
     ] = False,
+    show: Annotated[
+        str | None,
+        typer.Option(
+            "--show",
+            metavar="FILE",
+            help="With --workspace: one stopped file's details (upstream's change beside the "
+            "patch's, where moved code may have gone).",
+        ),
+    ] = None,
 ) -> None:
     """Carry a patch set to another SGLang release, like a rebase.
 
@@ -642,6 +651,7 @@ def port_cmd(
                 as_json,
                 to_tree,
                 force,
+                show,
             )
         )
     )
@@ -862,6 +872,35 @@ def split_cmd(
     raise typer.Exit(splitcmd.run(opts))
 
 
+@app.command("fold", short_help="Fold a name a patch defines twice, keeping what runs.")
+def fold_cmd(
+    set_name: SetOpt,
+    patch_ids: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--patch",
+            help="A patch to fold (repeatable; default: every patch that needs it).",
+            autocompletion=complete.patch_ids,
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the folds; write nothing.")
+    ] = False,
+    patchsets: PatchsetsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Rewrite each patch that, applied as its author wrote it on its own release, defines a
+    def/class twice in one body: the definition Python runs (the later one) replaces the earlier
+    one in its place, and the dead copy goes, so the patched tree runs the same code. Each fold
+    is printed as a diff; the set is linted before its patch files are replaced."""
+    from sgpatch.cli import foldcmd
+
+    opts = foldcmd.FoldOptions(
+        set_name, tuple(patchsets or ()), tuple(patch_ids or ()), dry_run, as_json
+    )
+    raise typer.Exit(foldcmd.run(opts))
+
+
 @app.command("help", short_help="Show the help of sgpatch or of one command.")
 def help_cmd(
     command: Annotated[
@@ -914,14 +953,19 @@ COMPLETE_VAR = "_SGPATCH_COMPLETE"
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point and the one error boundary: SgpatchError becomes one line on stderr and its
-    exit code; any other exception (a bug) one line `sgpatch: internal error: ...` and exit 70
-    (the traceback only with SGPATCH_DEBUG=1, and no log file anywhere).
+    """Run one command line in-process (the tests, scripts that import sgpatch) inside the one
+    error boundary (sgpatch.boundary): every failure is one line and its exit code."""
+    from sgpatch import boundary
 
-    Click's standalone mode handles usage errors (exit 2, with usage) and --help; with --json an
-    error is also one JSON document on stdout, so scripts always get something to parse.
-    """
     args = sys.argv[1:] if argv is None else list(argv)
+    boundary.guarded(args, lambda: run(args))
+
+
+def run(args: list[str]) -> None:
+    """The command line `args`, run; failures are raised for the boundary to report.
+
+    Click's standalone mode handles usage errors (exit 2, with usage) and --help, raising
+    SystemExit, which the boundary lets through."""
     from sgpatch import startup
 
     startup.collector_for(args)
@@ -929,87 +973,15 @@ def main(argv: list[str] | None = None) -> None:
     from sgpatch import shown
 
     shown.given(args[: args.index("--")] if "--" in args else args)  # advice names these sets
-    try:
-        if COMPLETE_VAR in os.environ:  # Tab in a shell: typer's completion classes answer
-            from typer.completion import completion_init
+    if COMPLETE_VAR in os.environ:  # Tab in a shell: typer's completion classes answer
+        from typer.completion import completion_init
 
-            completion_init()
-        with interrupts.raising():
-            try:
-                _app_for(args)(args=args, standalone_mode=True, prog_name="sgpatch")
-            finally:
-                _flush_product()
-    except SgpatchError as exc:
-        _fail(args, exc.message, exc.code)
-    except (interrupts.Interrupted, KeyboardInterrupt):
-        _say(sys.stderr, interrupts.MESSAGE + "\n")
-        sys.exit(interrupts.EXIT)
-    except OSError as exc:
-        if not _raised_by_echo(exc):  # a bug, as below
-            _fail(args, internal_message(exc), ExitCode.INTERNAL)
-        with contextlib.suppress(OSError):  # nothing more can go out through this stdout
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
-        _fail(args, f"cannot write to stdout: {exc.strerror or exc}", ExitCode.BAD_INPUT)
-    except Exception as exc:  # a bug: never a raw traceback, never an exit code that means a state
-        _fail(args, internal_message(exc), ExitCode.INTERNAL)
-
-
-def _raised_by_echo(exc: OSError) -> bool:
-    """The OSError came out of click's `echo` itself (`--help` or a usage message on a full
-    stdout): the product could not be written, which is exit 2, as for sgpatch's own output."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    code = tb.tb_frame.f_code if tb is not None else None
-    return code is not None and code.co_name == "echo" and "click" in code.co_filename
-
-
-DEBUG_ENV = "SGPATCH_DEBUG"
-ERROR_SCHEMA = 2  # 2: `internal` added (exit 70)
-
-
-def internal_message(exc: BaseException) -> str:
-    """One line for an exception nobody expected: its type and message, whitespace folded and
-    cut to a line; with $SGPATCH_DEBUG=1 the traceback goes to stderr first."""
-    import traceback
-
-    debug = os.environ.get(DEBUG_ENV, "") not in ("", "0")
-    if debug:
-        with contextlib.suppress(Exception):
-            traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
-    text = " ".join(str(exc).split()) or "(no message)"
-    if len(text) > 300:
-        text = text[:297] + "..."
-    hint = "the traceback is above" if debug else f"{DEBUG_ENV}=1 shows the traceback"
-    return f"{type(exc).__name__}: {text} (a bug in sgpatch; {hint})"
-
-
-def one_line(text: str) -> str:
-    """`text` with its control characters shown as Python escapes (`\\n`, `\\x1b`): a path
-    holding a newline or a terminal escape must neither split the one error line nor drive
-    the terminal. The JSON error document keeps the text exact (sgpatch.shown, the one rule)."""
-    from sgpatch.shown import name
-
-    return name(text)
-
-
-def _fail(args: list[str], message: str, code: int) -> None:
-    """The last words of a failed run: one line on stderr (and, with --json, the error
-    document on stdout), then the exit code."""
-    internal = code == ExitCode.INTERNAL
-    prefix = "sgpatch: internal error: " if internal else "sgpatch: error: "
-    _say(sys.stderr, prefix + one_line(message.removeprefix("internal error: ")) + "\n")
-    if _wants_json(args):
-        import json
-
-        doc = {
-            "schema": ERROR_SCHEMA,
-            "error": message,
-            "exit_code": int(code),
-            "internal": internal,
-        }
-        _say(sys.stdout, json.dumps(doc) + "\n")
-    sys.exit(int(code))
+        completion_init()
+    with interrupts.raising():
+        try:
+            _app_for(args)(args=args, standalone_mode=True, prog_name="sgpatch")
+        finally:
+            _flush_product()
 
 
 def _replace_unencodable() -> None:
@@ -1048,23 +1020,6 @@ def _flush_product() -> None:
         with contextlib.suppress(OSError):  # nothing more can go out through this stdout
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115
         raise SgpatchError(f"cannot write to stdout: {exc.strerror or exc}") from None
-
-
-def _wants_json(args: list[str]) -> bool:
-    """--json, or matrix/lint's --format json: the error then also goes to stdout as JSON."""
-    opts = args[: args.index("--")] if "--" in args else args  # after `--`: file names
-    pairs = zip(opts, [*opts[1:], ""], strict=True)
-    return "--json" in opts or "--format=json" in opts or ("--format", "json") in pairs
-
-
-def _say(stream, text: str) -> None:
-    """Last words on a stream that may be closed or broken: never a second traceback."""
-    try:
-        if stream is not None:
-            stream.write(text)
-            stream.flush()
-    except (OSError, ValueError):  # ValueError: the stream was closed
-        pass
 
 
 def _app_for(args: list[str]) -> typer.Typer:

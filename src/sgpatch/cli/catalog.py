@@ -16,7 +16,6 @@ from sgpatch.patchset.manifest import (
     load_set,
     shadow_note,
 )
-from sgpatch.patchset.probe import describe
 from sgpatch.shown import name as one_line
 
 
@@ -119,29 +118,4 @@ def show_set(opts: ShowOptions) -> int:
 
 def _patch_json(m: SetManifest, p: PatchSpec) -> dict[str, Any]:
     """One patch as `show --json` writes it (and as the text view reads it)."""
-    return {
-        "id": p.id,
-        "summary": p.summary,
-        "type": p.type,
-        "optional": p.optional,
-        "requires": list(p.requires),
-        "upstream": {
-            "status": p.upstream.status,
-            "ref": p.upstream.ref,
-            "since": str(p.upstream.since) if p.upstream.since else None,
-        },
-        "probe": describe(p.probe) if p.probe is not None else None,
-        "variants": [
-            {
-                "sglang": str(v.sglang),
-                "patch": v.patch.relative_to(m.base_dir).as_posix() if v.patch else None,
-                "na": v.na,
-                **({"probe": describe(v.probe)} if v.probe is not None else {}),
-            }
-            for v in p.variants
-        ],
-        "environment": [
-            {"package": e.package, "specifier": str(e.specifier), "why": e.why}
-            for e in p.environment
-        ],
-    }
+    return p.to_json(m.base_dir)

@@ -110,8 +110,7 @@ def _report(results: list[tuple[Patch, tuple[FilePlan, ...]]], opts: Options, co
                 "reverse": opts.reverse,
                 "written": code == ExitCode.OK and not opts.dry_run,
                 "patches": [
-                    {"patch": p.name, "files": [report.file_json(f) for f in files]}
-                    for p, files in results
+                    {"patch": p.name, "files": [f.to_json() for f in files]} for p, files in results
                 ],
             }
         )

@@ -6,12 +6,8 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from sgpatch import console
-
-if TYPE_CHECKING:
-    from sgpatch.port import PatchReport
 
 
 @dataclass(frozen=True)
@@ -29,6 +25,7 @@ class Args:
     as_json: bool
     to_tree: Path | None = None
     force: bool = False
+    show: str | None = None
 
 
 def run(a: Args) -> int:
@@ -75,6 +72,8 @@ def _run(a: Args) -> int:
     from sgpatch import port
 
     w = a.workspace
+    if a.show is not None and w is not None:  # _check: --show has --workspace
+        return _shown(a, port.show(w, a.show))
     if a.abort and w is not None:  # _check: --abort and --continue have --workspace
         return _aborted(a, port.abort(w, a.force))
     if a.cont and w is not None:
@@ -95,6 +94,12 @@ def _run(a: Args) -> int:
 def _check(a: Args) -> None:
     from sgpatch.errors import bad_input
 
+    if a.show is not None:
+        if a.workspace is None:
+            raise bad_input("--show FILE needs --workspace W (the stopped port's workspace)")
+        if a.cont or a.abort or a.set_name or a.to or a.step or a.to_tree or a.force:
+            raise bad_input("--show FILE takes only --workspace (it reads the stop there)")
+        return
     if a.cont and a.abort:
         raise bad_input("--continue and --abort: choose one")
     if (a.cont or a.abort) and a.workspace is None:
@@ -152,6 +157,18 @@ def _onto_tree(a: Args) -> int:
     return _emit(a, [rep], extra)
 
 
+def _shown(a: Args, got) -> int:
+    """`--show FILE`: the file's details on stdout (the command's product)."""
+    from sgpatch.port import shown_json
+
+    if a.as_json:
+        console.emit_json({"command": "port", "exit_code": 0, **shown_json(got)})
+        return 0
+    for ln in got.lines:
+        console.out(ln)
+    return 0
+
+
 def _aborted(a: Args, done) -> int:
     w = a.workspace.absolute() if a.workspace is not None else None
     if a.as_json:
@@ -164,15 +181,29 @@ def _aborted(a: Args, done) -> int:
         return 0
     from sgpatch.shown import name
 
-    left = ", ".join(map(name, done.left))
-    kept = f" (kept what others put there: {left})" if done.left else ""
     aside = ""
     if done.kept_in is not None:
         what = " and ".join(w for w, have in (("edits", done.edits), ("files", done.own)) if have)
         names = ", ".join(map(name, done.edits + done.own))
         aside = f"; kept your {what} in {name(done.kept_in)}: {names}"
-    console.err(f"sgpatch port --abort: removed {name(w)}{kept}{aside}; the set is unchanged")
+    console.err(f"sgpatch port --abort: {_removed(w, done)}{aside}; the set is unchanged")
     return 0
+
+
+def _removed(w: Path | None, done) -> str:
+    """What --abort removed, true to what is on disk: W itself, or only what sgpatch wrote
+    there when W stays (a folder the person made, or one holding what others put there)."""
+    from sgpatch.shown import name
+
+    if not done.stays:
+        return f"removed {name(w)}"
+    if done.left_files:
+        left = ", ".join(map(name, done.left_files[:5]))
+        more = f" and {len(done.left_files) - 5} more" if len(done.left_files) > 5 else ""
+        why = f"it holds what others put there: {left}{more}"
+    else:
+        why = "you made it; it is empty now"
+    return f"removed what sgpatch wrote in {name(w)}; {name(w)} stays ({why})"
 
 
 def _emit(a: Args, reps, extra: dict | None = None) -> int:
@@ -183,68 +214,17 @@ def _emit(a: Args, reps, extra: dict | None = None) -> int:
              "steps": [r.json() for r in reps]}
         )  # fmt: skip
         return code
-    for rep in reps:
-        _human(rep)
+    from sgpatch.port.screen import done_line
+
+    for rep in reps[:-1]:  # a --step walk: the releases carried before the last, a line each
+        console.err(done_line(rep))
+    _human(reps[-1])
     return code
 
 
 def _human(rep) -> None:
-    console.err(f"sgpatch port: {rep.set} -> {rep.to} (workspace {rep.workspace})")
-    for o in rep.patches:
-        console.err("  " + line(o))
-    for n in rep.notes:
-        console.err(f"  note: {n}")
-    for c in rep.changes:
-        console.err(f"  set: {c}")
-    for w in rep.warnings:
-        console.err(f"  lint warning: {w}")
-    if rep.state == "stopped":
-        for f in rep.fix:
-            console.err(f"  {f}")
-        w = shlex.quote(rep.workspace)
-        console.err(
-            f"sgpatch port: stopped: fix what is listed above (also in "
-            f"{rep.workspace}/.sgpatch-port/fix), then "
-            f"`sgpatch port --continue --workspace {w}` (or drop the port: "
-            f"`sgpatch port --abort --workspace {w}`); the set is unchanged"
-        )
-    elif rep.state == "planned":
-        w = shlex.quote(rep.workspace)
-        console.err(f"sgpatch port: carried; `sgpatch port --continue --workspace {w}`")
-    else:
-        what = f"wrote {', '.join(rep.written)}" if rep.written else "nothing to change"
-        console.err(f"sgpatch port: {rep.set} -> {rep.to}: {what} (workspace kept)")
+    """One step on the terminal (sgpatch.port.screen: a stop fits one screen)."""
+    from sgpatch.port.screen import step_lines
 
-
-def line(r: PatchReport) -> str:
-    o = r.outcome
-    src = f" [from {o.variant}, base {o.base}]" if o.variant != "-" else ""
-    note = f" ({o.note})" if o.note else ""
-    if o.outcome in ("carried", "fixed"):
-        how = "as it was" if o.as_is else f"{o.kept} hunk(s) kept, {o.merged} merged"
-        if r.dropped:
-            how += f", {len(r.dropped)} dropped (already there upstream: see --json)"
-        return f"{o.id}: {o.outcome}, {how}{note}{src}"
-    if o.outcome == "conflict":
-        names = [f.problem.file for f in r.files]
-        files = ", ".join(names) if len(names) <= 3 else f"{len(names)} files"
-        if not names:
-            files = "its probe" if r.probe is not None and r.probe.problem else "see below"
-        return f"{o.id}: needs a hand ({files}){src}"
-    if o.outcome == "waiting":
-        return f"{o.id}: {_waiting(r)}{src}"
-    return f"{o.id}: {o.outcome}{note}"
-
-
-def _waiting(r: PatchReport) -> str:
-    """What a waiting patch waits on: the files an earlier patch still holds (or it requires
-    a stopped patch), and how much of it is carried already."""
-    names = r.waiting_files
-    on = ", ".join(names) if len(names) <= 3 else f"{len(names)} files"
-    on = (
-        f"waiting for {', '.join(r.waiting_for)} (it requires it)"
-        if r.waiting_for
-        else (f"waiting on {on}")
-    )
-    done = len(r.carried_files)
-    return f"{on} ({done} of {done + len(names)} files carried)" if done else on
+    for ln in step_lines(rep):
+        console.err(ln)

@@ -40,7 +40,7 @@ def run(opts: ProbeOptions) -> int:
             {
                 "command": "probe",
                 "exit_code": 0,
-                "target": report.target_json(target),
+                "target": target.to_json(),
                 "set": manifest.name,
                 "untested": None
                 if untested is None
@@ -50,7 +50,7 @@ def run(opts: ProbeOptions) -> int:
                         "id": p.id,
                         "probe": describe(pr) if (pr := probes[p.id]) is not None else None,
                         "upstream": r.value if r else None,
-                        **({"evidence": report.probe_json(r)["evidence"]} if r else {}),
+                        **({"evidence": r.to_json()["evidence"]} if r else {}),
                     }
                     for p, r in rows
                 ],

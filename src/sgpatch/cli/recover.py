@@ -8,7 +8,6 @@ from pathlib import Path
 from sgpatch import console
 from sgpatch.cli.common import locate_tree
 from sgpatch.errors import SgpatchError
-from sgpatch.ops import report
 from sgpatch.state.ledger import state_dir
 from sgpatch.state.recovery import roll_back_interrupted
 from sgpatch.tree.target import find_target
@@ -28,7 +27,7 @@ def run(opts: RecoverOptions) -> int:
     restored = roll_back_interrupted(root, state_dir(root), tidy=True)
     if opts.as_json:
         try:
-            where = report.target_json(find_target(opts.sglang_dir, opts.sglang_version, root=root))
+            where = find_target(opts.sglang_dir, opts.sglang_version, root=root).to_json()
         except SgpatchError:  # e.g. a version that cannot be read: the root is what matters
             where = {"root": str(root)}
         console.emit_json(

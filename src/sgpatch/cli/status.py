@@ -59,10 +59,21 @@ def run(opts: StatusOptions) -> int:
         record = ledger.sets.get(manifest.name)
         if as_json:
             doc = report.set_json("status", target, plan, pre, set_code)
-            docs.append({**doc, "applied_untested": _applied_json(record), "uncommitted": dirty})
+            docs.append(
+                {
+                    **doc,
+                    "applied_untested": record.untested_json() if record else None,
+                    "uncommitted": dirty,
+                }
+            )
         else:
             report.applied_untested(record)
             report.show_set(target, plan, pre, verbose, to_stdout=True)
+            if verbose:
+                from sgpatch.ops.fold import standing
+
+                for line in standing(manifest, plan, target.root):
+                    report.err(f"warning: {line}")
             report.status_verdict(plan, set_code)
     if found_drift and not as_json:
         console.err(drift.summary(found_drift))
@@ -71,17 +82,10 @@ def run(opts: StatusOptions) -> int:
             {
                 "command": "status",
                 "exit_code": int(code if check else ExitCode.OK),
-                "target": report.target_json(target),
+                "target": target.to_json(),
                 "sets": docs,
                 "unknown_sets": unknown,
-                "drift": drift.to_json(found_drift),
+                "drift": None if found_drift is None else [d.to_json() for d in found_drift],
             }
         )
     return int(code) if check else 0
-
-
-def _applied_json(record) -> dict | None:
-    """The ledger's word that the set was applied to an untested version (null otherwise)."""
-    if record is None or not record.variants_of:
-        return None
-    return {"version": record.sglang_version, "variants_of": record.variants_of}

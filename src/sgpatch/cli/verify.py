@@ -52,7 +52,7 @@ def run(opts: VerifyOptions) -> int:
                 "command": "verify",
                 "exit_code": code,
                 "set": manifest.name,
-                "releases": [vf.to_json(c) for c in checks],
+                "releases": [c.to_json() for c in checks],
                 "kept": str(work) if opts.keep else None,
             }
         )

@@ -124,9 +124,17 @@ class Flock:
                 os.close(fd)
 
     def release(self) -> None:
+        """Unlock, then close: a process forked while the lock was held (port's check
+        workers) shares the descriptor, and closing ours alone would leave it locked until
+        they end (a second port in the same process found W busy)."""
+        import fcntl
+
         if self.fd is not None:
             fd, self.fd = self.fd, None
-            os.close(fd)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
 
 
 class PortableLock:

@@ -52,10 +52,22 @@ class FilePlan:
     status: Literal["ok", "already-applied", "conflict", "ambiguous"] = "ok"
     mode: int | None = None
     link: bool = False  # `after` is a symlink's target (git mode 120000)
+    was_link: bool = False  # `before` is a symlink's target (a link removed or retargeted)
 
     @property
     def ok(self) -> bool:
         return self.status in ("ok", "already-applied")
+
+    def to_json(self) -> dict[str, object]:
+        """The file in --json documents (docs/json.md); the bytes are not part of it."""
+        return {
+            "path": self.path,
+            "source": self.source,
+            "action": self.action,
+            "status": self.status,
+            "note": self.note,
+            "hunks": [h.to_json() for h in self.hunks],
+        }
 
 
 @dataclass
@@ -153,8 +165,11 @@ def plan_patch(
     fuzz: int = 0,
     reverse: bool = False,
     remove_empty: bool = False,
+    authored: bool = False,
 ) -> tuple[FilePlan, ...]:
     """Plan every file of `patch` against `overlay`; successful files update the overlay.
+    `authored`: the overlay is the release the patch was made on (placement.engine: a def
+    its hunk adds twice there, exactly as written, is applied with a warning).
 
     As git does, renames and copies read their source as it was before this patch, so two
     files swapping names (a->b, b->a) each get the other's old content, and a rename's source
@@ -167,7 +182,7 @@ def plan_patch(
     written: set[str] = set()
     plans = []
     for fp in files:
-        plan = _plan_file(overlay, start, fp, mapper, fuzz, moving)
+        plan = _plan_file(overlay, start, fp, mapper, (fuzz, authored), moving)
         if remove_empty and plan.ok and plan.action == "modify" and plan.after == b"":
             plan = replace(plan, action="delete", after=None)
         if plan.ok:
@@ -212,16 +227,18 @@ def _plan_file(
     start: Overlay,
     fp: FilePatch,
     mapper: PathMapper,
-    fuzz: int,
+    how: tuple[int, bool],
     moving: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> FilePlan:
+    """One file of the patch; `how`: (fuzz, authored), as plan_patch takes them."""
+    fuzz = how[0]
     if fp.symlink:
         return _plan_link(overlay, fp, mapper(fp.path))
     _no_link_at(overlay, fp, mapper)
     if fp.git_op == "uncopy":
         return _plan_uncopy(overlay, fp, mapper, fuzz)
     if fp.is_rename or fp.is_copy:
-        return _plan_move(overlay, start, fp, mapper, fuzz, moving)
+        return _plan_move(overlay, start, fp, mapper, how, moving)
     if _creates(fp):
         path = _pick_name(overlay, fp, mapper, creating=True)
         if fp.is_new or overlay.read(path) is None:
@@ -235,7 +252,7 @@ def _plan_file(
         return _refused(path, path, action, None, "file does not exist")
     if fp.is_delete:
         return _plan_delete(fp, path, current, fuzz)
-    return _plan_hunks(overlay, fp, path, path, action, current, fuzz)
+    return _plan_hunks(overlay, fp, path, path, action, current, how)
 
 
 def _plan_hunks(
@@ -245,10 +262,12 @@ def _plan_hunks(
     source: str,
     action: Action,
     current: bytes,
-    fuzz: int,
+    how: int | tuple[int, bool],
 ) -> FilePlan:
-    """Place the hunks of a file that exists (modify, or the content of a rename/copy)."""
-    placed = place(current, fp.hunks, fuzz) if fp.hunks else Placed(current, ())
+    """Place the hunks of a file that exists (modify, or the content of a rename/copy);
+    `how`: the fuzz, or (fuzz, authored)."""
+    fuzz, authored = how if isinstance(how, tuple) else (how, False)
+    placed = place(current, fp.hunks, fuzz, authored) if fp.hunks else Placed(current, ())
     status = _status(placed.hunks)
     after = placed.after
     mode_only = not fp.hunks and action == "modify" and fp.new_mode is not None
@@ -294,7 +313,8 @@ def _plan_link(overlay: Overlay, fp: FilePatch, path: str) -> FilePlan:
         what = "a symlink to " + repr(old) if current is not None else "there"
         return _refused(path, path, "modify", current, f"not {what}, as the patch expects")
     action: Action = "create" if fp.is_new else "delete" if fp.is_delete else "modify"
-    return FilePlan(path, path, action, current, want, (), link=want is not None)
+    return FilePlan(path, path, action, current, want, (), link=want is not None,
+                    was_link=is_link)  # fmt: skip
 
 
 def check_link(root: Path, path: str, target: str) -> None:
@@ -368,23 +388,24 @@ def _plan_move(
     start: Overlay,
     fp: FilePatch,
     mapper: PathMapper,
-    fuzz: int,
+    how: tuple[int, bool],
     moving: set[str],
 ) -> FilePlan:
-    """A git rename or copy: the source as it was before the patch, edited, at the new name."""
+    """A git rename or copy: the source as it was before the patch, edited, at the new name
+    (`how`: (fuzz, authored), as plan_patch takes them)."""
     source, path = mapper(fp.source), mapper(fp.target)
     action: Action = "copy" if fp.is_copy else "rename"
     current = start.read(source)
     there = overlay.read(path)
     if current is not None and (there is None or path in moving):
-        plan = _plan_hunks(overlay, fp, path, source, action, current, fuzz)
+        plan = _plan_hunks(overlay, fp, path, source, action, current, how)
         mode = fp.new_mode if fp.new_mode is not None else _mode(overlay.root, source)
         return replace(plan, before=there, mode=mode)
     if there is not None and current is None and fp.is_rename:
         # renamed already (by hand or an earlier run): its hunks are checked, or applied, there
-        return _plan_hunks(overlay, fp, path, path, "modify", there, fuzz)
+        return _plan_hunks(overlay, fp, path, path, "modify", there, how)
     if there is not None and fp.is_copy:
-        done = _plan_hunks(overlay, fp, path, path, "modify", there, fuzz)
+        done = _plan_hunks(overlay, fp, path, path, "modify", there, how)
         if done.status == "already-applied" or (not fp.hunks and current in (None, there)):
             return replace(done, action=action, source=source, status="already-applied")
     what = "file to rename" if fp.is_rename else "file to copy"

@@ -202,9 +202,6 @@ def _failures(label: str, plans: Sequence[FilePlan], noop: set[tuple[int, int]])
     return out
 
 
-_TWICE = re.compile(r": (\S+) hunk #\d+: would define (\w+) twice in (?:class|def) (\w+)")
-
-
 def _nothing_kept(src: Source) -> list[str]:
     """An input whose every file is left out, and under it (indented: details, not counted)
     why, file by file, and what to try."""
@@ -215,42 +212,24 @@ def _nothing_kept(src: Source) -> list[str]:
     return [f"{src.label}: nothing left to import (every file is left out{hint})", *lines]
 
 
-def _whose_copy(line: str, version: Version) -> str:
-    """A defined-twice refusal with which copy is upstream's: the release's own file defines
-    the name in that class/def (upstream made it since the patch was written: drop the patch's
-    copy) or not (an earlier patch of the stack added it), and what to change."""
-    m = _TWICE.search(line)
-    if m is None or "the patch adds it more than once" in line:
-        return line
-    rel, name, scope = m.groups()
-    at = _defined_at(pristine(version, rel), scope, name)
-    if at is None:
-        return (
-            f"{line} (the other copy came with an earlier input of this stack, not with "
-            f"sglang {version}: delete one of the two from its patch file; docs/import.md)"
-        )
-    return (
-        f"{line} (the copy at line {at} is sglang {version}'s own: upstream has it now; "
-        f"delete this hunk's copy of {name} from the patch file and import again; "
-        "docs/import.md)"
-    )
-
-
-def _defined_at(data: bytes | None, scope: str, name: str) -> int | None:
-    """The line where `data` defines `name` directly in the body of class/def `scope`."""
-    import ast
-
-    try:
-        tree = ast.parse(data or b"")
-    except (SyntaxError, ValueError):
-        return None
-    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    for node in ast.walk(tree):
-        if isinstance(node, defs) and node.name == scope:
-            for st in node.body:
-                if isinstance(st, defs) and st.name == name:
-                    return st.lineno
-    return None
+def _twice(failures: list[str], plans: Sequence[FilePlan], label: str) -> list[str]:
+    """A defined-twice refusal at import is a hunk away from the line its header states
+    (at its own line the author's duplicate is imported as written, with a warning): say
+    where it is and what to change. No advice ever deletes a copy (docs/import.md)."""
+    out = list(failures)
+    for f in plans:
+        for h in f.hunks:
+            if h.status != "ambiguous" or not (h.reason or "").startswith("would define"):
+                continue
+            line = f"{label}: {f.path} hunk #{h.index}: {h.reason}"
+            if line in out and h.candidates:
+                out[out.index(line)] = (
+                    f"{line} (its lines are at line {h.candidates[0]}, not where its header "
+                    "says: placed there, the second copy would be sgpatch's doing, not its "
+                    f"author's; make the diff again on this release, or correct the hunk's "
+                    f"`@@ -` line to {h.candidates[0]}, and import again)"
+                )
+    return out
 
 
 def apply_source(overlay: ReleaseOverlay, src: Source) -> tuple[Step, list[str]]:
@@ -261,14 +240,14 @@ def apply_source(overlay: ReleaseOverlay, src: Source) -> tuple[Step, list[str]]
     touched = sorted({r for s in src.kept for r in (s.rel, s.source_rel) if r})
     before = {rel: overlay.read(rel) for rel in touched}
     old_modes = {rel: overlay.git_mode(rel) for rel in touched}
-    plans = plan_patch(overlay, patch, mapper, fuzz=0)
+    plans = plan_patch(overlay, patch, mapper, fuzz=0, authored=True)
     overlay.settle_modes(plans, old_modes)
     after = {rel: overlay.read(rel) for rel in touched}
     modes = {rel: (old_modes[rel], overlay.git_mode(rel)) for rel in touched}
     noop = {(i, h.index) for i, fp in enumerate(patch.files) for h in fp.hunks
             if h.before == h.after}  # fmt: skip
     failures = _failures(src.label, plans, noop)
-    return Step(before, after, modes), [_whose_copy(f, overlay.version) for f in failures]
+    return Step(before, after, modes), _twice(failures, plans, src.label)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -423,13 +402,13 @@ def _settle(p: Imported, step: Step, overlay: Overlay, version: Version) -> Impo
     from dataclasses import replace
 
     from sgpatch.ops import suggest
-    from sgpatch.patchset.probe import AllProbe
+    from sgpatch.patchset.probe import all_of, entries
 
     if p.probe is None or suggest.value_on(p.probe, overlay.read):
         return p
-    entries = p.probe.nodes if isinstance(p.probe, AllProbe) else (p.probe,)
-    kept = [n for n, v in zip(entries, suggest.values_on(entries, overlay.read), strict=True) if v]
-    probe = kept[0] if len(kept) == 1 else AllProbe(tuple(kept)) if kept else None
+    clauses = entries(p.probe)
+    kept = [n for n, v in zip(clauses, suggest.values_on(clauses, overlay.read), strict=True) if v]
+    probe = all_of(kept)
     if probe is not None and not suggest.check(
         probe, lambda r: pristine(version, r), step.before.get, step.after.get
     ):
@@ -584,4 +563,9 @@ def validate(set_dir: Path, version: Version, final: Path | None = None) -> list
             f"the imported set fails lint on sglang {version}: {what}{first.message}",
             ExitCode.CONFLICT,
         )
-    return findings
+    if final is None:
+        return findings
+    from dataclasses import replace
+
+    staged, shown = str(set_dir.parent), str(final.parent)  # a hint names DEST, not the stage
+    return [replace(f, message=f.message.replace(staged, shown)) for f in findings]

@@ -135,6 +135,11 @@ def _cell_findings(
     where = (manifest.path, spec.line, variant)
     probe = (manifest.path, spec.line, _probe_field(manifest, spec, version))
     out = _state_findings(spec, release, version, cell, where, probe)
+    out += [
+        Finding("warning", spec.id, release, f"{failure_text(w)}; {fold_hint(manifest, spec)}",
+                *where)
+        for w in cell.warnings
+    ]  # fmt: skip
     if cell.state == "pending" and cell.probe_after is False:
         out.append(
             Finding(
@@ -165,6 +170,15 @@ def _cell_findings(
             )
         )
     return out
+
+
+def fold_hint(manifest: SetManifest, spec: PatchSpec) -> str:
+    """What to run to fold a name the author's patch defines twice (docs/engine.md)."""
+    return (
+        f"the author's own code, applied as written; `sgpatch fold --set {manifest.name} "
+        f"--patchsets {manifest.base_dir.parent} --patch {spec.id}` keeps the copy Python runs "
+        "and removes the other"
+    )
 
 
 Where = tuple[Path, int, str]  # the manifest, the patch's line, the field a finding is about

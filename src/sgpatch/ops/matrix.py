@@ -14,7 +14,7 @@ import re
 import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
@@ -60,6 +60,11 @@ class Cell:
     probe: bool | None = None
     failures: tuple[Failure, ...] = ()  # every refused hunk, in file and hunk order
     probe_after: bool | None = None  # the probe on the tree with the set applied (pending only)
+    warnings: tuple[Failure, ...] = ()  # hunks applied with a warning (a def its author twice)
+
+    def to_json(self) -> dict[str, object]:
+        """The cell in `matrix --json`: every field by name, its failures included."""
+        return asdict(self)
 
 
 def failures_of(files) -> tuple[Failure, ...]:
@@ -72,6 +77,12 @@ def failures_of(files) -> tuple[Failure, ...]:
             if not h.ok:
                 out.append(Failure(f.path, h.index, h.reason or h.status))
     return tuple(out)
+
+
+def warnings_of(files) -> tuple[Failure, ...]:
+    """Every hunk of a patch's file plans that applies with a warning (placement.engine: a
+    def/class its author's hunk defines twice), with the warning."""
+    return tuple(Failure(f.path, h.index, h.warning) for f in files for h in f.hunks if h.warning)
 
 
 def failure_text(f: Failure) -> str:
@@ -99,6 +110,12 @@ class Row:
     error_patch: str | None = None  # the patch with no variant for it, when that is why
     tree: str | None = None  # a tree's row (`matrix --tree`): its package root
     variants_of: str | None = None  # not checked on: the version whose variants planned it
+
+    def to_json(self) -> dict[str, object]:
+        """The row in `matrix --json` (docs/json.md)."""
+        cells = {k: c.to_json() for k, c in self.cells.items()}
+        return {"release": self.release, "tree": self.tree, "variants_of": self.variants_of,
+                "error": self.error, "cells": cells}  # fmt: skip
 
 
 def needed_files(manifest: SetManifest) -> list[str]:
@@ -195,6 +212,7 @@ def _row(manifest: SetManifest, root: Path, version: Version, label: str, tree=N
             probe=p.probe.value if p.probe is not None else None,
             failures=failures_of(p.files) if p.state == "conflict" else (),
             probe_after=after.get(p.id),
+            warnings=warnings_of(p.files) if p.state == "pending" else (),
         )
         for p in plan.patches
     }
@@ -425,19 +443,13 @@ def gate(rows: Sequence[Row], fail_on: Sequence[str]) -> ExitCode:
 
 def json_doc(manifest: SetManifest, rows: Sequence[Row], code: ExitCode) -> dict:
     """`matrix --json` (docs/json.md): every row with its cells, and the gate's exit code."""
-    from dataclasses import asdict
-
     return {
         "command": "matrix",
         "exit_code": int(code),
         "set": manifest.name,
         "patches": [p.id for p in manifest.patches],
-        "releases": [
-            {"release": r.release, "tree": r.tree, "variants_of": r.variants_of,
-             "error": r.error, "cells": {k: asdict(c) for k, c in r.cells.items()}}
-            for r in rows
-        ],
-    }  # fmt: skip
+        "releases": [r.to_json() for r in rows],
+    }
 
 
 def tree_notes(manifest: SetManifest, rows: Sequence[Row]) -> list[str]:

@@ -12,7 +12,8 @@ a file plan's `after` and hunk results are all it returns. So a placement is reu
   - the hunks are equal: a `Hunk` is a frozen dataclass compared by value over every field the
     engine reads (its derived side texts and edges are made from `lines`), so two file
     patches with the same text give equal hunks;
-  - the fuzz is equal (the only option `_plan_hunks` passes; direction is in the hunks).
+  - the fuzz and `authored` are equal (the options `_plan_hunks` passes; direction is in
+    the hunks).
 """
 
 from __future__ import annotations
@@ -44,18 +45,20 @@ class Placements:
     def __init__(self, size: int = 256) -> None:
         self.size = size
         self.hits = 0
-        self._memo: OrderedDict[tuple[bytes, tuple[Hunk, ...], int], Placed] = OrderedDict()
+        self._memo: OrderedDict[tuple[bytes, tuple[Hunk, ...], int, bool], Placed] = OrderedDict()
 
-    def place(self, current: bytes, hunks: tuple[Hunk, ...], fuzz: int) -> Placed:
+    def place(
+        self, current: bytes, hunks: tuple[Hunk, ...], fuzz: int, authored: bool = False
+    ) -> Placed:
         import hashlib
 
-        key = (hashlib.sha256(current).digest(), hunks, fuzz)
+        key = (hashlib.sha256(current).digest(), hunks, fuzz, authored)
         found = self._memo.get(key)
         if found is not None:
             self.hits += 1
             self._memo.move_to_end(key)
             return found
-        placed = self._memo[key] = _place(current, hunks, fuzz)
+        placed = self._memo[key] = _place(current, hunks, fuzz, authored)
         if len(self._memo) > self.size:
             self._memo.popitem(last=False)
         return placed
@@ -64,15 +67,15 @@ class Placements:
 _active: Placements | None = None
 
 
-def place(current: bytes, hunks: Sequence[Hunk], fuzz: int) -> Placed:
+def place(current: bytes, hunks: Sequence[Hunk], fuzz: int, authored: bool = False) -> Placed:
     """The hunks placed in `current`: remembered when a run turned the memo on."""
     if _active is None:
-        return _place(current, hunks, fuzz)
-    return _active.place(current, tuple(hunks), fuzz)
+        return _place(current, hunks, fuzz, authored)
+    return _active.place(current, tuple(hunks), fuzz, authored)
 
 
-def _place(current: bytes, hunks: Sequence[Hunk], fuzz: int) -> Placed:
-    result = apply_hunks(split_lines(decode(current)), hunks, fuzz=fuzz)
+def _place(current: bytes, hunks: Sequence[Hunk], fuzz: int, authored: bool = False) -> Placed:
+    result = apply_hunks(split_lines(decode(current)), hunks, fuzz=fuzz, authored=authored)
     return Placed(encode("".join(result.lines)), result.hunks)
 
 

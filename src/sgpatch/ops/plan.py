@@ -70,6 +70,22 @@ class PatchPlan:
     def done(self) -> bool:
         return self.state in DONE_STATES
 
+    def to_json(self) -> dict[str, object]:
+        """The patch in --json documents (docs/json.md): `probe` only when its probe ran."""
+        doc: dict[str, object] = {
+            "id": self.id,
+            "state": self.state,
+            "how": self.how,
+            "note": self.note,
+            "optional": self.optional,
+            "selected": self.selected,
+            "variant": self.variant,
+            "files": [f.to_json() for f in self.files],
+        }
+        if self.probe is not None:
+            doc["probe"] = self.probe.to_json()
+        return doc
+
 
 @dataclass(frozen=True)
 class SetPlan:
@@ -89,6 +105,13 @@ class SetPlan:
     def exit_code(self) -> ExitCode:
         codes = [p.exit_code for p in self.patches if p.selected]
         return max(codes, default=ExitCode.OK)
+
+    def untested_json(self) -> dict[str, object] | None:
+        """null when the set was checked on the tree's version; else the version whose
+        variants planned it (docs/manifest.md, "Versions a set was not checked on")."""
+        if self.variants_of is None:
+            return None
+        return {"version": self.version, "variants_of": self.variants_of}
 
     def applied(self) -> SetPlan:
         """The plan as it reads once its changes are written: selected pending -> applied."""
@@ -200,7 +223,11 @@ def _plan_one(
     data = _read_patch_bytes(variant.file, rel)
     patch = _parsed_patch(data, f"{manifest.name}/{rel}")
     common = replace(base, variant=rel, patch_sha256=sha256(data), probe=probe_result)
-    return _plan_variant(common, spec, patch, overlay, fuzz, by_id, chosen.untested, made)
+    made_on = variant.made_on
+    authored = made_on is not None and made_on.public == chosen.version.public
+    authored = authored and not chosen.untested
+    how = (fuzz, authored)
+    return _plan_variant(common, spec, patch, overlay, how, by_id, chosen.untested, made)
 
 
 def _made_by(ledger, own, root, probe, result) -> tuple[str, ...]:
@@ -290,20 +317,23 @@ def _plan_variant(
     spec: PatchSpec,
     patch: Patch,
     overlay: Overlay,
-    fuzz: int,
+    how: tuple[int, bool],
     by_id: Mapping[str, PatchPlan],
     certain: bool = False,
     made: tuple[str, ...] = (),
 ) -> PatchPlan:
     """Steps 2-4 for a patch with a variant: post-image present, probe, requirements, engine
     (`certain`: every hunk's place must be certain, sgpatch.placement.certain; `made`: the
-    other applied sets whose change the probe matches, not upstream's)."""
+    other applied sets whose change the probe matches, not upstream's; `how`: the fuzz, and
+    whether the tree is the release the variant was made on: there a def its hunk adds
+    twice, exactly as written, is the author's, applied with a warning)."""
+    authored = how[1]
     mapper = package_mapper(patch.name)
     probe_result: ProbeResult | None = common.probe
     # 2. post-image exactly in place (applied by hand or by an older tool)? Planned at fuzz 0
     # on a fork of the overlay; at the set's usual fuzz 0 that is also the real plan (step 4).
     trial = overlay.fork()
-    present = plan_patch(trial, patch, mapper, fuzz=0)
+    present = plan_patch(trial, patch, mapper, fuzz=0, authored=authored)
     if present and all(f.status == "already-applied" for f in present):
         return replace(
             common,
@@ -328,7 +358,7 @@ def _plan_variant(
             note="requires " + ", ".join(missing),
             exit_code=ExitCode.CONFLICT,
         )
-    return _plan_engine(common, spec, patch, overlay, fuzz, trial, present, certain)
+    return _plan_engine(common, spec, patch, overlay, how, trial, present, certain)
 
 
 def _plan_engine(
@@ -336,20 +366,21 @@ def _plan_engine(
     spec: PatchSpec,
     patch: Patch,
     overlay: Overlay,
-    fuzz: int,
+    how: tuple[int, bool],
     trial: Overlay,
     present: tuple[FilePlan, ...],
     certain: bool = False,
 ) -> PatchPlan:
     """Step 4: the engine, on the overlay (so patches see each other), only for selected
-    patches. At fuzz 0 the step-2 plan on `trial` is reused."""
+    patches. At fuzz 0 the step-2 plan on `trial` is reused. `how`: (fuzz, authored)."""
+    fuzz, authored = how
     mapper = package_mapper(patch.name)
     selected: bool = common.selected
     if fuzz == 0:
         files = present
     else:
         trial = overlay.fork()
-        files = plan_patch(trial, patch, mapper, fuzz=fuzz)
+        files = plan_patch(trial, patch, mapper, fuzz=fuzz, authored=authored)
     code = patch_status(files)
     doubt = _uncertain(patch, files) if certain and code == ExitCode.OK else None
     if doubt is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -32,6 +32,10 @@ class Precondition:
     found: str | None  # installed version, if found
     where: str  # where it was looked for
     verdict: Verdict
+
+    def to_json(self) -> dict[str, object]:
+        """The precondition in --json documents: every field by name."""
+        return asdict(self)
 
 
 def _norm(name: str) -> str:

@@ -1,15 +1,28 @@
 """`sgpatch refresh` and `sgpatch diff`: a tree's files against their pristine release, in the
 canonical form of `sgpatch.diff.canonical`, and a patch file regenerated from them.
+
+Each file is compared as git records it, bytes and git mode: the execute bit (the release's
+from its wheel) and a symlink, read as its target and never followed (`new file mode 120000`).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sgpatch.diff.canonical import CONTEXT, FileDiff, canonical_diff, render
+from sgpatch.diff.canonical import (
+    CONTEXT,
+    EXECUTABLE,
+    REGULAR,
+    SYMLINK,
+    FileDiff,
+    canonical_diff,
+    render,
+)
 from sgpatch.diff.paths import package_mapper, patch_files
 from sgpatch.diff.unified import decode, encode, split_lines
 from sgpatch.errors import ExitCode, SgpatchError
@@ -27,19 +40,60 @@ def pristine_bytes(version, rel: str) -> bytes | None:
     return releases.read_member(version, rel)
 
 
+Entry = tuple["bytes | None", int]  # a path's bytes (a symlink's: its target) and git mode
+
+
+def pristine_entry(version, rel: str) -> Entry:
+    """The release's bytes for `rel` and its git mode (the wheel's execute bit)."""
+    mode = EXECUTABLE if rel in executables(version) else REGULAR
+    return pristine_bytes(version, rel), mode
+
+
+def executables(version) -> frozenset[str]:
+    """The release's package-relative files its wheel marks executable."""
+    from sgpatch.releases import cache as releases
+
+    prefix = f"{releases.PACKAGE}/"
+    return frozenset(
+        n[len(prefix) :] for n in releases.executables(version) if n.startswith(prefix)
+    )
+
+
+def tree_entry(root: Path, rel: str) -> Entry:
+    """A path of the tree as a patch says it: a file's bytes and git mode (100755 with an
+    execute bit), or a symlink's target (120000), read and never followed; one whose target
+    leaves the tree is refused (exit 4), as a set never makes it. (None, 100644): absent."""
+    from sgpatch.diff.unified import encode
+    from sgpatch.ops.fileplan import check_link, link_at
+    from sgpatch.state.txn import read_bytes
+
+    link = link_at(root, rel)
+    if link is not None:
+        check_link(root, rel, link)
+        return encode(link), SYMLINK
+    data = read_bytes(root, rel)
+    if data is None:
+        return None, REGULAR
+    return data, EXECUTABLE if os.stat(root / rel).st_mode & 0o111 else REGULAR
+
+
+def file_change(version, rel: str, now: Entry) -> FileDiff:
+    """The release's `rel` against `now` (the tree's), bytes and modes."""
+    (old, old_mode), (new, new_mode) = pristine_entry(version, rel), now
+    return FileDiff(rel, old, new, old_mode, new_mode)
+
+
 def tree_diff(
     root: Path,
     version,
     paths: Iterable[str],
     context: int = CONTEXT,
-    read: Callable[[str], bytes | None] | None = None,
+    read: Callable[[str], Entry] | None = None,
 ) -> str:
     """Canonical diff of `paths` (package-relative) in the tree at `root` against the release;
-    `read` gives a file's side of the diff (default: its bytes in the tree)."""
-    from sgpatch.state.txn import read_bytes
-
-    read = read or (lambda p: read_bytes(root, p))
-    files = [FileDiff(p, pristine_bytes(version, p), read(p)) for p in sorted(set(paths))]
+    `read` gives a file's side of the diff (default: `tree_entry`, bytes and mode)."""
+    read = read or (lambda p: tree_entry(root, p))
+    files = [file_change(version, p, read(p)) for p in sorted(set(paths))]
     return canonical_diff(files, context)
 
 
@@ -57,27 +111,29 @@ def diff_tree(root: Path, version, paths: Sequence[str]) -> TreeDiff:
     release) against the release. A path in neither is refused: a typo would otherwise be an
     empty diff and exit 0. Each file is diffed once."""
     from sgpatch.diff.canonical import file_diff
-    from sgpatch.state.txn import read_bytes
 
     rels = [package_rel(p, f"FILE {p}") for p in paths]
+    now = {rel: tree_entry(root, rel) for rel in rels}
     for rel in rels:
-        if read_bytes(root, rel) is None and pristine_bytes(version, rel) is None:
+        if now[rel][0] is None and pristine_bytes(version, rel) is None:
             raise SgpatchError(f"FILE {rel}: neither in the tree nor in sglang {version}")
     rels = rels or changed_files(root, version)
-    blocks = {p: file_diff(FileDiff(p, pristine_bytes(version, p), read_bytes(root, p)))
+    blocks = {p: file_diff(file_change(version, p, now.get(p) or tree_entry(root, p)))
               for p in sorted(set(rels))}  # fmt: skip
     return TreeDiff(tuple(p for p in rels if blocks[p]), "".join(blocks.values()))
 
 
 def changed_files(root: Path, version) -> list[str]:
-    """Package-relative .py (and other packaged) files of the tree that differ from the release,
-    plus files the release has that the tree lacks. Files the release does not ship are left out
-    (a tree holds caches, build output and sgpatch's own state)."""
+    """Package-relative .py (and other packaged) files of the tree that differ from the release
+    (bytes, execute bit, or a symlink in a file's place), plus files the release has that the
+    tree lacks. Files the release does not ship are left out (a tree holds caches, build
+    output and sgpatch's own state)."""
     from sgpatch.releases import cache as releases
     from sgpatch.releases.record import digest as record_digest
 
     out = []
     prefix = f"{releases.PACKAGE}/"
+    runs = executables(version)
     for name, digest in releases.record(version).items():
         if not name.startswith(prefix):
             continue
@@ -85,11 +141,13 @@ def changed_files(root: Path, version) -> list[str]:
         path = root / rel
         alg, _, b64 = digest.partition("=")
         try:
-            data = path.read_bytes()
+            st = os.lstat(path)
+            data = b"" if stat.S_ISLNK(st.st_mode) else path.read_bytes()  # a link: never followed
         except OSError:
             out.append(rel)
             continue
-        if record_digest(alg, data) != b64:
+        link, runs_now = stat.S_ISLNK(st.st_mode), bool(st.st_mode & 0o111)
+        if link or runs_now != (rel in runs) or record_digest(alg, data) != b64:
             out.append(rel)
     return sorted(out)
 
@@ -245,7 +303,7 @@ def _keep_applied(root: Path, set_name: str, patch_id: str, variant: str, res) -
 
     from sgpatch.state import ledger as ledger_mod
     from sgpatch.state.lock import locked
-    from sgpatch.state.txn import commit, read_bytes
+    from sgpatch.state.txn import commit
 
     with locked(ledger_mod.state_dir(root)):
         ledger = ledger_mod.load(root)
@@ -258,14 +316,35 @@ def _keep_applied(root: Path, set_name: str, patch_id: str, variant: str, res) -
             for p in record.patches
         )
         files = {
-            path: replace(r, after=ledger_mod.sha256(read_bytes(root, path)))
-            if path in res.files
-            else r
+            path: _kept(root, path, r, record.sglang_version) if path in res.files else r
             for path, r in record.files.items()
         }
         new = ledger.with_set(replace(record, patches=patches, files=files))
-        data = [read_bytes(root, path) for path in res.files if path in record.files]
+        data = [tree_entry(root, path)[0] for path in res.files if path in record.files]
         commit(root, ledger_mod.state_dir(root), ledger_mod.store_changes(root, ledger, new, data))
+
+
+def _kept(root: Path, path: str, rec, version):
+    """A refreshed file's ledger record: what it holds now (a symlink's target), and its
+    execute bit where that changed, so `revert` still gives back the release's file."""
+    from dataclasses import replace
+
+    from sgpatch.diff.unified import decode
+    from sgpatch.state.ledger import sha256
+
+    data, mode = tree_entry(root, path)
+    link = decode(data) if mode == SYMLINK and data is not None else None
+    rec = replace(rec, after=sha256(data), link_after=link)
+    if data is None or link is not None:
+        return rec
+    perm = stat.S_IMODE(os.lstat(root / path).st_mode)
+    first = rec.mode_before
+    if first is None:
+        first = 0o755 if pristine_entry(version, path)[1] == EXECUTABLE else 0o644
+    was = rec.mode_after if rec.mode_after is not None else first
+    if bool(perm & 0o111) == bool(was & 0o111):
+        return rec
+    return replace(rec, mode_before=first, mode_after=perm)
 
 
 def shared_by(manifest, variant) -> tuple[str, ...]:
@@ -335,14 +414,15 @@ def split_path(base: Path, version, name: str, data: bytes) -> Path:
     return path
 
 
-def _without(root: Path, rel: str, others: Sequence, patch_id: str) -> bytes | None:
-    """The file's bytes in the tree with the other applied patches' changes reversed, newest
-    first."""
+def _without(root: Path, rel: str, others: Sequence, patch_id: str) -> Entry:
+    """The file's bytes (and mode) in the tree with the other applied patches' changes
+    reversed, newest first; a symlink as it is (no patch's lines are in a link)."""
     from sgpatch.errors import ExitCode
     from sgpatch.placement.engine import apply_hunks
-    from sgpatch.state.txn import read_bytes
 
-    data = read_bytes(root, rel)
+    data, mode = tree_entry(root, rel)
+    if mode == SYMLINK:
+        return data, mode
     for other in reversed(others):
         mapper = package_mapper(other.name)
         for fp in other.files:
@@ -357,7 +437,7 @@ def _without(root: Path, rel: str, others: Sequence, patch_id: str) -> bytes | N
                     ExitCode.CONFLICT,
                 )
             data = encode("".join(res.lines))
-    return data
+    return data, mode
 
 
 def package_rel(path: str, what: str = "--file") -> str:

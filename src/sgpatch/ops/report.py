@@ -7,35 +7,22 @@ What goes on which stream, and how a table looks on a terminal or in a log, is
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sgpatch import shown
 from sgpatch.console import err, stream, table
-from sgpatch.ops.fileplan import FilePlan
-from sgpatch.placement.engine import HunkResult
 
-
-def hunk_json(h: HunkResult) -> dict[str, Any]:
-    d = h._asdict()
-    d["candidates"] = list(h.candidates)
-    return d
-
-
-def file_json(f: FilePlan) -> dict[str, Any]:
-    return {
-        "path": f.path,
-        "source": f.source,
-        "action": f.action,
-        "status": f.status,
-        "note": f.note,
-        "hunks": [hunk_json(h) for h in f.hunks],
-    }
+if TYPE_CHECKING:  # type hints only: rendering a plan needs neither module loaded
+    from sgpatch.ops.fileplan import FilePlan
+    from sgpatch.placement.engine import HunkResult
 
 
 def hunk_line(h: HunkResult, reverse: bool = False, dry_run: bool = False) -> str:
     """One GNU-patch-like line per hunk, e.g. 'Hunk #2 applied at 120 (offset 12, fuzz 1).'
     A dry run says what would happen: 'Hunk #2 would apply at 120.'"""
+    if h.warning is not None:
+        plain = h._replace(warning=None)
+        return f"{hunk_line(plain, reverse, dry_run)[:-1]}; warning: {h.warning}"
     if h.status == "applied" and not (h.offset or h.fuzz or h.whitespace or reverse or dry_run):
         return f"Hunk #{h.index} applied at {h.line}."  # the usual line, once per hunk
     extras = []
@@ -61,7 +48,9 @@ def hunk_line(h: HunkResult, reverse: bool = False, dry_run: bool = False) -> st
 
 
 def file_lines(f: FilePlan, dry_run: bool, reverse: bool = False) -> Iterable[str]:
-    if dry_run:
+    if f.link or f.was_link:
+        yield _link_line(f, dry_run)
+    elif dry_run:
         how = {
             "create": " (new)",
             "delete": " (deleted)",
@@ -72,13 +61,34 @@ def file_lines(f: FilePlan, dry_run: bool, reverse: bool = False) -> Iterable[st
     else:
         verb = {"create": "creating", "delete": "deleting", "rename": "renaming", "copy": "copying"}
         src = f" (from {shown.name(f.source)})" if f.action in ("rename", "copy") else ""
-        yield f"{verb.get(f.action, 'patching')} file {shown.name(f.path)}{src}"
+        yield f"{verb.get(f.action, 'patching')} file {shown.name(f.path)}{src}{_mode_tail(f)}"
     if f.note:
         yield f"  {f.note}"
     elif f.status == "already-applied" and not f.hunks:
         yield "  already done"
     for h in f.hunks:
         yield "  " + hunk_line(h, reverse, dry_run)
+
+
+def _link_line(f: FilePlan, dry_run: bool) -> str:
+    """What a symlink block does, said of a symlink (as GNU patch says `creating symbolic
+    link`): made, retargeted or removed, with the target it points at after."""
+    from sgpatch.diff.unified import decode
+
+    to = f" -> {shown.name(decode(f.after))}" if f.after is not None else ""
+    if dry_run:
+        how = {"create": " (new)", "delete": " (removed)"}.get(f.action, " (retargeted)")
+        return f"checking symlink {shown.name(f.path)}{to}{how}"
+    verb = {"create": "creating", "delete": "removing"}.get(f.action, "retargeting")
+    return f"{verb} symlink {shown.name(f.path)}{to}"
+
+
+def _mode_tail(f: FilePlan) -> str:
+    """The git mode a file is given, when the patch sets one (a new file only when it is
+    executable: 100644 is what a new file is anyway)."""
+    if f.mode is None or f.status != "ok" or (f.action == "create" and not f.mode & 0o111):
+        return ""
+    return f" (mode {0o100000 | f.mode:o})"
 
 
 # ---------------------------------------------------------------------------- patch sets
@@ -94,63 +104,25 @@ STATE_STYLE = {
 }
 
 
-def target_json(target) -> dict[str, Any]:
-    return {
-        "root": str(target.root),
-        "layout": target.layout,
-        "version": str(target.version),
-        "version_source": target.version_source,
-    }
-
-
-def patch_json(p) -> dict[str, Any]:  # p: plan.PatchPlan
-    doc: dict[str, Any] = {
-        "id": p.id,
-        "state": p.state,
-        "how": p.how,
-        "note": p.note,
-        "optional": p.optional,
-        "selected": p.selected,
-        "variant": p.variant,
-        "files": [file_json(f) for f in p.files],
-    }
-    if p.probe is not None:
-        doc["probe"] = probe_json(p.probe)
-    return doc
-
-
-def probe_json(result) -> dict[str, Any]:
-    return {
-        "value": result.value,
-        "evidence": [asdict(e) for e in result.evidence],
-    }
-
-
 def set_json(command, target, plan, pre, code, *, dry_run=False, written=(), before=None):
+    """apply's and status's document for one set (docs/json.md), made of its records' own
+    `to_json`; console.emit_json adds the schema."""
     doc: dict[str, Any] = {
         "command": command,
         "exit_code": int(code),
-        "target": target_json(target),
+        "target": target.to_json(),
         "set": plan.name,
         "done": plan.done,
-        "untested": untested_json(plan),
-        "patches": [patch_json(p) for p in plan.patches],
-        "preconditions": [asdict(x) for x in pre],
+        "untested": plan.untested_json(),
+        "patches": [p.to_json() for p in plan.patches],
+        "preconditions": [x.to_json() for x in pre],
     }
     if command == "apply":
         doc["dry_run"] = dry_run
         doc["written"] = list(written)
         if before is not None:
-            doc["planned"] = [patch_json(p) for p in before.patches]
+            doc["planned"] = [p.to_json() for p in before.patches]
     return doc
-
-
-def untested_json(plan) -> dict[str, Any] | None:
-    """null when the set was checked on the tree's version; else the version whose variants
-    planned it (docs/manifest.md, "Versions a set was not checked on")."""
-    if plan.variants_of is None:
-        return None
-    return {"version": plan.version, "variants_of": plan.variants_of}
 
 
 def untested_tail(plan) -> str:

@@ -7,7 +7,9 @@ it (`before`, after the earlier patches) and just after it (`full`). The part th
 listed right after it, gets `mid -> full`, both in canonical form. Applied in order they give
 the very bytes the original gave. Each half gets a suggested probe (suggest.py), checked on
 every variant's release; the manifest is edited in place (manifest_text.py), loaded back and
-linted on those releases before any file of the set is replaced.
+linted on those releases before any file of the set is replaced. Symlinks and the execute bit
+go with their file (`Half.modes`): both halves say them as git does, so the two applied in
+order leave every link and mode the original left.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from sgpatch.diff.canonical import EXECUTABLE, REGULAR, SYMLINK
 from sgpatch.errors import ExitCode, SgpatchError, bad_input
 from sgpatch.patchset.manifest import PatchSpec, SetManifest, Variant
 from sgpatch.patchset.probe import ProbeNode
@@ -39,6 +42,7 @@ class Half:
     states: tuple[dict, dict, dict]  # before, mid, full: package-relative path -> bytes
     pristine: dict
     final: dict  # the same files with the whole set applied (later patches too)
+    modes: tuple[dict, dict, dict]  # before, mid, full: path -> git mode (100644 if absent)
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,8 @@ def base_release(manifest: SetManifest, variant: Variant) -> Version:
 
 
 def _plan_on(manifest: SetManifest, spec: PatchSpec, version: Version, tmp: Path):
-    """(the patch's plan, pristine bytes of its files) on a minimal pristine tree."""
+    """(the patch's plan, pristine bytes of its files, those files with the whole set
+    applied, their git modes just before the patch) on a minimal pristine tree."""
     from sgpatch.ops import matrix
     from sgpatch.ops.plan import plan_set
     from sgpatch.releases import cache as releases
@@ -110,7 +115,36 @@ def _plan_on(manifest: SetManifest, spec: PatchSpec, version: Version, tmp: Path
             data = (root / rel).read_bytes() if (root / rel).is_file() else None
             pristine[rel] = data
     final = {c.path: c.after for c in plan.changes if c.path in pristine}
-    return pp, pristine, final
+    return pp, pristine, final, _modes_before(plan, spec.id, version, pristine)
+
+
+def _modes_before(plan, pid: str, version: Version, rels) -> dict[str, int]:
+    """The git mode of each of `rels` just before patch `pid`: the release's (its wheel's
+    execute bit; a wheel holds no symlink) as the set's earlier patches leave it."""
+    from sgpatch.ops.refresh import executables
+
+    runs, modes = executables(version), dict[str, int]()
+
+    def was(rel: str) -> int:
+        return modes.get(rel, EXECUTABLE if rel in runs else REGULAR)
+
+    for p in plan.patches:
+        if p.id == pid:
+            break
+        if p.state == "pending" and p.selected:
+            for f in p.files:
+                modes[f.path] = _mode_after(f, was(f.source))
+    return {rel: was(rel) for rel in rels}
+
+
+def _mode_after(f, was: int) -> int:
+    """The git mode a planned file is left in: a link it makes, its `new mode`, 100644 for
+    a file it creates, else the mode it had (a rename's: its source's)."""
+    if f.link:
+        return SYMLINK
+    if f.mode is not None:
+        return EXECUTABLE if f.mode & 0o111 else REGULAR
+    return REGULAR if f.action == "create" or was == SYMLINK else was
 
 
 def _states(pp) -> tuple[dict, dict]:
@@ -125,8 +159,28 @@ def _states(pp) -> tuple[dict, dict]:
     return before, full
 
 
+def _full_modes(pp, before: dict[str, int]) -> dict[str, int]:
+    """The git modes the patch leaves its files in."""
+    out = dict(before)
+    for f in pp.files:
+        out[f.path] = _mode_after(f, before.get(f.source, REGULAR))
+    return out
+
+
+def _mid_modes(by: str, take: set, modes: tuple[dict, dict], files: tuple[dict, dict, dict]):
+    """The git modes once only the part that stays is applied: a file taken whole (by file;
+    a rename's source with it) keeps the mode it had before; by hunk, a mode change stays
+    with the patch that stays."""
+    (was, now), (before, mid, full) = modes, files
+    if by == "hunk":
+        return dict(now)
+    back = {r for r in full if mid.get(r) == before.get(r) != full.get(r)} | (take & set(now))
+    return {r: was.get(r, REGULAR) if r in back else m for r, m in now.items()}
+
+
 def _mid(by: str, take: set, variant: Variant, before: dict, full: dict, fuzz: int) -> dict:
-    """The files once only the part that stays is applied."""
+    """The files once only the part that stays is applied. (A mode goes with its file: by
+    file, a taken file keeps its mode from before; by hunk, the mode change stays.)"""
     from sgpatch.diff.paths import package_mapper
     from sgpatch.diff.unified import decode, encode, read_patch, split_lines
     from sgpatch.placement.engine import apply_hunks
@@ -164,12 +218,10 @@ def _check_take(by: str, take: set, variant: Variant) -> None:
 
     patch = read_patch(variant.file)
     mapper = package_mapper(patch.name)
-    kinds = [fp for fp in patch.files if fp.symlink or fp.mode_change or fp.new_mode == 0o755]
-    if kinds:  # its halves are written from bytes alone: a link or a mode would be lost
-        raise bad_input(
-            f"{variant.file.name}: {mapper(kinds[0].path)} is a symlink or changes a file mode, "
-            "which split cannot carry into the halves yet; split this patch file by hand"
-        )
+    links = [mapper(fp.path) for fp in patch.files if fp.symlink]
+    bad = sorted(t for t in take if by == "hunk" and t[0] in links)
+    if bad:  # a link's one line is its target: it moves whole, never as a hunk
+        raise bad_input(f"--by hunk: {bad[0][0]} is a symlink; split it by file")
     have = (
         {mapper(fp.path) for fp in patch.files}
         if by == "file"
@@ -196,10 +248,14 @@ def _new_file(variant: Variant, new_id: str, position: int) -> Path:
     return old.parent / name
 
 
-def _diff(a: dict, b: dict) -> str:
+def _diff(a: dict, b: dict, ma: dict, mb: dict) -> str:
+    """The canonical diff from files `a` to `b`, of git modes `ma` to `mb`."""
     from sgpatch.diff.canonical import FileDiff, canonical_diff
 
-    return canonical_diff(FileDiff(r, a.get(r), b.get(r)) for r in sorted(set(a) | set(b)))
+    return canonical_diff(
+        FileDiff(r, a.get(r), b.get(r), ma.get(r, REGULAR), mb.get(r, REGULAR))
+        for r in sorted(set(a) | set(b))
+    )
 
 
 def _split_variant(manifest, spec, variant, by, take, new_id, summary, tmp: Path) -> Half:
@@ -208,9 +264,11 @@ def _split_variant(manifest, spec, variant, by, take, new_id, summary, tmp: Path
 
     _check_take(by, take, variant)
     base = base_release(manifest, variant)
-    pp, pristine, final = _plan_on(manifest, spec, base, tmp)
+    pp, pristine, final, was = _plan_on(manifest, spec, base, tmp)
     before, full = _states(pp)
     mid = _mid(by, take, variant, before, full, manifest.fuzz)
+    now = _full_modes(pp, was)
+    halfway = _mid_modes(by, take, (was, now), (before, mid, full))
     what = ", ".join(sorted(f"{t[0]} hunk #{t[1]}" if by == "hunk" else t for t in take))
     head = (
         f"Subject: [PATCH] {summary}\n\nSplit out of {spec.id} ({what}) by sgpatch split; "
@@ -219,12 +277,13 @@ def _split_variant(manifest, spec, variant, by, take, new_id, summary, tmp: Path
     return Half(
         variant=variant,
         base=base,
-        rest=render(read_patch(variant.patch).header, _diff(before, mid)),
-        taken=render(head, _diff(mid, full)),
+        rest=render(read_patch(variant.patch).header, _diff(before, mid, was, halfway)),
+        taken=render(head, _diff(mid, full, halfway, now)),
         new_file=_new_file(variant, new_id, manifest.patches.index(spec) + 2),
         states=(before, mid, full),
         pristine=pristine,
         final={**full, **final},
+        modes=(was, halfway, now),
     )
 
 
@@ -235,7 +294,8 @@ def _probe_for(halves: Sequence[Half], a: int, b: int) -> tuple[ProbeNode | None
     why = ""
     for h in halves:
         old, new = h.states[a], h.states[b]
-        files = [r for r in new if old.get(r) != new.get(r)]
+        links = {r for m in h.modes for r, k in m.items() if k == SYMLINK}  # no probe reads one
+        files = [r for r in new if old.get(r) != new.get(r) and r not in links]
         sug = suggest.suggest(files, h.pristine.get, old, new)
         probe = _holding_at_the_end(sug.probe, halves)
         if probe is None:
@@ -257,16 +317,16 @@ def _holding_at_the_end(probe: ProbeNode | None, halves: Sequence[Half]) -> Prob
     """The probe's entries that are still true with the whole set applied, on every variant's
     release (lint checks probes there)."""
     from sgpatch.ops import suggest
-    from sgpatch.patchset.probe import AllProbe
+    from sgpatch.patchset.probe import all_of, entries
 
     if probe is None:
         return None
-    entries = probe.nodes if isinstance(probe, AllProbe) else (probe,)
-    alive = [suggest.values_on(entries, h.final.get) for h in halves]
-    kept = [n for i, n in enumerate(entries) if all(a[i] for a in alive)]
-    if len(kept) == len(entries):
+    clauses = entries(probe)
+    alive = [suggest.values_on(clauses, h.final.get) for h in halves]
+    kept = [n for i, n in enumerate(clauses) if all(a[i] for a in alive)]
+    if len(kept) == len(clauses):
         return probe
-    return kept[0] if len(kept) == 1 else AllProbe(tuple(kept)) if kept else None
+    return all_of(kept)
 
 
 def split_patch(

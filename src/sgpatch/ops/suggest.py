@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.diff.unified import decode, split_lines, strip_eol
-from sgpatch.patchset.probe import AllProbe, NotProbe, ProbeNode, RegexProbe, evaluate
+from sgpatch.patchset.probe import AllProbe, NotProbe, ProbeNode, RegexProbe, all_of, evaluate
 from sgpatch.patchset.probe import files as probe_files
 
 PER_FILE = 3
@@ -141,9 +141,7 @@ def file_entries(
 
 
 def _combine(nodes: Sequence[ProbeNode]) -> ProbeNode | None:
-    if not nodes:
-        return None
-    return nodes[0] if len(nodes) == 1 else AllProbe(tuple(nodes))
+    return all_of(nodes)
 
 
 def write_tree(root: Path, read: Reader, files: Sequence[str]) -> Path:

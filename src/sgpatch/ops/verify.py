@@ -36,6 +36,9 @@ class Step:
     ok: bool
     detail: str = ""
 
+    def to_json(self) -> dict[str, object]:
+        return {"step": self.name, "ok": self.ok, "detail": self.detail}
+
 
 @dataclass(frozen=True)
 class ReleaseCheck:
@@ -46,6 +49,17 @@ class ReleaseCheck:
     states: dict[str, str]
     written: tuple[str, ...]
     steps: tuple[Step, ...]
+
+    def to_json(self) -> dict[str, object]:
+        """The release in `verify --json` (docs/json.md)."""
+        return {
+            "release": self.release,
+            "exit_code": self.exit_code,
+            "ok": self.exit_code == 0,
+            "states": self.states,
+            "written": list(self.written),
+            "steps": [s.to_json() for s in self.steps],
+        }
 
 
 class _Failed(Exception):
@@ -201,17 +215,6 @@ def _hex(record_hash: str) -> str:
     from sgpatch.releases.record import hex_sha256
 
     return hex_sha256(record_hash) or ""
-
-
-def to_json(check: ReleaseCheck) -> dict:
-    return {
-        "release": check.release,
-        "exit_code": check.exit_code,
-        "ok": check.exit_code == 0,
-        "states": check.states,
-        "written": list(check.written),
-        "steps": [{"step": s.name, "ok": s.ok, "detail": s.detail} for s in check.steps],
-    }
 
 
 def row(check: ReleaseCheck) -> tuple[str, ...]:

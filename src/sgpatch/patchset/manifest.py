@@ -23,7 +23,7 @@ from packaging.version import Version
 
 from sgpatch.errors import SgpatchError, bad_input, unsafe
 from sgpatch.patchset.hygiene import refuse_others_writable, refuse_writable_inside
-from sgpatch.patchset.probe import ProbeNode, parse_top
+from sgpatch.patchset.probe import ProbeNode, describe, parse_top
 from sgpatch.versions import checked
 
 MANIFEST_NAME = "patchset.yaml"
@@ -44,6 +44,10 @@ class Upstream:
     ref: str | None
     since: Version | None
 
+    def to_json(self) -> dict[str, object]:
+        return {"status": self.status, "ref": self.ref,
+                "since": str(self.since) if self.since else None}  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Variant:
@@ -58,11 +62,37 @@ class Variant:
     probe_suggested: bool = False  # that probe is a suggestion no person has edited
 
     @property
+    def made_on(self) -> Version | None:
+        """The release the patch file was made on, when the manifest says: its `base:`, or
+        the one release of an `==X` range (None: a range, which names no single release)."""
+        if self.base is not None:
+            return self.base
+        specs = list(self.sglang)
+        if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version:
+            try:
+                return Version(specs[0].version)
+            except ValueError:
+                return None
+        return None
+
+    @property
     def file(self) -> Path:
         """The patch file, for code that has already ruled out an n/a variant."""
         if self.patch is None:
             raise ValueError(f"variant {self.sglang} is n/a: it has no patch file")
         return self.patch
+
+    def to_json(self, base_dir: Path) -> dict[str, object]:
+        """The variant in `show --json`: its patch file as the manifest names it (relative to
+        the set folder `base_dir`), its own probe only when it has one."""
+        doc: dict[str, object] = {
+            "sglang": str(self.sglang),
+            "patch": self.patch.relative_to(base_dir).as_posix() if self.patch else None,
+            "na": self.na,
+        }
+        if self.probe is not None:
+            doc["probe"] = describe(self.probe)
+        return doc
 
 
 @dataclass(frozen=True)
@@ -72,6 +102,9 @@ class EnvRequirement:
     package: str
     specifier: SpecifierSet
     why: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"package": self.package, "specifier": str(self.specifier), "why": self.why}
 
 
 @dataclass(frozen=True)
@@ -89,6 +122,20 @@ class PatchSpec:
     environment: tuple[EnvRequirement, ...]
     line: int
     probe_suggested: bool = False  # `suggested: true`: made by sgpatch, no person has edited it
+
+    def to_json(self, base_dir: Path) -> dict[str, object]:
+        """The patch as `show --json` writes it (docs/json.md); `base_dir`: the set folder."""
+        return {
+            "id": self.id,
+            "summary": self.summary,
+            "type": self.type,
+            "optional": self.optional,
+            "requires": list(self.requires),
+            "upstream": self.upstream.to_json(),
+            "probe": describe(self.probe) if self.probe is not None else None,
+            "variants": [v.to_json(base_dir) for v in self.variants],
+            "environment": [e.to_json() for e in self.environment],
+        }
 
 
 @dataclass(frozen=True)

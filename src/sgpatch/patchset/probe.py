@@ -246,6 +246,19 @@ def kind_of(node: object) -> ProbeNode:
     return cast("ProbeNode", node)
 
 
+def entries(node: ProbeNode) -> tuple[ProbeNode, ...]:
+    """The clauses of a top-level `all` (a suggested probe is an all of lines), else the node
+    alone: what import, split and port keep or drop one by one."""
+    return node.nodes if isinstance(node, AllProbe) else (node,)
+
+
+def all_of(nodes: Sequence[ProbeNode]) -> ProbeNode | None:
+    """The probe made of those clauses: None for none, a single one itself, else their all."""
+    if not nodes:
+        return None
+    return nodes[0] if len(nodes) == 1 else AllProbe(tuple(nodes))
+
+
 def files(node: ProbeNode | None) -> list[str]:
     """The files (globs, package-relative) a probe reads: what a minimal tree must hold for it
     (matrix, lint, port and the suggestion checks all build theirs from this)."""
@@ -350,6 +363,10 @@ class Evidence:
     text: str
     note: str
 
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "file": self.file, "line": self.line, "text": self.text,
+                "note": self.note}  # fmt: skip
+
 
 @dataclass(frozen=True)
 class ProbeResult:
@@ -359,6 +376,10 @@ class ProbeResult:
     evidence: tuple[Evidence, ...]
     node: ProbeNode | None = None
     children: tuple[ProbeResult, ...] = field(default=())
+
+    def to_json(self) -> dict[str, object]:
+        """The verdict in --json documents (docs/json.md): its value and every evidence."""
+        return {"value": self.value, "evidence": [e.to_json() for e in self.evidence]}
 
 
 REGEX_FLAGS = re.MULTILINE

@@ -691,6 +691,7 @@ def apply_hunks(
     fuzz: int = 0,
     reverse: bool = False,
     index: LineIndex | None = None,
+    authored: bool = False,
 ) -> FileResult:
     """Place every hunk of one file and build the result (the input is not modified).
 
@@ -701,16 +702,23 @@ def apply_hunks(
     define a def/class name twice in one body where the input did not is checked last
     (`_defined_twice`). Linear in hunks + lines on the common path (each hunk at its line).
     `index`: the LineIndex of these same `lines` from an earlier call (a caller placing many
-    hunk sets on one file keys its lines once).
+    hunk sets on one file keys its lines once). `authored`: `lines` are the file the diff was
+    made on (its variant's own release), so a hunk at its stated line, exactly, that defines a
+    name twice did so in its author's tree: applied, with a warning (docs/engine.md).
     """
     if index is not None and index.lines is not lines:
         raise ValueError("apply_hunks: the index is of other lines")
     with collector_paused():
-        return _apply_hunks(lines, hunks, fuzz, reverse, index or LineIndex(lines))
+        return _apply_hunks(lines, hunks, fuzz, reverse, index or LineIndex(lines), authored)
 
 
 def _apply_hunks(
-    lines: Sequence[str], hunks: Sequence[Hunk], fuzz: int, reverse: bool, idx: LineIndex
+    lines: Sequence[str],
+    hunks: Sequence[Hunk],
+    fuzz: int,
+    reverse: bool,
+    idx: LineIndex,
+    authored: bool = False,
 ) -> FileResult:
     if reverse:
         hunks = [h.reversed() for h in hunks]
@@ -723,7 +731,7 @@ def _apply_hunks(
     spliced = [s for s in steps if _spliced(s)]
     out, spans, used = _splice(lines, [(s.place, s.hunk) for s in spliced])
     if _may_define_twice(idx, spliced):
-        checked = _defined_twice(idx, steps, out, spans)
+        checked = _defined_twice(idx, steps, out, spans, authored)
         if checked is not steps:
             steps, plain = checked, False
             spliced = [s for s in steps if _spliced(s)]
@@ -845,6 +853,7 @@ def _at_line(res: HunkResult, line: int, offset: int) -> HunkResult:
         res.whitespace,
         res.candidates,
         res.reason,
+        res.warning,
     )
 
 
@@ -886,13 +895,19 @@ def _mentions_def(text: str) -> bool:
 
 
 def _defined_twice(
-    idx: LineIndex, steps: list[_Step], out: Sequence[str], spans: Sequence[tuple[int, int]]
+    idx: LineIndex,
+    steps: list[_Step],
+    out: Sequence[str],
+    spans: Sequence[tuple[int, int]],
+    authored: bool = False,
 ) -> list[_Step]:
     """Python-aware safety at every level: a hunk whose placement makes one body define a
     def/class name twice where the input did not is already applied when its whole post-image
     is in that scope (`present.already_there`), and refused (naming both places) otherwise.
     A file that is not Python (the input does not parse) or whose result does not parse is
-    not this check's business. Returns `steps` itself when nothing changes."""
+    not this check's business. Returns `steps` itself when nothing changes. `authored`: a
+    hunk at its stated line, exactly, in the file it was made on, is the author's own code
+    at the author's own place: applied as written, with a warning (`_authored_twice`)."""
     from sgpatch.placement.pydefs import defined_twice, parses
 
     target = "".join(idx.lines)
@@ -907,7 +922,9 @@ def _defined_twice(
     for twice in dups:
         for line in twice.added:
             i, offset = owner.get(line, (None, 0))
-            if i is not None and checked[i] is steps[i]:
+            if i is not None and authored and _as_written(steps[i]):
+                checked[i] = _authored_twice(checked[i], twice)
+            elif i is not None and checked[i] is steps[i]:
                 checked[i] = _twice_step(idx, steps[i], twice, offset)
     return checked if any(a is not b for a, b in zip(checked, steps, strict=True)) else steps
 
@@ -929,6 +946,28 @@ def _added_lines(
             if ln.kind != "-":
                 row += 1
     return owner
+
+
+def _as_written(step: _Step) -> bool:
+    """The hunk sits exactly where its header says (offset 0, fuzz 0, no whitespace slack)."""
+    res, place, hunk = step.result, step.place, step.hunk
+    stated = hunk.source_start - 1 if hunk.source_length else hunk.source_start
+    return (
+        place is not None
+        and res.level == "exact"
+        and not (res.fuzz or res.whitespace or place.lead or place.trail or place.free)
+        and place.pos == stated
+    )
+
+
+def _authored_twice(step: _Step, twice: Twice) -> _Step:
+    """The author's own duplicate: applied as written, and said (`Twice.warning`; a hunk
+    that adds several, one after the other)."""
+    said = step.result.warning
+    if said is not None and twice.name + " is defined" in said:
+        return step  # one warning per name, however many of its copies the hunk adds
+    line = twice.warning() if said is None else f"{said}; {twice.warning()}"
+    return step._replace(result=step.result._replace(warning=line))
 
 
 def _twice_step(idx: LineIndex, step: _Step, twice: Twice, offset: int) -> _Step:

@@ -31,10 +31,15 @@ class HunkResult(NamedTuple):
     whitespace: bool = False  # matched only when ignoring whitespace differences
     candidates: tuple[int, ...] = ()  # 1-based lines (in the input file) considered
     reason: str | None = None
+    warning: str | None = None  # applied, but said: a def/class the author's hunk adds twice
 
     @property
     def ok(self) -> bool:
         return self.status in ("applied", "already-applied")
+
+    def to_json(self) -> dict[str, object]:
+        """The hunk in --json documents (docs/json.md): every field by name."""
+        return {**self._asdict(), "candidates": list(self.candidates)}
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,7 @@ class _Defs:
     spans: dict[Key, tuple[Span, ...]]
     excess: dict[Key, int]
     kinds: dict[str, str]
+    codes: dict[Key, tuple[str, ...]]  # per repeated name: each definition's code (ast.dump)
 
 
 @functools.lru_cache(maxsize=128)
@@ -79,7 +80,8 @@ def _defs_of(text: str | bytes) -> _Defs | None:
     defs, excess = _scan(tree)
     spans = {k: tuple((n.lineno, n.end_lineno or n.lineno) for n in v) for k, v in defs.items()}
     kinds = {scope: _kind_of(tree, scope) for scope, _name in excess}
-    return _Defs(spans, dict(excess), kinds)
+    codes = {k: tuple(ast.dump(n) for n in defs[k]) for k in excess}
+    return _Defs(spans, dict(excess), kinds, codes)
 
 
 def _defs_or_raise(text: str | bytes) -> _Defs:
@@ -104,6 +106,13 @@ class Twice:
     lines: tuple[int, ...]
     added: tuple[int, ...]
     existing: tuple[int, ...]
+    same: bool = False  # every copy is the same code (ast, positions aside)
+
+    @property
+    def runs(self) -> int:
+        """The line of the copy Python runs: one body binds the name again at each
+        definition, so the last one in the file wins."""
+        return max(self.lines)
 
     @property
     def where(self) -> str:
@@ -119,6 +128,16 @@ class Twice:
             parts.append(f"line {n} (already in {target} at line {old})")
         count = "twice" if len(self.lines) == 2 else f"{len(self.lines)} times"
         return f"{self.name} is defined {count} in {self.where}: {' and '.join(parts)}"
+
+    def warning(self, target: str = "the target") -> str:
+        """The one warning line for a duplicate the author's own patch makes: both places,
+        the copy Python runs, whether the copies are the same code."""
+        whose = "the added copy" if self.runs in self.added else f"the copy {target} had"
+        code = "the same code" if self.same else "different code"
+        return (
+            f"{self.describe(target)}; Python runs line {self.runs} ({whose}); the copies are "
+            f"{code}"
+        )
 
 
 def defined_names(lines: Iterable[str]) -> set[str]:
@@ -163,6 +182,7 @@ def defined_twice(
                 lines=tuple(n[0] for n in spans),
                 added=tuple(n[0] for n in fresh),
                 existing=tuple(n[0] for n in olds),
+                same=len(set(new_defs.codes[key])) == 1,
             )
         )
     return tuple(out)

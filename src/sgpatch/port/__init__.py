@@ -31,6 +31,7 @@ from sgpatch.port.merge import merge_file
 
 if TYPE_CHECKING:
     from sgpatch.ops.lint import Finding
+    from sgpatch.port.moved import Move
     from sgpatch.port.sequencer import Context, Outcome
     from sgpatch.port.snapshots import Listing
     from sgpatch.port.state import PortState
@@ -63,6 +64,7 @@ class PatchReport:
     files: tuple[FileStop, ...] = ()  # a stopped patch's file problems, as W shows them now
     probe: ProbeStop | None = None  # a stopped patch's probe file and why it stops
     dropped: tuple[Dropped, ...] = ()  # hunks already there upstream
+    moves: tuple[Move, ...] = ()  # hunks carried into the file their code moved to
     carried_files: tuple[str, ...] = ()
     waiting_files: tuple[str, ...] = ()
     waiting_for: tuple[str, ...] = ()  # unfinished patches it `requires`
@@ -86,6 +88,7 @@ class Report:
     notes: list[str] = field(default_factory=list)  # hand edits --continue took, and where
     set_dir: str = ""  # the real path of the set's folder (where --continue writes)
     lint_refusals: list[LintRefusal] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)  # what --continue found still unresolved
 
     @property
     def exit_code(self) -> ExitCode:
@@ -110,6 +113,7 @@ class Report:
             "warnings": self.warnings,
             "notes": self.notes,
             "set_dir": self.set_dir,
+            "left": self.left,
         }
 
 
@@ -125,6 +129,20 @@ def _outcome_json(r: PatchReport) -> dict:
         "as_is": o.as_is,
         "hunks_kept": o.kept,
         "hunks_merged": o.merged,
+        "hunks_moved": o.moved,
+        "hunks_by_hand": o.hand,
+        "moved": [
+            {
+                "file": m.old,
+                "hunk": m.hunk,
+                "scope": m.scope,
+                "to": m.target,
+                "line": m.line,
+                "how": m.how,
+                "conflicts": m.conflicts,
+            }
+            for m in r.moves
+        ],
         "note": o.note,
         "problems": [_problem_json(f.problem, f.markers, f.details) for f in r.files],
         "files_carried": list(r.carried_files),
@@ -209,11 +227,8 @@ def resume(workspace: Path) -> Report:
             if state.phase in ("stopped", "planned"):
                 left = resume_mod.unresolved(ctx, state)
                 if left:
-                    from sgpatch.port.stopreport import FILES_HEAD
-
                     rep = _report(ctx, state, "stopped")
-                    rep.fix = [FILES_HEAD.format(top=ctx.ws.top), *(f"  {x}" for x in left)]
-                    rep.notes = notes
+                    rep.fix, rep.left, rep.notes = _left_fix(ctx, state, left), left, notes
                     return rep
                 state, joined = resume_mod.take_fixed(ctx, state)
                 notes += joined
@@ -225,6 +240,60 @@ def resume(workspace: Path) -> Report:
             rep = _conclude(ctx, state, True)
     rep.notes = notes + rep.notes
     return rep
+
+
+@dataclass(frozen=True)
+class Shown:
+    """`port --show FILE`: one stopped file as `fix` shows it (its line, each hunk's upstream
+    change beside the patch's), and the same as records for --json."""
+
+    file: str
+    lines: tuple[str, ...]
+    problems: tuple[tuple[str, FileStop], ...]  # (patch id, the file's problem as W shows it)
+
+
+def show(workspace: Path, file: str) -> Shown:
+    """The details of one file a stopped port needs a hand for, read off W (nothing is
+    written). FILE: `sglang/srt/x.py`, `srt/x.py`, or its path in W."""
+    import os
+
+    from sgpatch.port.sequencer import stopped_of
+    from sgpatch.port.stopreport import file_entry, file_stop, kind
+    from sgpatch.port.workspace import PKG, existing, shown
+
+    ws = existing(workspace)
+    full = os.path.abspath(file)
+    rel = full[len(str(ws.root)) + 1 :] if full.startswith(f"{ws.root}/") else file
+    rel = rel.removeprefix(f"{PKG}/")
+    stopped = stopped_of(ws)
+    found = [(o.id, p) for o in stopped for p in o.problems if kind(p) == "file"]
+    mine = [(pid, p) for pid, p in found if p.file == rel]
+    if not mine:
+        names = sorted({f"{PKG}/{p.file}" for _pid, p in found})
+        raise bad_input(f"--show {file}: not a file to fix in {ws.top} (the files to fix: "
+                        f"{shown(names) if names else 'none'})")  # fmt: skip
+    lines = [ln.removeprefix("  ") for pid, p in mine for ln in file_entry(ws, pid, p)]
+    stops = tuple((pid, file_stop(ws, pid, p)) for pid, p in mine)
+    return Shown(f"{PKG}/{rel}", tuple(lines), stops)
+
+
+def shown_json(got: Shown) -> dict:
+    return {"file": got.file,
+            "problems": [{"patch": pid, **_problem_json(f.problem, f.markers, f.details)}
+                         for pid, f in got.problems]}  # fmt: skip
+
+
+def _left_fix(ctx: Context, state: PortState, left: list[str]) -> list[str]:
+    """The fix file at a --continue that finds files still unresolved, written again: what
+    is left (with each still-stopped file's details), never a file already fixed."""
+    from sgpatch.port.stopreport import LEFT_HEAD, fix_lines
+
+    files = {x.split(":", 1)[0].removeprefix("sglang/") for x in left}
+    fix = [LEFT_HEAD.format(top=ctx.ws.top), *(f"  {x}" for x in left)]
+    fix += fix_lines(ctx.ws, state.queue.stopped, only=files)
+    with ctx.ws.step("fix"):
+        ctx.ws.put_lines("fix", fix)
+    return fix
 
 
 def abort(workspace: Path, force: bool = False):
@@ -368,6 +437,7 @@ def _patch_report(
         files=files,
         probe=stopreport.probe_stop(ws, o.id, o.problems) if stopped else None,
         dropped=stopreport.dropped(ws, o.id),
+        moves=stopreport.moves(ws, o.id),
         carried_files=tuple(sorted(listing.carried.get(o.id, ()))),
         waiting_files=tuple(sorted(waiting)),
         waiting_for=tuple(r for r in requires if r in unfinished),

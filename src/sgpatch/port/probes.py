@@ -31,7 +31,7 @@ from packaging.version import Version
 
 from sgpatch.errors import SgpatchError
 from sgpatch.patchset.manifest import PatchSpec, load_probe_text, select_variant
-from sgpatch.patchset.probe import AllProbe, ProbeNode, describe, evaluate
+from sgpatch.patchset.probe import ProbeNode, all_of, describe, entries, evaluate
 from sgpatch.port import snapshots
 from sgpatch.port import source as src
 from sgpatch.port.workspace import STATE, Workspace, digest
@@ -221,12 +221,9 @@ def suggestion(ctx: Context, pid: str, st: States) -> tuple[ProbeNode | None, st
     sug = suggest.suggest(rels, st.pristine, before, after)
     if sug.probe is None:
         return None, sug.why
-    probe = sug.probe
-    entries = probe.nodes if isinstance(probe, AllProbe) else (probe,)
-    good = [n for n in entries if value(n, st.whole, _names(n, ctx))]
-    if not good:
+    probe = all_of([n for n in entries(sug.probe) if value(n, st.whole, _names(n, ctx))])
+    if probe is None:
         return None, "every suggested line is gone again once the later patches are applied"
-    probe = good[0] if len(good) == 1 else AllProbe(tuple(good))
     why = problem_on(probe, st, _names(probe, ctx), ctx.to)
     return (None, f"the suggested probe is {why}") if why else (probe, "")
 

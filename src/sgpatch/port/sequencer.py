@@ -30,7 +30,9 @@ from sgpatch.port.workspace import NA_PREFIX, STATE, Workspace, claim, digest
 
 FORMAT = "3"  # of the state files: 3 = steps journaled, phase, the set bound by its real path
 OUTCOMES = ("carried", "fixed", "upstream", "n/a", "skipped", "conflict")
-_HOW = re.compile(r"-|kept (\d{1,9}), merged (\d{1,9})")
+_HOW = re.compile(
+    r"-|kept (\d{1,9}), merged (\d{1,9})(?:, moved (\d{1,9}))?(?:, by hand (\d{1,9}))?"
+)
 PORTED_LINE = "Ported to {to} by sgpatch port (from {variant}, made on {base})"
 
 
@@ -50,9 +52,15 @@ class Outcome:
     merged: int = 0
     note: str = ""
     problems: list[Problem] = field(default_factory=list)  # kept in `problems/ID`
+    moved: int = 0  # hunks carried into the file their code moved to (`moved/ID`)
+    hand: int = 0  # hunks a person had to fix (those its file problems named at the stop)
 
     def line(self) -> str:
-        how = f"kept {self.kept}, merged {self.merged}" if self.outcome != "upstream" else "-"
+        how = "-"
+        if self.outcome != "upstream":
+            how = f"kept {self.kept}, merged {self.merged}"
+            how += f", moved {self.moved}" if self.moved else ""
+            how += f", by hand {self.hand}" if self.hand else ""
         fields = (self.id, self.outcome, self.variant, self.release, self.base,
                   "as-is" if self.as_is else "changed", how, self.note or "-")  # fmt: skip
         return "\t".join(fields)
@@ -65,9 +73,9 @@ class Outcome:
         if how is None or parts[1] not in OUTCOMES or parts[5] not in ("as-is", "changed"):
             raise ws.damaged(where, f"line {line[:60]!r}")
         pid, outcome, variant, release, base, as_is, _how, note = parts
-        kept, merged = (int(how[1]), int(how[2])) if how[1] else (0, 0)
+        kept, merged, moved, hand = (int(n) if n else 0 for n in how.groups())
         return cls(pid, outcome, variant, release, base, as_is == "as-is", kept, merged,
-                   "" if note == "-" else note)  # fmt: skip
+                   "" if note == "-" else note, moved=moved, hand=hand)  # fmt: skip
 
 
 @dataclass
@@ -441,8 +449,10 @@ def _step(
     have = listing.carried.get(pid, frozenset())
     ready = {p for u in units if not u & blocked and not u <= have for p in u}
     if ready:
-        out, bad = _carry_files(ctx, out, sorc, patch, ready, follows)
-        listing = listing.with_list("carried", pid, have | (ready - bad))
+        out, ready, went, bad = _carry_files(ctx, out, sorc, patch, ready, (follows, blocked))
+        if went - listing.files.get(pid, frozenset()):  # files its code moved to join it
+            listing = listing.with_list("files", pid, listing.files.get(pid, frozenset()) | went)
+        listing = listing.with_list("carried", pid, have | ((ready | went) - bad))
         listing = listing.with_list("fixing", pid, bad)
     if out.outcome != "conflict" and not listing.unfinished(pid):
         write_patch(ctx, pid, listing.files[pid])
@@ -510,36 +520,76 @@ def file_units(patch: Patch) -> list[set[str]]:
     return units
 
 
-def _carry_files(ctx: Context, out: Outcome, sorc: src.Source, patch, ready, follows: dict):
+def _carry_files(ctx: Context, out: Outcome, sorc: src.Source, patch, ready, where: tuple):
     """Carry the files `ready` of the patch into W (markers and all), keep what each held
-    before and after; the outcome so far with what happened added, and the files that did not
-    go in (to fix). `follows`: new -> old name of the files upstream renamed (the base has
-    them under the old name)."""
+    before and after; the outcome so far with what happened added, the files carried now
+    (`ready`, less those whose moved code must wait), the files its code moved to
+    (port.moved) and the files that did not go in (to fix). `where`: new -> old name of the
+    files upstream renamed (the base has them under the old name), and the files an
+    unfinished earlier patch holds (moved code waits for it, as a file it holds does)."""
     ws, pid = ctx.ws, out.id
+    sub, res = _carried(ctx, out.id, sorc, patch, ready, where)
+    ready = {p for fp in sub.files for p in _paths(fp, package_mapper(patch.name))}
+    if not ready:
+        return out, set(), set(), set()
+    went = {f.path for f in res.files} - ready
+    snapshots.take(ws, "before", pid, ready | went)
+    for f in res.files:
+        if f.source is not None:
+            ws.write_pkg(f.source, None)
+        ws.write_pkg(f.path, f.after, f.mode)
+    snapshots.take(ws, "after", pid, ready | went)
+    _keep_merge_inputs(ws, res)
+    stopreport.keep_hunks(ws, pid, res.files)
+    stopreport.keep_moves(ws, pid, res.files)
+    problems = problems_of(res)
+    bad_files = {p.file for p in problems}
+    bad = {p for u in file_units(sub) if u & bad_files for p in u} | (bad_files & went)
+    kept, merged, hand = _counts(res)
+    moved = sum(len(f.moves) for f in res.files)
+    dropped = sum(len(f.dropped) for f in res.files)
+    as_is = out.as_is and res.ok and not merged and not dropped and not moved
+    return Outcome(pid, "conflict" if problems else out.outcome, out.variant, out.release,
+                   out.base, as_is, out.kept + kept, out.merged + merged, out.note, problems,
+                   out.moved + moved, out.hand + hand), ready, went, bad  # fmt: skip
+
+
+def _carried(ctx: Context, pid: str, sorc: src.Source, patch, ready, where: tuple):
+    """The patch's files `ready`, carried in memory (nothing written): (the sub-patch carried,
+    the result). A file whose moved code has its certain place in a file an unfinished
+    earlier patch holds waits (carried again without it)."""
+    from sgpatch.port.moved import Elsewhere
+
+    follows, held = where
     mapper = package_mapper(patch.name)
-    sub = replace(patch, files=tuple(fp for fp in patch.files if _paths(fp, mapper) <= ready))
     labels = Labels(f"sglang {ctx.to}", f"sglang {sorc.base}", f"{pid} (made on {sorc.base})")
     base, why = _base_reader(ctx, sorc.base, ctx.manifest.patches.index(ctx.manifest.patch(pid)))
     if base is not None and follows:
         base = functools.partial(_renamed_reader, base, follows)
-    snapshots.put(ws, "before", pid, {r: ws.read_pkg(r) for r in sorted(ready)})
-    res = carry_patch(sub, pid, ws.read_pkg, base, labels, why or NO_BASE)
+    names = (labels.ours, labels.base, labels.theirs)
+    elsewhere = Elsewhere(ctx.to, ctx.ws.read_pkg, frozenset(held), names)
+    while True:
+        sub = replace(patch, files=tuple(fp for fp in patch.files if _paths(fp, mapper) <= ready))
+        res = carry_patch(sub, pid, ctx.ws.read_pkg, base, labels, why or NO_BASE, elsewhere,
+                          modes=ctx.ws.mode_pkg)  # fmt: skip
+        waits = {f.path for f in res.files if any(lo.held for lo in f.lost)}
+        if not waits:
+            return sub, res
+        ready = {p for u in file_units(sub) if not u & waits for p in u}
+
+
+def _counts(res: CarriedPatch) -> tuple[int, int, int]:
+    """Hunks kept, merged and left to a hand, each hunk counted once: a hunk its file's
+    problem names (a conflict, or a Python check of the whole file) is a hand's, not kept."""
+    kept = merged = hand = 0
     for f in res.files:
-        if f.source is not None:
-            ws.write_pkg(f.source, None)
-        ws.write_pkg(f.path, f.after)
-    snapshots.put(ws, "after", pid, {r: ws.read_pkg(r) for r in sorted(ready)})
-    _keep_merge_inputs(ws, res)
-    stopreport.keep_hunks(ws, pid, res.files)
-    problems = problems_of(res)
-    bad_files = {p.file for p in problems}
-    bad = {p for u in file_units(sub) if u & bad_files for p in u}
-    kept = sum(len(f.kept) for f in res.files)
-    merged = sum(len(f.merged) for f in res.files)
-    dropped = sum(len(f.dropped) for f in res.files)
-    return Outcome(pid, "conflict" if problems else out.outcome, out.variant, out.release,
-                   out.base, out.as_is and res.ok and not merged and not dropped, out.kept + kept,
-                   out.merged + merged, out.note, problems), bad  # fmt: skip
+        named = set(f.hunks) if f.problem is not None else set()
+        hand += len(named)
+        if f.moved_from is not None:
+            continue  # a file code moved into: its hunks count as moved, by the old file
+        kept += len(set(f.kept) - named)
+        merged += len(set(f.merged) - named)
+    return kept, merged, hand
 
 
 def _renamed_reader(base, follows: dict, rel: str) -> bytes | None:
@@ -572,15 +622,25 @@ def write_patch(ctx: Context, pid: str, files: Iterable[str]) -> None:
     rels = sorted(files)
     befores = snapshots.get(ws, "before", pid, rels)
     afters = snapshots.get(ws, "after", pid, rels)
-    ws.put_bytes(f"patches/{pid}.patch", render_patch(ctx, patch.header, sorc, befores, afters))
+    modes = {p: (snapshots.mode(ws, "before", pid, p), snapshots.mode(ws, "after", pid, p))
+             for p in rels}  # fmt: skip
+    patch_file = render_patch(ctx, patch.header, sorc, befores, afters, modes)
+    ws.put_bytes(f"patches/{pid}.patch", patch_file)
 
 
-def render_patch(ctx: Context, header: str, sorc, befores: dict, afters: dict) -> bytes:
+def render_patch(
+    ctx: Context, header: str, sorc, befores: dict, afters: dict, modes: dict | None = None
+) -> bytes:
     """The new patch file: the old header + one line saying where it came from, canonical diff
-    of each file from what the workspace held before the patch to what it holds after."""
+    of each file from what the workspace held before the patch to what it holds after, in
+    the git modes `modes[path]` (before, after) gives (the execute bit, a symlink)."""
     from sgpatch.diff import canonical as rf
 
-    diff = rf.canonical_diff(rf.FileDiff(p, befores.get(p), afters[p]) for p in sorted(afters))
+    modes = modes or {}
+    diff = rf.canonical_diff(
+        rf.FileDiff(p, befores.get(p), afters[p], *modes.get(p, (rf.REGULAR, rf.REGULAR)))
+        for p in sorted(afters)
+    )
     variant = _rel(sorc.variant.patch, ctx.manifest.base_dir)
     line = PORTED_LINE.format(to=ctx.to, variant=variant, base=sorc.base)
     return rf.render(rf.add_header_line(header, line), diff)

@@ -4,16 +4,20 @@ Port carries a patch file by file: a file an earlier patch still has to have fix
 patch's other files go on. So a patch's diff can no longer be read off W at the end (a later
 patch may have written the same file since): each carried file's bytes before and after the
 patch are kept in the state folder (`before/ID/FILE`, `after/ID/FILE`, absent files listed in
-`before/ID.absent`, `after/ID.absent`), and `carried/ID` lists the files of ID that are done.
+`before/ID.absent`, `after/ID.absent`; a symlink's target as its bytes, and every file that is
+no plain 100644 one in `before/ID.modes`, `after/ID.modes` as `MODE PATH` lines: 100755, or
+120000 for a symlink), and `carried/ID` lists the files of ID that are done.
 The order patches write a file in is manifest order, so the last writer of a file is the last
 patch in that order that carried (or is fixing) it: only that patch may take a hand edit of it.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from sgpatch.diff.canonical import EXECUTABLE, REGULAR, SYMLINK
 from sgpatch.port.workspace import Workspace
 
 Files = Mapping[str, "bytes | None"]
@@ -73,10 +77,15 @@ class Listing:
         return replace(self, changed=frozenset())
 
 
-def put(ws: Workspace, side: str, pid: str, files: Files) -> None:
-    """Record `files` as patch `pid`'s `side` (before | after), next to what is recorded."""
+def put(
+    ws: Workspace, side: str, pid: str, files: Files, modes: Mapping[str, int] | None = None
+) -> None:
+    """Record `files` as patch `pid`'s `side` (before | after), next to what is recorded,
+    each of git mode `modes[rel]` (100644 when not named); `modes` None: the modes recorded
+    for them stay (a file recorded absent has none)."""
     name = f"{side}/{pid}.absent"
     absent = set(absent_of(ws, side, pid))
+    kinds = dict(modes_of(ws, side, pid))
     for rel, data in files.items():
         if data is None:
             absent.add(rel)
@@ -84,8 +93,64 @@ def put(ws: Workspace, side: str, pid: str, files: Files) -> None:
         else:
             absent.discard(rel)
             ws.put_bytes(f"{side}/{pid}/{rel}", data)
+        if data is None or (modes is not None and modes.get(rel, REGULAR) == REGULAR):
+            kinds.pop(rel, None)
+        elif modes is not None:
+            kinds[rel] = modes[rel]
     ws.put_lines(name, sorted(absent))
     ws.absent[name] = frozenset(absent)
+    _put_modes(ws, side, pid, kinds)
+
+
+def take(ws: Workspace, side: str, pid: str, rels: Iterable[str]) -> dict[str, bytes | None]:
+    """Record W's files `rels` as they are now, bytes and git modes, as patch `pid`'s
+    `side`; returns their bytes. A symlink is taken only when its target stays in the
+    package, as a set's links must (exit 4 otherwise: a link a person made to elsewhere)."""
+    files = {r: ws.read_pkg(r) for r in sorted(rels)}
+    put(ws, side, pid, files, {r: mode_in(ws, r) for r, data in files.items() if data is not None})
+    return files
+
+
+def mode_in(ws: Workspace, rel: str) -> int:
+    """The git mode of W's file `rel`, as a patch may take it: a symlink only when its
+    target stays in the package, as a set's links must (exit 4 otherwise, one line: a link a
+    person pointed elsewhere)."""
+    from sgpatch.ops.fileplan import check_link
+
+    mode = ws.mode_pkg(rel)
+    if mode == SYMLINK:
+        check_link(ws.root, rel, os.fsdecode(ws.read_pkg(rel) or b""))
+    return mode
+
+
+def modes_of(ws: Workspace, side: str, pid: str) -> dict[str, int]:
+    """The git modes recorded for patch `pid`'s `side` that are not 100644 (`SIDE/ID.modes`,
+    read once per run, as the absent lists are)."""
+    name = f"{side}/{pid}.modes"
+    if name not in ws.absent:
+        ws.absent[name] = frozenset(ws.lines(name))
+    out = {}
+    for line in ws.absent[name]:
+        mode, _, rel = line.partition(" ")
+        if mode not in _MODES or not rel:
+            raise ws.damaged(name, f"line {line[:60]!r}")
+        out[rel] = _MODES[mode]
+    return out
+
+
+_MODES = {f"{EXECUTABLE:o}": EXECUTABLE, f"{SYMLINK:o}": SYMLINK}
+
+
+def _put_modes(ws: Workspace, side: str, pid: str, kinds: Mapping[str, int]) -> None:
+    """Write `SIDE/ID.modes` when it changes (most patches never have one)."""
+    name = f"{side}/{pid}.modes"
+    lines = frozenset(f"{m:o} {rel}" for rel, m in kinds.items())
+    if lines != ws.absent.get(name, frozenset()):
+        if lines:
+            ws.put_lines(name, sorted(lines))
+        else:
+            ws.put(name, None)
+        ws.absent[name] = lines
 
 
 def get(ws: Workspace, side: str, pid: str, rels: Iterable[str]) -> dict[str, bytes | None]:
@@ -103,6 +168,11 @@ def absent_of(ws: Workspace, side: str, pid: str) -> frozenset[str]:
     return ws.absent[name]
 
 
+def mode(ws: Workspace, side: str, pid: str, rel: str) -> int:
+    """The git mode recorded for one file of patch `pid`'s `side` (100644 unless named)."""
+    return modes_of(ws, side, pid).get(rel, REGULAR)
+
+
 def one(ws: Workspace, side: str, pid: str, rel: str) -> bytes | None:
     """Patch `pid`'s recorded `side` of one file."""
     return get(ws, side, pid, [rel])[rel]
@@ -116,6 +186,7 @@ def check(ws: Workspace, pid: str, listing: Listing) -> None:
     lists = {f"{n}/{pid}": getattr(listing, n).get(pid, frozenset()) for n in LISTS}
     for side in ("before", "after"):
         lists[f"{side}/{pid}.absent"] = absent_of(ws, side, pid)
+        lists[f"{side}/{pid}.modes"] = frozenset(modes_of(ws, side, pid))
     for name, rels in lists.items():
         for rel in sorted(rels):
             parts = rel.split("/")
@@ -125,4 +196,16 @@ def check(ws: Workspace, pid: str, listing: Listing) -> None:
                 raise ws.damaged(name, f"{rel[:60]!r} is not one of {pid}'s files")
 
 
-__all__ = ["LISTS", "Listing", "absent_of", "check", "get", "one", "put"]
+__all__ = [
+    "LISTS",
+    "Listing",
+    "absent_of",
+    "check",
+    "get",
+    "mode",
+    "mode_in",
+    "modes_of",
+    "one",
+    "put",
+    "take",
+]

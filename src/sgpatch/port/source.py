@@ -227,7 +227,7 @@ class BaseTree:
         trial = self._overlay.fork()
         plans = plan_patch(trial, patch, package_mapper(patch.name), fuzz=self.manifest.fuzz)
         if all(p.ok for p in plans):  # else: upstream or broken on this release; left out
-            self._overlay.changed, self._overlay.original = trial.changed, trial.original
+            self._overlay.adopt(trial)  # links and all
 
 
 # ---------------------------------------------------------------------------------------------

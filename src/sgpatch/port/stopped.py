@@ -13,6 +13,7 @@ import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from sgpatch.diff.canonical import SYMLINK
 from sgpatch.errors import ExitCode, SgpatchError, bad_input, unsafe
 from sgpatch.fs.atomic import TMP_SUFFIX
 from sgpatch.patchset.manifest import load_manifest
@@ -26,6 +27,8 @@ from sgpatch.port.workspace import (
     PKG,
     Workspace,
     digest,
+    entry_digest,
+    files_left,
     hand_edits,
     keep_aside,
     left_in,
@@ -90,10 +93,17 @@ def unresolved(ctx: Context, state: PortState) -> list[str]:
     for o in stopped:
         for rel in sorted(f for f, w in writers.items() if w == o.id):
             before = snapshots.get(ws, "before", o.id, [rel])[rel]
-            out += _problems(rel, ws.read_pkg(rel), before, label)
+            out += _problems(rel, _text(ws, rel), before, label)
     for rel in _edited(ctx, stopped, writers):
-        out += _problems(rel, ws.read_pkg(rel), _wrote(ctx, state.listing, rel), label)
+        out += _problems(rel, _text(ws, rel), _wrote(ctx, state.listing, rel), label)
     return out
+
+
+def _text(ws: Workspace, rel: str) -> bytes | None:
+    """W's file to check, None for a symlink (a link has no lines: its target is taken as
+    the person left it)."""
+    data = ws.read_pkg(rel)
+    return None if data is None or ws.mode_pkg(rel) == SYMLINK else data
 
 
 def _problems(rel: str, data: bytes | None, before: bytes | None, label: str) -> list[str]:
@@ -140,8 +150,7 @@ def _take_fixes(ctx: Context, state: PortState, joins: dict, order: list[str]):
     listing, rewrite, notes = _take_edits(ctx, state, joins)
     writers = _last_writers(ctx, replace(state, listing=listing))  # fixing -> carried below
     for o in q.stopped:
-        now = {f: ws.read_pkg(f) for f in sorted(f for f, w in writers.items() if w == o.id)}
-        snapshots.put(ws, "after", o.id, now)
+        now = snapshots.take(ws, "after", o.id, [f for f, w in writers.items() if w == o.id])
         _remember(ws, now)
         carried = listing.carried.get(o.id, frozenset()) | listing.fixing.get(o.id, frozenset())
         listing = listing.with_list("carried", o.id, carried).with_list("fixing", o.id, ())
@@ -204,7 +213,9 @@ def _take_edits(ctx: Context, state: PortState, joins: dict):
     moved: set[str] = set()
     for rel, (pid, puts, later) in joins.items():
         for side, who, data in puts:
-            snapshots.put(ws, side, who, {rel: data})
+            last = side == "after" and who == pid and not later  # W's file is its after
+            kind = {rel: snapshots.mode_in(ws, rel)} if last else None
+            snapshots.put(ws, side, who, {rel: data}, kind)
         listing = listing.with_list("files", pid, listing.files.get(pid, frozenset()) | {rel})
         if pid in stopped:
             listing = listing.with_list("fixing", pid, listing.fixing.get(pid, frozenset()) | {rel})
@@ -233,7 +244,7 @@ def _remember(ws: Workspace, files: dict[str, bytes | None]) -> None:
         if data is None:
             ws.tree().pop(f"{PKG}/{f}", None)
         else:
-            ws.tree()[f"{PKG}/{f}"] = digest(data)
+            ws.tree()[f"{PKG}/{f}"] = entry_digest(data, ws.mode_pkg(f))
 
 
 def _join(ctx: Context, listing: Listing, pid: str, rel: str, order: list[str]):
@@ -293,18 +304,22 @@ def changed_by_hand(ws: Workspace) -> list[str]:
     import os
 
     tree, out = ws.tree(), []
-    for dirpath, _dirs, files in os.walk(ws.root, followlinks=False):
-        for name in files:
+    for dirpath, dirs, files in os.walk(ws.root, followlinks=False):
+        links = [d for d in dirs if os.path.islink(os.path.join(dirpath, d))]  # never entered
+        for name in [*files, *links]:
             full = Path(dirpath, name)
             rel = full.relative_to(ws.top).as_posix()
-            if full.is_symlink() or "/__pycache__/" in f"/{rel}":
+            if "/__pycache__/" in f"/{rel}":
                 continue
             if rel not in tree and (name.startswith((".", "#")) or name.endswith(_JUNK)):
                 continue
-            if tree.get(rel) != digest(full.read_bytes()):
+            if full.is_symlink():  # its target, read, never followed
+                if tree.get(rel) != entry_digest(os.fsencode(os.readlink(full)), SYMLINK):
+                    out.append(rel[len(PKG) + 1 :])
+            elif tree.get(rel) != digest(full.read_bytes()):
                 out.append(rel[len(PKG) + 1 :])
     for rel in tree:
-        if rel.startswith(f"{PKG}/") and not (ws.top / rel).exists():
+        if rel.startswith(f"{PKG}/") and not os.path.lexists(ws.top / rel):
             out.append(rel[len(PKG) + 1 :])
     return sorted(set(out))
 
@@ -319,6 +334,8 @@ class Aborted:
     edits: list[str]
     kept_in: Path | None
     own: list[str] = field(default_factory=list)
+    stays: bool = False  # W itself is still there (made by the person, or holding others' files)
+    left_files: list[str] = field(default_factory=list)  # the files others put in W, kept
 
 
 def abort(ws: Workspace, force: bool = False) -> Aborted:
@@ -341,4 +358,4 @@ def abort(ws: Workspace, force: bool = False) -> Aborted:
     own = own_files(ws)
     kept_in = keep_aside(ws, edits + own) if edits or own else None
     remove(ws)
-    return Aborted(left_in(ws), edits, kept_in, own)
+    return Aborted(left_in(ws), edits, kept_in, own, ws.top.is_dir(), files_left(ws))

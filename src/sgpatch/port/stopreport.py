@@ -20,13 +20,18 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 from sgpatch.port.merge import marker_lines
 from sgpatch.port.workspace import PKG, STATE, Workspace
 from sgpatch.state.folder import parse_json
 
+if TYPE_CHECKING:
+    from sgpatch.port.moved import Move
+
 PROBE, LINT = "probe: ", "lint: "
 FILES_HEAD = "files to fix in W (then `sgpatch port --continue --workspace {top}`):"
+LEFT_HEAD = "left to fix in W (then `sgpatch port --continue --workspace {top}`):"
 PROBES_HEAD = "probes (the probe files: edit them during the stop; --continue checks them):"
 LINT_HEAD = "lint refuses the set as --continue would write it (patch, manifest field):"
 
@@ -45,7 +50,8 @@ ALREADY = "already there"
 CONFLICT = "conflict"
 ALONE = "merges alone; conflicts only with the other hunks"
 NO_PLACE = "does not place on the base by itself"
-STATUSES = (CONFLICT, ALREADY, ALONE, NO_PLACE)
+MOVED = "its code is no longer in this file"  # no certain place elsewhere: the candidates
+STATUSES = (CONFLICT, ALREADY, ALONE, NO_PLACE, MOVED)
 
 
 @dataclass(frozen=True)
@@ -118,9 +124,9 @@ def probe_problem(why: str) -> Problem:
     return Problem("", f"{PROBE}{why}")
 
 
-def fix_lines(ws: Workspace, stopped: Sequence) -> list[str]:
+def fix_lines(ws: Workspace, stopped: Sequence, only: set[str] | None = None) -> list[str]:
     """The `fix` file: a heading per kind, one entry per problem (a file's entry followed by
-    its hunks' details)."""
+    its hunks' details); `only`: the files still to fix (None: every stopped file)."""
     files: list[str] = []
     probes: list[str] = []
     lints: list[str] = []
@@ -128,7 +134,8 @@ def fix_lines(ws: Workspace, stopped: Sequence) -> list[str]:
         for p in o.problems:
             k = kind(p)
             if k == "file":
-                files += _file_entry(ws, o.id, p)
+                if only is None or p.file in only:
+                    files += file_entry(ws, o.id, p)
             elif k == "probe":
                 probes.append(f"  {o.id}: {p.why[len(PROBE) :]}")
             else:
@@ -188,7 +195,8 @@ def probe_file(ws: Workspace, pid: str) -> bytes | None:
     return data
 
 
-def _file_entry(ws: Workspace, pid: str, p: Problem) -> list[str]:
+def file_entry(ws: Workspace, pid: str, p: Problem) -> list[str]:
+    """A stopped file's entry in `fix`: its line, then each hunk's details."""
     stop = file_stop(ws, pid, p)
     where = f" (markers at lines {', '.join(map(str, stop.markers))})" if stop.markers else ""
     hunks = ", ".join(f"#{h}" for h in p.hunks) or "-"
@@ -270,6 +278,9 @@ def render_detail(d: HunkDetail) -> list[str]:
         head += f" ({d.where})"
     if d.status == ALREADY:
         return [head, *[f"  {e}" for e in d.evidence or ()]]
+    if d.status == MOVED:
+        change = [f"  the patch, {d.patch_label}:", *(f"  {x}" for x in d.patch or ())]
+        return [head, *[f"  {e}" for e in d.evidence or ()], *change]
     left = [f"upstream, {d.upstream_label or ''}:", *(d.upstream or ())]
     right = [f"the patch, {d.patch_label or ''}:", *(d.patch or ())]
     return [head, *side_by_side(left, right)]
@@ -321,6 +332,33 @@ def keep_hunks(ws: Workspace, pid: str, files: Sequence) -> None:
     for f in files:
         if f.details:
             put_details(ws, pid, f.path, f.details)
+
+
+def keep_moves(ws: Workspace, pid: str, files: Sequence) -> None:
+    """Record the hunks carried into the file their code moved to (`moved/ID`: old file,
+    hunk, its scope there, the file and line it went to, the evidence, conflicts left)."""
+    rows = [f"{m.old}\t{m.hunk}\t{m.scope}\t{m.target}\t{m.line}\t{m.how}\t{m.conflicts}"
+            for f in files for m in f.moves]  # fmt: skip
+    if rows:
+        ws.put_lines(f"moved/{pid}", [*ws.lines(f"moved/{pid}"), *rows])
+
+
+def moves(ws: Workspace, pid: str) -> tuple[Move, ...]:
+    """The hunks of `pid` carried into moved code (`moved/ID`), in the order recorded."""
+    from sgpatch.port.moved import Move
+
+    out = []
+    for ln in ws.lines(f"moved/{pid}"):
+        parts = ln.split("\t")
+        if len(parts) != 7 or not all(_count(x) for x in (parts[1], parts[4], parts[6])):
+            raise ws.damaged(f"moved/{pid}", f"line {ln[:60]!r}")
+        old, hunk, scope, target, line, how, bad = parts
+        out.append(Move(int(hunk), old, scope, target, int(line), how, int(bad)))
+    return tuple(out)
+
+
+def _count(text: str) -> bool:
+    return text.isdigit() and len(text) < 10
 
 
 def dropped(ws: Workspace, pid: str) -> tuple[Dropped, ...]:

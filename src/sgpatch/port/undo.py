@@ -20,6 +20,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sgpatch.diff.canonical import EXECUTABLE, REGULAR, SYMLINK
 from sgpatch.errors import SgpatchError, unsafe
 from sgpatch.fs.journal import Damaged, Entry, Store, entry_lines, head, parse, wrote_line
 from sgpatch.port.wsfiles import (
@@ -27,8 +28,10 @@ from sgpatch.port.wsfiles import (
     STATE,
     append,
     digest,
+    entry_digest,
     opened_dir,
     read,
+    read_entry,
     rmtree,
     sync,
     write,
@@ -53,17 +56,18 @@ class Journal:
         write(self.top, f"{DIR}/step", f"{self.name}\n".encode())
         write(self.top, INDEX, head(os.getpid()).encode())
 
-    def note(self, rel: str, data: bytes | None) -> None:
-        """Before `rel` is written with `data`: keep what it holds (the first time), then say
-        what is written, in one line each time (a kill cuts at most the last line short)."""
-        new = None if data is None else digest(data)
+    def note(self, rel: str, data: bytes | None, mode: int = REGULAR) -> None:
+        """Before `rel` is written with `data` (of git `mode`): keep what it holds (the first
+        time: a tree file's mode, a symlink's target), then say what is written, in one line
+        each time (a kill cuts at most the last line short)."""
+        new = None if data is None else entry_digest(data, mode)
         if rel in self.seen:
             append(self.top, INDEX, wrote_line(rel, new))
             return
-        old = read(self.top, rel)
+        old, was = _held(self.top, rel)
         entry = Entry(rel, None)
         if old is not None:
-            entry = Entry(rel, digest(old), len(old))
+            entry = Entry(rel, digest(old), len(old), _perm(was), link=was == SYMLINK)
             if entry.digest not in self.stored:
                 write(self.top, f"{ORIGINALS}/{entry.digest}", old, durable=True)
                 self.stored.add(entry.digest or "")
@@ -74,6 +78,25 @@ class Journal:
         sync(self.top, self.seen)  # what the step wrote, on disk before its journal goes
         write(self.top, INDEX, None)  # from here the step has happened
         _drop(self.top)
+
+
+def _held(top: Path, rel: str) -> tuple[bytes | None, int]:
+    """What W holds at `rel`: a tree file with its git mode (a symlink: its target), a state
+    file as `read` reads it (a symlink there is refused)."""
+    if rel.startswith(f"{PKG}/"):
+        return read_entry(top, rel)
+    return read(top, rel), REGULAR
+
+
+def _perm(mode: int) -> int | None:
+    """The permission bits a journal line keeps for a file (None for a symlink)."""
+    return None if mode == SYMLINK else 0o755 if mode == EXECUTABLE else 0o644
+
+
+def _git_mode(e: Entry) -> int:
+    if e.link:
+        return SYMLINK
+    return EXECUTABLE if (e.mode or 0) & 0o111 else REGULAR
 
 
 def recover(top: Path, strict: bool = True) -> list[str]:
@@ -100,7 +123,7 @@ def recover(top: Path, strict: bool = True) -> list[str]:
             if e.path.startswith(f"{PKG}/") and _edited_since(top, e, old):
                 kept.append(e.path)
                 continue
-            write(top, e.path, old)
+            write(top, e.path, old, mode=_git_mode(e))
     write(top, INDEX, None)
     _drop(top)
     return kept
@@ -131,10 +154,10 @@ def _damaged(top: Path, why: str) -> SgpatchError:
 
 
 def _edited_since(top: Path, e: Entry, old: bytes | None) -> bool:
-    now = read(top, e.path)
-    if now == old:
+    now, mode = read_entry(top, e.path)
+    if now == old and (now is None or (mode == SYMLINK) == e.link):
         return False
-    return ("-" if now is None else digest(now)) not in e.wrote
+    return ("-" if now is None else entry_digest(now, mode)) not in e.wrote
 
 
 def _drop(top: Path) -> None:

@@ -32,6 +32,7 @@ in `.git/rebase-merge/`):
                   listed in before/<id>.absent, after/<id>.absent): its new file is their diff
     patches/      the new patch file of each finished patch
     merge/<id>/   the merge inputs of a patch's merged files (<file>.base, <file>.theirs)
+    moved/<id>    the hunks carried into the file their code moved to (port.moved)
     finishing/    the set's new files while --continue writes them into the set
     na-<id>       written by the person: why a patch n/a on the nearest release is n/a on V
                   too (--continue then writes a `==V` n/a variant with that reason); it and
@@ -55,6 +56,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from sgpatch.diff.canonical import REGULAR
 from sgpatch.errors import SgpatchError, bad_input, unsafe
 from sgpatch.fs import atomic
 from sgpatch.fs.atomic import TMP_SUFFIX
@@ -64,14 +66,27 @@ from sgpatch.port.wsfiles import (
     STATE,
     digest,
     digests,
+    entry_digest,
     kept_dirs,
     kill_point,
+    mode_of,
     read,
+    read_entry,
     rmtree,
     write,
 )
 
-__all__ = ["PKG", "STATE", "Workspace", "digest", "kill_point", "read", "rmtree", "write"]
+__all__ = [
+    "PKG",
+    "STATE",
+    "Workspace",
+    "digest",
+    "entry_digest",
+    "kill_point",
+    "read",
+    "rmtree",
+    "write",
+]
 
 LOCK = ".sgpatch-port.lock"
 NEW_STATE = ".sgpatch-port.new-"  # the state folder being made (renamed to STATE whole)
@@ -85,7 +100,7 @@ OURS_AT_TOP = (STATE, LOCK)  # names in W that are sgpatch's own, never a person
 _STATE_NAMES = """
     marker format set set-dir set-name set-sha256 onto offline known without made command phase
     reused stage journal todo partial done needs-a-hand fix tree files carried fixing before
-    after patches merge problems probes hunks dropped finishing finished kept-aside
+    after patches merge problems probes hunks dropped moved finishing finished kept-aside
 """
 OURS_IN_STATE = frozenset(_STATE_NAMES.split())
 MARKER = "sgpatch port workspace\n"
@@ -110,11 +125,12 @@ class Workspace:
         return self.top / PKG
 
     # writes ------------------------------------------------------------------------------
-    def write(self, rel: str, data: bytes | None) -> None:
-        """Every write of W (tree and state) goes here: noted in the step's journal first."""
+    def write(self, rel: str, data: bytes | None, mode: int = REGULAR) -> None:
+        """Every write of W (tree and state) goes here: noted in the step's journal first.
+        `mode`: a tree file's git mode (wsfiles.write)."""
         if self._journal is not None:
-            self._journal.note(rel, data)
-        write(self.top, rel, data)
+            self._journal.note(rel, data, mode)
+        write(self.top, rel, data, mode=mode)
 
     @contextmanager
     def step(self, name: str) -> Iterator[None]:
@@ -193,9 +209,12 @@ class Workspace:
 
     def put_editable(self, name: str, data: bytes) -> None:
         """A state file a person may edit during a stop (listed in `tree`, so --abort keeps
-        their edit of it as it keeps an edited tree file)."""
+        their edit of it as it keeps an edited tree file). The list is written in the same
+        step: sgpatch rewriting the file (a probe it replaces by itself at --continue) is
+        never taken for a person's edit later."""
         self.put_bytes(name, data)
         self.tree()[f"{STATE}/{name}"] = digest(data)
+        self.save_tree()
 
     @property
     def phase(self) -> str:
@@ -210,16 +229,22 @@ class Workspace:
 
     # the tree ----------------------------------------------------------------------------
     def read_pkg(self, rel: str) -> bytes | None:
-        return read(self.top, f"{PKG}/{rel}")
+        """A tree file's bytes (a symlink's: its target, never followed)."""
+        return read_entry(self.top, f"{PKG}/{rel}")[0]
 
-    def write_pkg(self, rel: str, data: bytes | None) -> None:
-        """Write a file of the tree (remembered in `tree` at the next save_tree)."""
-        self.write(f"{PKG}/{rel}", data)
+    def mode_pkg(self, rel: str) -> int:
+        """A tree file's git mode: 100644, 100755, or 120000 for a symlink."""
+        return mode_of(self.top, f"{PKG}/{rel}")
+
+    def write_pkg(self, rel: str, data: bytes | None, mode: int = REGULAR) -> None:
+        """Write a file of the tree, of git mode `mode` (remembered in `tree` at the next
+        save_tree)."""
+        self.write(f"{PKG}/{rel}", data, mode)
         tree = self.tree()
         if data is None:
             tree.pop(f"{PKG}/{rel}", None)
         else:
-            tree[f"{PKG}/{rel}"] = digest(data)
+            tree[f"{PKG}/{rel}"] = entry_digest(data, mode)
 
     def tree(self, lenient: bool = False) -> dict[str, str]:
         """W-relative path -> sha256 of every file sgpatch wrote into W, read once. A damaged
@@ -467,7 +492,7 @@ def hand_edits(ws: Workspace) -> list[str]:
     """W-relative files sgpatch wrote that hold other bytes now: a person's edits, which
     --abort must never delete silently."""
     tree = ws.tree()
-    now = digests(ws.top, tree)  # a symlink: left out, never followed; unreadable: listed
+    now = digests(ws.top, tree)  # a symlink: its target, never followed; unreadable: listed
     return sorted(rel for rel, sha in now.items() if sha is not None and sha != tree[rel])
 
 
@@ -484,9 +509,9 @@ def keep_aside(ws: Workspace, rels: list[str]) -> Path:
             n += 1
     try:
         for rel in rels:
-            data = read(ws.top, rel)
+            data, mode = read_entry(ws.top, rel)  # a symlink is copied as one
             if data is not None:
-                write(dest, rel, data)
+                write(dest, rel, data, mode=mode)
     except BaseException:
         rmtree(dest)  # a failed copy leaves no W.aborted-N behind (the next try makes it anew)
         raise
@@ -562,6 +587,23 @@ def remove(ws: Workspace, keep_top: bool = False) -> bool:
 def left_in(ws: Workspace) -> list[str]:
     """What is left in W after `remove` (what others put there)."""
     return _others(ws.top) if ws.top.is_dir() else []
+
+
+def files_left(ws: Workspace) -> list[str]:
+    """The W-relative files left in W after `remove` (symlinks listed, never followed), for
+    the line that says why W stays."""
+    out: list[str] = []
+    for name in left_in(ws):
+        path = ws.top / name
+        if path.is_symlink() or not path.is_dir():
+            out.append(name)
+            continue
+        for dirpath, dirs, files in os.walk(path, followlinks=False):
+            dirs.sort()
+            rel = Path(dirpath).relative_to(ws.top).as_posix()
+            out += [f"{rel}/{f}" for f in sorted(files)]
+            out += [f"{rel}/{d}" for d in dirs if os.path.islink(os.path.join(dirpath, d))]
+    return out
 
 
 def _prune(top: Path) -> None:

@@ -1,7 +1,13 @@
 """The files of a port workspace, read and written without trusting what is there: every
 path is opened relative to a directory descriptor, component by component, never through a
 symlink (a symlink planted in W is refused, exit 4); every write goes through a temp file with
-an unpredictable name and a rename. Each write is one step of the fault-injection hook."""
+an unpredictable name and a rename. Each write is one step of the fault-injection hook.
+
+The release tree in W holds what a set's patches make of it, every kind git records: a file
+(mode 100644), an executable one (100755) and a symlink (120000), whose "bytes" are its target
+(`read_entry`, `write(..., mode=)`). A symlink there is read with readlink, never followed;
+one on the way to a file is refused as anywhere else.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
 
+from sgpatch.diff.canonical import EXECUTABLE, REGULAR, SYMLINK
 from sgpatch.errors import SgpatchError, unsafe
 from sgpatch.fs import atomic, steps
 
@@ -160,16 +167,68 @@ def read(top: Path, rel: str) -> bytes | None:
         raise SgpatchError(f"{top}/{rel}: cannot read: {exc.strerror}") from None
 
 
-def write(top: Path, rel: str, data: bytes | None, durable: bool = False) -> None:
+def read_entry(top: Path, rel: str) -> tuple[bytes | None, int]:
+    """Bytes and git mode of top/rel: a file's bytes (100644, or 100755 with an execute
+    bit), or a symlink's target (120000), read with readlink and never followed; (None,
+    100644) when absent. A symlink on the way to it is refused, as by `read`."""
+    *dirs, name = _parts(rel)
+    try:
+        with _dir(top, dirs, create=False) as d:
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=d)
+            except OSError as exc:
+                if exc.errno != errno.ELOOP:
+                    raise
+                return os.fsencode(os.readlink(name, dir_fd=d)), SYMLINK
+            with os.fdopen(fd, "rb") as f:
+                st = os.fstat(f.fileno())
+                if not stat.S_ISREG(st.st_mode):
+                    raise unsafe(f"{top}/{rel} is not a regular file; not reading it")
+                return f.read(), EXECUTABLE if st.st_mode & 0o111 else REGULAR
+    except FileNotFoundError:
+        return None, REGULAR
+    except OSError as exc:
+        raise SgpatchError(f"{top}/{rel}: cannot read: {exc.strerror}") from None
+
+
+def mode_of(top: Path, rel: str) -> int:
+    """The git mode of top/rel from its status alone (lstat: a symlink is never followed):
+    120000 for a symlink, 100755 for a file with an execute bit, else (absent too) 100644."""
+    *dirs, name = _parts(rel)
+    try:
+        with _dir(top, dirs, create=False) as d:
+            st = os.stat(name, dir_fd=d, follow_symlinks=False)
+    except FileNotFoundError:
+        return REGULAR
+    if stat.S_ISLNK(st.st_mode):
+        return SYMLINK
+    return EXECUTABLE if stat.S_ISREG(st.st_mode) and st.st_mode & 0o111 else REGULAR
+
+
+def entry_digest(data: bytes, mode: int = REGULAR) -> str:
+    """What `tree` and a step's journal record for a path: the sha256 of a file's bytes, or,
+    for a symlink, of its target after a marker no text file starts with (so a file holding
+    a link's target text is never taken for the link)."""
+    return digest(b"\0symlink\0" + data if mode == SYMLINK else data)
+
+
+def write(
+    top: Path, rel: str, data: bytes | None, durable: bool = False, mode: int = REGULAR
+) -> None:
     """Replace top/rel with `data` (None: remove it) through an unpredictable temp name;
-    `durable`: the bytes are on disk before the rename (the journal's own originals)."""
+    `durable`: the bytes are on disk before the rename (the journal's own originals). `mode`:
+    the git mode to give it (100755: executable; 120000: a symlink to `data`)."""
     *dirs, name = _parts(rel)
     kill_point()
     if data is None:
         with suppress(FileNotFoundError), _dir(top, dirs, create=False) as d:
             os.unlink(name, dir_fd=d)  # absent, or its folder is: nothing to remove
         return
-    _afresh(top, lambda: _replace(top, dirs, name, data, durable))
+    if mode == SYMLINK:
+        _afresh(top, lambda: _link(top, dirs, name, os.fsdecode(data)))
+        return
+    perm = 0o755 if mode == EXECUTABLE else 0o644
+    _afresh(top, lambda: _replace(top, dirs, name, data, durable, perm))
 
 
 def _afresh(top: Path, act: Callable[[], None]) -> None:
@@ -184,9 +243,16 @@ def _afresh(top: Path, act: Callable[[], None]) -> None:
         act()
 
 
-def _replace(top: Path, dirs: list[str], name: str, data: bytes, durable: bool) -> None:
+def _replace(
+    top: Path, dirs: list[str], name: str, data: bytes, durable: bool, perm: int = 0o644
+) -> None:
     with _dir(top, dirs, create=True) as d:
-        atomic.write(d, name, data, 0o644, durable=durable, sync=durable)
+        atomic.write(d, name, data, perm, durable=durable, sync=durable)
+
+
+def _link(top: Path, dirs: list[str], name: str, target: str) -> None:
+    with _dir(top, dirs, create=True) as d:
+        atomic.symlink(d, name, target, sync=False)
 
 
 def append(top: Path, rel: str, line: str) -> None:
@@ -227,12 +293,13 @@ def digest(data: bytes) -> str:
 
 
 def digests(top: Path, rels: Iterable[str]) -> dict[str, str | None]:
-    """sha256 of each top/rel (None: absent), read as `read` reads them (no symlink followed
-    anywhere on the way) but folder by folder, each opened once for all its files: a whole
-    release tree (3,000+ files) is checked without 20,000 opens of the folders above them. A
-    path through a symlink or a file is left out; a file there that cannot be read (no
-    permission, a FIFO, a folder) is UNREADABLE, which matches no digest: it is not sgpatch's
-    bytes, so --abort lists it rather than deleting it unseen."""
+    """sha256 of each top/rel (None: absent; a symlink: its `entry_digest`, never followed),
+    read as `read` reads them (no symlink followed anywhere on the way) but folder by folder,
+    each opened once for all its files: a whole release tree (3,000+ files) is checked without
+    20,000 opens of the folders above them. A path through a symlink or a file is left out; a
+    file there that cannot be read (no permission, a FIFO, a folder) is UNREADABLE, which
+    matches no digest: it is not sgpatch's bytes, so --abort lists it rather than deleting it
+    unseen."""
     out: dict[str, str | None] = {}
     named = {p: rel for rel in rels if (p := _safe_parts(rel)) is not None}
     chain = _Chain(top)
@@ -266,15 +333,19 @@ UNREADABLE = "unreadable"  # digests' value for a file there that cannot be read
 
 
 def _file_digest(dir_fd: int, name: str) -> str | None:
-    """sha256 of the file `name` in the folder (None: absent; UNREADABLE: something there that
-    cannot be read as a plain file); SgpatchError: a symlink (never followed)."""
+    """sha256 of the file `name` in the folder, or a symlink's `entry_digest` (None: absent;
+    UNREADABLE: something there that cannot be read as a plain file); SgpatchError: a
+    symlink whose target cannot be read."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise SgpatchError(name) from None
+        if exc.errno == errno.ELOOP:  # a symlink: its target, read, never followed
+            try:
+                return entry_digest(os.fsencode(os.readlink(name, dir_fd=dir_fd)), SYMLINK)
+            except OSError:
+                raise SgpatchError(name) from None
         return UNREADABLE
     try:
         with os.fdopen(fd, "rb") as f:

@@ -14,6 +14,8 @@ reading one wheel), download (cache or pip), trees (a release written out from i
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from packaging.version import Version
 
 from sgpatch.errors import SgpatchError
@@ -63,6 +65,7 @@ __all__ = [
     "lay",
     "member_name",
     "read_member",
+    "read_members",
     "record",
     "relay",
     "release",
@@ -108,6 +111,22 @@ def member_name(relpath: str) -> str:
 def has_member(version: str | Version, relpath: str) -> bool:
     """Whether the release ships this file (package- or wheel-relative path)."""
     return member_name(relpath) in _wheel(version).infos
+
+
+def read_members(version: str | Version, relpaths: Iterable[str]) -> dict[str, bytes]:
+    """`read_member` of many files at once (relpath -> bytes): the wheel found and read into
+    memory once, each member checked against RECORD as one read is (port reads every Python
+    file of a release to find where upstream moved code: 3,700 single reads took 5.8 s)."""
+    wheel = _wheel(version)
+    out = {}
+    with wheel.loaded():
+        for rel in relpaths:
+            name = member_name(rel)
+            try:
+                out[rel] = wheel.read(name)
+            except KeyError:
+                raise SgpatchError(f"sglang {release(version)} has no file {name}") from None
+    return out
 
 
 def read_member(version: str | Version, relpath: str) -> bytes:

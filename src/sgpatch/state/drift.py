@@ -34,6 +34,11 @@ class Drift:
     sha256: str | None  # hex of the bytes before sgpatch (ledger) or now (tree); None: missing
     seen_in: str  # "ledger" (hash from before sgpatch's first write) or "tree" (current bytes)
 
+    def to_json(self) -> dict[str, str | None]:
+        """The file in `status --json`'s `drift` (docs/json.md)."""
+        return {"path": self.path, "record_sha256": self.record_sha256, "sha256": self.sha256,
+                "seen_in": self.seen_in}  # fmt: skip
+
 
 _MAX_RECORD = 1 << 26  # sglang's RECORD is ~400 KB; a bigger one is not a wheel's
 
@@ -112,12 +117,3 @@ def summary(drift: list[Drift]) -> str:
     srt/a.py, srt/b.py (missing)'."""
     names = [d.path + (" (missing)" if d.sha256 is None else "") for d in drift]
     return f"drift: {len(drift)} file(s) differ from the wheel's RECORD: {', '.join(names)}"
-
-
-def to_json(drift: list[Drift] | None) -> list[dict[str, str | None]] | None:
-    if drift is None:
-        return None
-    return [
-        {"path": d.path, "record_sha256": d.record_sha256, "sha256": d.sha256, "seen_in": d.seen_in}
-        for d in drift
-    ]

@@ -77,6 +77,13 @@ class SetRecord:
     def patch(self, pid: str) -> PatchRecord | None:
         return next((p for p in self.patches if p.id == pid), None)
 
+    def untested_json(self) -> dict[str, str] | None:
+        """`status --json`'s `applied_untested`: the version it was applied to and whose
+        variants planned it (null: a version the set was checked on)."""
+        if not self.variants_of:
+            return None
+        return {"version": self.sglang_version, "variants_of": self.variants_of}
+
 
 @dataclass(frozen=True)
 class Ledger:

@@ -57,6 +57,15 @@ class Target:
         for a site-packages install; None for a checkout."""
         return self.root.parent if self.layout == "site-packages" else None
 
+    def to_json(self) -> dict[str, object]:
+        """The tree in --json documents (docs/json.md)."""
+        return {
+            "root": str(self.root),
+            "layout": self.layout,
+            "version": str(self.version),
+            "version_source": self.version_source,
+        }
+
 
 @dataclass(frozen=True)
 class Found:

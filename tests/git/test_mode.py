@@ -434,3 +434,23 @@ def test_a_git_that_fails_otherwise_is_said_not_read_as_no_identity(checkout, ca
     assert err.startswith("sgpatch: error: git mode: git cannot say who commits ("), err
     assert "Permission denied" in err and err.count("\n") == 1, err
     assert _tree(repo) == before and git(repo, "rev-parse", "HEAD") == head
+
+
+def test_revert_and_export_json_name_each_commit(checkout, capsys, tmp_path):
+    """Input: apply --commit, export --json, then revert --commit --json. Outcome: export's
+    `patches` and revert's `commits` name each patch with its commit (and export the file it
+    wrote), as `git log` has them; revert's one commit is named by the set (one per set),
+    from the records' own to_json."""
+    repo, sets = checkout
+    args = _args(repo, sets)
+    assert sgpatch("apply", *args, "--commit") == 0
+    shas = git(repo, "log", "-2", "--format=%H").split()  # newest first: two, one
+    capsys.readouterr()
+    out = tmp_path / "exported"
+    assert sgpatch("export", *args, "--to", str(out), "--json") == 0
+    exported = json.loads(capsys.readouterr().out)["patches"]
+    assert [(e["id"], e["commit"]) for e in exported] == [("one", shas[1]), ("two", shas[0])]
+    assert all(Path(e["file"]).is_file() for e in exported)
+    assert sgpatch("revert", *args, "--commit", "--json") == 0
+    commits = json.loads(capsys.readouterr().out)["commits"]
+    assert commits == [{"id": "demo", "commit": git(repo, "rev-parse", "HEAD").strip()}]

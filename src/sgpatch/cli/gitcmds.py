@@ -39,7 +39,7 @@ def export(opts: ExportOptions) -> int:
                 "command": "export",
                 "exit_code": 0,
                 "set": opts.set_name,
-                "patches": [{"id": e.patch_id, "commit": e.sha, "file": str(e.path)} for e in out],
+                "patches": [e.to_json() for e in out],
             }
         )
     else:

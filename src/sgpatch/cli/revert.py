@@ -84,7 +84,7 @@ def _report(opts: RevertOptions, outcome) -> None:  # outcome: ops.revert.Outcom
                 "dry_run": opts.dry_run,
                 "restored": list(outcome.restored),
                 "edited": list(outcome.edited),
-                "commits": [{"id": m.patch_id, "commit": m.sha} for m in outcome.commits],
+                "commits": [m.to_json() for m in outcome.commits],
             }
         )
         return

@@ -180,6 +180,10 @@ class Made:
     sha: str
     subject: str
 
+    def to_json(self) -> dict[str, object]:
+        """The commit in `revert --commit --json`'s `commits` (docs/json.md)."""
+        return {"id": self.patch_id, "commit": self.sha}
+
     def line(self) -> str:
         """The stderr line that says it was made (the caller prints: git mode never does)."""
         return f"committed {self.sha[:12]} {self.patch_id}: {self.subject}"
@@ -553,6 +557,10 @@ class Exported:
     patch_id: str
     sha: str
     path: Path
+
+    def to_json(self) -> dict[str, object]:
+        """The patch file in `export --json` (docs/json.md)."""
+        return {"id": self.patch_id, "commit": self.sha, "file": str(self.path)}
 
 
 def sgpatch_commits(repo, set_name: str) -> list[tuple[str, str, str]]:

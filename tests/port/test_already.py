@@ -11,6 +11,7 @@ import pytest
 from helpers import (
     V10,
     V12,
+    make_diff,
     make_set,
     make_wheel,
     offline_cache,
@@ -50,14 +51,15 @@ def _hunk(old: str, new: str):
 def test_a_hunk_upstream_already_made_in_its_scope_is_there():
     """Input: a hunk adding `self.ready = compute_ready()` to A.g; releases that have that
     line in A.g (moved, the method grown), in A.f instead, re-indented, and at module level.
-    Outcome: already there (evidence: the scope and the line) only for the first."""
+    Outcome: already there (evidence: the statement, its scope and its line) only for the
+    first."""
     h = _hunk(BASE, ADDED)
     base = split_lines(BASE)
     at = BASE.splitlines().index("    def g(self):") - 2 + 1
     grown = ADDED.replace("        return 2\n", "        log()\n        return 2\n")
     ev = already_there(h, at, base, split_lines(grown))
-    assert ev is not None and ev.scope == "A.g"
-    assert ev.lines == ((9, "        self.ready = compute_ready()"),)
+    assert ev is not None
+    assert ev.matched == ("the assignment self.ready in A.g: line 9 of the release's file",)
     in_f = BASE.replace(
         "        return 1\n", "        self.ready = compute_ready()\n        return 1\n"
     )
@@ -122,6 +124,100 @@ def test_a_hunk_already_made_upstream_is_dropped_at_port(cache, tmp_path):
     assert "steps" in doc, doc
     (second,) = [p for p in doc["steps"][-1]["patches"] if p["id"] == "second"]
     assert second["hunks_dropped"][0]["file"] == "srt/other.py"
-    assert second["hunks_dropped"][0]["evidence"][0].startswith("in other of the release's file")
+    said = second["hunks_dropped"][0]["evidence"]
+    assert "the assignment value in other: line 3 of the release's file" in said[1], said
     assert (w / "sglang/srt/other.py").read_bytes() == other14
     assert code == 0, doc
+
+
+# Shape 1 of issue 42: a keyword added to `self.topk = TopK(...)`; upstream moved that call lower
+# in the same __init__ (and changed its first argument), and `layer_id=self.layer_id,` stands in
+# the *other* call of the method.
+TOPK_BASE = """class Block:
+    def __init__(self, config):
+        self.top_k = config.top_k
+        self.layer_id = config.layer_id
+        self.topk = TopK(
+            top_k=self.top_k,
+            renormalize=config.norm_topk_prob,
+        )
+        self.gate = make_gate(config)
+"""
+TOPK_PATCHED = TOPK_BASE.replace(
+    "            top_k=self.top_k,\n",
+    "            top_k=self.top_k,\n            layer_id=self.layer_id,\n",
+)
+TOPK_RELEASE = """class Block:
+    def __init__(self, config):
+        self.top_k = config.top_k
+        self.layer_id = config.layer_id
+        self.experts = get_moe_impl_class()(
+            num_experts=config.num_experts,
+            layer_id=self.layer_id,
+        )
+        self.gate = make_gate(config)
+        self.topk = TopK(
+            top_k=self.top_k + 0,
+            renormalize=config.norm_topk_prob,
+        )
+"""
+
+
+def _carry(old: str, new: str, release: str, n: int = 3):
+    from sgpatch.diff.unified import parse_patch
+    from sgpatch.port.carry import Labels, carry_patch
+
+    diff = make_diff(old, new, "python/sglang/srt/m.py", n)
+    w, base = {"srt/m.py": release.encode()}, {"srt/m.py": old.encode()}
+    return carry_patch(parse_patch(diff, "p.patch"), "p", w.get, base.get,
+                       Labels("o", "b", "t"), pristine=w.get)  # fmt: skip
+
+
+def test_a_line_found_in_another_call_of_the_scope_is_no_evidence():
+    """Input (shape 1): a hunk adding `layer_id=self.layer_id,` to `self.topk = TopK(...)`;
+    the release moved that call lower in __init__ without the keyword, and has the line in
+    another call. Outcome: not already there (the judge says the assignment's counterpart does
+    not read as the result); carried, port stops on the file (a conflict), nothing dropped."""
+    h = _hunk(TOPK_BASE, TOPK_PATCHED)
+    at = h.source_start - 1
+    assert already_there(h, at, split_lines(TOPK_BASE), split_lines(TOPK_RELEASE)) is None
+    (f,) = _carry(TOPK_BASE, TOPK_PATCHED, TOPK_RELEASE).files
+    assert f.dropped == () and f.problem is not None and "conflict" in f.problem
+
+
+def test_a_statement_that_reads_as_the_result_is_named_as_the_evidence():
+    """Input: the same hunk; a release whose moved `self.topk = TopK(...)` has the keyword.
+    Outcome: already there, the evidence naming the assignment self.topk in Block.__init__."""
+    h = _hunk(TOPK_BASE, TOPK_PATCHED)
+    release = TOPK_RELEASE.replace(
+        "            top_k=self.top_k + 0,\n",
+        "            top_k=self.top_k,\n            layer_id=self.layer_id,\n",
+    )
+    ev = already_there(h, h.source_start - 1, split_lines(TOPK_BASE), split_lines(release))
+    assert ev is not None
+    assert ev.matched == ("the assignment self.topk in Block.__init__: line 10 of the "
+                          "release's file",)  # fmt: skip
+
+
+# Shape 2 of issue 42: `self._profiler = None` added at the end of two methods, neither upstream.
+FILLER = "".join(f"        step_{i}()\n" for i in range(8))
+PROF_BASE = (
+    "class Profiler:\n    def start(self):\n" + FILLER + '        log("profiler started")\n\n'
+    "    def stop(self):\n" + FILLER + '        log("profiler stopped")\n'
+)
+PROF_PATCHED = PROF_BASE.replace(
+    '        log("profiler started")\n',
+    '        log("profiler started")\n        self._profiler = None\n',
+).replace('        log("profiler stopped")\n', '        log("profiler stopped")\n'
+          "        self._profiler = None\n")  # fmt: skip
+STOP_AT = PROF_BASE.index("    def stop")
+PROF_RELEASE = PROF_BASE[:STOP_AT] + PROF_BASE[STOP_AT:].replace("step_6()", "step_six()")
+
+
+def test_the_patch_s_own_line_from_another_hunk_is_no_evidence():
+    """Input (shape 2): two hunks each adding `self._profiler = None` at the end of a method;
+    the release has neither, and changed the second hunk's context (it must be merged). Outcome:
+    the first hunk kept, the second merged cleanly, nothing dropped: both methods set it."""
+    (f,) = _carry(PROF_BASE, PROF_PATCHED, PROF_RELEASE).files
+    assert (f.kept, f.merged, f.dropped, f.problem) == ((1,), (2,), (), None)
+    assert (f.after or b"").decode().count("self._profiler = None") == 2, f

@@ -70,9 +70,9 @@ def test_a_conflict_beside_a_dropped_hunk_is_reported_exactly(cache, tmp_path):
               "where": "sglang 1.0 lines 24-28, in def helper"}  # fmt: skip
     problem = {"file": "srt/mod.py", "why": "1 conflict(s) in the three-way merge of hunk(s) #2",
                "hunks": [2], "markers": [28, 30, 32, 34], "details": [detail]}  # fmt: skip
-    evidence = ["in other of the release's file, every line the hunk adds is there:",
-                "  line 3: value = compute_the_value()", "  line 4: return value",
-                "and the 1 line(s) it removes are gone"]  # fmt: skip
+    evidence = ["already there on the pristine release:",
+                "  the assignment value in other: line 3 of the release's file",
+                "  the return in other: line 4 of the release's file"]  # fmt: skip
     assert patches == [
         _outcome("first", "conflict", 1, 0, 1, problems=[problem],
                  probe={"file": "<tmp>/w/.sgpatch-port/probes/first.yaml", "problem": None}),
@@ -141,8 +141,9 @@ UP16 = (
 )  # fmt: skip
 LABELS = {"patch_label": "first (made on 1.0)", "upstream_label": "sglang 1.0 -> sglang 1.6"}
 JSONL16 = (
-    b'{"evidence": ["in A.g of the release\'s file, every line the hunk adds is there:", '
-    b'"  line 10: self.ready = compute_ready()"], "hunk": 1, "status": "already there"}\n'
+    b'{"evidence": ["already there on the pristine release:", '
+    b'"  the assignment self.ready in A.g: line 10 of the release\'s file"], "hunk": 1, '
+    b'"status": "already there"}\n'
     b'{"hunk": 2, "patch_label": "first (made on 1.0)", "status": "merges alone; conflicts only '
     b'with the other hunks", "upstream_label": "sglang 1.0 -> sglang 1.6", "where": "sglang 1.0 '
     b'lines 15-21, at module level"}\n'
@@ -163,8 +164,8 @@ def test_every_kind_of_hunk_detail_is_reported_and_kept_exactly(cache, tmp_path)
     d = make_set(tmp_path)
     (d / "patches/1.0/0001-first.patch").write_text("Subject: first\n\n" + port_diff(V10, MINE16))
     patches, text = _both(tmp_path, d, "1.6")
-    evidence = ["in A.g of the release's file, every line the hunk adds is there:",
-                "  line 10: self.ready = compute_ready()"]  # fmt: skip
+    evidence = ["already there on the pristine release:",
+                "  the assignment self.ready in A.g: line 10 of the release's file"]  # fmt: skip
     details = [
         {"evidence": evidence, "hunk": 1, "status": "already there"},
         {"hunk": 2, **LABELS, "status": "merges alone; conflicts only with the other hunks",
@@ -192,8 +193,8 @@ def test_every_kind_of_hunk_detail_is_reported_and_kept_exactly(cache, tmp_path)
         "sglang/srt/mod.py (markers at lines 29, 31, 33, 35): first hunk(s) #2, #3: 1 "
         "conflict(s) in the three-way merge of hunk(s) #2, #3",
         "  hunk #1: already there",
-        "    in A.g of the release's file, every line the hunk adds is there:",
-        "      line 10: self.ready = compute_ready()",
+        "    already there on the pristine release:",
+        "      the assignment self.ready in A.g: line 10 of the release's file",
         "  hunk #2: merges alone; conflicts only with the other hunks (sglang 1.0 lines "
         "15-21, at module level)",
         "    upstream, sglang 1.0 -> sglang 1.6: | the patch, first (made on 1.0):",

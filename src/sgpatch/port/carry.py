@@ -122,12 +122,15 @@ NO_BASE = "the variant does not apply to the release it was made on: no merge ba
 def carry_patch(
     patch: Patch, pid: str, ws: Reader, base: Reader | None, labels: Labels, no_base: str = NO_BASE,
     elsewhere: Elsewhere | None = None, modes: ModeReader | None = None,
+    pristine: Reader | None = None,
 ):  # fmt: skip
     """Carry every file of `patch` onto the workspace reader `ws` (nothing is written here).
     `base` None: a hunk that needs a merge is a problem, `no_base` says why. `elsewhere`: the
     release to look in for code upstream moved out of a file (port.moved; None: not looked
     for); a hunk carried there adds that file to the result. `modes`: the workspace's git
-    modes (each carried file's `mode` follows them and the patch)."""
+    modes (each carried file's `mode` follows them and the patch). `pristine`: the target
+    release's own files, where "already there" reads its evidence (None: W's file before the
+    patch, which holds no hunk of this patch)."""
     mapper = package_mapper(patch.name)
     here = MemOverlay(ws, modes)
     kinds: dict[str, int] = {}  # the git mode of each file the patch wrote so far
@@ -144,6 +147,7 @@ def carry_patch(
         (fplan,) = plan_patch(here.fork(), one, mapper, fuzz=0)
         mine = here.read(fplan.source) if fplan.action == "rename" else before
         explain.at = len(out)
+        explain.pristine = pristine
         was = kinds.get(fplan.source, here.git_mode(fplan.source))
         done = _carry_file(fp, fplan, (before, mine), there or no_base, (one, where), labels,
                            explain)  # fmt: skip
@@ -264,7 +268,8 @@ def _merge_hunks(
         kept = apply_hunks(_lines(fplan.before), tuple(h for h in fp.hunks if h.index in exact))
         ours = encode("".join(kept.lines))
     alone = _Alone(base_lines)  # each failing hunk placed by itself on the base, once
-    dropped = _already(fplan.path, failing, alone, _lines(ours))
+    pristine = explain.pristine(fplan.path) if explain.pristine else fplan.before
+    dropped = _already(fplan.path, failing, alone, _lines(pristine))
     failing = tuple(h for h in failing if h.index not in {d.hunk for d in dropped})
     plain = CarriedFile(fplan.path, fplan.before, ours, kept=exact, dropped=dropped)
     if not failing:
@@ -421,15 +426,18 @@ class _Alone:
         return r.line - 1
 
 
-def _already(path: str, failing, alone: _Alone, ours_lines: list[str]) -> tuple[Dropped, ...]:
-    """The failing hunks of `path` whose whole change the release already has (port.already)."""
+def _already(path: str, failing, alone: _Alone, release_lines: list[str]) -> tuple[Dropped, ...]:
+    """The failing hunks of `path` whose whole change the pristine release already has, at
+    its place (port.already): judged on `release_lines`, never on W or on other hunks."""
     from sgpatch.port.already import Files, already_there
 
     out = []
-    files = Files(alone.base, ours_lines)
+    files = Files(alone.base, release_lines)
+    python = path.endswith(".py")
     for h in failing:
         at = alone.at(h)
-        ev = already_there(h, at, alone.base, ours_lines, files) if at is not None else None
+        ev = (already_there(h, at, alone.base, release_lines, files, python)
+              if at is not None else None)  # fmt: skip
         if ev is not None:
             out.append(Dropped(path, h.index, tuple(ev.text())))
     return tuple(out)
@@ -464,6 +472,7 @@ class Explanations:
         self.at = 0
         self.done: dict[int, tuple[HunkDetail, ...]] = {}
         self.sent: dict[int, Future] = {}
+        self.pristine: Reader | None = None  # the target release's files (carry_patch's)
 
     def add(self, job: _Conflict, alone: _Alone) -> None:
         pool = workers(make=False)  # the checks' pool, once a big patch made one

@@ -554,6 +554,15 @@ def _carry_files(ctx: Context, out: Outcome, sorc: src.Source, patch, ready, whe
                    out.moved + moved, out.hand + hand), ready, went, bad  # fmt: skip
 
 
+def _pristine(ctx: Context):
+    """The target release's own files (where "already there" reads its evidence); None when
+    the target is no release sgpatch can read (a tree: `port --to-tree`)."""
+    try:
+        return src.pristine(ctx.to)
+    except SgpatchError:  # a target that is no cached release
+        return None
+
+
 def _carried(ctx: Context, pid: str, sorc: src.Source, patch, ready, where: tuple):
     """The patch's files `ready`, carried in memory (nothing written): (the sub-patch carried,
     the result). A file whose moved code has its certain place in a file an unfinished
@@ -571,7 +580,7 @@ def _carried(ctx: Context, pid: str, sorc: src.Source, patch, ready, where: tupl
     while True:
         sub = replace(patch, files=tuple(fp for fp in patch.files if _paths(fp, mapper) <= ready))
         res = carry_patch(sub, pid, ctx.ws.read_pkg, base, labels, why or NO_BASE, elsewhere,
-                          modes=ctx.ws.mode_pkg)  # fmt: skip
+                          modes=ctx.ws.mode_pkg, pristine=_pristine(ctx))  # fmt: skip
         waits = {f.path for f in res.files if any(lo.held for lo in f.lost)}
         if not waits:
             return sub, res

@@ -80,11 +80,13 @@ def test_a_hunk_that_does_not_apply_is_a_conflict_listing_it(release):
 
 def test_a_patch_already_in_the_release_is_refused(release):
     """Input: a diff whose post-image is what the release already has (upstream has it).
-    Outcome: exit 3, `already there`: git apply would not apply it either."""
+    Outcome: exit 3, `already there`: git apply would not apply it either; the message says
+    exactly what to change (take the hunk out of the input), never a dead end."""
     done = make_diff(edit(ORIG, 5, "    gone_line = remove_me_later()\n"), ORIG, "srt/a.py")
     with pytest.raises(SgpatchError) as e:
         importer.import_sources("mine", V, [src(done, "done.patch")])
     assert e.value.code == 3 and "already there" in e.value.message
+    assert "take this hunk out of the input" in e.value.message, e.value.message
 
 
 def test_hunk_with_more_context_before_than_after_applies_mid_file_as_git_does(release):

@@ -194,7 +194,12 @@ def _failures(label: str, plans: Sequence[FilePlan], noop: set[tuple[int, int]])
             if h.status == "already-applied" and (i, h.index) in noop:
                 continue
             if h.status == "already-applied":
-                out.append(f"{label}: {f.path} hunk #{h.index}: already there (in {f.path} of V)")
+                at = f" at line {h.line}" if h.line else ""
+                out.append(
+                    f"{label}: {f.path} hunk #{h.index}: already there: the release has its "
+                    f"lines{at} (`git apply` would add them a second time or refuse); take "
+                    "this hunk out of the input (the release keeps its copy) and import again"
+                )
             elif not h.ok:
                 out.append(f"{label}: {f.path} hunk #{h.index}: {h.reason}")
             elif h.fuzz or h.whitespace:

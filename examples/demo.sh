@@ -136,4 +136,7 @@ else
 fi
 
 section "done"
-echo "trees kept in $DIR, replaced by the next run (revert with: sgpatch revert --set $SET --sglang-dir $T; remove with: rm -rf $DIR)"
+# the revert names the sgpatch this demo ran (make demo's .venv), so it works as typed from any
+# shell, whether or not an sgpatch is on that shell's PATH
+printf 'trees kept in %s, replaced by the next run (revert with: %q revert --set %q --sglang-dir %q; remove with: rm -rf %q)\n' \
+    "$DIR" "$(command -v sgpatch)" "$SET" "$T" "$DIR"

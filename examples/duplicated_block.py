@@ -4,8 +4,9 @@
     python3 examples/duplicated_block.py /tmp/dup     # then: cd /tmp/dup
 
 The exact lines matter: without the `tail` lines, say, the second block ends the file, the
-hunk keeps 2 lines of context below instead of 3, and at fuzz 1 both blocks match equally
-(sgpatch then refuses, exit 4). So the files are written here, not left to a description.
+hunk keeps 2 lines of context below instead of 3, and the best match sgpatch names at fuzz 0
+is the first block's (line 11), not the second's (66). So the files are written here, not
+left to a description.
 """
 
 from __future__ import annotations

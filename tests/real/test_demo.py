@@ -103,7 +103,8 @@ def test_demo_keeps_its_trees_in_one_named_place_not_in_tmp(tmp_path: Path) -> N
     """Input: examples/demo.sh twice, without DEMO_DIR, from a working folder, with TMPDIR a
     folder of its own. Outcome: nothing is left in TMPDIR; the trees are in ./demo-tree (the
     same ones, replaced by the second run: 0.5.9, 0.5.10 and the pristine copy), and the last
-    line says where they are and how to remove them."""
+    line says where they are, how to remove them and how to revert the set; that revert, run as
+    typed from another folder by a shell with no sgpatch on its PATH, exits 0."""
     work, tmp = tmp_path / "work", tmp_path / "tmp"
     work.mkdir()
     tmp.mkdir()
@@ -117,3 +118,8 @@ def test_demo_keeps_its_trees_in_one_named_place_not_in_tmp(tmp_path: Path) -> N
     last = proc.stdout.strip().splitlines()[-1]
     assert last.startswith(f"trees kept in {work / 'demo-tree'}, replaced by the next run")
     assert last.endswith(f"remove with: rm -rf {work / 'demo-tree'})")
+    revert = last.split("(revert with: ", 1)[1].split("; remove with:", 1)[0]
+    bare = {**env, "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(["bash", "-c", revert], env=bare, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0 and "reverted" in done.stderr, (revert, done.stderr)

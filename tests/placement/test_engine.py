@@ -999,3 +999,177 @@ def test_a_shared_index_places_every_hunk_set_as_a_fresh_one_does():
     assert text(apply_hunks(file_lines, hunks, index=index)) != drifted
     with pytest.raises(ValueError):
         apply_hunks(list(file_lines), hunks, index=index)
+
+
+# --- issue 46.17 / 46.18: equal fuzz is a refusal; the stated line and far copies ----------
+
+
+def _in_f(body: list[str]) -> list[str]:
+    """A module whose `def f` holds `body` (then `return 0`), a `def g` below it."""
+    return ["import os", "", "", "def f():", *body, "    return 0", "", "", "def g():", "    pass"]
+
+
+def _insert_before(old: list[str], line: str, added: str, header: str = "def f():") -> str:
+    """The diff adding `added` before `line` of `old`, git's header naming `header`."""
+    i = old.index(line)
+    diff = make_diff(lines(*old), lines(*old[:i], added, *old[i:]))
+    return diff.replace("@@\n", f"@@ {header}\n", 1)
+
+
+def test_a_decoy_of_the_inner_context_beside_a_blank_line_nearer_the_stated_line_is_refused():
+    """Input (46.17): an insert-only hunk (context: blank, a, b / c, d, e) in def f; upstream
+    edited both outer lines of the original (blank -> a comment, e -> edited: fuzz 1), and a
+    copy of the inner lines (a, b, c, d) after a blank line stands 2 lines above it, in def f:
+    it matches with only the bottom line dropped, also fuzz 1. Outcome at fuzz 1 and 2:
+    ambiguous, both listed, nothing written (total-dropped levels placed it at the decoy)."""
+    body = [f"    v{i} = {i}" for i in range(8)]
+    body += ["", "    a = 1", "    b = 2", "    c = 3", "    d = 4", "    e = 5"]
+    old = _in_f(body)
+    diff = _insert_before(old, "    c = 3", "    x = 0")
+    target = list(old)
+    target[target.index("    e = 5")] = "    e = 5  # edited"
+    target[12] = "    # upstream note"
+    target[10:10] = ["", "    a = 1", "    b = 2", "    c = 3", "    d = 4"]
+    for fuzz in (1, 2):
+        res = run(lines(*target), diff, fuzz=fuzz)
+        (h,) = res.hunks
+        assert (h.status, h.candidates) == ("ambiguous", (11, 18))
+        assert "(pre-image matches at 2 places with fuzz 1)" in (h.reason or "")
+        assert text(res) == lines(*target)
+
+
+def test_the_place_at_the_stated_line_keeping_a_telling_line_more_wins_at_equal_fuzz():
+    """Input: an insert-only hunk (a, b, c / d, e, g) whose original, at its stated line, lost
+    its top line to an upstream edit (fuzz 1, keeps g); a copy of the inner lines (b..e) 20
+    lines below in the same def also matches at fuzz 1 (both outer lines dropped). Outcome:
+    placed at the original (it keeps `g = 6` more, a line with letters). The same with a blank
+    bottom line instead of g: what the original keeps more is blank, so ambiguous."""
+    for last, placed in (("    g = 6", True), ("", False)):
+        body = ["    a = 1", "    b = 2", "    c = 3", "    d = 4", "    e = 5", last]
+        body += [f"    w{i} = {i}" for i in range(20)]
+        body += ["    b = 2", "    c = 3", "    d = 4", "    e = 5", "    h = 7"]
+        old = _in_f(body)
+        diff = _insert_before(old, "    d = 4", "    x = 0")
+        target = [ln.replace("a = 1", "a = 1  # edited") for ln in old]
+        res = run(lines(*target), diff, fuzz=1)
+        (h,) = res.hunks
+        if placed:
+            assert (h.status, h.line, h.fuzz) == ("applied", 5, 1)
+            assert text(res).splitlines()[7:9] == ["    x = 0", "    d = 4"]
+        else:
+            assert (h.status, h.candidates) == ("ambiguous", (5, 30))
+            assert text(res) == lines(*target)
+
+
+def _two_hunks_and_a_far_copy(copy_at: int) -> tuple[list[str], list[str], str]:
+    """A 200-line def f with an exact copy of l97..l102 put at line `copy_at`, and a diff
+    changing l20 and inserting `x = 0` before the original l100 (hunk 2's pre-image: the
+    original l97..l102; the copy is left as it is)."""
+    body = [f"    l{i} = {i}" for i in range(200)]
+    old = _in_f(body)
+    old[copy_at:copy_at] = [f"    l{i} = {i}" for i in range(97, 103)]
+    at = max(i for i, ln in enumerate(old) if ln == "    l100 = 100" and i != copy_at + 3)
+    new = [ln.replace("l20 = 20", "l20 = 2000") for ln in old]
+    new[at:at] = ["    x = 0"]
+    diff = make_diff(lines(*old), lines(*new)).replace("@@\n", "@@ def f():\n")
+    return old, new, diff
+
+
+def test_an_exact_match_at_the_stated_line_wins_when_drift_cancels_out_and_the_copy_is_far():
+    """Input (46.18): two hunks; the target has 8 lines inserted above hunk 1 and 8 removed
+    between the hunks, so hunk 1 is found 8 lines down and hunk 2 is back at its stated line
+    (the expected line carried from hunk 1 is 8 lines off); an exact copy of hunk 2's pre-image
+    stands 60 lines above the stated line. Outcome: both hunks applied, hunk 2 at its stated
+    line (offset 0), as git and GNU patch place it; the copy untouched."""
+    old, new, diff = _two_hunks_and_a_far_copy(40)
+    shift = [f"    s{i} = {i}" for i in range(8)]
+
+    def drift(ls: list[str]) -> list[str]:
+        out = [*ls[:10], *shift, *ls[10:]]
+        k = out.index("    l50 = 50")
+        return out[:k] + out[k + 8 :]
+
+    res = run(lines(*drift(old)), diff)
+    assert statuses(res) == ["applied", "applied"]
+    assert [h.offset for h in res.hunks] == [8, 0]
+    assert text(res) == lines(*drift(new))
+
+
+def test_a_copy_nearer_the_carried_expected_line_than_the_stated_one_is_a_refusal():
+    """Input: as above, but the far copy stands 40 lines below the stated line and the drift
+    (lines added above hunk 1, as many removed between the hunks) is 30 lines: the copy is
+    nearer the expected line (carried from hunk 1) than the original at the stated line.
+    Outcome: hunk 2 ambiguous, both listed (the two lines disagree: git places it at the
+    stated line, GNU patch at the copy; a refused hunk means the file is not written)."""
+    old, _, diff = _two_hunks_and_a_far_copy(144)
+    shift = [f"    s{i} = {i}" for i in range(30)]
+    target = [*old[:10], *shift, *old[10:]]
+    k = target.index("    l50 = 50")
+    target = target[:k] + target[k + 30 :]
+    res = run(lines(*target), diff)
+    assert statuses(res) == ["applied", "ambiguous"]
+    assert res.hunks[1].candidates == (145, 102)
+    assert "equally good candidates at lines 145, 102" in (res.hunks[1].reason or "")
+
+
+def test_the_edited_original_at_the_stated_line_beats_an_exact_copy_of_its_context_far_away():
+    """Input (46.18): an insert-only hunk in def f whose original, at the stated line, has its
+    top context line edited upstream (fuzz 1), and an exact copy of its whole context 40 lines
+    below, in def g: GNU patch and git put the line into the copy. Outcome at fuzz 1: placed
+    at the original (fuzz 1), the copy untouched; at fuzz 0: refused, both listed."""
+    ctx = ["    a = 1", "    b = 2", "    c = 3", "    d = 4", "    e = 5", "    g = 6"]
+    old = _in_f(ctx)
+    old += [f"    p{i} = {i}" for i in range(40)] + ctx
+    diff = _insert_before(old, "    d = 4", "    x = 0")
+    target = [old[i] if i != 4 else "    a = 1  # edited" for i in range(len(old))]
+    res = run(lines(*target), diff, fuzz=1)
+    (h,) = res.hunks
+    assert (h.status, h.line, h.fuzz) == ("applied", 5, 1)
+    out = text(res).splitlines()
+    assert out[7] == "    x = 0" and out.count("    x = 0") == 1
+    (h,) = run(lines(*target), diff).hunks
+    assert h.status == "ambiguous" and set(h.candidates) == {5, 56}
+
+
+def test_a_far_copy_that_breaks_the_syntax_above_does_not_hide_the_originals_scope():
+    """Input: a hunk adding a line at the end of class K's docstring (context: its last three
+    lines / the closing quotes, a blank line, `z = 1`), `z = 1` edited upstream (fuzz 1), and
+    an exact copy of the context 40 lines above, inside an open bracket (a def's parameters):
+    the copy's lone triple quote swallows everything down to the class's docstring, so Python
+    stops reading near the file's end, having seen no def/class below `def first`.
+    Outcome: placed at the original (git's funcname above it is the header), not refused as
+    "outside scope: module level"."""
+    ctx = ["    More.", "    Even more.", "    Last.", '    """', "", "    z = 1"]
+    head = ["def first():", "    return 1", "", "", "def call(", "    a,", *ctx, "    b,", ")"]
+    filler = [f"x{i} = {i}" for i in range(40)]
+    old = [*head, "", "", *filler, "class K(Base):", '    """Doc.', *ctx, "    y = 2"]
+    i = len(old) - 4
+    assert old[i] == '    """'
+    new = [*old[:i], "    Added.", *old[i:]]
+    diff = make_diff(lines(*old), lines(*new)).replace("@@\n", "@@ class K(Base):\n", 1)
+    target = [*old[:-2], "    z = 1  # edited", old[-1]]
+    res = run(lines(*target), diff, fuzz=1)
+    (h,) = res.hunks
+    assert (h.status, h.fuzz) == ("applied", 1)
+    assert text(res).splitlines()[i] == "    Added."
+
+
+def test_a_header_cut_at_80_bytes_as_git_writes_it_still_names_the_scope():
+    """Input: a hunk in a module-level import list whose funcname line is 95 characters (git
+    writes its first 80 bytes, trailing blanks dropped, after the @@); the original's top
+    context line edited (fuzz 1) and an exact copy of its context 40 lines below. Outcome:
+    placed at the original: the cut header is read as the line above it."""
+    imp = "from sglang.srt.managers.some_long_module_name.sub_package.io_struct_utils import ("
+    assert len(imp) > 80
+    ctx = ["    Alpha,", "    Beta,", "    Gamma,", "    Delta,", "    Epsilon,", "    Zeta,"]
+    old = ["import os", imp, *ctx, ")", *[f"x{i} = {i}" for i in range(40)], "y = [", *ctx, "]"]
+    i = old.index("    Delta,")
+    new = [*old[:i], "    Added,", *old[i:]]
+    cut = imp.encode()[:80].decode().rstrip()
+    diff = make_diff(lines(*old), lines(*new)).replace("@@\n", f"@@ {cut}\n", 1)
+    target = list(old)
+    target[2] = "    Alpha,  # edited"
+    res = run(lines(*target), diff, fuzz=1)
+    (h,) = res.hunks
+    assert (h.status, h.line, h.fuzz) == ("applied", 3, 1)
+    assert text(res).splitlines()[5] == "    Added,"

@@ -132,3 +132,31 @@ def test_a_file_with_tabs_is_read_by_the_tokenizer():
     Outcome: its blocks are still found, by the tokenizer."""
     text = "class K:\n\tdef f(self):\n\t\tpass\n"
     assert [(b.name, b.depth) for b in scope.blocks(split_lines(text))] == [("K", 0), ("f", 1)]
+
+
+def test_scopes_are_unknown_from_a_statement_the_tokenizer_could_not_finish():
+    """Input: `def first`, then `def call(` whose parameters hold a stray line with a lone
+    triple quote (a copy of a docstring's tail), then `class K` 20 lines below; the tokenizer
+    reads to the end of the file inside that open bracket and fails there. Outcome: blocks are
+    read only above `def call(` (line 4): `class K` is not taken for module level by a reader
+    that never left the bracket."""
+    text = lines(
+        "def first():",
+        "    return 1",
+        "",
+        "",
+        "def call(",
+        "    a,",
+        '    """',
+        "    b,",
+        ")",
+        *[f"x{i} = {i}" for i in range(20)],
+        "class K:",
+        '    """Doc.',
+        '    """',
+        "    z = 1",
+    )
+    n = len(split_lines(text))
+    found, read_to = scope._token_blocks(text, n)
+    assert read_to == 4
+    assert [b.name for b in found] == ["first"]

@@ -73,6 +73,7 @@ def _token_blocks(text: str, n: int) -> tuple[tuple[Block, ...], int]:
     pending: tuple[str, str, int, int] | None = None  # header read, body not yet opened
     deco: int | None = None  # first decorator line of the statement being read
     first = True  # next token starts a logical line
+    begun = 0  # row of the first token of the logical line being read
     level = 0
     try:
         for tok in tokenize.generate_tokens(io.StringIO(_tokenizable(text)).readline):
@@ -96,6 +97,7 @@ def _token_blocks(text: str, n: int) -> tuple[tuple[Block, ...], int]:
                 continue
             if first:
                 first = False
+                begun = row
                 if pending is not None:  # `def f(): pass` on one line: no body block
                     out.append(Block(*pending, row, level))
                     pending = None
@@ -112,7 +114,9 @@ def _token_blocks(text: str, n: int) -> tuple[tuple[Block, ...], int]:
                 elif pending[1] in ("def", "class"):
                     pending = (tok.string, pending[1], pending[2], pending[3])
     except (tokenize.TokenError, IndentationError, SyntaxError, UnicodeError):
-        read_to = row  # the last row a token was read from: scopes below it are unknown
+        # scopes are unknown from the statement the tokenizer could not finish: a stray line
+        # inside an open bracket or a triple quote swallows every def/class below it unseen
+        read_to = row if first else min(row, begun)
     out += [
         Block(name, kind, start, line, n, depth - 1) for name, kind, start, line, depth in stack
     ]
@@ -278,6 +282,16 @@ def _funcname_above(lines: Sequence[str], pos: int) -> str | None:
     return None
 
 
+def _funcname_is(header: str, lines: Sequence[str], pos: int) -> bool:
+    """Is the header git's default funcname of a hunk at `pos`: the line above, as git writes
+    it (cut to 80 bytes, trailing blanks dropped), or whole (a diff tool that does not cut)."""
+    above = _funcname_above(lines, pos)
+    if above is None:
+        return False
+    cut = above.encode("utf-8", "surrogatepass")[:80].decode("utf-8", "ignore").rstrip()
+    return header.strip() in (above, cut)
+
+
 def _indent(line: str) -> int:
     text = strip_eol(line).expandtabs(8)
     return len(text) - len(text.lstrip())
@@ -313,9 +327,9 @@ def in_scope(hunk: Hunk, idx: LineIndex, place: Place) -> bool:
     name = _scope_name(hunk)
     lines = idx.lines
     if not name:
-        return _funcname_above(lines, start(place)) == header.strip()
+        return _funcname_is(header, lines, start(place))
     found = blocks_of(idx)
-    if not known(idx, place) and _funcname_above(lines, start(place)) == header.strip():
+    if not known(idx, place) and _funcname_is(header, lines, start(place)):
         return True  # the tokenizer stopped early: git's own funcname there is the header
     if not found:  # not Python (or unreadable): the indentation heuristic
         changed = [ln.text for ln in hunk.lines if ln.kind != " " and ln.text.strip()]

@@ -479,9 +479,22 @@ root_only = pytest.mark.skipif(
 )
 
 
+def chown_tree(top: Path, uid: int) -> None:
+    """Give `top` and everything under it (links themselves, never followed) to uid:uid: a
+    tree another user owns, as `tar` unpacks an sdist with its uid."""
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in [*dirnames, *filenames]:
+            os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
+    os.chown(top, uid, uid)
+
+
+SNAPSHOT_BYTES = 256 << 20  # a file larger is compared by size and mtime, never read whole
+
+
 def full_snapshot(root: Path, with_state: bool = False) -> dict[str, object]:
     """Every entry under root: kind, bytes or link target, mode and owner (uid, gid), folders
-    included; sgpatch's `.sgpatch/` left out unless `with_state`."""
+    included (a file over 256 MiB: its size and mtime); sgpatch's `.sgpatch/` left out unless
+    `with_state`."""
     out: dict[str, object] = {}
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root)
@@ -493,11 +506,18 @@ def full_snapshot(root: Path, with_state: bool = False) -> dict[str, object]:
             out[rel.as_posix()] = ("link", os.readlink(p), owner)
         elif p.is_dir():
             out[rel.as_posix()] = ("dir", owner)
+        elif p.is_file() and st.st_size > SNAPSHOT_BYTES:  # a huge (sparse) file: not read
+            out[rel.as_posix()] = ("big", st.st_size, st.st_mtime_ns, owner)
         elif p.is_file():
             out[rel.as_posix()] = ("file", p.read_bytes(), owner)
         else:
             out[rel.as_posix()] = ("special", owner)
     return out
+
+
+def without_owners(snapshot: dict[str, object]) -> dict[str, object]:
+    """A `full_snapshot` without owners: kind, bytes (or link target) and mode bits."""
+    return {k: (*v[:-1], v[-1][0]) for k, v in snapshot.items()}  # type: ignore[index]
 
 
 def with_state(root: Path) -> dict[str, object]:

@@ -9,13 +9,13 @@ import os
 import shlex
 import stat
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from helpers import (
     NOBODY,
     OTHER,
+    chown_tree,
     fork_cli,
     full_snapshot,
     hint_commands,
@@ -28,15 +28,9 @@ from helpers import (
     sgpatch_as,
     waited_then_error,
     with_state,
+    without_owners,
 )
 from sgpatch.state.lock import SAFE_ENV
-
-
-def _chown_tree(top: Path, uid: int) -> None:
-    for dirpath, dirnames, filenames in os.walk(top):
-        for name in [*dirnames, *filenames]:
-            os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
-    os.chown(top, uid, uid)
 
 
 @root_only
@@ -47,7 +41,7 @@ def test_root_writes_another_users_tree_as_that_user_would(tmp_path, monkeypatch
     to uid 4242 (the tree stays that user's), folders 0755, files 0644 or 0444; a rewritten
     file keeps its owner. `revert` as root then gives the tree back byte for byte."""
     pkg, _sets, args = make_env(tmp_path)
-    _chown_tree(pkg, OTHER)
+    chown_tree(pkg, OTHER)
     monkeypatch.delenv(SAFE_ENV, raising=False)
     before = full_snapshot(pkg)
     code, _out, err = run_cli("apply", *args)
@@ -78,7 +72,7 @@ def test_root_rolls_back_no_journal_another_user_planted(tmp_path, monkeypatch, 
     pkg, _sets, args = make_env(tmp_path)
     pristine = full_snapshot(pkg)
     assert fork_cli(["apply", *args], kill_at=8) == ("killed", 9)
-    _chown_tree(pkg, OTHER)
+    chown_tree(pkg, OTHER)
     monkeypatch.delenv(SAFE_ENV, raising=False)
     before = with_state(pkg)
     code, _out, err = run_cli("status", *args)
@@ -96,12 +90,7 @@ def test_root_rolls_back_no_journal_another_user_planted(tmp_path, monkeypatch, 
     code, _out, err = run_cli(*writer)
     assert code == (0 if argv == "recover" else 4), err
     assert not (pkg / ".sgpatch" / "journal").exists()
-    assert _bytes(full_snapshot(pkg)) == _bytes(pristine)
-
-
-def _bytes(snapshot: dict[str, object]) -> dict[str, object]:
-    """A `full_snapshot` without owners: kind and bytes (or link target) and mode bits."""
-    return {k: (*v[:-1], v[-1][0]) for k, v in snapshot.items()}  # type: ignore[index]
+    assert without_owners(full_snapshot(pkg)) == without_owners(pristine)
 
 
 @pytest.mark.parametrize("umask", [0o000, 0o077])
@@ -148,7 +137,7 @@ def test_a_state_folder_another_user_made_is_refused(tmp_path):
     Outcome: root's `recover` exits 4 in one line naming the owner; nothing is replayed."""
     pkg, _sets, args = make_env(tmp_path)
     assert fork_cli(["apply", *args], kill_at=8) == ("killed", 9)
-    _chown_tree(pkg / ".sgpatch", OTHER)
+    chown_tree(pkg / ".sgpatch", OTHER)
     before = with_state(pkg)
     code, _out, err = run_cli("recover", "--sglang-dir", str(pkg))
     assert code == 4 and f"belongs to uid {OTHER}" in one_line_error(err)

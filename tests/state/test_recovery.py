@@ -160,6 +160,7 @@ def test_a_3_gb_sparse_original_costs_no_memory(tmp_path):
     big.chmod(0o644)
     with open(big, "r+b") as f:
         f.truncate(3 << 30)
+    before = with_state(pkg)  # the 3 GB file by size and mtime (helpers.SNAPSHOT_BYTES)
     env = {**os.environ, "PYTHONPATH": SRC}
     for argv in (["status", "--sglang-dir", str(pkg)], ["recover", "--sglang-dir", str(pkg)]):
         proc = subprocess.run(
@@ -173,7 +174,7 @@ def test_a_3_gb_sparse_original_costs_no_memory(tmp_path):
         assert proc.returncode == 4, proc.stderr
         one_line_error(proc.stderr)
     assert "sgpatch recover" not in proc.stderr and f"{digest[:12]}" in proc.stderr
-    assert big.stat().st_size == 3 << 30
+    assert big.stat().st_size == 3 << 30 and with_state(pkg) == before
 
 
 @pytest.mark.parametrize("argv", ["status", "probe", "apply --dry-run", "revert --dry-run"])

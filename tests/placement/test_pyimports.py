@@ -6,7 +6,6 @@ import pytest
 
 from sgpatch.placement.pyimports import (
     Unresolved,
-    changed_lines,
     release_of,
     top_names,
     unresolved,
@@ -158,10 +157,10 @@ def test_imports_that_do_not_resolve_are_reported(line, module, name):
     assert (u.module, u.name) == (module, name)
 
 
-def test_only_the_sets_lines_are_checked_and_upstreams_own_imports_are_upstreams():
+def test_only_the_sets_imports_are_checked_and_upstreams_own_imports_are_upstreams():
     """Input: V's own chunk.py already imports a gone module (upstream's bug); the set adds
     a line elsewhere, and separately adds a second statement importing the same gone name.
-    Outcome: nothing reported: neither line is the set's doing (the second imports what the
+    Outcome: nothing reported: neither is the set's doing (the second imports what the
     release's own file imports)."""
     broken = "from sglang.srt.gone import x\n" + BEFORE
     assert unresolved(f"{FLA}/chunk.py", broken + "\ny = 1\n", broken, V) == []
@@ -209,8 +208,21 @@ def test_top_names_reads_bindings_run_at_import_only():
     assert top_names("def (:\n") is None
 
 
-def test_changed_lines_are_the_lines_not_the_releases_own():
-    """Input: a line replaced and one inserted. Outcome: their 1-based numbers; None for a
-    file the set creates."""
-    assert changed_lines("a\nB\nc\nd\n", "a\nb\nc\n") == {2, 4}
-    assert changed_lines("a\n", None) is None
+def test_an_import_the_set_keeps_where_upstream_changed_it_is_checked():
+    """Input: upstream's chunk.py on V imports cdiv from the new folder; the set's file (a
+    merge that kept the old side) still has the old folder's line. Outcome: reported: the
+    (module, name) is not upstream's on V."""
+    after = BEFORE.replace("kernels.ops.attention.fla.utils", "srt.layers.attention.fla.utils")
+    (u,) = unresolved(f"{FLA}/chunk.py", after, BEFORE, V)
+    assert u.module == "sglang.srt.layers.attention.fla.utils" and u.homes == (
+        f"sglang.{FLA.replace('/', '.')}.utils",
+    )
+
+
+def test_a_name_added_alone_on_a_continuation_line_is_checked():
+    """Input: a backslash-continued import gains a name on a line of its own (no `import` on
+    that line). Outcome: the gone name is reported."""
+    before = "from sglang.kernels.ops.attention.fla.utils import cdiv, \\\n    BLOCK\n"
+    after = "from sglang.kernels.ops.attention.fla.utils import cdiv, \\\n    gone, BLOCK\n"
+    (u,) = unresolved("srt/x.py", after, before, V)
+    assert (u.line, u.name) == (1, "gone")

@@ -8,10 +8,9 @@ and where the name lives on the release now; lint, verify and port report them.
 
 What is checked (docs/porting.md, "Imports that no longer resolve"):
 - only imports of `sglang` (absolute) and relative ones; third-party imports are out of scope;
-- only statements on lines the set adds or keeps (lines of the file that differ from the
-  release's own file; every line of a file the set creates), and among those, only a
-  (module, name) the release's own file does not import as well: upstream's imports are
-  upstream's;
+- only what the set adds or keeps: a (module, name) the file imports that the release's own
+  file does not import (every import of a file the set creates); upstream's imports, even
+  broken ones, are upstream's;
 - not those under a `try` that catches ImportError (or ModuleNotFoundError, Exception,
   BaseException, a bare `except`): the author made them optional on purpose;
 - a module resolves when the release has `x/y.py`, `x/y/__init__.py`, a folder `x/y/` (a
@@ -27,7 +26,6 @@ with the set's own changes in it, so a name another patch of the set adds is fou
 from __future__ import annotations
 
 import ast
-import difflib
 import functools
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
@@ -194,28 +192,12 @@ def _own_expressions(node: ast.stmt) -> Iterator[ast.AST]:
         stack += [c for c in ast.iter_child_nodes(child) if not isinstance(c, ast.stmt)]
 
 
-def changed_lines(after: str, before: str | None) -> frozenset[int] | None:
-    """1-based lines of `after` that are not the release's own (`before`): what the set adds
-    or keeps. None: every line (a file the set creates)."""
-    if before is None:
-        return None
-    new = after.splitlines()
-    matcher = difflib.SequenceMatcher(None, before.splitlines(), new, autojunk=False)
-    return frozenset(
-        j + 1
-        for tag, _i1, _i2, j1, j2 in matcher.get_opcodes()
-        if tag in ("replace", "insert")
-        for j in range(j1, j2)
-    )
-
-
 @dataclass(frozen=True)
 class _Import:
-    """One import statement, read: its first and last line, its text, and per module it
-    names, the names it takes from it (empty: `import sglang.x.y`, only the module)."""
+    """One import statement, read: its line, its text, and per module it names, the names it
+    takes from it (empty: `import sglang.x.y`, only the module)."""
 
     line: int
-    end: int
     text: str
     wants: tuple[tuple[Parts | None, tuple[str, ...]], ...]  # None: beyond the package
 
@@ -223,38 +205,55 @@ class _Import:
 def unresolved(rel: str, after: str, before: str | None, release: Release) -> list[Unresolved]:
     """Every import of SGLang the set adds or keeps in file `rel` (package-relative; its text
     with the set applied, `after`, and the release's own, `before`, None when the set creates
-    it) that does not resolve on `release`, in line order. A file that does not parse has no
-    findings here: the compile check names it."""
-    try:
-        tree = ast.parse(after)
-    except (SyntaxError, ValueError):
+    it) that does not resolve on `release`, in line order. What the set adds or keeps is a
+    (module, name) the file imports that the release's own file does not: upstream's imports
+    are upstream's. A file that does not parse has no findings here: the compile check names
+    it."""
+    if before is not None and not _may_add_imports(after, before):
         return []
-    lines = changed_lines(after, before)
-    own = _already_imported(rel, before)
+    found = _imports_of(rel, after)
+    if not found:
+        return []
+    own = {want for imp in _imports_of(rel, before or "") for want in imp.wants}
     out: list[Unresolved] = []
-    for imp in sorted(_imports(rel, tree), key=lambda i: i.line):
-        if lines is not None and not any(n in lines for n in range(imp.line, imp.end + 1)):
-            continue
+    for imp in found:
         for parts, names in imp.wants:
             if (parts, names) not in own:
                 out += _check(rel, imp, parts, names, release)
     return out
 
 
-def _already_imported(rel: str, before: str | None) -> frozenset[tuple[Parts | None, tuple]]:
-    """(module, names) pairs the release's own file imports: not the set's doing."""
-    if before is None:
-        return frozenset()
+# A multi-line import: its continuation lines (a name alone, `    fused_recurrent_rule,`) do
+# not say `import`; only to decide whether a file needs parsing at all.
+_CONTINUED = re.compile(
+    r"^[ \t]*(?:from[ \t]+[.\w]+[ \t]+)?import[ \t]*(?:\([^)]*\)|[^\n]*\\\n(?:[^\n]*\\\n)*.*)",
+    re.M,
+)
+
+
+def _may_add_imports(after: str, before: str) -> bool:
+    """Whether a line the set adds (one the release's file does not have) can be part of an
+    import: parsing two big files (server_args.py: 5,000 lines) for every file a set touches
+    is what lint would otherwise spend its time on."""
+    new = set(after.splitlines()) - set(before.splitlines())
+    if any("import" in line for line in new):
+        return True
+    return bool(new) and any(
+        new.intersection(m[0].splitlines()) for m in _CONTINUED.finditer(after)
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _imports_of(rel: str, text: str) -> tuple[_Import, ...]:
+    """The file's imports of SGLang outside `try` blocks that catch an ImportError, in line
+    order (none: it does not parse). Kept per content: the matrix asks about the same bytes
+    on release after release."""
     try:
-        tree = ast.parse(before)
+        tree = ast.parse(text)
     except (SyntaxError, ValueError):
-        return frozenset()
-    return frozenset(want for imp in _imports(rel, tree) for want in imp.wants)
-
-
-def _imports(rel: str, tree: ast.Module) -> Iterator[_Import]:
-    """The file's imports of SGLang, outside `try` blocks that catch an ImportError."""
-    for node in _unguarded(tree):
+        return ()
+    out = []
+    for node in _unguarded(tree.body):
         wants: tuple[tuple[Parts | None, tuple[str, ...]], ...] = ()
         if isinstance(node, ast.Import):
             wants = tuple(
@@ -266,29 +265,30 @@ def _imports(rel: str, tree: ast.Module) -> Iterator[_Import]:
             parts = _from_module(rel, node)
             wants = tuple((parts, (a.name,)) for a in node.names if a.name != "*")
         if wants:
-            end = node.end_lineno or node.lineno
-            yield _Import(node.lineno, end, ast.unparse(node), wants)
+            out.append(_Import(node.lineno, ast.unparse(node), wants))
+    return tuple(sorted(out, key=lambda i: i.line))
 
 
 _TRIES: tuple[type, ...] = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t)
 
 
-def _unguarded(tree: ast.AST) -> Iterator[ast.stmt]:
-    """Every statement, anywhere (a lazy import inside a def fails too, only later), but
-    those in the body of a `try` whose handlers catch an ImportError."""
-    stack: list[ast.AST] = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.stmt):
-            yield node
-        if isinstance(node, _TRIES) and _guards(node):  # type: ignore[arg-type]
-            stack += [*node.handlers, *node.orelse, *node.finalbody]  # type: ignore[attr-defined]
-            continue
-        stack += [
-            c
-            for c in ast.iter_child_nodes(node)
-            if isinstance(c, (ast.stmt, ast.excepthandler, ast.match_case))
+def _unguarded(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement, at any depth (a lazy import inside a def fails too, only later), but
+    those in the body of a `try` whose handlers catch an ImportError. Only statement bodies
+    are walked, never expressions: a big file has ten times more of those."""
+    for node in body:
+        yield node
+        blocks: list[Iterable[ast.stmt]] = [
+            getattr(node, "orelse", ()),
+            getattr(node, "finalbody", ()),
         ]
+        blocks += [h.body for h in getattr(node, "handlers", ())]
+        blocks += [c.body for c in getattr(node, "cases", ())]
+        if not (isinstance(node, _TRIES) and _guards(node)):  # type: ignore[arg-type]
+            blocks.append(getattr(node, "body", ()))
+        for block in blocks:
+            if isinstance(block, list):
+                yield from _unguarded(block)
 
 
 def _guards(node: ast.Try) -> bool:

@@ -850,19 +850,21 @@ FLA_IMPORT = "from sglang.srt.layers.attention.fla.fused_recurrent import fused_
 
 
 def fla_chunk(folder: str) -> str:
-    """chunk.py of the fla kernels in `folder`, importing its sibling by absolute name."""
+    """chunk.py of the fla kernels in `folder`, importing its sibling by absolute name (the
+    line upstream rewrites when it moves the folder, far from where the set adds its own)."""
+    filler = "".join(f"# kernel note {i}\n" for i in range(6))
     return (
-        f"from sglang.{folder.replace('/', '.')}.utils import cdiv\n\n\n"
+        f"from sglang.{folder.replace('/', '.')}.utils import cdiv\n\n{filler}\n\n"
         "def chunk(x):\n    y = cdiv(x)\n    return y\n"
     )
 
 
 def fla_patched(folder: str) -> str:
     """chunk.py with the set's change: it imports fused_recurrent from the OLD folder (right
-    on 1.0, dead once upstream moved the folder) and calls it."""
+    on 1.0, dead once upstream moved the folder; line 9) and calls it."""
     return (
         fla_chunk(folder)
-        .replace("\n\n\n", "\n" + FLA_IMPORT + "\n\n", 1)
+        .replace("# kernel note 5\n", "# kernel note 5\n" + FLA_IMPORT)
         .replace("    return y\n", "    return fused_recurrent_rule(y)\n")
     )
 

@@ -56,7 +56,7 @@ def test_lint_names_an_import_the_set_adds_that_the_release_no_longer_has(tmp_pa
     """Input: a set for 1.1 (upstream moved srt/layers/attention/fla/ to kernels/ops/attention/
     fla/) whose patch to the moved chunk.py still adds `from sglang.srt.layers.attention.fla.
     fused_recurrent import ...`; `lint --offline`. Outcome: exit 3, one error naming the file,
-    line 2, the import, the module that is gone and where it is now; --json the same finding
+    line 9, the import, the module that is gone and where it is now; --json the same finding
     about the patch's variant."""
     fla_cache(tmp_path, monkeypatch)
     d = fla_set(tmp_path, FLA_NEW, "1.1")
@@ -65,7 +65,7 @@ def test_lint_names_an_import_the_set_adds_that_the_release_no_longer_has(tmp_pa
     assert code == 3
     assert (
         "error: demo/fla on sglang 1.1: import does not resolve: kernels/ops/attention/fla/"
-        "chunk.py:2: from sglang.srt.layers.attention.fla.fused_recurrent import "
+        "chunk.py:9: from sglang.srt.layers.attention.fla.fused_recurrent import "
         "fused_recurrent_rule: no module sglang.srt.layers.attention.fla.fused_recurrent; "
         "now at sglang.kernels.ops.attention.fla.fused_recurrent"
     ) in out

@@ -13,7 +13,7 @@ carried file's `mode` is what the workspace lays out and what the new patch file
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,7 +24,7 @@ from sgpatch.diff.unified import FilePatch, Hunk, Patch, decode, encode, split_l
 from sgpatch.ops.fileplan import FilePlan, Overlay, plan_patch
 from sgpatch.placement.engine import HunkResult, apply_hunks
 from sgpatch.placement.match import FileResult
-from sgpatch.port.merge import Checks, marker_lines, merge_file, workers
+from sgpatch.port.merge import Checks, import_problem, marker_lines, merge_file, workers
 from sgpatch.port.stopreport import ALONE, ALREADY, CONFLICT, MOVED, NO_PLACE, Dropped, HunkDetail
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ NO_BASE = "the variant does not apply to the release it was made on: no merge ba
 def carry_patch(
     patch: Patch, pid: str, ws: Reader, base: Reader | None, labels: Labels, no_base: str = NO_BASE,
     elsewhere: Elsewhere | None = None, modes: ModeReader | None = None,
-    pristine: Reader | None = None,
+    pristine: Reader | None = None, files: Collection[str] | None = None,
 ):  # fmt: skip
     """Carry every file of `patch` onto the workspace reader `ws` (nothing is written here).
     `base` None: a hunk that needs a merge is a problem, `no_base` says why. `elsewhere`: the
@@ -130,7 +130,8 @@ def carry_patch(
     for); a hunk carried there adds that file to the result. `modes`: the workspace's git
     modes (each carried file's `mode` follows them and the patch). `pristine`: the target
     release's own files, where "already there" reads its evidence (None: W's file before the
-    patch, which holds no hunk of this patch)."""
+    patch, which holds no hunk of this patch). `files`: W's package files; with them, every
+    import of SGLang a carried Python file adds must resolve in W (merge.import_problem)."""
     mapper = package_mapper(patch.name)
     here = MemOverlay(ws, modes)
     kinds: dict[str, int] = {}  # the git mode of each file the patch wrote so far
@@ -162,7 +163,10 @@ def carry_patch(
             kinds[got.path] = got.mode
         if there is not None and path in paths[n + 1 :]:
             plan_patch(there, one, mapper, fuzz=0)  # the file comes again: the base moves on
-    return CarriedPatch(pid, _checked(explain.filled(out), checks))
+    carried = _checked(explain.filled(out), checks)
+    if files is not None:
+        carried = _imports_checked(carried, here, files, labels.ours)
+    return CarriedPatch(pid, carried)
 
 
 def _moved_files(done: CarriedFile, here: MemOverlay, kinds: dict[str, int]) -> list[CarriedFile]:
@@ -625,6 +629,26 @@ def _checked(files: list[CarriedFile], checks: Checks) -> tuple[CarriedFile, ...
         if problem is not None:
             done = files[n]
             out[n] = replace(done, problem=problem, hunks=done.kept + done.merged)
+    return tuple(out)
+
+
+def _imports_checked(
+    files: tuple[CarriedFile, ...], here: MemOverlay, listing: Collection[str], label: str
+) -> tuple[CarriedFile, ...]:
+    """A carried Python file that compiles must not import from SGLang what W (the release
+    with the set so far, this patch's files included) does not have: a file that fails at
+    import is a stop, naming the import and where it is now."""
+    from sgpatch.placement.pyimports import Release
+
+    paths = {p for p in listing if here.changed.get(p, b"") is not None}
+    paths |= {p for p, data in here.changed.items() if data is not None}
+    release = Release(frozenset(paths), here.read)
+    out = []
+    for f in files:
+        why = None
+        if f.problem is None and f.mode != SYMLINK:
+            why = import_problem(f.path, f.after, f.before, release, label)
+        out.append(f if why is None else replace(f, problem=why, hunks=f.kept + f.merged))
     return tuple(out)
 
 

@@ -22,6 +22,8 @@ from sgpatch.placement.pydefs import defined_twice
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future
 
+    from sgpatch.placement.pyimports import Release
+
 MARKERS = ("<<<<<<< ", "||||||| ", "=======", ">>>>>>> ")
 # a marker line, as git merge-file writes them (any CRs before the newline allowed)
 _MARKER_RE = re.compile(r"^(?:(?:<<<<<<<|\|{7}|>>>>>>>)(?: |\r*$)|=======\r*$)", re.MULTILINE)
@@ -103,6 +105,25 @@ def python_problem(
         where = "; ".join(f"{t.scope or 'module'}: {t.describe(label)}" for t in dups)
         return f"defines the same name twice in one body ({where}): the fuzz trap"
     return None
+
+
+def import_problem(
+    path: str, data: bytes | None, before: bytes | None, release: Release, label: str
+) -> str | None:
+    """Why a carried Python file that compiles would still fail at import (None: it would
+    not, as far as SGLang goes): an import of SGLang it adds or keeps that `release` (W, the
+    release with the set so far; `label` names it) does not have, each with where the module
+    or name is now (placement.pyimports; docs/porting.md, "Imports that no longer resolve")."""
+    if data is None or not path.endswith(".py"):
+        return None
+    from sgpatch.placement.pyimports import unresolved
+
+    old = decode(before) if before is not None else None
+    found = unresolved(path, decode(data), old, release)
+    if not found:
+        return None
+    each = "; ".join(f"line {u.line}: {u.text}: {u.missing}, {u.where_now}" for u in found)
+    return f"imports what {label} does not have ({each}): import it from where it is now"
 
 
 _PARALLEL_BYTES = 200_000  # below this much Python to parse, a worker costs more than it saves

@@ -581,11 +581,20 @@ def _carried(ctx: Context, pid: str, sorc: src.Source, patch, ready, where: tupl
     while True:
         sub = replace(patch, files=tuple(fp for fp in patch.files if _paths(fp, mapper) <= ready))
         res = carry_patch(sub, pid, ctx.ws.read_pkg, base, labels, why or NO_BASE, elsewhere,
-                          modes=ctx.ws.mode_pkg, pristine=_pristine(ctx))  # fmt: skip
+                          modes=ctx.ws.mode_pkg, pristine=_pristine(ctx),
+                          files=package_files(ctx.ws))  # fmt: skip
         waits = {f.path for f in res.files if any(lo.held for lo in f.lost)}
         if not waits:
             return sub, res
         ready = {p for u in file_units(sub) if not u & waits for p in u}
+
+
+def package_files(ws: Workspace) -> frozenset[str]:
+    """The package's files in W as sgpatch wrote them (its `tree`, package-relative): what
+    the import check of a carried file reads W's modules from."""
+    from sgpatch.port.wsfiles import PKG
+
+    return frozenset(p[len(PKG) + 1 :] for p in ws.tree() if p.startswith(f"{PKG}/"))
 
 
 def _counts(res: CarriedPatch) -> tuple[int, int, int]:

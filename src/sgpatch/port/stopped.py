@@ -12,6 +12,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sgpatch.diff.canonical import SYMLINK
 from sgpatch.errors import ExitCode, SgpatchError, bad_input, unsafe
@@ -19,7 +20,7 @@ from sgpatch.fs.atomic import TMP_SUFFIX
 from sgpatch.patchset.manifest import load_manifest
 from sgpatch.port import snapshots
 from sgpatch.port import source as src
-from sgpatch.port.merge import marker_lines, merge_file, python_problem
+from sgpatch.port.merge import import_problem, marker_lines, merge_file, python_problem
 from sgpatch.port.sequencer import Context, write_patch
 from sgpatch.port.snapshots import Listing
 from sgpatch.port.state import Options, PortState, check_format
@@ -36,6 +37,9 @@ from sgpatch.port.workspace import (
     remove,
     shown,
 )
+
+if TYPE_CHECKING:
+    from sgpatch.placement.pyimports import Release
 
 
 def reopen(ws: Workspace) -> tuple[Context, PortState, list[str]]:
@@ -89,14 +93,34 @@ def unresolved(ctx: Context, state: PortState) -> list[str]:
     ws, out = ctx.ws, []
     stopped = state.queue.stopped
     writers = _last_writers(ctx, state)
-    label = f"sglang {ctx.to}"
+    check = _Check(f"sglang {ctx.to}", ws)
     for o in stopped:
         for rel in sorted(f for f, w in writers.items() if w == o.id):
             before = snapshots.get(ws, "before", o.id, [rel])[rel]
-            out += _problems(rel, _text(ws, rel), before, label)
+            out += _problems(rel, _text(ws, rel), before, check)
     for rel in _edited(ctx, stopped, writers):
-        out += _problems(rel, _text(ws, rel), _wrote(ctx, state.listing, rel), label)
+        out += _problems(rel, _text(ws, rel), _wrote(ctx, state.listing, rel), check)
     return out
+
+
+@dataclass
+class _Check:
+    """What --continue checks a file against: the release's name, and W as the import check
+    reads it (its package's files as they are on disk now, a file made by hand included),
+    walked once and only when a file asks."""
+
+    label: str
+    ws: Workspace
+    _release: Release | None = None
+
+    @property
+    def release(self) -> Release:
+        if self._release is None:
+            from sgpatch.placement.pyimports import Release
+            from sgpatch.releases.snapshot import tree_files
+
+            self._release = Release(frozenset(tree_files(self.ws.root)), self.ws.read_pkg)
+        return self._release
 
 
 def _text(ws: Workspace, rel: str) -> bytes | None:
@@ -106,7 +130,7 @@ def _text(ws: Workspace, rel: str) -> bytes | None:
     return None if data is None or ws.mode_pkg(rel) == SYMLINK else data
 
 
-def _problems(rel: str, data: bytes | None, before: bytes | None, label: str) -> list[str]:
+def _problems(rel: str, data: bytes | None, before: bytes | None, check: _Check) -> list[str]:
     if data is None:
         return []
     if b"\0" in data[:8192]:
@@ -114,8 +138,16 @@ def _problems(rel: str, data: bytes | None, before: bytes | None, label: str) ->
     marks = marker_lines(data)
     if marks:
         return [f"{PKG}/{rel}: conflict markers at lines {', '.join(map(str, marks))}"]
-    why = python_problem(rel, data, before, label)
+    why = python_problem(rel, data, before, check.label)
+    if why is None and rel.endswith(".py") and _may_import(data, before):
+        why = import_problem(rel, data, before, check.release, check.label)
     return [f"{PKG}/{rel}: {why}"] if why else []
+
+
+def _may_import(data: bytes, before: bytes | None) -> bool:
+    """Whether the file can import anything `before` did not (a file without the word
+    `import` never walks W for the check)."""
+    return b"import" in data and data != before
 
 
 def _edited(ctx: Context, stopped, writers: dict[str, str]) -> list[str]:

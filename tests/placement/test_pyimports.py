@@ -118,14 +118,17 @@ def test_nowhere_on_the_release_is_said():
         "import torch",  # third-party: out of scope
         "from torch.nn import NotAThing",
         "try:\n    from sglang.srt.gone import x\nexcept ImportError:\n    x = None",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from sglang.srt.gone import x",
+        "import typing\nif typing.TYPE_CHECKING:\n    import sglang.srt.gone",
         "def f():\n    try:\n        import sglang.srt.gone\n    except (ValueError, "
         "ModuleNotFoundError):\n        pass",
     ],
 )
 def test_imports_that_resolve_or_are_out_of_scope_are_not_reported(line):
     """Input: an added import that resolves on V (module, submodule, a name bound at the top
-    level, a module that may hold any name, a relative import), a third-party one, or one
-    the author guarded with `except ImportError`. Outcome: nothing to report."""
+    level, a module that may hold any name, a relative import), a third-party one, one the
+    author guarded with `except ImportError`, or one under `if TYPE_CHECKING` (never runs).
+    Outcome: nothing to report."""
     after = _added(line)
     assert unresolved(f"{FLA}/chunk.py", after, BEFORE, V) == []
 

@@ -12,7 +12,8 @@ What is checked (docs/porting.md, "Imports that no longer resolve"):
   file does not import (every import of a file the set creates); upstream's imports, even
   broken ones, are upstream's;
 - not those under a `try` that catches ImportError (or ModuleNotFoundError, Exception,
-  BaseException, a bare `except`): the author made them optional on purpose;
+  BaseException, a bare `except`): the author made them optional on purpose; nor those under
+  `if TYPE_CHECKING:`, which never run;
 - a module resolves when the release has `x/y.py`, `x/y/__init__.py`, a folder `x/y/` (a
   namespace package) or an extension module `x/y.*.so`; `from M import n` also needs `n`: a
   submodule of M, or a name M binds at its top level (def, class, assignment, import, for,
@@ -274,8 +275,8 @@ _TRIES: tuple[type, ...] = tuple(t for t in (ast.Try, getattr(ast, "TryStar", No
 
 def _unguarded(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
     """Every statement, at any depth (a lazy import inside a def fails too, only later), but
-    those in the body of a `try` whose handlers catch an ImportError. Only statement bodies
-    are walked, never expressions: a big file has ten times more of those."""
+    those in the body of a `try` whose handlers catch an ImportError or of `if TYPE_CHECKING`.
+    Only statement bodies are walked, never expressions: a big file has ten times more."""
     for node in body:
         yield node
         blocks: list[Iterable[ast.stmt]] = [
@@ -284,16 +285,21 @@ def _unguarded(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
         ]
         blocks += [h.body for h in getattr(node, "handlers", ())]
         blocks += [c.body for c in getattr(node, "cases", ())]
-        if not (isinstance(node, _TRIES) and _guards(node)):  # type: ignore[arg-type]
+        if not (isinstance(node, _TRIES) and _guards(node)) and not _type_checking(node):
             blocks.append(getattr(node, "body", ()))
         for block in blocks:
             if isinstance(block, list):
                 yield from _unguarded(block)
 
 
-def _guards(node: ast.Try) -> bool:
+def _type_checking(node: ast.stmt) -> bool:
+    """`if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`): its imports never run."""
+    return isinstance(node, ast.If) and _tail(node.test) == "TYPE_CHECKING"
+
+
+def _guards(node: ast.stmt) -> bool:
     """Whether a handler of the `try` catches an ImportError."""
-    for handler in node.handlers:
+    for handler in getattr(node, "handlers", ()):
         kinds = handler.type
         if kinds is None:
             return True

@@ -31,6 +31,7 @@ from sgpatch.port.merge import merge_file
 
 if TYPE_CHECKING:
     from sgpatch.ops.lint import Finding
+    from sgpatch.port.folds import Suggested
     from sgpatch.port.moved import Move
     from sgpatch.port.sequencer import Context, Outcome
     from sgpatch.port.snapshots import Listing
@@ -144,7 +145,7 @@ def _outcome_json(r: PatchReport) -> dict:
             for m in r.moves
         ],
         "note": o.note,
-        "problems": [_problem_json(f.problem, f.markers, f.details) for f in r.files],
+        "problems": [_problem_json(f.problem, f.markers, f.details, f.fold) for f in r.files],
         "files_carried": list(r.carried_files),
         "files_waiting": list(r.waiting_files),
         "waiting_for": list(r.waiting_for),
@@ -155,11 +156,14 @@ def _outcome_json(r: PatchReport) -> dict:
     }
 
 
-def _problem_json(p: Problem, markers: Sequence[int], details: Sequence[HunkDetail]) -> dict:
+def _problem_json(
+    p: Problem, markers: Sequence[int], details: Sequence[HunkDetail], fold: Suggested | None
+) -> dict:
     from sgpatch.port.stopreport import detail_json
 
+    folded = None if fold is None else {"folds": list(fold.folds), "diff": list(fold.diff)}
     return {"file": p.file, "why": p.why, "hunks": list(p.hunks), "markers": list(markers),
-            "details": [detail_json(d) for d in details]}  # fmt: skip
+            "details": [detail_json(d) for d in details], "fold": folded}  # fmt: skip
 
 
 def port(
@@ -279,7 +283,7 @@ def show(workspace: Path, file: str) -> Shown:
 
 def shown_json(got: Shown) -> dict:
     return {"file": got.file,
-            "problems": [{"patch": pid, **_problem_json(f.problem, f.markers, f.details)}
+            "problems": [{"patch": pid, **_problem_json(f.problem, f.markers, f.details, f.fold)}
                          for pid, f in got.problems]}  # fmt: skip
 
 

@@ -27,6 +27,7 @@ from sgpatch.port.workspace import PKG, STATE, Workspace
 from sgpatch.state.folder import parse_json
 
 if TYPE_CHECKING:
+    from sgpatch.port.folds import Suggested
     from sgpatch.port.moved import Move
 
 PROBE, LINT = "probe: ", "lint: "
@@ -78,6 +79,7 @@ class FileStop:
     problem: Problem
     markers: tuple[int, ...]
     details: tuple[HunkDetail, ...]
+    fold: Suggested | None = None  # W's file defines a name twice: the fold suggested
 
 
 @dataclass(frozen=True)
@@ -203,6 +205,8 @@ def file_entry(ws: Workspace, pid: str, p: Problem) -> list[str]:
     out = [f"  {PKG}/{p.file}{where}: {pid} hunk(s) {hunks}: {p.why}"]
     for d in stop.details:
         out += ["    " + ln for ln in render_detail(d)]
+    if stop.fold is not None:
+        out += ["    " + ln for ln in stop.fold.lines(ws.top)]
     return out
 
 
@@ -298,8 +302,13 @@ def side_by_side(left: Sequence[str], right: Sequence[str], gap: str = " | ") ->
 
 
 def file_stop(ws: Workspace, pid: str, p: Problem) -> FileStop:
-    """A file problem of `pid` as W shows it now (the person may have fixed some markers)."""
-    return FileStop(p, marker_lines(ws.read_pkg(p.file)), tuple(details(ws, pid, p.file)))
+    """A file problem of `pid` as W shows it now (the person may have fixed some markers; a
+    file that defines a name twice now has its fold suggested, port.folds)."""
+    from sgpatch.port.folds import at_stop
+
+    marks = marker_lines(ws.read_pkg(p.file))
+    fold = None if marks else at_stop(ws, pid, p.file)
+    return FileStop(p, marks, tuple(details(ws, pid, p.file)), fold)
 
 
 def probe_stop(ws: Workspace, pid: str, problems: Sequence[Problem]) -> ProbeStop | None:

@@ -177,8 +177,8 @@ def apply3(project: str, a: str, b: str, tmp: Path) -> tuple[int, int]:
 
 
 def port_step(project: str, a: str, b: str, tmp: Path) -> dict:
-    from sgpatch import port
     from sgpatch.patchset.manifest import load_manifest
+    from sgpatch.port import driver
 
     d = make_set(project, a, tmp / "sets")
     m = load_manifest(d / "patchset.yaml")
@@ -191,7 +191,7 @@ def port_step(project: str, a: str, b: str, tmp: Path) -> dict:
         w = tmp / f"w{k}"
         _no_pool()
         t0, c0 = time.perf_counter(), _cpu()
-        rep = port.port(m, Version(b), w, offline=True, finish=False)
+        rep = driver.port(m, Version(b), w, offline=True, finish=False)
         wall, cpu = time.perf_counter() - t0, _cpu() - c0
         if best is None or wall < best[0]:
             best = (wall, cpu)
@@ -444,8 +444,8 @@ def run_walk(tmp: Path, steps: int = 10) -> dict:
     """`port --step` of the cut-down shipped set from WALK_FROM to the release `steps` later
     (offline: the cache's releases), as one timed call; and the same releases' files merged
     with `git merge-file` one by one (what a hand port would run at least)."""
-    from sgpatch import port
     from sgpatch.patchset.manifest import load_manifest
+    from sgpatch.port import driver
     from sgpatch.port.source import known_releases
 
     known = [v for v in known_releases(True) if v > Version(WALK_FROM)]
@@ -453,7 +453,7 @@ def run_walk(tmp: Path, steps: int = 10) -> dict:
     d = walk_set(tmp / "sets", WALK_FROM)
     m = load_manifest(d / "patchset.yaml")
     t0, c0 = time.perf_counter(), _cpu()
-    reps = port.walk(m, to, tmp / "w", offline=True, without=WALK_WITHOUT)
+    reps = driver.walk(m, to, tmp / "w", offline=True, without=WALK_WITHOUT)
     wall, cpu = time.perf_counter() - t0, _cpu() - c0
     done = [r.to for r in reps if r.exit_code == 0]
     stopped = next((r.to for r in reps if r.exit_code != 0), None)

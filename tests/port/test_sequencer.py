@@ -27,8 +27,8 @@ from helpers import (
     sgport,
     two_file_set,
 )
-from sgpatch import port
 from sgpatch.patchset.manifest import load_manifest
+from sgpatch.port import driver
 
 # ---------------------------------------------------------------------------------------------
 # waiting, upstream, the fuzz trap
@@ -131,8 +131,8 @@ def test_steps_either_direction(cache, tmp_path):
     (d / "patchset.yaml").write_text(text)
     m = load_manifest(d / "patchset.yaml")
     known = [Version(v) for v in ("1.0", "1.1", "1.2", "1.3")]
-    assert port.steps(m, Version("1.3"), known) == [Version("1.2"), Version("1.3")]
-    assert port.steps(m, Version("1.0"), known) == [Version("1.0")]
+    assert driver.steps(m, Version("1.3"), known) == [Version("1.2"), Version("1.3")]
+    assert driver.steps(m, Version("1.0"), known) == [Version("1.0")]
 
 
 def test_port_needs_a_known_set_and_a_final_release(tmp_path):

@@ -36,7 +36,7 @@ def run(a: Args) -> int:
     try:
         return _run(a)
     except interrupts.Interrupted as e:  # W is as its last whole step left it (port/undo.py)
-        from sgpatch.port import InterruptedIn
+        from sgpatch.port.driver import InterruptedIn
 
         line = _interrupted(a, e.workspace if isinstance(e, InterruptedIn) else a.workspace)
         if line is None:
@@ -70,24 +70,24 @@ def _interrupted(a: Args, top: Path | None) -> str | None:
 
 
 def _run(a: Args) -> int:
-    from sgpatch import port
+    from sgpatch.port import driver, report, resume
 
     w = a.workspace
     if a.show is not None and w is not None:  # _check: --show has --workspace
-        return _shown(a, port.show(w, a.show))
+        return _shown(a, report.show(w, a.show))
     if a.fold is not None and w is not None:  # _check: --fold has --workspace
         return _folded(a, w)
     if a.abort and w is not None:  # _check: --abort and --continue have --workspace
-        return _aborted(a, port.abort(w, a.force))
+        return _aborted(a, resume.abort(w, a.force))
     if a.cont and w is not None:
-        return _emit(a, [port.resume(w)])
+        return _emit(a, [resume.resume(w)])
     if a.to_tree is not None:
         return _onto_tree(a)
     manifest, version = _inputs(a)
     if a.step:
-        reps = port.walk(manifest, version, a.workspace, offline=a.offline, without=a.without)
+        reps = driver.walk(manifest, version, a.workspace, offline=a.offline, without=a.without)
         return _emit(a, reps)
-    rep = port.port(
+    rep = driver.port(
         manifest, version, a.workspace, offline=a.offline, without=a.without,
         finish=not a.no_finish,
     )  # fmt: skip
@@ -142,8 +142,8 @@ def _inputs(a: Args):
 
 def _onto_tree(a: Args) -> int:
     """`--to-tree DIR`: keep the tree as a snapshot, carry from the nearest variants."""
-    from sgpatch import port
     from sgpatch.patchset.manifest import load_set
+    from sgpatch.port.driver import port
     from sgpatch.port.onto_tree import prepare
 
     assert a.to_tree is not None
@@ -155,7 +155,7 @@ def _onto_tree(a: Args) -> int:
             f"{manifest.name} from its {tree.variants_of} variants; the tree is kept as snapshot "
             f"{tree.onto} ({tree.archive})"
         )
-    rep = port.port(manifest, tree.onto, a.workspace, offline=a.offline, without=a.without,
+    rep = port(manifest, tree.onto, a.workspace, offline=a.offline, without=a.without,
                     finish=not a.no_finish, known=tree.known, to_tree=a.to_tree)  # fmt: skip
     extra = {"tree": {"root": str(tree.root), "version": str(tree.version),
                       "snapshot": str(tree.onto), "variants_of": str(tree.variants_of),
@@ -165,7 +165,7 @@ def _onto_tree(a: Args) -> int:
 
 def _shown(a: Args, got) -> int:
     """`--show FILE`: the file's details on stdout (the command's product)."""
-    from sgpatch.port import shown_json
+    from sgpatch.port.report import shown_json
 
     if a.as_json:
         console.emit_json({"command": "port", "exit_code": 0, **shown_json(got)})

@@ -20,7 +20,7 @@ from sgpatch.port.folds import SCREEN_DIFF
 from sgpatch.port.stopreport import MOVED
 
 if TYPE_CHECKING:
-    from sgpatch.port import PatchReport, Report
+    from sgpatch.port.report import PatchReport, Report
     from sgpatch.port.stopreport import FileStop
 
 MAX_LINES = 100  # a stop never prints more (issue 44: 5,529 lines was one real stop)

@@ -40,7 +40,8 @@ PORTED_LINE = "Ported to {to} by sgpatch port (from {variant}, made on {base})"
 class Outcome:
     """What happened to one patch (one line of `done` or `needs-a-hand`, and a stopped
     patch's `problems/ID`): only what W's state keeps. What a report reads off W beside it
-    (files carried or waiting, markers, the probe, hunks dropped) is sgpatch.port.PatchReport."""
+    (files carried or waiting, markers, the probe, hunks dropped) is port.report's
+    PatchReport."""
 
     id: str
     outcome: str  # carried | fixed | upstream | n/a | skipped | conflict (| waiting: reported)

@@ -1,5 +1,5 @@
 """What a stopped port tells the person: the `fix` file, and the stop's typed records that
-`port --json` renders (sgpatch.port.Report.json, the one place that makes them JSON, but for
+`port --json` renders (sgpatch.port.report.Report.json, the one place that makes them JSON, but for
 a hunk's detail: its JSON row is also what W keeps, so `detail_json` makes it for both).
 
 Three kinds of thing stop a patch, each under its own heading in `fix`:

@@ -1,0 +1,86 @@
+"""--continue and --abort as commands: W's lock held, the state read once (port.state) and
+handed from step to step; what --continue does first is the workspace's phase
+(docs/porting.md). The steps themselves (reopen, unresolved, take_fixed, the removal of W)
+are port.stopped's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sgpatch.port.driver import conclude, load_state
+from sgpatch.port.report import Report, build
+
+if TYPE_CHECKING:
+    from sgpatch.port.sequencer import Context
+    from sgpatch.port.state import PortState
+
+
+def resume(workspace: Path) -> Report:
+    """--continue: redo an interrupted step, take the fixes, carry what waited, finish (exit
+    3 while anything is left). What it does first is the workspace's phase (docs/porting.md).
+    The state is read once (port.state) and handed from step to step."""
+    from sgpatch.port import sequencer, stopped
+    from sgpatch.port.workspace import existing, locked
+    from sgpatch.releases import cache as releases
+
+    ws = existing(workspace)  # no lock file is made in a folder that is no workspace
+    with locked(ws.top):
+        ctx, state, kept = stopped.reopen(ws)
+        notes = [f"{rel}: kept as you edited it after the step that was interrupted there"
+                 for rel in kept]  # fmt: skip
+        with releases.cache_only(ctx.offline):
+            if state.phase == "finishing":
+                return _finished_again(ctx, state, notes)
+            if state.phase in ("stopped", "planned"):
+                left = stopped.unresolved(ctx, state)
+                if left:
+                    rep = build(ctx, state, "stopped")
+                    rep.fix, rep.left, rep.notes = _left_fix(ctx, state, left), left, notes
+                    return rep
+                state, joined = stopped.take_fixed(ctx, state)
+                notes += joined
+            if state.phase == "start":
+                sequencer.lay_out(ctx)  # writes the lists afresh: read back once
+                state = load_state(ctx, state)
+            if state.queue.todo:  # the queue worked on in place
+                state = state.carried(sequencer.run_todo(ctx, state.queue, state.listing))
+            rep = conclude(ctx, state, True)
+    rep.notes = notes + rep.notes
+    return rep
+
+
+def _finished_again(ctx: Context, state: PortState, notes: list[str]) -> Report:
+    """--continue after a kill while the set was written: write what is staged."""
+    from sgpatch.port.finish import write_staged
+
+    written = write_staged(ctx, state.options)
+    rep = build(ctx, state, "finished")
+    rep.written, rep.notes = written, notes
+    rep.changes = ctx.ws.lines("finishing/changes")
+    rep.warnings = ctx.ws.lines("finishing/warnings")
+    return rep
+
+
+def _left_fix(ctx: Context, state: PortState, left: list[str]) -> list[str]:
+    """The fix file at a --continue that finds files still unresolved, written again: what
+    is left (with each still-stopped file's details), never a file already fixed."""
+    from sgpatch.port.stopreport import LEFT_HEAD, fix_lines
+
+    files = {x.split(":", 1)[0].removeprefix("sglang/") for x in left}
+    fix = [LEFT_HEAD.format(top=ctx.ws.top), *(f"  {x}" for x in left)]
+    fix += fix_lines(ctx.ws, state.queue.stopped, only=files)
+    with ctx.ws.step("fix"):
+        ctx.ws.put_lines("fix", fix)
+    return fix
+
+
+def abort(workspace: Path, force: bool = False):
+    """--abort: W's lock held, hand edits refused (or kept aside with `force`), W removed."""
+    from sgpatch.port import stopped
+    from sgpatch.port.workspace import existing, locked
+
+    ws = existing(workspace)
+    with locked(ws.top):
+        return stopped.abort(ws, force)

@@ -177,10 +177,10 @@ def _shown(a: Args, got) -> int:
 
 def _folded(a: Args, w: Path) -> int:
     """`--fold FILE`: the fold written into W; the diff on stdout, the next command after."""
-    from sgpatch.port.folds import fold_in
+    from sgpatch.port.resume import fold
 
     assert a.fold is not None
-    got = fold_in(w, a.fold)
+    got = fold(w, a.fold)
     top = shlex.quote(str(w.absolute()))
     if a.as_json:
         console.emit_json({"command": "port", "exit_code": 0, "file": f"sglang/{got.file}",

@@ -10,8 +10,8 @@ did. Only the names the file defines more often than the file the patch was carr
 
 The suggestion is read off W when a stop is shown, as its markers are (the person may have
 edited the file since), and shown as a diff with the command that makes it:
-`sgpatch port --fold sglang/FILE --workspace W` writes it into W (as the person's own edit),
-then `--continue` takes the file like any fixed one.
+`sgpatch port --fold sglang/FILE --workspace W` (port.resume.fold) writes it into W, as the
+person's own edit; then `--continue` takes the file like any fixed one.
 """
 
 from __future__ import annotations
@@ -99,37 +99,4 @@ def at_stop(ws: Workspace, pid: str, rel: str) -> Suggested | None:
     return suggest(rel, data, snapshots.one(ws, "before", pid, rel))
 
 
-def fold_in(workspace: Path, file: str) -> Suggested:
-    """`port --fold FILE --workspace W`: W's file folded as the stop suggests, written as the
-    person's own edit (under W's lock); --continue then takes it. FILE: `sglang/srt/x.py`,
-    `srt/x.py`, or its path in W."""
-    import os
-
-    from sgpatch.errors import bad_input
-    from sgpatch.port.sequencer import stopped_of
-    from sgpatch.port.stopreport import kind
-    from sgpatch.port.workspace import existing, locked, shown
-
-    ws = existing(workspace)
-    with locked(ws.top):
-        full = os.path.abspath(file)
-        rel = full[len(str(ws.root)) + 1 :] if full.startswith(f"{ws.root}/") else file
-        rel = rel.removeprefix(f"{PKG}/")
-        found = [(o.id, p.file) for o in stopped_of(ws) for p in o.problems if kind(p) == "file"]
-        owners = [pid for pid, f in found if f == rel]
-        if ws.phase != "stopped" or not owners:
-            names = sorted({f"{PKG}/{f}" for _pid, f in found})
-            raise bad_input(f"--fold {file}: not a file to fix in {ws.top} (the files to fix: "
-                            f"{shown(names) if names else 'none'})")  # fmt: skip
-        got = at_stop(ws, owners[0], rel)
-        if got is None:
-            raise bad_input(
-                f"--fold {file}: {PKG}/{rel} defines no name twice in one body that the file "
-                "it was carried onto did not (or it does not parse yet: conflict markers?); "
-                "nothing to fold"
-            )
-        ws.write(f"{PKG}/{rel}", got.data, ws.mode_pkg(rel))
-    return got
-
-
-__all__ = ["SCREEN_DIFF", "Suggested", "at_stop", "fold_in", "suggest"]
+__all__ = ["SCREEN_DIFF", "Suggested", "at_stop", "suggest"]

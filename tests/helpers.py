@@ -195,6 +195,12 @@ def tree_snapshot(root: Path) -> dict[str, object]:
     return out
 
 
+def printed_json(doc: dict) -> str:
+    """A command's --json document as sgpatch prints it (schema 1 first, indented by two):
+    what a test compares stdout with to pin the document byte for byte, key order included."""
+    return json.dumps({"schema": 1, **doc}, indent=2) + "\n"
+
+
 def one_line_error(err: str) -> str:
     assert "Traceback" not in err, err
     assert err.startswith("sgpatch: error:"), err

@@ -50,3 +50,32 @@ def test_lint_offline_still_warns_about_a_variant_no_version_chooses(
     args = ("lint", "--offline", "--patchsets", str(tmp_path / "sets"), "--set", "s")
     code, out, _ = run_cli(*args, "--format", fmt)
     assert code == 0 and "variant >=0.5.1,<0.5.2 (p.patch) is never chosen" in out
+
+
+def test_fetch_json_names_each_release_its_wheel_and_the_tree_written(tmp_path, monkeypatch):
+    """Input: releases 1.0 and 1.1 in an offline cache; `fetch 1.0 --json`, then `fetch 1.0 1.1
+    --dest D --layout checkout --json`. Outcome: exit 0 each; the documents, byte for byte: one
+    entry per release in the order asked, its cached wheel, and the package root written under
+    D/V (null when no --dest)."""
+    from helpers import port_cache, printed_json
+
+    cache = port_cache(tmp_path, monkeypatch, ("1.0", "1.1"))
+    wheel = str(cache / "wheels" / "sglang-{}-py3-none-any.whl")
+    code, out, err = run_cli("fetch", "1.0", "--json")
+    assert code == 0, err
+    one = {"version": "1.0", "wheel": wheel.format("1.0"), "root": None}
+    assert out == printed_json({"command": "fetch", "exit_code": 0, "releases": [one]})
+    dest = tmp_path / "trees"
+    code, out, err = run_cli("fetch", "1.0", "1.1", "--dest", str(dest), "--layout", "checkout",
+                             "--json")  # fmt: skip
+    assert code == 0, err
+    two = [
+        {"version": v, "wheel": wheel.format(v), "root": str(dest / v / "python" / "sglang")}
+        for v in ("1.0", "1.1")
+    ]
+    assert out == printed_json({"command": "fetch", "exit_code": 0, "releases": two})
+
+
+def printed_json(doc: dict) -> str:
+    """A command's --json document as sgpatch prints it: schema 1 first, indented by two."""
+    return json.dumps({"schema": 1, **doc}, indent=2) + "\n"

@@ -111,6 +111,23 @@ def test_refresh_re_points_an_exact_variant_whose_file_another_names(tmp_path, m
     assert select_variant(first, Version("1.1")).patch.read_bytes() == old
 
 
+def test_diff_json_holds_the_files_and_the_very_diff_the_text_form_prints(tmp_path, monkeypatch):
+    """Input: the 1.0 tree of shared_file_env (the set applied, mod.py edited since);
+    `sgpatch diff`, then `diff --json`, of the whole tree and of srt/mod.py alone. Outcome: exit
+    0 each; the document, byte for byte: the release, the files that differ (in the order
+    asked, or sorted), and the diff the text form prints on stdout."""
+    from helpers import printed_json, run_cli
+
+    _, pkg = shared_file_env(tmp_path, monkeypatch)
+    for paths, files in (((), ["srt/mod.py", "srt/other.py"]), (("srt/mod.py",), ["srt/mod.py"])):
+        code, text, err = run_cli("diff", "--sglang-dir", str(pkg), *paths)
+        assert code == 0 and "return 101" in text, err
+        code, out, err = run_cli("diff", "--sglang-dir", str(pkg), "--json", *paths)
+        assert code == 0, err
+        doc = {"command": "diff", "exit_code": 0, "version": "1.0", "files": files, "diff": text}
+        assert out == printed_json(doc)
+
+
 def test_refresh_says_how_the_release_gets_its_new_file(tmp_path, monkeypatch):
     """Input: as above, without --json. Outcome: one line naming the new file, that its
     variant now points at it, and that the old file (also named by `first ==1.1`) stays."""

@@ -100,10 +100,10 @@ def test_the_new_patch_file_is_numbered_by_its_place_in_the_set(tmp_path, old, p
     assert _new_file(variant, "n", position) == path.parent / "patches" / new
 
 
-def _modes_split(tmp_path: Path, monkeypatch, by: str, take: list[str]):
+def _modes_split(tmp_path: Path, monkeypatch, by: str, take: list[str], *flags: str):
     """modes_set's `first` (a symlink, a new executable script, a file made executable, two
-    hunks of srt/mod.py) split on release 1.0 through the CLI: the set folder, the exit code,
-    stderr, and the set's files as they were before."""
+    hunks of srt/mod.py) split on release 1.0 through the CLI (`flags` added): the set folder,
+    the exit code, stdout, stderr, and the set's files as they were before."""
     from helpers import fake_index, modes_set, port_cache, run_cli, snapshot
 
     port_cache(tmp_path, monkeypatch, ("1.0",))
@@ -111,9 +111,9 @@ def _modes_split(tmp_path: Path, monkeypatch, by: str, take: list[str]):
     d = modes_set(tmp_path)
     before = snapshot(d)
     takes = [a for t in take for a in ("--take", t)]
-    code, _out, err = run_cli("split", "--set", "demo", "--patchsets", str(d.parent), "--patch",
-                              "first", "--by", by, *takes, "--into", "tools")  # fmt: skip
-    return d, code, err, before
+    code, out, err = run_cli("split", "--set", "demo", "--patchsets", str(d.parent), "--patch",
+                             "first", "--by", by, *takes, "--into", "tools", *flags)  # fmt: skip
+    return d, code, out, err, before
 
 
 def test_a_split_by_file_moves_a_symlink_and_a_script_keeping_every_link_and_mode(
@@ -126,7 +126,7 @@ def test_a_split_by_file_moves_a_symlink_and_a_script_keeping_every_link_and_mod
     to a fresh 1.0 tree leaves the same link, modes and mod.py as before the split."""
     from helpers import KINDS, PATCHED10, V10, kinds_in, port_applied, release_files
 
-    d, code, err, _ = _modes_split(tmp_path, monkeypatch, "file", ["srt/alias.py", "srt/run.sh"])
+    d, code, _, err, _ = _modes_split(tmp_path, monkeypatch, "file", ["srt/alias.py", "srt/run.sh"])
     assert code == 0, err
     first = (d / "patches/1.0/0001-first.patch").read_text()
     tools = (d / "patches/1.0/0002-tools.patch").read_text()
@@ -139,6 +139,26 @@ def test_a_split_by_file_moves_a_symlink_and_a_script_keeping_every_link_and_mod
     assert kinds_in(tmp_path / "applied-1.0/sglang") == KINDS
 
 
+def test_split_json_names_both_halves_their_files_releases_and_probes(tmp_path, monkeypatch):
+    """Input: `first` split by file into `tools` (as above) with --json. Outcome: exit 0 and
+    the document, byte for byte: the patch and its new sibling, the new file as the set names
+    it, the release both were checked on, no probe for either (nothing distinctive enough:
+    each note says so), no lint warning."""
+    from helpers import printed_json
+
+    take = ["srt/alias.py", "srt/run.sh"]
+    _, code, out, err, _ = _modes_split(tmp_path, monkeypatch, "file", take, "--json")
+    assert code == 0, err
+    why = "no added or removed line is distinctive enough for a probe"
+    assert out == printed_json({
+        "command": "split", "exit_code": 0, "set": "demo", "patch": "first", "into": "tools",
+        "new_files": ["patches/1.0/0002-tools.patch"], "releases": ["1.0"],
+        "probes": {"first": None, "tools": None},
+        "notes": [f"first: kept its probe ({why})", f"tools: no probe ({why})"],
+        "warnings": [],
+    })  # fmt: skip
+
+
 def test_a_split_by_hunk_leaves_links_and_mode_changes_with_the_patch_that_stays(
     tmp_path, monkeypatch
 ):
@@ -147,7 +167,7 @@ def test_a_split_by_hunk_leaves_links_and_mode_changes_with_the_patch_that_stays
     script and the mode change; applied in order, the same link, modes and mod.py."""
     from helpers import KINDS, PATCHED10, V10, kinds_in, port_applied, release_files
 
-    d, code, err, _ = _modes_split(tmp_path, monkeypatch, "hunk", ["srt/mod.py:2"])
+    d, code, _, err, _ = _modes_split(tmp_path, monkeypatch, "hunk", ["srt/mod.py:2"])
     assert code == 0, err
     first = (d / "patches/1.0/0001-first.patch").read_text()
     tools = (d / "patches/1.0/0002-tools.patch").read_text()
@@ -164,6 +184,6 @@ def test_a_symlink_split_by_hunk_is_refused_split_it_by_file(tmp_path, monkeypat
     exit 2, the line says to split it by file; the set is as it was."""
     from helpers import snapshot
 
-    d, code, err, before = _modes_split(tmp_path, monkeypatch, "hunk", ["srt/alias.py:1"])
+    d, code, _, err, before = _modes_split(tmp_path, monkeypatch, "hunk", ["srt/alias.py:1"])
     assert code == 2 and "srt/alias.py" in err and "split it by file" in err, err
     assert snapshot(d) == before

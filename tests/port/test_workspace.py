@@ -225,30 +225,42 @@ def test_abort_with_hand_edits_refuses_then_keeps_them_aside(cache, tmp_path):
     assert snapshot(tmp_path / "w.aborted-2") == {"sglang/srt/other.py": b"mine = 1\n"}
 
 
+@pytest.mark.parametrize(
+    ("closed", "named"),
+    [("mod.py", ["mod"]), ("srt", ["__init__", "mod", "other"])],
+)
 def test_abort_lists_an_edited_file_it_cannot_read_and_removes_nothing(
-    cache, tmp_path, monkeypatch
+    cache, tmp_path, monkeypatch, closed, named
 ):
-    """Input: a stopped port, mod.py edited by hand and then unreadable to sgpatch (chmod 000
-    as a non-root user; stood in by an open that says EACCES, as root reads anything);
-    `--abort`. Outcome: exit 4 in one line naming sglang/srt/mod.py (it used to be left out
-    of the edits and deleted unseen); W byte for byte as it was."""
+    """Input: a stopped port, mod.py edited by hand, then mod.py (or its folder sglang/srt)
+    made unreadable to sgpatch (chmod 000 as a non-root user; stood in by an open that says
+    EACCES, as root reads anything); `--abort`, then `--abort --force`. Outcome: exit 4 in one
+    line naming sglang/srt/mod.py, or with the folder every file sgpatch wrote there (it
+    cannot tell which were edited; both used to be left out and deleted unseen); with --force,
+    exit 2 in one line naming the first of them and that it cannot be read (so it cannot be
+    kept aside), no W.aborted-1; W byte for byte as it was both times."""
     _d, w = stopped(tmp_path)
     (w / "sglang/srt/mod.py").write_text(FIXED + "# half done\n")
     before = snapshot(w)
     real_open = os.open
 
     def no_permission(path, flags, *args, **kwargs):
-        if os.fspath(path) == "mod.py" and kwargs.get("dir_fd") is not None:
+        if os.fspath(path) == closed and kwargs.get("dir_fd") is not None:
             raise PermissionError(13, "Permission denied", path)
         return real_open(path, flags, *args, **kwargs)
 
+    files = [f"sglang/srt/{n}.py" for n in named]
     with monkeypatch.context() as m:
         m.setattr(os, "open", no_permission)
         code, _out, err = run_cli("port", "--abort", "--workspace", str(w))
-    assert code == 4, err
+        assert code == 4, err
+        (line,) = err.splitlines()
+        assert f"would delete your edits of {', '.join(files)};" in line
+        code, _out, err = run_cli("port", "--abort", "--force", "--workspace", str(w))
+    assert code == 2, err
     (line,) = err.splitlines()
-    assert "would delete your edits of sglang/srt/mod.py" in line
-    assert snapshot(w) == before
+    assert line.endswith(f"/w/{files[0]}: cannot read: Permission denied"), line
+    assert snapshot(w) == before and not (tmp_path / "w.aborted-1").exists()
 
 
 def test_abort_never_removes_a_folder_the_user_made(cache, tmp_path):

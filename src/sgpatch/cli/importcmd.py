@@ -83,8 +83,13 @@ def _refuse_lost(opts: ImportOptions, version, srcs, lost) -> int:
     )
     console.err(f"sgpatch: error: {message}")
     if opts.as_json:
-        left = [(src.label, s) for src in srcs for s in src.left_out]
-        console.emit_json(_document(opts.name, None, version, [], left, [], message))
+        from sgpatch.ops.importer import ImportResult
+
+        left = tuple((src.label, s) for src in srcs for s in src.left_out)
+        nothing = ImportResult(opts.name, version, (), left, manifest="")
+        code = int(ExitCode.CONFLICT)
+        doc = nothing.to_json(None, [])
+        console.emit_json({"command": "import", "exit_code": code, **doc, "error": message})
     return int(ExitCode.CONFLICT)
 
 
@@ -117,49 +122,15 @@ def _tree(opts: ImportOptions):
     return target.version, tree_source(target.root, target.version, opts.name, opts.exclude)
 
 
-def _document(name, final, version, patches, left_out, warnings, error=None) -> dict:
-    """import's JSON document (docs/json.md); with `error`, the refusal's."""
-    doc = {
-        "command": "import",
-        "exit_code": 0 if error is None else int(ExitCode.CONFLICT),
-        "set": name,
-        "dest": None if final is None else str(final),
-        "sglang_version": str(version),
-        "patches": patches,
-        "left_out": [
-            {"input": label, "path": s.shown, "why": s.why, "kind": s.kind} for label, s in left_out
-        ],
-        "warnings": warnings,
-    }
-    return doc if error is None else {**doc, "error": error}
-
-
 def _report(result, final: Path, findings, as_json: bool) -> None:
-    from sgpatch.ops.importer import probe_text
-
     if as_json:
-        patches = [
-            {
-                "id": p.id,
-                "file": p.file,
-                "input": p.source.label,
-                "files": list(p.files),
-                "hunks": p.hunks,
-                "requires": list(p.requires),
-                "probe": probe_text(p) if p.probe is not None else None,
-                "probe_missing": p.probe_why or None,
-                "strip": p.source.strip,
-            }
-            for p in result.patches
-        ]
-        warnings = _notes(result) + [f.message for f in findings]
-        console.emit_json(
-            _document(result.name, final, result.version, patches, result.left_out, warnings)
-        )
+        warnings = result.notes + [f.message for f in findings]
+        doc = result.to_json(final, warnings)
+        console.emit_json({"command": "import", "exit_code": 0, **doc})
         return
     for label, sec in result.left_out:
         console.err(f"warning: {label}: left out {sec.shown} ({sec.why})")
-    for note in _notes(result):
+    for note in result.notes:
         console.err(f"warning: {note}")
     for p in result.patches:
         if p.source.detected:
@@ -175,11 +146,6 @@ def _report(result, final: Path, findings, as_json: bool) -> None:
         f"sgpatch import: {result.name}: {len(result.patches)} patch(es) for sglang "
         f"{result.version} -> {final}"
     )
-
-
-def _notes(result) -> list[str]:
-    """How an input was read where that is worth saying (a hunk longer than its header)."""
-    return [f"{p.source.label}: {note}" for p in result.patches for note in p.source.notes]
 
 
 def _count(node) -> int:

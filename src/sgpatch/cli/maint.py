@@ -45,11 +45,13 @@ def fetch(opts: FetchOptions) -> int:
             root = releases.copy_tree(v, where, tree_layout) if where is not None else None
         except OSError as exc:  # e.g. a file on the way to --dest
             raise SgpatchError(f"--dest {where}: {exc.strerror or exc}") from None
-        out.append({"version": v, "wheel": str(wheel), "root": str(root) if root else None})
+        out.append(releases.Fetched(v, root, wheel=wheel))
         if not opts.as_json:
             console.err(f"sglang {v}: {wheel}" + (f" -> {root}" if root else ""))
     if opts.as_json:
-        console.emit_json({"command": "fetch", "exit_code": 0, "releases": out})
+        console.emit_json(
+            {"command": "fetch", "exit_code": 0, "releases": [r.to_json() for r in out]}
+        )
     return 0
 
 
@@ -64,11 +66,13 @@ def _fetch_git(url: str, refs: Sequence[str], dest: Path | None, as_json: bool) 
         where = dest / ref if len(refs) > 1 else dest
         root = releases.git_tree(url, ref, where)
         version = find_target(root).version
-        out.append({"ref": ref, "root": str(root), "version": str(version)})
+        out.append(releases.Fetched(str(version), root, ref=ref))
         if not as_json:
             console.err(f"{url} at {ref}: sglang {version} -> {root}")
     if as_json:
-        console.emit_json({"command": "fetch", "exit_code": 0, "checkouts": out})
+        console.emit_json(
+            {"command": "fetch", "exit_code": 0, "checkouts": [c.to_json() for c in out]}
+        )
     return 0
 
 

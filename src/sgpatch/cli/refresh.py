@@ -40,50 +40,20 @@ def run(opts: RefreshOptions) -> int:
     res = rf.refresh_tree(manifest, opts.patch_id, target.root, target.version, opts.files,
                           write=not opts.dry_run)  # fmt: skip
     rel = res.variant.relative_to(manifest.base_dir).as_posix()
-    _say(
-        res,
-        manifest.name,
-        opts.patch_id,
-        rel,
-        target.version,
-        opts.dry_run,
-        opts.as_json,
-        manifest.base_dir,
-    )
+    if opts.as_json:
+        doc = res.to_json(manifest.base_dir, target.version, opts.dry_run)
+        console.emit_json({"command": "refresh", "exit_code": 0, "set": manifest.name, **doc})
+    else:
+        _say(res, manifest.name, rel, target.version, opts.dry_run, manifest.base_dir)
     return int(ExitCode.OK)
 
 
 def _say(
-    res: Refreshed,
-    set_name: str,
-    patch_id: str,
-    rel: str,
-    version: Version,
-    dry_run: bool,
-    as_json: bool,
-    set_dir: Path,
+    res: Refreshed, set_name: str, rel: str, version: Version, dry_run: bool, set_dir: Path
 ) -> None:
-    """What refresh did: the --json document, the dry run's patch on stdout, or one line."""
-    if as_json:
-        console.emit_json(
-            {
-                "command": "refresh",
-                "exit_code": 0,
-                "set": set_name,
-                "patch": patch_id,
-                "variant": rel,
-                "version": str(version),
-                "files": list(res.files),
-                "changed": res.changed,
-                "written": res.changed and not dry_run,
-                "how": res.how,
-                "split_from": res.split if res.how == "split" else None,
-                "split_to": res.split_to,
-                "old_variant": _rel(res.old_file, set_dir),
-                "shared_by": list(res.shared_by),
-            }
-        )
-    elif dry_run:
+    """What refresh did: the dry run's patch on stdout, or one line."""
+    patch_id = res.patch_id
+    if dry_run:
         console.write(res.data.decode("utf-8", "surrogateescape"))
         what = "would change" if res.changed else "unchanged"
         console.err(f"sgpatch refresh: {set_name}/{patch_id}: {rel} {what} (dry run)")
@@ -140,15 +110,7 @@ def diff(opts: DiffOptions) -> int:
     version = Version(opts.against) if opts.against else target.version
     res = rf.diff_tree(target.root, version, opts.paths)
     if opts.as_json:
-        console.emit_json(
-            {
-                "command": "diff",
-                "exit_code": 0,
-                "version": str(version),
-                "files": list(res.files),
-                "diff": res.text,
-            }
-        )
+        console.emit_json({"command": "diff", "exit_code": 0, **res.to_json(version)})
     else:
         console.write(res.text)
     return int(ExitCode.OK)

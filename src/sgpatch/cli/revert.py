@@ -29,29 +29,25 @@ def run(opts: RevertOptions) -> int:
     target = open_target(opts.sglang_dir, opts.sglang_version, reader=opts.dry_run)
     request = Request(force=opts.force, dry_run=opts.dry_run, git_commit=opts.git_commit)
     outcome = revert_set(target, opts.set_name, opts.patchsets, request)
-    if not outcome.applied:
-        _not_applied(opts.set_name, target.root, opts.as_json)
-        return 0
-    if outcome.blocked:
-        return _blocked(opts, target.root, outcome)
-    _report(opts, outcome)
-    return 0
+    if opts.as_json:
+        doc = outcome.to_json(opts.dry_run)
+        console.emit_json(
+            {"command": "revert", "exit_code": outcome.exit_code, "set": opts.set_name, **doc}
+        )
+    elif not outcome.applied:
+        console.err(f"sgpatch: {opts.set_name} is not applied in {target.root}; nothing to revert")
+    elif outcome.blocked:
+        _blocked(opts, target.root, outcome)
+    else:
+        _report(opts, outcome)
+    return outcome.exit_code
 
 
-def _blocked(opts: RevertOptions, root: Path, outcome) -> int:
+def _blocked(opts: RevertOptions, root: Path, outcome) -> None:
     """`revert --dry-run` where files were edited since: what a revert would restore, what
-    stops it, and the command that goes past it; the real revert's exit code (1)."""
-    from sgpatch.errors import ExitCode
+    stops it, and the command that goes past it (the exit code is the real revert's, 1)."""
     from sgpatch.shown import command, context, name
 
-    code = int(ExitCode.NOT_DONE)
-    if opts.as_json:
-        console.emit_json(
-            {"command": "revert", "exit_code": code, "set": opts.set_name, "dry_run": True,
-             "restored": list(outcome.restored), "edited": [], "blocked": list(outcome.blocked),
-             "commits": []}
-        )  # fmt: skip
-        return code
     for path in outcome.restored:
         console.err(f"would restore {name(path)}")
     for path in outcome.blocked:
@@ -62,32 +58,9 @@ def _blocked(opts: RevertOptions, root: Path, outcome) -> int:
         f"({len(outcome.blocked)} file(s) edited since); {force} keeps the edits and takes the "
         "set's changes out"
     )
-    return code
-
-
-def _not_applied(set_name: str, root: Path, as_json: bool) -> None:
-    if as_json:
-        console.emit_json(
-            {"command": "revert", "exit_code": 0, "set": set_name, "restored": [], "edited": []}
-        )
-    else:
-        console.err(f"sgpatch: {set_name} is not applied in {root}; nothing to revert")
 
 
 def _report(opts: RevertOptions, outcome) -> None:  # outcome: ops.revert.Outcome
-    if opts.as_json:
-        console.emit_json(
-            {
-                "command": "revert",
-                "exit_code": 0,
-                "set": opts.set_name,
-                "dry_run": opts.dry_run,
-                "restored": list(outcome.restored),
-                "edited": list(outcome.edited),
-                "commits": [m.to_json() for m in outcome.commits],
-            }
-        )
-        return
     verb = "would restore" if opts.dry_run else "restored"
     for path in outcome.restored:
         merged = " (merged with your edit, --force)" if path in outcome.edited else ""

@@ -25,31 +25,17 @@ class SplitOptions:
 def run(opts: SplitOptions) -> int:
     from sgpatch.ops import split
     from sgpatch.patchset.manifest import load_set
-    from sgpatch.patchset.probe import describe
 
     manifest = load_set(opts.set_name, tuple(opts.patchsets))
     result = split.split_patch(
         manifest, opts.patch_id, opts.by, opts.take, opts.new_id, opts.summary
     )
     findings = split.write(manifest, result)
-    rel = [h.new_file.relative_to(manifest.base_dir).as_posix() for h in result.halves]
     if opts.as_json:
+        doc = result.to_json(manifest.base_dir)
+        warnings = [f.message for f in findings]
         console.emit_json(
-            {
-                "command": "split",
-                "exit_code": 0,
-                "set": manifest.name,
-                "patch": opts.patch_id,
-                "into": opts.new_id,
-                "new_files": rel,
-                "releases": [str(h.base) for h in result.halves],
-                "probes": {
-                    opts.patch_id: describe(result.probes[0]) if result.probes[0] else None,
-                    opts.new_id: describe(result.probes[1]) if result.probes[1] else None,
-                },
-                "notes": list(result.notes),
-                "warnings": [f.message for f in findings],
-            }
+            {"command": "split", "exit_code": 0, "set": manifest.name, **doc, "warnings": warnings}
         )
         return 0
     for note in result.notes:
@@ -59,6 +45,6 @@ def run(opts: SplitOptions) -> int:
     checked = ", ".join(str(h.base) for h in result.halves)
     console.err(
         f"sgpatch split: {manifest.name}: {opts.patch_id} -> {opts.patch_id} + {opts.new_id} "
-        f"({', '.join(rel)}); checked on sglang {checked}"
+        f"({', '.join(result.new_files(manifest.base_dir))}); checked on sglang {checked}"
     )
     return 0

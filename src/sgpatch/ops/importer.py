@@ -134,6 +134,20 @@ class Imported:
     probe_why: str  # why there is no probe ("" when there is one)
     requires: tuple[str, ...]
 
+    def to_json(self) -> dict[str, object]:
+        """The patch in `import --json` (docs/json.md)."""
+        return {
+            "id": self.id,
+            "file": self.file,
+            "input": self.source.label,
+            "files": list(self.files),
+            "hunks": self.hunks,
+            "requires": list(self.requires),
+            "probe": describe(self.probe) if self.probe is not None else None,
+            "probe_missing": self.probe_why or None,
+            "strip": self.source.strip,
+        }
+
 
 @dataclass(frozen=True)
 class ImportResult:
@@ -144,6 +158,22 @@ class ImportResult:
     patches: tuple[Imported, ...]
     left_out: tuple[tuple[str, Section], ...]  # (input label, section)
     manifest: str
+
+    @property
+    def notes(self) -> list[str]:
+        """How an input was read where that is worth saying (a hunk longer than its header)."""
+        return [f"{p.source.label}: {note}" for p in self.patches for note in p.source.notes]
+
+    def to_json(self, dest: Path | None, warnings: Sequence[str]) -> dict[str, object]:
+        """The set in `import --json` (docs/json.md): written to `dest` (None: nothing was)."""
+        return {
+            "set": self.name,
+            "dest": None if dest is None else str(dest),
+            "sglang_version": str(self.version),
+            "patches": [p.to_json() for p in self.patches],
+            "left_out": [s.left_out_json(label) for label, s in self.left_out],
+            "warnings": list(warnings),
+        }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -494,10 +524,6 @@ def manifest_text(result: ImportResult) -> str:
             lines += ["    probe:", *probe_lines(p.probe, 6, suggested=True)]
         lines += ["    variants:", f'      - {{sglang: "=={v}", patch: {p.file}}}', ""]
     return "\n".join(lines)
-
-
-def probe_text(p: Imported) -> str:
-    return describe(p.probe) if p.probe is not None else f"none ({p.probe_why})"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -105,6 +105,10 @@ class TreeDiff:
     files: tuple[str, ...]
     text: str
 
+    def to_json(self, version) -> dict[str, object]:
+        """The diff in `diff --json` (docs/json.md), against release `version`."""
+        return {"version": str(version), "files": list(self.files), "diff": self.text}
+
 
 def diff_tree(root: Path, version, paths: Sequence[str]) -> TreeDiff:
     """The tree's `paths` (as the user named them; none: every file that differs from the
@@ -174,6 +178,24 @@ class Refreshed:
     old_file: Path | None = None  # the file it came from (split, repointed)
     split_to: str | None = None  # split: the old variant's range without this release
     shared_by: tuple[str, ...] = ()  # the other variants naming the old file ("ID RANGE")
+
+    def to_json(self, set_dir: Path, version, dry_run: bool) -> dict[str, object]:
+        """The refresh in `refresh --json` (docs/json.md): files as the set names them
+        (relative to its folder `set_dir`), on release `version`."""
+        old = None if self.old_file is None else self.old_file.relative_to(set_dir).as_posix()
+        return {
+            "patch": self.patch_id,
+            "variant": self.variant.relative_to(set_dir).as_posix(),
+            "version": str(version),
+            "files": list(self.files),
+            "changed": self.changed,
+            "written": self.changed and not dry_run,
+            "how": self.how,
+            "split_from": self.split if self.how == "split" else None,
+            "split_to": self.split_to,
+            "old_variant": old,
+            "shared_by": list(self.shared_by),
+        }
 
 
 def refresh(

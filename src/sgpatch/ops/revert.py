@@ -51,6 +51,25 @@ class Outcome:
     commits: tuple[Made, ...] = ()
     blocked: tuple[str, ...] = ()  # a dry run without force: edited files a revert refuses
 
+    @property
+    def exit_code(self) -> int:
+        """A dry run a real revert would refuse ends as that revert would (1); else 0."""
+        return int(ExitCode.NOT_DONE) if self.blocked else 0
+
+    def to_json(self, dry_run: bool) -> dict[str, object]:
+        """The outcome in `revert --json` (docs/json.md): a set not applied names no files
+        restored or edited; a blocked dry run also names the edited files that stop it."""
+        if not self.applied:
+            return {"restored": [], "edited": []}
+        doc: dict[str, object] = {
+            "dry_run": dry_run,
+            "restored": list(self.restored),
+            "edited": list(self.edited),
+        }
+        if self.blocked:
+            doc["blocked"] = list(self.blocked)
+        return {**doc, "commits": [m.to_json() for m in self.commits]}
+
 
 def revert_set(
     target: Target, set_name: str, patchsets: Sequence[Path], request: Request

@@ -60,6 +60,10 @@ class Section:
         tree, a special file)."""
         return "uncarried" if self.lost else "excluded" if self.why == EXCLUDED else "outside"
 
+    def left_out_json(self, label: str) -> dict[str, object]:
+        """The section as `import --json` lists it left out of input `label` (docs/json.md)."""
+        return {"input": label, "path": self.shown, "why": self.why, "kind": self.kind}
+
 
 @dataclass(frozen=True)
 class Source:

@@ -25,7 +25,7 @@ from packaging.version import Version
 from sgpatch.diff.canonical import EXECUTABLE, REGULAR, SYMLINK
 from sgpatch.errors import ExitCode, SgpatchError, bad_input
 from sgpatch.patchset.manifest import PatchSpec, SetManifest, Variant
-from sgpatch.patchset.probe import ProbeNode
+from sgpatch.patchset.probe import ProbeNode, describe
 
 BY = ("file", "hunk")
 
@@ -55,6 +55,22 @@ class SplitResult:
     probes: tuple[ProbeNode | None, ProbeNode | None]  # rest, taken
     notes: tuple[str, ...]
     manifest: str
+
+    def new_files(self, set_dir: Path) -> list[str]:
+        """The new patch files, as the set names them (relative to its folder)."""
+        return [h.new_file.relative_to(set_dir).as_posix() for h in self.halves]
+
+    def to_json(self, set_dir: Path) -> dict[str, object]:
+        """The split in `split --json` (docs/json.md): each half's probe as one line."""
+        rest, taken = (describe(p) if p else None for p in self.probes)
+        return {
+            "patch": self.patch,
+            "into": self.new_id,
+            "new_files": self.new_files(set_dir),
+            "releases": [str(h.base) for h in self.halves],
+            "probes": {self.patch: rest, self.new_id: taken},
+            "notes": list(self.notes),
+        }
 
 
 def parse_take(by: str, take: Sequence[str]) -> set:

@@ -297,9 +297,9 @@ def digests(top: Path, rels: Iterable[str]) -> dict[str, str | None]:
     read as `read` reads them (no symlink followed anywhere on the way) but folder by folder,
     each opened once for all its files: a whole release tree (3,000+ files) is checked without
     20,000 opens of the folders above them. A path through a symlink or a file is left out; a
-    file there that cannot be read (no permission, a FIFO, a folder) is UNREADABLE, which
-    matches no digest: it is not sgpatch's bytes, so --abort lists it rather than deleting it
-    unseen."""
+    file there that cannot be read (no permission, a FIFO, a folder), or below a folder that
+    cannot be opened (no permission), is UNREADABLE, which matches no digest: it is not
+    sgpatch's bytes, so --abort lists it rather than deleting it unseen."""
     out: dict[str, str | None] = {}
     named = {p: rel for rel in rels if (p := _safe_parts(rel)) is not None}
     chain = _Chain(top)
@@ -308,6 +308,8 @@ def digests(top: Path, rels: Iterable[str]) -> dict[str, str | None]:
             rel, fd = named[parts], chain.at(parts[:-1])
             if fd == _ABSENT:
                 out[rel] = None
+            elif fd == _CLOSED:
+                out[rel] = UNREADABLE
             elif fd >= 0:
                 with suppress(SgpatchError):
                     out[rel] = _file_digest(fd, parts[-1])
@@ -316,7 +318,7 @@ def digests(top: Path, rels: Iterable[str]) -> dict[str, str | None]:
     return out
 
 
-_ABSENT, _UNSAFE = -1, -2
+_ABSENT, _UNSAFE, _CLOSED = -1, -2, -3  # _CLOSED: a folder there this user cannot open
 
 
 def _safe_parts(rel: str) -> tuple[str, ...] | None:
@@ -365,7 +367,8 @@ class _Chain:
         self.parts: tuple[str, ...] = ()
 
     def at(self, parts: tuple[str, ...]) -> int:
-        """The descriptor of top/parts, or _ABSENT, or _UNSAFE (a symlink or a file in the way)."""
+        """The descriptor of top/parts, or _ABSENT, or _UNSAFE (a symlink or a file in the
+        way), or _CLOSED (a folder on the way that cannot be opened: no permission)."""
         common = 0
         while common < min(len(parts), len(self.parts)) and parts[common] == self.parts[common]:
             common += 1
@@ -381,8 +384,8 @@ class _Chain:
                     fd = os.open(part, _DIR, dir_fd=fd)
                 except FileNotFoundError:
                     fd = _ABSENT
-                except OSError:
-                    fd = _UNSAFE
+                except OSError as exc:
+                    fd = _UNSAFE if exc.errno in (errno.ELOOP, errno.ENOTDIR) else _CLOSED
             self.fds.append(fd)
             self.parts += (part,)
         return self.fds[-1]

@@ -15,6 +15,8 @@ reading one wheel), download (cache or pip), trees (a release written out from i
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
 
 from packaging.version import Version
 
@@ -47,6 +49,7 @@ __all__ = [
     "PIP_DOWNLOAD_FLAGS",
     "PIP_TARGET_FLAGS",
     "Download",
+    "Fetched",
     "Laid",
     "Layout",
     "cache_dir",
@@ -74,6 +77,25 @@ __all__ = [
     "verify_wheel",
     "wheel_path",
 ]
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """A release `fetch` made sure of: from the index, its checked wheel (and the tree written
+    from it, if --dest asked for one); with --git, the checkout of `ref` at `root`."""
+
+    version: str
+    root: Path | None
+    wheel: Path | None = None
+    ref: str | None = None  # --git: the ref checked out (then there is no wheel)
+
+    def to_json(self) -> dict[str, object]:
+        """The release in `fetch --json`'s `releases`, or with --git its `checkouts`
+        (docs/json.md)."""
+        root = None if self.root is None else str(self.root)
+        if self.ref is not None:
+            return {"ref": self.ref, "root": root, "version": self.version}
+        return {"version": self.version, "wheel": str(self.wheel), "root": root}
 
 
 def _wheel(version: str | Version) -> Wheel:

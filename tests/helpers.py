@@ -839,3 +839,58 @@ MODE_BLOCKS = (  # how a canonical patch file says each of KINDS
     "diff --git a/python/sglang/srt/alias.py b/python/sglang/srt/alias.py\nnew file mode 120000\n",
     "diff --git a/python/sglang/srt/run.sh b/python/sglang/srt/run.sh\nnew file mode 100755\n",
 )
+
+
+# ---------------------------------------------------------------------------------------------
+# imports that no longer resolve (issue 42.4): upstream moves the fla kernels between releases
+
+FLA_OLD = "srt/layers/attention/fla"
+FLA_NEW = "kernels/ops/attention/fla"
+FLA_IMPORT = "from sglang.srt.layers.attention.fla.fused_recurrent import fused_recurrent_rule\n"
+
+
+def fla_chunk(folder: str) -> str:
+    """chunk.py of the fla kernels in `folder`, importing its sibling by absolute name."""
+    return (
+        f"from sglang.{folder.replace('/', '.')}.utils import cdiv\n\n\n"
+        "def chunk(x):\n    y = cdiv(x)\n    return y\n"
+    )
+
+
+def fla_patched(folder: str) -> str:
+    """chunk.py with the set's change: it imports fused_recurrent from the OLD folder (right
+    on 1.0, dead once upstream moved the folder) and calls it."""
+    return (
+        fla_chunk(folder)
+        .replace("\n\n\n", "\n" + FLA_IMPORT + "\n\n", 1)
+        .replace("    return y\n", "    return fused_recurrent_rule(y)\n")
+    )
+
+
+def fla_release_files(version: str, folder: str) -> dict[str, bytes]:
+    """A release whose fla kernels live in `folder` (FLA_OLD on 1.0, FLA_NEW after the move)."""
+    return {
+        "sglang/__init__.py": b"",
+        "sglang/_version.py": f"__version__ = version = '{version}'\n".encode(),
+        "sglang/srt/__init__.py": b"",
+        f"sglang/{folder}/__init__.py": b"",
+        f"sglang/{folder}/chunk.py": fla_chunk(folder).encode(),
+        f"sglang/{folder}/utils.py": b"def cdiv(a):\n    return a\n",
+        f"sglang/{folder}/fused_recurrent.py": b"def fused_recurrent_rule(x):\n    return x\n",
+    }
+
+
+def fla_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private release cache: 1.0 with the fla kernels under srt/layers/attention/fla, 1.1
+    with them moved to kernels/ops/attention/fla; downloads fail loudly."""
+    c = offline_cache(tmp_path, monkeypatch)
+    make_wheel(c / "wheels", "1.0", fla_release_files("1.0", FLA_OLD))
+    make_wheel(c / "wheels", "1.1", fla_release_files("1.1", FLA_NEW))
+    return c
+
+
+def fla_set(root: Path, folder: str = FLA_OLD, version: str = "1.0") -> Path:
+    """Set `demo`, one patch `fla` (==version) adding the old-folder import to `folder`'s
+    chunk.py: on 1.0 as its author wrote it; with FLA_NEW on 1.1, as a port carried it."""
+    diff = port_diff(fla_chunk(folder), fla_patched(folder), f"{folder}/chunk.py")
+    return one_patch_set(root, diff, "fla", version)

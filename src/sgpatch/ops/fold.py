@@ -37,6 +37,10 @@ class FoldedFile:
     folds: tuple[str, ...]  # placement.foldtext.Fold.describe() of each
     diff: str
 
+    def to_json(self) -> dict[str, object]:
+        """The file in `fold --json`'s `files` (docs/json.md)."""
+        return {"path": self.path, "folds": list(self.folds), "diff": self.diff}
+
 
 @dataclass(frozen=True)
 class FoldedPatch:
@@ -48,6 +52,16 @@ class FoldedPatch:
     release: Version
     data: bytes
     files: tuple[FoldedFile, ...]
+
+    def to_json(self, set_dir: Path) -> dict[str, object]:
+        """The patch in `fold --json`'s `folded`, its file as the set names it (relative to
+        its folder `set_dir`) (docs/json.md)."""
+        return {
+            "patch": self.id,
+            "file": self.file.relative_to(set_dir).as_posix(),
+            "release": str(self.release),
+            "files": [f.to_json() for f in self.files],
+        }
 
 
 def fold_set(manifest: SetManifest, ids: Sequence[str] = ()) -> tuple[FoldedPatch, ...]:

@@ -714,6 +714,17 @@ def snapshot(d: Path) -> dict[str, bytes]:
 # stopped -> fix -> --continue / --abort
 
 
+def port_onto(cache: Path, tmp_path: Path, set_dir: Path, version: str, files: dict):
+    """`files` (wheel-relative name -> bytes) cached as release `version`, and the demo set at
+    `set_dir` ported onto it in W = tmp_path/w (offline, --json): W, the exit code, the
+    document."""
+    make_wheel(cache / "wheels", version, files)
+    w = tmp_path / "w"
+    code, doc = sgport("--set", "demo", "--patchsets", str(set_dir.parent), "--to", version,
+                       "--workspace", str(w))  # fmt: skip
+    return w, code, doc
+
+
 def start_conflict(tmp_path) -> tuple[Path, Path, int, dict]:
     """The set ported to 1.2, where `first` stops."""
     d = make_set(tmp_path)
@@ -766,6 +777,20 @@ def other_release(cache: Path, version: str) -> dict[str, bytes]:
 FIXED12 = V12.replace("        return 1\n", "        return 100\n").replace(
     "    y = 3\n", "    y = 30\n"
 )  # what a person makes of `first` on 1.2's code: upstream's y = 3 kept, the patch's 30
+
+
+def forced_abort(tmp_path: Path, others: dict[str, str]) -> tuple[Path, str]:
+    """A port stopped at 1.2 (start_conflict), mod.py fixed by hand (FIXED12) and `others`
+    (W-relative path -> text) written, then `port --abort --force` (exit 0 asserted): W and
+    the abort's one stderr line."""
+    _d, w, _code, _ = start_conflict(tmp_path)
+    (w / "sglang/srt/mod.py").write_text(FIXED12)
+    for rel, text in others.items():
+        (w / rel).write_text(text)
+    code, _out, err = run_cli("port", "--abort", "--force", "--workspace", str(w))
+    assert code == 0, err
+    (line,) = err.splitlines()
+    return w, line
 
 
 @contextlib.contextmanager
@@ -839,3 +864,58 @@ MODE_BLOCKS = (  # how a canonical patch file says each of KINDS
     "diff --git a/python/sglang/srt/alias.py b/python/sglang/srt/alias.py\nnew file mode 120000\n",
     "diff --git a/python/sglang/srt/run.sh b/python/sglang/srt/run.sh\nnew file mode 100755\n",
 )
+
+
+# ---------------------------------------------------------------------------------------------
+# imports that no longer resolve (issue 42.4): upstream moves the fla kernels between releases
+
+FLA_OLD = "srt/layers/attention/fla"
+FLA_NEW = "kernels/ops/attention/fla"
+FLA_IMPORT = "from sglang.srt.layers.attention.fla.fused_recurrent import fused_recurrent_rule\n"
+
+
+def fla_chunk(folder: str) -> str:
+    """chunk.py of the fla kernels in `folder`, importing its sibling by absolute name."""
+    return (
+        f"from sglang.{folder.replace('/', '.')}.utils import cdiv\n\n\n"
+        "def chunk(x):\n    y = cdiv(x)\n    return y\n"
+    )
+
+
+def fla_patched(folder: str) -> str:
+    """chunk.py with the set's change: it imports fused_recurrent from the OLD folder (right
+    on 1.0, dead once upstream moved the folder) and calls it."""
+    return (
+        fla_chunk(folder)
+        .replace("\n\n\n", "\n" + FLA_IMPORT + "\n\n", 1)
+        .replace("    return y\n", "    return fused_recurrent_rule(y)\n")
+    )
+
+
+def fla_release_files(version: str, folder: str) -> dict[str, bytes]:
+    """A release whose fla kernels live in `folder` (FLA_OLD on 1.0, FLA_NEW after the move)."""
+    return {
+        "sglang/__init__.py": b"",
+        "sglang/_version.py": f"__version__ = version = '{version}'\n".encode(),
+        "sglang/srt/__init__.py": b"",
+        f"sglang/{folder}/__init__.py": b"",
+        f"sglang/{folder}/chunk.py": fla_chunk(folder).encode(),
+        f"sglang/{folder}/utils.py": b"def cdiv(a):\n    return a\n",
+        f"sglang/{folder}/fused_recurrent.py": b"def fused_recurrent_rule(x):\n    return x\n",
+    }
+
+
+def fla_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private release cache: 1.0 with the fla kernels under srt/layers/attention/fla, 1.1
+    with them moved to kernels/ops/attention/fla; downloads fail loudly."""
+    c = offline_cache(tmp_path, monkeypatch)
+    make_wheel(c / "wheels", "1.0", fla_release_files("1.0", FLA_OLD))
+    make_wheel(c / "wheels", "1.1", fla_release_files("1.1", FLA_NEW))
+    return c
+
+
+def fla_set(root: Path, folder: str = FLA_OLD, version: str = "1.0") -> Path:
+    """Set `demo`, one patch `fla` (==version) adding the old-folder import to `folder`'s
+    chunk.py: on 1.0 as its author wrote it; with FLA_NEW on 1.1, as a port carried it."""
+    diff = port_diff(fla_chunk(folder), fla_patched(folder), f"{folder}/chunk.py")
+    return one_patch_set(root, diff, "fla", version)

@@ -38,6 +38,8 @@ NEVER = {
     "sgpatch.port",
     "sgpatch.ops.matrix",
     "sgpatch.ops.lint",
+    "sgpatch.ops.importcheck",
+    "sgpatch.placement.pyimports",
     "sgpatch.ops.refresh",
     "sgpatch.releases.cache",
 }

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from helpers import offline_cache, run_cli
+from helpers import FLA_NEW, fla_cache, fla_set, offline_cache, run_cli
 
 
 def test_lint_offline_on_a_partial_cache_says_what_it_skipped(tmp_path, monkeypatch) -> None:
@@ -50,6 +50,40 @@ def test_lint_offline_still_warns_about_a_variant_no_version_chooses(
     args = ("lint", "--offline", "--patchsets", str(tmp_path / "sets"), "--set", "s")
     code, out, _ = run_cli(*args, "--format", fmt)
     assert code == 0 and "variant >=0.5.1,<0.5.2 (p.patch) is never chosen" in out
+
+
+def test_lint_names_an_import_the_set_adds_that_the_release_no_longer_has(tmp_path, monkeypatch):
+    """Input: a set for 1.1 (upstream moved srt/layers/attention/fla/ to kernels/ops/attention/
+    fla/) whose patch to the moved chunk.py still adds `from sglang.srt.layers.attention.fla.
+    fused_recurrent import ...`; `lint --offline`. Outcome: exit 3, one error naming the file,
+    line 2, the import, the module that is gone and where it is now; --json the same finding
+    about the patch's variant."""
+    fla_cache(tmp_path, monkeypatch)
+    d = fla_set(tmp_path, FLA_NEW, "1.1")
+    args = ("lint", "--offline", "--patchsets", str(d.parent), "--set", "demo")
+    code, out, _ = run_cli(*args)
+    assert code == 3
+    assert (
+        "error: demo/fla on sglang 1.1: import does not resolve: kernels/ops/attention/fla/"
+        "chunk.py:2: from sglang.srt.layers.attention.fla.fused_recurrent import "
+        "fused_recurrent_rule: no module sglang.srt.layers.attention.fla.fused_recurrent; "
+        "now at sglang.kernels.ops.attention.fla.fused_recurrent"
+    ) in out
+    code, out, _ = run_cli(*args, "--json")
+    (finding,) = json.loads(out)["findings"]
+    assert (finding["level"], finding["patch"], finding["field"]) == (
+        "error", "fla", "patches[0].variants[0]"
+    )  # fmt: skip
+
+
+def test_lint_of_the_same_import_on_the_release_that_has_it_is_clean(tmp_path, monkeypatch):
+    """Input: the patch as its author wrote it for 1.0, where srt/layers/attention/fla/ is.
+    Outcome: exit 0, no finding."""
+    fla_cache(tmp_path, monkeypatch)
+    d = fla_set(tmp_path)
+    code, out, _ = run_cli("lint", "--offline", "--patchsets", str(d.parent), "--set", "demo",
+                           "--json")  # fmt: skip
+    assert code == 0 and json.loads(out)["findings"] == []
 
 
 def test_fetch_json_names_each_release_its_wheel_and_the_tree_written(tmp_path, monkeypatch):

@@ -45,6 +45,8 @@ def release(tmp_path: Path, monkeypatch):
 
     monkeypatch.setattr(releases, "copy_tree", copy_tree)
     monkeypatch.setattr(releases, "record", lambda version: _record(pristine))
+    monkeypatch.setattr(releases, "has_member", lambda v, rel: (pristine / rel).is_file())
+    monkeypatch.setattr(releases, "read_member", lambda v, rel: (pristine / rel).read_bytes())
     sets = tmp_path / "sets"
     (sets / SET / "patches").mkdir(parents=True)
     (sets / SET / "patchset.yaml").write_text(
@@ -93,7 +95,27 @@ def test_a_patch_that_breaks_the_syntax_fails_compile(release):
     assert check.exit_code == 3
     assert [(s.name, s.ok) for s in check.steps] == [("apply", True), ("compile", False)]
     assert "srt/mod.py:" in check.steps[-1].detail
-    assert verify.row(check)[2:] == ("ok", "FAIL", "-", "-", "-")
+    assert verify.row(check)[2:] == ("ok", "FAIL", "-", "-", "-", "-")
+
+
+def test_an_import_the_patch_adds_that_the_release_lacks_fails_imports(release):
+    """Input: a patch that adds `from sglang.srt.gone import helper` (no srt/gone.py on the
+    release) and one that imports from the module it patches. Outcome: the first compiles,
+    then imports FAIL naming srt/mod.py, the line and the missing module, exit 3, later steps
+    not run; the second passes every step."""
+    sets, write_patch, work = release
+    write_patch("from sglang.srt.gone import helper\n" + MOD)
+    check = _check(sets, work)
+    assert check.exit_code == 3
+    assert [(s.name, s.ok) for s in check.steps] == [
+        ("apply", True), ("compile", True), ("imports", False)
+    ]  # fmt: skip
+    assert check.steps[-1].detail == (
+        "srt/mod.py:1: from sglang.srt.gone import helper: no module sglang.srt.gone; "
+        "not found elsewhere on this release"
+    )
+    write_patch("from sglang.srt.mod import f\n" + MOD)
+    assert _check(sets, work / "again").exit_code == 0
 
 
 def test_a_conflicting_patch_fails_apply_with_its_exit_code(release):

@@ -31,6 +31,7 @@ def test_verify_passes_the_shipped_set_and_agrees_with_status(release_tree, caps
         assert [s["step"] for s in rel["steps"] if s["ok"]] == [
             "apply",
             "compile",
+            "imports",
             "reapply",
             "status",
             "revert",
@@ -63,9 +64,10 @@ def test_verify_human_output_has_a_table_and_a_verdict(tmp_path):
         "patches",
         "apply",
         "compile",
+        "imports",
         "reapply",
         "status",
         "revert",
     ]
-    assert row.split()[0] == "0.5.14" and row.split()[-5:] == ["ok"] * 5
+    assert row.split()[0] == "0.5.14" and row.split()[-6:] == ["ok"] * 6
     assert proc.stderr.splitlines()[-1] == f"sgpatch: {SET}: 1 release(s); verified"

@@ -544,10 +544,11 @@ def verify_cmd(
 
     Per release, on a fresh copy of the pristine release, optional patches chosen too:
     `apply --strict` exits 0, every
-    Python file it wrote compiles, `apply` again is a no-op, `status --check` exits 0, and
-    `revert` leaves every file exactly as the wheel's RECORD says. Exit 0 every release
-    verified; otherwise the worst release's code: apply's own (2 no variant, 3 conflict, 4
-    ambiguous), 3 for a failed compile, reapply, status or revert; 2 no release matches.
+    Python file it wrote compiles, every import of SGLang the set added there resolves on the
+    release, `apply` again is a no-op, `status --check` exits 0, and `revert` leaves every
+    file exactly as the wheel's RECORD says. Exit 0 every release verified; otherwise the
+    worst release's code: apply's own (2 no variant, 3 conflict, 4 ambiguous), 3 for a
+    failed compile, imports, reapply, status or revert; 2 no release matches.
     """
     from sgpatch.cli import verify
 

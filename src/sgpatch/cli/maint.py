@@ -179,9 +179,9 @@ def lint(opts: LintOptions) -> int:
     skipped: list[dict[str, str]] = []
     for name in names:
         manifest = load_set(name, tuple(opts.patchsets))
-        tree_rows = mx.compute_trees(manifest, opts.trees)
+        tree_rows = mx.compute_trees(manifest, opts.trees, imports=True)
         versions = mx.select_versions(manifest, opts.releases_spec, opts.offline)
-        rows = mx.compute(manifest, versions)
+        rows = mx.compute(manifest, versions, imports=True)
         whole = opts.releases_spec is None
         findings = lint_mod.check(manifest, rows, every_release=whole and not opts.offline)
         if whole and opts.offline:  # the cache may hold only some releases: judge what is sure

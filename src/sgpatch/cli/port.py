@@ -157,18 +157,13 @@ def _onto_tree(a: Args) -> int:
         )
     rep = port(manifest, tree.onto, a.workspace, offline=a.offline, without=a.without,
                     finish=not a.no_finish, known=tree.known, to_tree=a.to_tree)  # fmt: skip
-    extra = {"tree": {"root": str(tree.root), "version": str(tree.version),
-                      "snapshot": str(tree.onto), "variants_of": str(tree.variants_of),
-                      "kept": str(tree.archive)}}  # fmt: skip
-    return _emit(a, [rep], extra)
+    return _emit(a, [rep], {"tree": tree.to_json()})
 
 
 def _shown(a: Args, got) -> int:
     """`--show FILE`: the file's details on stdout (the command's product)."""
-    from sgpatch.port.report import shown_json
-
     if a.as_json:
-        console.emit_json({"command": "port", "exit_code": 0, **shown_json(got)})
+        console.emit_json({"command": "port", "exit_code": 0, **got.to_json()})
         return 0
     for ln in got.lines:
         console.out(ln)
@@ -183,8 +178,7 @@ def _folded(a: Args, w: Path) -> int:
     got = fold(w, a.fold)
     top = shlex.quote(str(w.absolute()))
     if a.as_json:
-        console.emit_json({"command": "port", "exit_code": 0, "file": f"sglang/{got.file}",
-                           "folds": list(got.folds), "diff": list(got.diff)})  # fmt: skip
+        console.emit_json({"command": "port", "exit_code": 0, **got.to_json()})
         return 0
     for ln in got.diff:
         console.out(ln)
@@ -198,12 +192,8 @@ def _folded(a: Args, w: Path) -> int:
 def _aborted(a: Args, done) -> int:
     w = a.workspace.absolute() if a.workspace is not None else None
     if a.as_json:
-        console.emit_json(
-            {"command": "port", "exit_code": 0, "state": "aborted",
-             "workspace": str(w), "left": done.left, "edits": done.edits,
-             "own_files": done.own,
-             "kept_in": None if done.kept_in is None else str(done.kept_in)}
-        )  # fmt: skip
+        head = {"command": "port", "exit_code": 0, "state": "aborted", "workspace": str(w)}
+        console.emit_json({**head, **done.to_json()})
         return 0
     from sgpatch.shown import name
 
@@ -237,7 +227,7 @@ def _emit(a: Args, reps, extra: dict | None = None) -> int:
     if a.as_json:
         console.emit_json(
             {"command": "port", "exit_code": code, **(extra or {}),
-             "steps": [r.json() for r in reps]}
+             "steps": [r.to_json() for r in reps]}
         )  # fmt: skip
         return code
     from sgpatch.port.screen import done_line

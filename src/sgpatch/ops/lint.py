@@ -18,6 +18,7 @@ from packaging.version import Version
 from sgpatch.diff.unified import read_patch
 from sgpatch.ops.matrix import Cell, Row, failure_text
 from sgpatch.patchset.manifest import PatchSpec, SetManifest, Variant, select_variant
+from sgpatch.placement.pyimports import Unresolved
 
 PROBE_AFTER_LEVEL: Literal["error", "warning"] = "error"
 
@@ -140,6 +141,7 @@ def _cell_findings(
                 *where)
         for w in cell.warnings
     ]  # fmt: skip
+    out += [Finding("error", spec.id, release, import_text(u), *where) for u in cell.imports]
     if cell.state == "pending" and cell.probe_after is False:
         out.append(
             Finding(
@@ -170,6 +172,12 @@ def _cell_findings(
             )
         )
     return out
+
+
+def import_text(u: Unresolved) -> str:
+    """An import the patch adds that does not resolve on the release (placement.pyimports),
+    and where the name lives there now: the file fails at import."""
+    return f"import does not resolve: {u.brief()}; make the patch import it from where it is"
 
 
 def fold_hint(manifest: SetManifest, spec: PatchSpec) -> str:

@@ -24,6 +24,7 @@ from sgpatch.diff.unified import read_patch
 from sgpatch.errors import ExitCode, SgpatchError, bad_input
 from sgpatch.patchset.manifest import SetManifest, load_manifest, probe_for, probes_of
 from sgpatch.patchset.probe import files as probe_files
+from sgpatch.placement.pyimports import Unresolved
 
 # a cell's state, or how it applied (any fuzz level is "fuzz"); "error": a release not planned
 FAIL_ON = (
@@ -61,6 +62,7 @@ class Cell:
     failures: tuple[Failure, ...] = ()  # every refused hunk, in file and hunk order
     probe_after: bool | None = None  # the probe on the tree with the set applied (pending only)
     warnings: tuple[Failure, ...] = ()  # hunks applied with a warning (a def its author twice)
+    imports: tuple[Unresolved, ...] = ()  # lint's import check: what does not resolve here
 
     def to_json(self) -> dict[str, object]:
         """The cell in `matrix --json`: every field by name, its failures included."""
@@ -166,8 +168,9 @@ def _glob_re(pattern: str) -> str:
     return out
 
 
-def plan_release(set_dir: str, release: str, members: Sequence[str]) -> Row:
-    """Plan the set on a fresh minimal pristine tree of one release (runs in a worker)."""
+def plan_release(set_dir: str, release: str, members: Sequence[str], imports: bool = False) -> Row:
+    """Plan the set on a fresh minimal pristine tree of one release (runs in a worker); with
+    `imports`, also check the imports its changes add on the release (lint)."""
     from sgpatch.releases import cache as releases
     from sgpatch.tree.target import find_target
 
@@ -176,7 +179,8 @@ def plan_release(set_dir: str, release: str, members: Sequence[str]) -> Row:
         try:
             root = releases.extract(release, Path(tmp), "site-packages", member_filter(members))
             (root / "srt").mkdir(exist_ok=True)  # a set that only creates files lays none of srt/
-            return _row(manifest, root, find_target(root).version, release)
+            view = _cached_view(release) if imports else None
+            return _row(manifest, root, find_target(root).version, release, view=view)
         except SgpatchError as exc:
             return _error_row(release, exc)
 
@@ -189,10 +193,13 @@ def _error_row(label: str, exc: SgpatchError, tree: str | None = None) -> Row:
     return Row(label, {}, error=exc.message, error_patch=patch, tree=tree)
 
 
-def _row(manifest: SetManifest, root: Path, version: Version, label: str, tree=None) -> Row:
+def _row(
+    manifest: SetManifest, root: Path, version: Version, label: str, tree=None, view=None
+) -> Row:
     """The set planned on a minimal scratch tree (its probes then see the set applied): with
     its own variants, or, on a version it was not checked on, the nearest lower one's
-    (sgpatch.patchset.nearest)."""
+    (sgpatch.patchset.nearest). `view`: the release as a whole (ops.importcheck), to check
+    the imports the set's changes add on it (lint)."""
     from sgpatch.ops.plan import plan_set
     from sgpatch.patchset.nearest import basis
     from sgpatch.state.ledger import Ledger
@@ -202,6 +209,7 @@ def _row(manifest: SetManifest, root: Path, version: Version, label: str, tree=N
     plan = plan_set(
         manifest, root, version, Ledger(), with_ids=_optional(manifest), variants_of=lower
     )
+    unresolved = _imports_by_patch(plan, view) if view is not None else {}
     after = _probes_after(manifest, plan, root)
     cells = {
         p.id: Cell(
@@ -213,10 +221,41 @@ def _row(manifest: SetManifest, root: Path, version: Version, label: str, tree=N
             failures=failures_of(p.files) if p.state == "conflict" else (),
             probe_after=after.get(p.id),
             warnings=warnings_of(p.files) if p.state == "pending" else (),
+            imports=unresolved.get(p.id, ()),
         )
         for p in plan.patches
     }
     return Row(label, cells, tree=tree, variants_of=plan.variants_of)
+
+
+def _cached_view(release: str):
+    """A release from the cache, as the import check reads it (the set's changes go over it
+    in `_imports_by_patch`)."""
+    from sgpatch.ops.importcheck import cached_release
+
+    return cached_release(release)
+
+
+def _tree_view(root: Path):
+    """A tree (`matrix --tree`'s, read in place), as the import check reads it."""
+    from sgpatch.ops.importcheck import tree_release
+
+    return tree_release(root)
+
+
+def _imports_by_patch(plan, view) -> dict[str, tuple[Unresolved, ...]]:
+    """What the import check finds in the plan's changes on the release, per patch: a file's
+    findings go to the last patch that writes it (the file as it ends is its doing)."""
+    from sgpatch.ops.importcheck import changed_imports, with_changes
+
+    release = with_changes(view, plan.changes)
+    owner = {f.path: p.id for p in plan.patches if p.state == "pending" and p.selected
+             for f in p.files}  # fmt: skip
+    out: dict[str, tuple[Unresolved, ...]] = {}
+    for u in changed_imports(plan.changes, release):
+        if u.file in owner:
+            out[owner[u.file]] = (*out.get(owner[u.file], ()), u)
+    return out
 
 
 def tree_version(tree: Path) -> tuple[Path, Version]:
@@ -228,7 +267,9 @@ def tree_version(tree: Path) -> tuple[Path, Version]:
     return target.root, target.version
 
 
-def plan_tree(manifest: SetManifest, tree: Path, members: Sequence[str]) -> Row:
+def plan_tree(
+    manifest: SetManifest, tree: Path, members: Sequence[str], imports: bool = False
+) -> Row:
     """The set planned on an SGLang tree that is not in the release cache (a checkout of
     main, a nightly's package): the files the set needs, copied into a scratch tree (the
     tree itself is only read). The row is labelled with the tree's version."""
@@ -246,12 +287,13 @@ def plan_tree(manifest: SetManifest, tree: Path, members: Sequence[str]) -> Row:
                 shutil.copyfile(path, pkg / rel)
         (pkg / "srt").mkdir(parents=True, exist_ok=True)  # a set may only create files
         try:
-            return _row(manifest, pkg, version, str(version), str(root))
+            view = _tree_view(root) if imports else None
+            return _row(manifest, pkg, version, str(version), str(root), view)
         except SgpatchError as exc:
             return _error_row(str(version), exc, str(root))
 
 
-def compute_trees(manifest: SetManifest, trees: Sequence[Path]) -> list[Row]:
+def compute_trees(manifest: SetManifest, trees: Sequence[Path], imports: bool = False) -> list[Row]:
     """A row per tree, in the order given. Each tree is checked first (an SGLang tree with a
     version; one older than every version the set was checked on): bad input, exit 2."""
     from sgpatch.patchset.nearest import basis
@@ -259,7 +301,7 @@ def compute_trees(manifest: SetManifest, trees: Sequence[Path]) -> list[Row]:
     for tree in trees:
         basis(manifest, tree_version(tree)[1])
     members = needed_files(manifest)
-    return [plan_tree(manifest, tree, members) for tree in trees]
+    return [plan_tree(manifest, tree, members, imports) for tree in trees]
 
 
 def row_label(row: Row) -> str:
@@ -318,10 +360,12 @@ def compute(
     manifest: SetManifest,
     versions: Sequence[Version],
     workers: int | None = None,
+    imports: bool = False,
 ) -> list[Row]:
     """The matrix over `versions`, in parallel (processes: planning is CPU-bound Python).
     Missing wheels are fetched first, here, as one reported batch (not by the workers at once);
-    one that cannot be fetched becomes its release's error row."""
+    one that cannot be fetched becomes its release's error row. With `imports` (lint), each
+    cell also holds the imports its patch adds that do not resolve on the release."""
     from sgpatch.ops import placed
     from sgpatch.releases import cache
 
@@ -332,12 +376,12 @@ def compute(
     workers = workers or min(len(releases), os.cpu_count() or 1)
     if workers <= 1 or len(releases) <= 1:
         with placed.remembering():
-            return [plan_release(set_dir, r, members) for r in releases]
-    return _in_parallel(set_dir, releases, members, workers)
+            return [plan_release(set_dir, r, members, imports) for r in releases]
+    return _in_parallel(set_dir, releases, members, workers, imports)
 
 
 def _in_parallel(
-    set_dir: str, releases: list[str], members: Sequence[str], workers: int
+    set_dir: str, releases: list[str], members: Sequence[str], workers: int, imports: bool
 ) -> list[Row]:
     """The rows planned by `workers` processes, each walking contiguous runs of releases
     (sgpatch.ops.runs: its memo of placements keeps hitting, as neighbours share most files'
@@ -351,7 +395,10 @@ def _in_parallel(
     with ProcessPoolExecutor(
         max_workers=workers, initializer=_worker_start, initargs=(bounds,)
     ) as pool:
-        futures = [pool.submit(_plan_runs, set_dir, releases, members, me) for me in range(workers)]
+        futures = [
+            pool.submit(_plan_runs, set_dir, releases, members, me, imports)
+            for me in range(workers)
+        ]
         done = [pair for f in futures for pair in f.result()]
     return [row for _, row in sorted(done, key=lambda pair: pair[0])]
 
@@ -369,7 +416,7 @@ def _worker_start(bounds) -> None:
 
 
 def _plan_runs(
-    set_dir: str, releases: list[str], members: Sequence[str], me: int
+    set_dir: str, releases: list[str], members: Sequence[str], me: int, imports: bool
 ) -> list[tuple[int, Row]]:
     """Releases planned by one worker, taken as sgpatch.ops.runs says, with their index."""
     from sgpatch.ops.runs import take
@@ -381,7 +428,7 @@ def _plan_runs(
             i = take(_bounds, me)
         if i is None:
             return out
-        out.append((i, plan_release(set_dir, releases[i], members)))
+        out.append((i, plan_release(set_dir, releases[i], members, imports)))
 
 
 def select_versions(

@@ -4,6 +4,8 @@ Per release: a fresh copy of the pristine release (from the release cache), then
 `sgpatch` itself, run as a separate process exactly as a Dockerfile runs it:
   1. `apply --strict` exits 0 (the set applies with fuzz 0, no ambiguity, no conflict);
   2. every Python file it wrote compiles;
+  2b. every import of SGLang it added or kept in those files resolves on the release
+     (placement.pyimports: the module and the name are there; else where they are now);
   3. `apply` again is a no-op (exit 0, nothing written, the tree's bytes unchanged);
   4. `status --check` exits 0 (the set is done);
   5. `revert` exits 0 and leaves every file exactly as the wheel's RECORD says, with nothing
@@ -25,7 +27,7 @@ from sgpatch.errors import ExitCode
 from sgpatch.pyrun import module_command
 from sgpatch.state.folder import STATE_DIR
 
-STEPS = ("apply", "compile", "reapply", "status", "revert")
+STEPS = ("apply", "compile", "imports", "reapply", "status", "revert")
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,7 @@ def check_release(manifest, patchsets: Sequence[Path], version: str, workdir: Pa
     try:
         states, written = _apply(base, steps)
         _compile(root, written, steps)
+        _imports(root, version, written, steps)
         _reapply(root, base, written, steps)
         _status(base, steps)
         _revert(root, version, tree, steps)
@@ -146,6 +149,28 @@ def _compile(root: Path, written: Sequence[str], steps: list[Step]) -> None:
     if errors:
         raise _Failed(Step("compile", False, "; ".join(errors)), ExitCode.CONFLICT)
     steps.append(Step("compile", True, f"{sum(r.endswith('.py') for r in written)} file(s)"))
+
+
+def _imports(root: Path, version: str, written: Sequence[str], steps: list[Step]) -> None:
+    """The imports the set added or kept in the Python files it wrote, checked on the patched
+    tree (the release with the set applied); each one that does not resolve is named with
+    where it is now (a file that compiles and fails at import)."""
+    from sgpatch.diff.unified import decode
+    from sgpatch.ops.importcheck import tree_release
+    from sgpatch.placement.pyimports import unresolved
+    from sgpatch.releases import cache as releases
+
+    release = tree_release(root)
+    found = []
+    files = [r for r in written if r.endswith(".py") and (root / r).is_file()]
+    for rel in files:
+        before = releases.read_member(version, rel) if releases.has_member(version, rel) else None
+        after = decode((root / rel).read_bytes())
+        found += unresolved(rel, after, decode(before) if before is not None else None, release)
+    if found:
+        detail = "; ".join(u.brief() for u in found)
+        raise _Failed(Step("imports", False, detail), ExitCode.CONFLICT)
+    steps.append(Step("imports", True, f"{len(files)} file(s)"))
 
 
 def _reapply(root: Path, base: list[str], written: Sequence[str], steps: list[Step]) -> None:

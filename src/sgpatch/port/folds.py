@@ -36,6 +36,11 @@ class Suggested:
     diff: tuple[str, ...]
     data: bytes
 
+    def to_json(self) -> dict:
+        """`port --fold --json`'s document body (docs/json.md); a problem's `fold` is the
+        same without `file`."""
+        return {"file": f"{PKG}/{self.file}", "folds": list(self.folds), "diff": list(self.diff)}
+
     def command(self, top: Path | str) -> str:
         """What makes the fold, as typed."""
         return (

@@ -153,7 +153,7 @@ def _sum_name(r: PatchReport) -> str:
 def line(r: PatchReport) -> str:
     """A patch's line: what happened to it, and where it came from."""
     o = r.outcome
-    src = f" [from {o.variant}, base {o.base}]" if o.variant != "-" else ""
+    src = f" [from {o.variant}, base {o.base}]" if o.variant is not None else ""
     note = f" ({o.note})" if o.note else ""
     if o.outcome in ("carried", "fixed"):
         how = "as it was" if o.as_is else f"{o.kept} hunk(s) kept, {o.merged} merged"

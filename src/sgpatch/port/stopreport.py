@@ -1,6 +1,6 @@
 """What a stopped port tells the person: the `fix` file, and the stop's typed records that
-`port --json` renders (sgpatch.port.report.Report.json, the one place that makes them JSON, but for
-a hunk's detail: its JSON row is also what W keeps, so `detail_json` makes it for both).
+`port --json` renders (each its own `to_json`, but for a hunk's detail: its JSON row is also
+what W keeps, so `detail_json` makes it for both).
 
 Three kinds of thing stop a patch, each under its own heading in `fix`:
 
@@ -81,6 +81,15 @@ class FileStop:
     details: tuple[HunkDetail, ...]
     fold: Suggested | None = None  # W's file defines a name twice: the fold suggested
 
+    def to_json(self) -> dict:
+        """One file problem of `port --json` (docs/json.md): the file, why, the patch's hunks
+        there, W's markers now, each hunk's detail, the fold suggested (null: none)."""
+        p, f = self.problem, self.fold
+        fold = None if f is None else {"folds": list(f.folds), "diff": list(f.diff)}
+        return {"file": p.file, "why": p.why, "hunks": list(p.hunks),
+                "markers": list(self.markers),
+                "details": [detail_json(d) for d in self.details], "fold": fold}  # fmt: skip
+
 
 @dataclass(frozen=True)
 class ProbeStop:
@@ -89,6 +98,9 @@ class ProbeStop:
 
     file: str | None
     problem: str | None
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "problem": self.problem}
 
 
 @dataclass(frozen=True)
@@ -100,6 +112,9 @@ class Dropped:
     hunk: int
     evidence: tuple[str, ...]
 
+    def to_json(self) -> dict:
+        return {"file": self.file, "hunk": self.hunk, "evidence": list(self.evidence)}
+
 
 @dataclass(frozen=True)
 class LintRefusal:
@@ -109,6 +124,9 @@ class LintRefusal:
     patch: str | None
     field: str
     message: str
+
+    def to_json(self) -> dict:
+        return {"patch": self.patch, "field": self.field, "message": self.message}
 
 
 def kind(problem: Problem) -> str:

@@ -75,3 +75,33 @@ def test_reopened_puts_a_done_patch_back_on_needs_a_hand(cache, tmp_path):
     assert ws.lines("problems/second") == ["\t\tlint: sglang: no"]
     assert ws.phase == "stopped" and list(state.fix) == ws.lines("fix")
     assert any("second (sglang): no" in ln for ln in state.fix)
+
+
+def test_reopened_leaves_the_record_it_was_made_from_as_it_was(cache, tmp_path):
+    """Input: the record of a stopped workspace, `second` reopened with a lint problem (in
+    memory, not saved). Outcome: the new record has `second` stopped as a conflict; the one
+    it came from (frozen) still has it done, carried, with no problem: a record is never
+    changed, only replaced."""
+    _d, _w, _ws, state = _loaded(tmp_path)
+    second = state.queue.done[0]
+    new = state.reopened({"second": [Problem("", "lint: sglang: no")]}, ["first", "second"])
+    assert [(o.id, o.outcome) for o in new.queue.stopped] == [
+        ("first", "conflict"),
+        ("second", "conflict"),
+    ]
+    assert [o.id for o in state.queue.stopped] == ["first"]
+    assert state.queue.done == [second] and second.outcome == "carried" and not second.problems
+
+
+def test_a_state_line_keeps_dashes_on_disk_only(cache, tmp_path):
+    """Input: an upstream patch's outcome (no variant, release, base or note), its state line
+    read back. Outcome: the line says `-` for each empty field; in memory they are None (no
+    `-` placeholder outside the line reader and writer), and the line round-trips."""
+    from sgpatch.port.sequencer import Outcome
+
+    _d, _w, ws, _state = _loaded(tmp_path)
+    line = Outcome("p", "upstream").line()
+    assert line.split("\t") == ["p", "upstream", "-", "-", "-", "changed", "-", "-"]
+    back = Outcome.parse(line, ws, "done")
+    assert (back.variant, back.release, back.base, back.note) == (None, None, None, "")
+    assert back.line() == line

@@ -10,6 +10,7 @@ hunk (sequencer, carry); `conclude` ends a step the same way for a new port and 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -184,11 +185,8 @@ def _settle_probes(ctx: Context, state: PortState):
         q = state.queue
         pids = [o.id for o in q.done if o.outcome in ("carried", "fixed")]
         settled = probes.settle(ctx, pids, state.listing)
-        flipped = False
-        for o in q.done:
-            d = probes.decided(ctx.ws, o.id) if o.id in pids else None
-            if d is not None and d[0] == "variant" and o.as_is:
-                o.as_is, flipped = False, True
-        if flipped:
-            state = state.save(ctx.ws)
+        own = {pid for pid in pids if (d := probes.decided(ctx.ws, pid)) and d[0] == "variant"}
+        if any(o.as_is for o in q.done if o.id in own):  # no longer served as it was
+            done = [replace(o, as_is=False) if o.id in own else o for o in q.done]
+            state = replace(state, queue=replace(q, done=done)).save(ctx.ws)
     return state, settled

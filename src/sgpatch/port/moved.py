@@ -112,6 +112,11 @@ class Move:
         """The one line the report says it in."""
         return f"moved: {self.old} {self.scope} -> {self.target}:{self.line}"
 
+    def to_json(self) -> dict:
+        """A row of `port --json`'s `moved` (docs/json.md)."""
+        return {"file": self.old, "hunk": self.hunk, "scope": self.scope, "to": self.target,
+                "line": self.line, "how": self.how, "conflicts": self.conflicts}  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Lost:

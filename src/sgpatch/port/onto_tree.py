@@ -31,6 +31,11 @@ class TreeTarget:
     archive: Path  # where the release cache keeps the snapshot
     known: tuple[Version, ...]  # the versions port may take a variant or a base from
 
+    def to_json(self) -> dict:
+        """`port --to-tree --json`'s `tree` (docs/json.md)."""
+        return {"root": str(self.root), "version": str(self.version), "snapshot": str(self.onto),
+                "variants_of": str(self.variants_of), "kept": str(self.archive)}  # fmt: skip
+
 
 def _pristine_tree(root: Path) -> None:
     """A tree a set is applied to is not the snapshot: its files are the set's already."""

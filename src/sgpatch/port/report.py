@@ -1,5 +1,5 @@
 """A port step's report: per patch its state line and what is read off W beside it
-(`PatchReport`), the step as a whole (`Report`), made JSON here only (`Report.json`), and
+(`PatchReport`), the step as a whole (`Report`), each made JSON by its own `to_json`, and
 `port --show FILE` (`show`): one stopped file's details, read off W.
 
 The report is built from the state as a step left it (`build`): nothing in it is state, so
@@ -8,10 +8,9 @@ it is read again at every report (a person fixing W changes the markers).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from sgpatch.errors import ExitCode, bad_input
 
@@ -24,19 +23,19 @@ if TYPE_CHECKING:
     from sgpatch.port.stopreport import (
         Dropped,
         FileStop,
-        HunkDetail,
         LintRefusal,
         ProbeStop,
-        Problem,
     )
+
+# how a step ended: the set written, stopped for a hand (exit 3), or planned (--no-finish)
+Ending = Literal["finished", "stopped", "planned"]
 
 
 @dataclass(frozen=True)
 class PatchReport:
     """One patch in a step's report: its state line (`outcome`, what W's state keeps) and what
     the report reads off W beside it, kept apart because none of it is state: it is read
-    again at every report (a person fixing W changes the markers). Made JSON by Report.json
-    only."""
+    again at every report (a person fixing W changes the markers)."""
 
     outcome: Outcome
     files: tuple[FileStop, ...] = ()  # a stopped patch's file problems, as W shows them now
@@ -47,6 +46,31 @@ class PatchReport:
     waiting_files: tuple[str, ...] = ()
     waiting_for: tuple[str, ...] = ()  # unfinished patches it `requires`
 
+    def to_json(self) -> dict:
+        """One patch of `port --json` (docs/json.md): its state line, then what was read off
+        W."""
+        o = self.outcome
+        return {
+            "id": o.id,
+            "outcome": o.outcome,
+            "from_variant": o.variant,
+            "from_release": o.release,
+            "base": o.base,
+            "as_is": o.as_is,
+            "hunks_kept": o.kept,
+            "hunks_merged": o.merged,
+            "hunks_moved": o.moved,
+            "hunks_by_hand": o.hand,
+            "moved": [m.to_json() for m in self.moves],
+            "note": o.note,
+            "problems": [f.to_json() for f in self.files],
+            "files_carried": list(self.carried_files),
+            "files_waiting": list(self.waiting_files),
+            "waiting_for": list(self.waiting_for),
+            "probe": None if self.probe is None else self.probe.to_json(),
+            "hunks_dropped": [d.to_json() for d in self.dropped],
+        }
+
 
 @dataclass
 class Report:
@@ -55,7 +79,7 @@ class Report:
     set: str
     to: str
     workspace: str
-    state: str  # finished | stopped | planned | aborted
+    state: Ending
     patches: list[PatchReport] = field(default_factory=list)
     waiting: list[str] = field(default_factory=list)
     fix: list[str] = field(default_factory=list)
@@ -72,22 +96,20 @@ class Report:
     def exit_code(self) -> ExitCode:
         return ExitCode.CONFLICT if self.state == "stopped" else ExitCode.OK
 
-    def json(self) -> dict:
+    def to_json(self) -> dict:
+        """One step of `port --json` (docs/json.md), from its records' own `to_json`."""
         return {
             "set": self.set,
             "to": self.to,
             "workspace": self.workspace,
             "state": self.state,
-            "patches": [_outcome_json(o) for o in self.patches],
+            "patches": [r.to_json() for r in self.patches],
             "waiting": self.waiting,
             "fix": self.fix,
             "written": self.written,
             "changes": self.changes,
             "lint": [f.brief() for f in self.lint],
-            "lint_refusals": [
-                {"patch": r.patch, "field": r.field, "message": r.message}
-                for r in self.lint_refusals
-            ],
+            "lint_refusals": [r.to_json() for r in self.lint_refusals],
             "warnings": self.warnings,
             "notes": self.notes,
             "set_dir": self.set_dir,
@@ -95,52 +117,7 @@ class Report:
         }
 
 
-def _outcome_json(r: PatchReport) -> dict:
-    """One patch of `port --json` (docs/json.md): its state line, then what was read off W."""
-    o = r.outcome
-    return {
-        "id": o.id,
-        "outcome": o.outcome,
-        "from_variant": None if o.variant == "-" else o.variant,
-        "from_release": None if o.release == "-" else o.release,
-        "base": None if o.base == "-" else o.base,
-        "as_is": o.as_is,
-        "hunks_kept": o.kept,
-        "hunks_merged": o.merged,
-        "hunks_moved": o.moved,
-        "hunks_by_hand": o.hand,
-        "moved": [
-            {
-                "file": m.old,
-                "hunk": m.hunk,
-                "scope": m.scope,
-                "to": m.target,
-                "line": m.line,
-                "how": m.how,
-                "conflicts": m.conflicts,
-            }
-            for m in r.moves
-        ],
-        "note": o.note,
-        "problems": [_problem_json(f.problem, f.markers, f.details) for f in r.files],
-        "files_carried": list(r.carried_files),
-        "files_waiting": list(r.waiting_files),
-        "waiting_for": list(r.waiting_for),
-        "probe": None if r.probe is None else {"file": r.probe.file, "problem": r.probe.problem},
-        "hunks_dropped": [
-            {"file": d.file, "hunk": d.hunk, "evidence": list(d.evidence)} for d in r.dropped
-        ],
-    }
-
-
-def _problem_json(p: Problem, markers: Sequence[int], details: Sequence[HunkDetail]) -> dict:
-    from sgpatch.port.stopreport import detail_json
-
-    return {"file": p.file, "why": p.why, "hunks": list(p.hunks), "markers": list(markers),
-            "details": [detail_json(d) for d in details]}  # fmt: skip
-
-
-def build(ctx: Context, state: PortState, kind: str) -> Report:
+def build(ctx: Context, state: PortState, kind: Ending) -> Report:
     """The report of a port step: the state's outcomes in manifest order (the patches still
     to do as `waiting`), each with what is read off W about it (_patch_report)."""
     from dataclasses import replace
@@ -198,6 +175,11 @@ class Shown:
     lines: tuple[str, ...]
     problems: tuple[tuple[str, FileStop], ...]  # (patch id, the file's problem as W shows it)
 
+    def to_json(self) -> dict:
+        """`port --show FILE --json`: the file, and per patch its problem there."""
+        problems = [{"patch": pid, **f.to_json()} for pid, f in self.problems]
+        return {"file": self.file, "problems": problems}
+
 
 def show(workspace: Path, file: str) -> Shown:
     """The details of one file a stopped port needs a hand for, read off W (nothing is
@@ -222,9 +204,3 @@ def show(workspace: Path, file: str) -> Shown:
     lines = [ln.removeprefix("  ") for pid, p in mine for ln in file_entry(ws, pid, p)]
     stops = tuple((pid, file_stop(ws, pid, p)) for pid, p in mine)
     return Shown(f"{PKG}/{rel}", tuple(lines), stops)
-
-
-def shown_json(got: Shown) -> dict:
-    return {"file": got.file,
-            "problems": [{"patch": pid, **_problem_json(f.problem, f.markers, f.details)}
-                         for pid, f in got.problems]}  # fmt: skip

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal, get_args
 
 from packaging.version import Version
 
@@ -29,7 +30,12 @@ from sgpatch.port.stopreport import Problem
 from sgpatch.port.workspace import NA_PREFIX, STATE, Workspace, claim, digest
 
 FORMAT = "3"  # of the state files: 3 = steps journaled, phase, the set bound by its real path
-OUTCOMES = ("carried", "fixed", "upstream", "n/a", "skipped", "conflict")
+# what happened to a patch, as `done`, `partial` and `needs-a-hand` keep it; `waiting` (still on
+# the todo list) is a report's only, never written
+Kept = Literal["carried", "fixed", "upstream", "n/a", "skipped", "conflict"]
+OutcomeKind = Literal[Kept, "waiting"]
+OUTCOMES: tuple[Kept, ...] = get_args(Kept)
+NONE = "-"  # an empty field of a state line (no variant, release or base; no note)
 _HOW = re.compile(
     r"-|kept (\d{1,9}), merged (\d{1,9})(?:, moved (\d{1,9}))?(?:, by hand (\d{1,9}))?"
 )
@@ -44,10 +50,10 @@ class Outcome:
     PatchReport."""
 
     id: str
-    outcome: str  # carried | fixed | upstream | n/a | skipped | conflict (| waiting: reported)
-    variant: str = "-"  # set-relative source variant
-    release: str = "-"
-    base: str = "-"
+    outcome: OutcomeKind
+    variant: str | None = None  # set-relative source variant (None: carried from none)
+    release: str | None = None
+    base: str | None = None
     as_is: bool = False  # every hunk kept as it was (the source file serves the release)
     kept: int = 0
     merged: int = 0
@@ -57,13 +63,16 @@ class Outcome:
     hand: int = 0  # hunks a person had to fix (those its file problems named at the stop)
 
     def line(self) -> str:
-        how = "-"
+        """The state line (tab-separated; an empty field is `-`, as `parse` reads it)."""
+        assert self.outcome != "waiting", "a report's outcome, never written"
+        how = NONE
         if self.outcome != "upstream":
             how = f"kept {self.kept}, merged {self.merged}"
             how += f", moved {self.moved}" if self.moved else ""
             how += f", by hand {self.hand}" if self.hand else ""
-        fields = (self.id, self.outcome, self.variant, self.release, self.base,
-                  "as-is" if self.as_is else "changed", how, self.note or "-")  # fmt: skip
+        fields = (self.id, self.outcome, self.variant or NONE, self.release or NONE,
+                  self.base or NONE, "as-is" if self.as_is else "changed", how,
+                  self.note or NONE)  # fmt: skip
         return "\t".join(fields)
 
     @classmethod
@@ -75,8 +84,18 @@ class Outcome:
             raise ws.damaged(where, f"line {line[:60]!r}")
         pid, outcome, variant, release, base, as_is, _how, note = parts
         kept, merged, moved, hand = (int(n) if n else 0 for n in how.groups())
-        return cls(pid, outcome, variant, release, base, as_is == "as-is", kept, merged,
-                   "" if note == "-" else note, moved=moved, hand=hand)  # fmt: skip
+        return cls(pid, _kept(outcome), _field(variant), _field(release), _field(base),
+                   as_is == "as-is", kept, merged, _field(note) or "", moved=moved,
+                   hand=hand)  # fmt: skip
+
+
+def _kept(word: str) -> Kept:
+    """An outcome word `parse` checked is one of OUTCOMES (narrowed for the type)."""
+    return next(k for k in OUTCOMES if k == word)
+
+
+def _field(text: str) -> str | None:
+    return None if text == NONE else text
 
 
 @dataclass
@@ -334,16 +353,23 @@ class Queue:
         ws.put_lines("fix", fix)
         return fix
 
-    def reopen(self, problems: Mapping[str, list[Problem]], order: Sequence[str]) -> None:
-        """Patches that lint, or their probe, finds wrong on the release go back to
-        needs-a-hand with those problems: the files they wrote last (and files no patch owns)
-        can be edited, and --continue takes their diff again and checks again."""
-        for o in [o for o in self.done if o.id in problems]:
-            o.outcome, o.as_is = "conflict", False
-            o.problems = list(problems[o.id])
-            self.stopped.append(o)
-        self.done = [o for o in self.done if o.id not in problems]
-        self.sort(order)  # the first stopped patch is the first in the set (edits join it)
+    def reopened(self, problems: Mapping[str, list[Problem]], order: Sequence[str]) -> Queue:
+        """A new queue with the patches that lint, or their probe, finds wrong on the release
+        back on needs-a-hand with those problems: the files they wrote last (and files no
+        patch owns) can be edited, and --continue takes their diff again and checks again."""
+        back = [replace(o, outcome="conflict", as_is=False, problems=list(problems[o.id]))
+                for o in self.done if o.id in problems]  # fmt: skip
+        q = Queue(list(self.todo), [o for o in self.done if o.id not in problems],
+                  [*self.stopped, *back], dict(self.partial))  # fmt: skip
+        q.sort(order)  # the first stopped patch is the first in the set (edits join it)
+        return q
+
+    def copy(self) -> Queue:
+        """A queue a step may work on in place, the state's own left as it was: its lists
+        and outcomes copied."""
+        return Queue(list(self.todo), [replace(o) for o in self.done],
+                     [replace(o) for o in self.stopped],
+                     {p: replace(o) for p, o in self.partial.items()})  # fmt: skip
 
     def sort(self, order: Sequence[str]) -> None:
         """Manifest order (a patch taken off needs-a-hand goes back to its place)."""
@@ -373,9 +399,9 @@ def stopped_of(ws: Workspace) -> list[Outcome]:
 
 @dataclass(frozen=True)
 class Carried:
-    """What `run_todo` leaves besides the queue (worked on in place): the listing and the
-    `fix` list, as it wrote them."""
+    """What `run_todo` leaves: the queue, the listing and the `fix` list, as it wrote them."""
 
+    queue: Queue
     listing: snapshots.Listing
     fix: tuple[str, ...]
 
@@ -387,12 +413,12 @@ def run_todo(
     patch has still to carry, or to have fixed, waits, so every file takes the patches in
     manifest order; the patch's other files are carried now. A patch that `requires` an
     unfinished one waits whole. `q`, `listing`: the queue and path lists as the caller holds
-    them (port.state; the queue is worked on in place), else read from W. Each patch's lists
-    change in memory and are written at its step's end, inside the step."""
+    them (port.state; the queue is worked on in a copy, returned), else read from W. Each
+    patch's lists change in memory and are written at its step's end, inside the step."""
     ws = ctx.ws
     if listing is None:
         listing = snapshots.Listing.load(ws, [s.id for s in ctx.manifest.patches])
-    q = Queue.load(ws, listing) if q is None else q
+    q = Queue.load(ws, listing) if q is None else q.copy()
     blocked: set[str] = set()
     for o in q.stopped:
         blocked |= listing.unfinished(o.id)
@@ -420,7 +446,7 @@ def run_todo(
     if not pending:
         with ws.step("lists"):
             fix = q.save(ws)
-    return Carried(listing, tuple(fix))
+    return Carried(q, listing, tuple(fix))
 
 
 def _step(

@@ -25,7 +25,7 @@ from sgpatch.errors import bad_input
 from sgpatch.port.sequencer import FORMAT, Carried, Queue
 from sgpatch.port.snapshots import Listing
 from sgpatch.port.stopreport import Problem
-from sgpatch.port.workspace import Workspace
+from sgpatch.port.workspace import Phase, Workspace
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class PortState:
     queue's lists are worked on in memory during a step; `save` writes the record back."""
 
     options: Options
-    phase: str
+    phase: Phase
     queue: Queue
     listing: Listing
     fix: tuple[str, ...] = field(default=())
@@ -80,7 +80,7 @@ class PortState:
     @classmethod
     def load(
         cls, ws: Workspace, ids: Sequence[str], options: Options | None = None,
-        phase: str | None = None,
+        phase: Phase | None = None,
     ) -> PortState:  # fmt: skip
         """Every file read once (`ids`: the set's patches, in manifest order; `options`,
         `phase`: when the caller has read them already)."""
@@ -88,7 +88,7 @@ class PortState:
         return cls(options or Options.load(ws), phase or ws.phase, Queue.load(ws, listing),
                    listing, tuple(ws.lines("fix")))  # fmt: skip
 
-    def save(self, ws: Workspace, phase: str | None = None) -> PortState:
+    def save(self, ws: Workspace, phase: Phase | None = None) -> PortState:
         """Write the lists, the listing's changed files and (given) the new phase, inside the
         caller's step; the record as written (its `fix` list recomputed)."""
         listing = self.listing.save(ws)
@@ -98,15 +98,14 @@ class PortState:
         return replace(self, listing=listing, phase=phase or self.phase, fix=fix)
 
     def carried(self, done: Carried) -> PortState:
-        """The state after `sequencer.run_todo` worked on this record's queue: the listing
-        and the fix list it wrote (`done`)."""
-        return replace(self, listing=done.listing, fix=done.fix)
+        """The state after `sequencer.run_todo` carried this record's queue: the queue, the
+        listing and the fix list it wrote (`done`)."""
+        return replace(self, queue=done.queue, listing=done.listing, fix=done.fix)
 
     def reopened(self, problems: Mapping[str, list[Problem]], order: Sequence[str]) -> PortState:
         """Patches that lint, or their probe, finds wrong back on needs-a-hand with those
-        problems (`Queue.reopen`, in memory: the caller saves it with the phase `stopped`)."""
-        self.queue.reopen(problems, order)
-        return self
+        problems (`Queue.reopened`, in memory: the caller saves it with the phase `stopped`)."""
+        return replace(self, queue=self.queue.reopened(problems, order))
 
 
 __all__ = ["Options", "PortState", "check_format"]

@@ -21,11 +21,12 @@ from sgpatch.patchset.manifest import load_manifest
 from sgpatch.port import snapshots
 from sgpatch.port import source as src
 from sgpatch.port.merge import import_problem, marker_lines, merge_file, python_problem
-from sgpatch.port.sequencer import Context, write_patch
+from sgpatch.port.sequencer import Context, Queue, write_patch
 from sgpatch.port.snapshots import Listing
 from sgpatch.port.state import Options, PortState, check_format
 from sgpatch.port.workspace import (
     PKG,
+    Phase,
     Workspace,
     digest,
     entry_digest,
@@ -58,7 +59,7 @@ def reopen(ws: Workspace) -> tuple[Context, PortState, list[str]]:
     return ctx, state, kept
 
 
-def bound_set(ws: Workspace, opts: Options, phase: str) -> Path:
+def bound_set(ws: Workspace, opts: Options, phase: Phase) -> Path:
     """The manifest --continue may write: the one the port began on. The state names it by
     its real path, the real path of its folder, its name and its digest; anything else (a
     path that is not real, files that disagree, another set, edits since; while the set is
@@ -178,8 +179,8 @@ def take_fixed(ctx: Context, state: PortState) -> tuple[PortState, list[str]]:
 
 
 def _take_fixes(ctx: Context, state: PortState, joins: dict, order: list[str]):
-    ws, q = ctx.ws, state.queue
-    listing, rewrite, notes = _take_edits(ctx, state, joins)
+    ws, q = ctx.ws, state.queue.copy()  # worked on in place here, the state's own left as is
+    listing, rewrite, notes = _take_edits(ctx, q, state.listing, joins)
     writers = _last_writers(ctx, replace(state, listing=listing))  # fixing -> carried below
     for o in q.stopped:
         now = snapshots.take(ws, "after", o.id, [f for f, w in writers.items() if w == o.id])
@@ -195,7 +196,7 @@ def _take_fixes(ctx: Context, state: PortState, joins: dict, order: list[str]):
             q.done.append(o)
     q.stopped = []
     q.sort(order)
-    state = replace(state, listing=listing).save(ws, "carry")
+    state = replace(state, queue=q, listing=listing).save(ws, "carry")
     for pid in rewrite:  # from the snapshots and the listing just written
         write_patch(ctx, pid, listing.files.get(pid, frozenset()))
     return state, notes
@@ -235,12 +236,12 @@ def _owner_join(ctx: Context, listing: Listing, rel: str, order: list[str]):
     return writers[0], [("after", writers[0], ctx.ws.read_pkg(rel))], []
 
 
-def _take_edits(ctx: Context, state: PortState, joins: dict):
+def _take_edits(ctx: Context, q: Queue, listing: Listing, joins: dict):
     """Record the joins: each edit becomes its patch's (a stopped one's, or a finished one's,
     whose patch file is written again), later patches' files keep their own change on top.
     Returns the listing with them, the finished patches whose patch file is to be written
-    again, and a note per edit."""
-    ws, q, listing = ctx.ws, state.queue, state.listing
+    again, and a note per edit. `q`: the caller's copy of the queue (changed in place)."""
+    ws = ctx.ws
     stopped = {o.id for o in q.stopped}
     moved: set[str] = set()
     for rel, (pid, puts, later) in joins.items():
@@ -368,6 +369,11 @@ class Aborted:
     own: list[str] = field(default_factory=list)
     stays: bool = False  # W itself is still there (made by the person, or holding others' files)
     left_files: list[str] = field(default_factory=list)  # the files others put in W, kept
+
+    def to_json(self) -> dict:
+        """What `port --abort --json` says it did (docs/json.md)."""
+        kept_in = None if self.kept_in is None else str(self.kept_in)
+        return {"left": self.left, "edits": self.edits, "own_files": self.own, "kept_in": kept_in}
 
 
 def abort(ws: Workspace, force: bool = False) -> Aborted:

@@ -55,6 +55,7 @@ import shlex
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Literal, get_args
 
 from sgpatch.diff.canonical import REGULAR
 from sgpatch.errors import SgpatchError, bad_input, unsafe
@@ -104,7 +105,9 @@ _STATE_NAMES = """
 """
 OURS_IN_STATE = frozenset(_STATE_NAMES.split())
 MARKER = "sgpatch port workspace\n"
-PHASES = ("start", "carry", "stopped", "planned", "finishing", "finished")
+# what the next --continue does first (docs/porting.md)
+Phase = Literal["start", "carry", "stopped", "planned", "finishing", "finished"]
+PHASES: tuple[Phase, ...] = get_args(Phase)
 
 
 class Workspace:
@@ -217,14 +220,14 @@ class Workspace:
         self.save_tree()
 
     @property
-    def phase(self) -> str:
-        phase = (self.get("phase") or "").strip()
-        if phase not in PHASES:
-            raise self.damaged("phase", f"not one of {', '.join(PHASES)}")
-        return phase
+    def phase(self) -> Phase:
+        word = (self.get("phase") or "").strip()
+        for phase in PHASES:
+            if word == phase:
+                return phase
+        raise self.damaged("phase", f"not one of {', '.join(PHASES)}")
 
-    def set_phase(self, phase: str) -> None:
-        assert phase in PHASES
+    def set_phase(self, phase: Phase) -> None:
         self.put("phase", f"{phase}\n")
 
     # the tree ----------------------------------------------------------------------------

@@ -229,3 +229,15 @@ def test_a_name_added_alone_on_a_continuation_line_is_checked():
     after = "from sglang.kernels.ops.attention.fla.utils import cdiv, \\\n    gone, BLOCK\n"
     (u,) = unresolved("srt/x.py", after, before, V)
     assert (u.line, u.name) == (1, "gone")
+
+
+def test_a_file_the_set_has_still_to_write_holds_any_name():
+    """Input: `from sglang.srt.layers.linear import helper` (linear.py lacks helper) and an
+    import of a module no file is yet, both files named as still to be written by a patch of
+    the set (port: a waiting patch). Outcome: nothing reported; without them, both are."""
+    after = _added("from sglang.srt.layers.linear import helper\nimport sglang.srt.coming")
+    assert len(unresolved(f"{FLA}/chunk.py", after, BEFORE, V)) == 2
+    waiting = release_of(V_FILES, V_FILES)
+    waiting = type(waiting)(waiting.paths, waiting.read, None, frozenset({"srt/layers/linear.py",
+                            "srt/coming.py"}))  # fmt: skip
+    assert unresolved(f"{FLA}/chunk.py", after, BEFORE, waiting) == []

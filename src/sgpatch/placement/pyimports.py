@@ -87,6 +87,9 @@ class Release:
     paths: frozenset[str]
     read: Callable[[str], bytes | None]
     everything: Callable[[], Mapping[str, bytes]] | None = None
+    # files a patch of the set has still to write (port: held by a stopped patch, waiting):
+    # there, and any name in them resolves until they are written (port's finish lints again)
+    open_files: frozenset[str] = frozenset()
     _names: dict[str, frozenset[str] | None] = field(default_factory=dict, compare=False)
 
     @functools.cached_property
@@ -95,7 +98,7 @@ class Release:
         or the package's `__init__.py`), "" for a folder without one (a namespace package:
         its submodules are its only names), None for an extension module (any name)."""
         out: dict[Parts, str | None] = {}
-        for rel in self.paths:
+        for rel in self.paths | self.open_files:
             *folders, base = rel.split("/")
             for i in range(len(folders) + 1):
                 out.setdefault(tuple(folders[:i]), "")
@@ -113,6 +116,8 @@ class Release:
         rel = self.modules.get(parts, "")
         if not rel:
             return None if rel is None else frozenset()
+        if rel in self.open_files:
+            return None
         if rel not in self._names:
             data = self.read(rel)
             self._names[rel] = None if data is None else top_names(data)

@@ -165,7 +165,8 @@ def carry_patch(
             plan_patch(there, one, mapper, fuzz=0)  # the file comes again: the base moves on
     carried = _checked(explain.filled(out), checks)
     if files is not None:
-        carried = _imports_checked(carried, here, files, labels.ours)
+        held = elsewhere.held if elsewhere is not None else frozenset()
+        carried = _imports_checked(carried, here, (files, held), labels.ours)
     return CarriedPatch(pid, carried)
 
 
@@ -633,16 +634,19 @@ def _checked(files: list[CarriedFile], checks: Checks) -> tuple[CarriedFile, ...
 
 
 def _imports_checked(
-    files: tuple[CarriedFile, ...], here: MemOverlay, listing: Collection[str], label: str
-) -> tuple[CarriedFile, ...]:
+    files: tuple[CarriedFile, ...], here: MemOverlay, w: tuple[Collection[str], Collection[str]],
+    label: str,
+) -> tuple[CarriedFile, ...]:  # fmt: skip
     """A carried Python file that compiles must not import from SGLang what W (the release
     with the set so far, this patch's files included) does not have: a file that fails at
-    import is a stop, naming the import and where it is now."""
+    import is a stop, naming the import and where it is now. `w`: W's package files, and
+    those an unfinished earlier patch still holds (their names are not known yet)."""
     from sgpatch.placement.pyimports import Release
 
+    listing, held = w
     paths = {p for p in listing if here.changed.get(p, b"") is not None}
     paths |= {p for p, data in here.changed.items() if data is not None}
-    release = Release(frozenset(paths), here.read)
+    release = Release(frozenset(paths), here.read, open_files=frozenset(held))
     out = []
     for f in files:
         why = None

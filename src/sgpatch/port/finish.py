@@ -259,7 +259,9 @@ def _free(base: Path, rel: str, data: bytes) -> str:
 
 def _lint(ctx: Context, text: str, files: dict[str, bytes]) -> list[Finding]:
     """Lint the edited set in a scratch copy, on the target and on every other release the
-    edits change: a port never claims a release nobody checked (lint_releases). The fields
+    edits change: a port never claims a release nobody checked (lint_releases); its imports
+    too, now that every file is carried (a name a waiting patch was to add was taken as there
+    at the carry's own check). The fields
     the findings name are the edited set's (a new variant is `variants[0]`)."""
     from sgpatch.ops import lint, matrix
 
@@ -272,7 +274,7 @@ def _lint(ctx: Context, text: str, files: dict[str, bytes]) -> list[Finding]:
             (d / rel).write_bytes(data)
         edited = load_manifest(d / ctx.manifest.path.name)
         versions = lint_releases(ctx.manifest, edited, ctx.to, ctx.known)
-        rows = matrix.compute(edited, versions, workers=1)
+        rows = matrix.compute(edited, versions, workers=1, imports=True)
         return lint.check(edited, rows)
 
 

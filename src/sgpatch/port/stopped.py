@@ -94,7 +94,8 @@ def unresolved(ctx: Context, state: PortState) -> list[str]:
     ws, out = ctx.ws, []
     stopped = state.queue.stopped
     writers = _last_writers(ctx, state)
-    check = _Check(f"sglang {ctx.to}", ws)
+    waiting = _waiting(state)
+    check = _Check(f"sglang {ctx.to}", ws, waiting)
     for o in stopped:
         for rel in sorted(f for f, w in writers.items() if w == o.id):
             before = snapshots.get(ws, "before", o.id, [rel])[rel]
@@ -104,14 +105,26 @@ def unresolved(ctx: Context, state: PortState) -> list[str]:
     return out
 
 
+def _waiting(state: PortState) -> frozenset[str]:
+    """Files a patch on the todo list, or a stopped one, has still to carry (not those it is
+    being fixed in: W holds the fix): their names are not known until it carries them."""
+    q, listing = state.queue, state.listing
+    pids = [*q.todo, *(o.id for o in q.stopped)]
+    return frozenset(
+        f for pid in pids for f in listing.unfinished(pid) - listing.fixing.get(pid, frozenset())
+    )
+
+
 @dataclass
 class _Check:
     """What --continue checks a file against: the release's name, and W as the import check
-    reads it (its package's files as they are on disk now, a file made by hand included),
-    walked once and only when a file asks."""
+    reads it (its package's files as they are on disk now, a file made by hand included;
+    those a waiting patch has still to carry hold any name), walked once and only when a file
+    asks."""
 
     label: str
     ws: Workspace
+    waiting: frozenset[str] = frozenset()  # files patches on the todo list have still to carry
     _release: Release | None = None
 
     @property
@@ -120,7 +133,8 @@ class _Check:
             from sgpatch.placement.pyimports import Release
             from sgpatch.releases.snapshot import tree_files
 
-            self._release = Release(frozenset(tree_files(self.ws.root)), self.ws.read_pkg)
+            files = frozenset(tree_files(self.ws.root))
+            self._release = Release(files, self.ws.read_pkg, open_files=self.waiting)
         return self._release
 
 

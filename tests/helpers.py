@@ -714,6 +714,17 @@ def snapshot(d: Path) -> dict[str, bytes]:
 # stopped -> fix -> --continue / --abort
 
 
+def port_onto(cache: Path, tmp_path: Path, set_dir: Path, version: str, files: dict):
+    """`files` (wheel-relative name -> bytes) cached as release `version`, and the demo set at
+    `set_dir` ported onto it in W = tmp_path/w (offline, --json): W, the exit code, the
+    document."""
+    make_wheel(cache / "wheels", version, files)
+    w = tmp_path / "w"
+    code, doc = sgport("--set", "demo", "--patchsets", str(set_dir.parent), "--to", version,
+                       "--workspace", str(w))  # fmt: skip
+    return w, code, doc
+
+
 def start_conflict(tmp_path) -> tuple[Path, Path, int, dict]:
     """The set ported to 1.2, where `first` stops."""
     d = make_set(tmp_path)
@@ -766,6 +777,20 @@ def other_release(cache: Path, version: str) -> dict[str, bytes]:
 FIXED12 = V12.replace("        return 1\n", "        return 100\n").replace(
     "    y = 3\n", "    y = 30\n"
 )  # what a person makes of `first` on 1.2's code: upstream's y = 3 kept, the patch's 30
+
+
+def forced_abort(tmp_path: Path, others: dict[str, str]) -> tuple[Path, str]:
+    """A port stopped at 1.2 (start_conflict), mod.py fixed by hand (FIXED12) and `others`
+    (W-relative path -> text) written, then `port --abort --force` (exit 0 asserted): W and
+    the abort's one stderr line."""
+    _d, w, _code, _ = start_conflict(tmp_path)
+    (w / "sglang/srt/mod.py").write_text(FIXED12)
+    for rel, text in others.items():
+        (w / rel).write_text(text)
+    code, _out, err = run_cli("port", "--abort", "--force", "--workspace", str(w))
+    assert code == 0, err
+    (line,) = err.splitlines()
+    return w, line
 
 
 @contextlib.contextmanager

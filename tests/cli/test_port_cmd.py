@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import FIXED12, make_set, port_cache, run_cli, sgport, start_conflict
+from helpers import FIXED12, forced_abort, make_set, port_cache, run_cli, sgport, start_conflict
 
 HOSTILE = "note\x1b[2J\x07\nmore.txt"  # ESC (clear screen), BEL and a newline in a file name
 
@@ -39,19 +39,14 @@ def test_abort_force_says_w_stays_when_others_files_keep_it(cache, tmp_path):
     then `--abort --force`. Outcome: exit 0; W still exists (the backup is not sgpatch's to
     remove), and the one line says so: what sgpatch wrote was removed, W stays, holding
     sglang/srt/mod.py~ (issue 44, dead end 2: it said `removed W` while W was there)."""
-    _d, w, _code, _ = start_conflict(tmp_path)
-    (w / "sglang/srt/mod.py").write_text(FIXED12)
-    (w / "sglang/srt/mod.py~").write_text("backup\n")
-    code, _out, err = run_cli("port", "--abort", "--force", "--workspace", str(w))
-    assert code == 0, err
-    (line,) = err.splitlines()
+    w, line = forced_abort(tmp_path, {"sglang/srt/mod.py~": "backup\n"})
     assert w.is_dir() and (w / "sglang/srt/mod.py~").is_file()
     assert (
         f"removed what sgpatch wrote in {w}; {w} stays (it holds what others put there: "
         "sglang/srt/mod.py~)" in line
     )
     assert "sglang/srt/mod.py~)" in line and f"removed {w};" not in line
-    code, _out, err = run_cli("port", "--abort", "--workspace", str(w))
+    code, _out, _err = run_cli("port", "--abort", "--workspace", str(w))
     assert code == 2  # no workspace there any more: only the person's file
 
 

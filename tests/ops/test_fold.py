@@ -107,6 +107,31 @@ def test_a_fold_of_the_same_code_drops_the_patchs_copy(tmp_path, release_10):
     assert "+    def f(" not in text and "+        return 22" in text
 
 
+def test_fold_json_names_each_patch_its_folds_and_the_very_diff_the_text_prints(
+    tmp_path, release_10
+):
+    """Input: DUP imported onto 1.0; `sgpatch fold --dry-run`, then `fold --dry-run --json`.
+    Outcome: exit 0 each; the document, byte for byte: the patch, its file as the set names
+    it, the release it was folded on, and per file the fold made and the diff the text form
+    prints on stdout; no warnings; nothing written."""
+    from helpers import printed_json
+
+    assert _import(tmp_path, DUP)[0] == 0
+    args = ("fold", "--set", "s", "--patchsets", str(tmp_path / "sets"), "--dry-run")
+    code, text, err = run_cli(*args)
+    assert code == 0 and text.startswith("--- a/srt/mod.py (as the patch leaves it)\n"), err
+    code, out, err = run_cli(*args, "--json")
+    assert code == 0, err
+    fold = (
+        "f in A: the definition Python runs (line 11) replaces the one at line 5, in its "
+        "place; the dead copy removed"
+    )
+    folded = {"patch": "dup", "file": "patches/1.0/0001-dup.patch", "release": "1.0",
+              "files": [{"path": "srt/mod.py", "folds": [fold], "diff": text}]}  # fmt: skip
+    assert out == printed_json({"command": "fold", "exit_code": 0, "set": "s", "dry_run": True,
+                                "folded": [folded], "warnings": []})  # fmt: skip
+
+
 def test_a_fold_that_leaves_nothing_says_the_release_has_the_patch(tmp_path, release_10):
     """Input: a diff that only adds a copy of A's own `f` (same code), imported onto 1.0, then
     `sgpatch fold`. Outcome: exit 3, one line saying the folded patch changes nothing on 1.0

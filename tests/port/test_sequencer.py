@@ -17,11 +17,11 @@ from helpers import (
     by_id,
     kinds_in,
     make_set,
-    make_wheel,
     modes_set,
     other_release,
     port_applied,
     port_diff,
+    port_onto,
     release_files,
     run_cli,
     sgport,
@@ -202,11 +202,8 @@ def test_a_symlink_port_cannot_make_stops_naming_it_and_the_hand_made_link_is_ke
     release's file. The person makes the link by hand; --continue writes a patch that turns
     1.4's file into that link (git's two blocks), and applying the set to 1.4 makes it."""
     files = release_files(V10, "1.4", {"sglang/srt/alias.py": b"x = 1\n"})
-    make_wheel(cache / "wheels", "1.4", files)
     d = modes_set(tmp_path)
-    w = tmp_path / "w"
-    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.4",
-                       "--workspace", str(w))  # fmt: skip
+    w, code, doc = port_onto(cache, tmp_path, d, "1.4", files)
     assert code == 3
     (problem,) = by_id(doc)["first"]["problems"]
     assert problem["file"] == "srt/alias.py" and "file to create already exists" in problem["why"]

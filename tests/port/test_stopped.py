@@ -21,14 +21,15 @@ from helpers import (
     V12,
     apply_to,
     by_id,
+    forced_abort,
     kinds_in,
     make_set,
-    make_wheel,
     modes_set,
     no_hang,
     other_release,
     port_applied,
     port_diff,
+    port_onto,
     release_files,
     run_cli,
     sgport,
@@ -219,11 +220,8 @@ def test_a_change_moved_to_another_file_by_hand(cache, tmp_path):
     files = release_files(V10, "1.5")
     del files["sglang/srt/other.py"]
     files["sglang/srt/moved.py"] = MOVED.encode()
-    make_wheel(cache / "wheels", "1.5", files)
     d = make_set(tmp_path)
-    w = tmp_path / "w"
-    code, doc = sgport("--set", "demo", "--patchsets", str(d.parent), "--to", "1.5",
-                       "--workspace", str(w))  # fmt: skip
+    w, code, doc = port_onto(cache, tmp_path, d, "1.5", files)
     assert code == 3
     (problem,) = by_id(doc)["second"]["problems"]
     assert problem["file"] == "srt/other.py" and "not in sglang 1.5" in problem["why"]
@@ -447,18 +445,13 @@ def test_abort_with_an_edit_and_an_own_file_is_one_line(cache, tmp_path):
     """Input: a stopped port, mod.py edited and na-first written, `--abort --force`. Outcome:
     exit 0, one line naming w.aborted-1 with the edit and the file; both kept there; an
     abort with neither writes no aside folder."""
-    _d, w, code, _ = start_conflict(tmp_path)
-    (w / "sglang/srt/mod.py").write_text(FIXED12)
-    (w / ".sgpatch-port/na-first").write_text("why\n")
-    code, _out, err = run_cli("port", "--abort", "--force", "--workspace", str(w))
-    assert code == 0, err
-    (line,) = err.splitlines()
+    _w, line = forced_abort(tmp_path, {".sgpatch-port/na-first": "why\n"})
     aside = tmp_path / "w.aborted-1"
     assert (
         f"kept your edits and files in {aside}: sglang/srt/mod.py, .sgpatch-port/na-first" in line
     )
     assert sorted(snapshot(aside)) == [".sgpatch-port/na-first", "sglang/srt/mod.py"]
-    _d2, w2, code, _ = start_conflict(tmp_path / "plain")
+    _d2, w2, _code, _ = start_conflict(tmp_path / "plain")
     assert run_cli("port", "--abort", "--workspace", str(w2))[0] == 0
     assert sorted(p.name for p in (tmp_path / "plain").iterdir()) == ["sets"]
 

@@ -48,16 +48,7 @@ def list_sets(opts: ListOptions) -> int:
             {
                 "command": "list",
                 "exit_code": code,
-                "sets": [
-                    {
-                        "name": m.name,
-                        "summary": m.summary,
-                        "sglang": str(m.sglang),
-                        "patches": len(m.patches),
-                        "path": str(m.base_dir),
-                    }
-                    for m in sets
-                ],
+                "sets": [m.listed_json() for m in sets],
                 "refused": [r.message for r in refused],
             }
         )
@@ -82,23 +73,12 @@ class ShowOptions:
 
 def show_set(opts: ShowOptions) -> int:
     m = load_set(opts.name, tuple(opts.patchsets))
-    patches = [_patch_json(m, p) for p in m.patches]
     if opts.as_json:
-        console.emit_json(
-            {
-                "command": "show",
-                "exit_code": 0,
-                "name": m.name,
-                "summary": m.summary,
-                "sglang": str(m.sglang),
-                "fuzz": m.fuzz,
-                "patches": patches,
-            }
-        )
+        console.emit_json({"command": "show", "exit_code": 0, **m.to_json()})
         return 0
     console.out(f"{m.name}: {m.summary}")
     console.out(f"supports sglang {m.sglang}; fuzz {m.fuzz}; {m.base_dir}")
-    for p in patches:
+    for p in (_patch_json(m, spec) for spec in m.patches):
         opt = " (optional)" if p["optional"] else ""
         up = p["upstream"]
         since = f" since {up['since']}" if up["since"] else ""

@@ -27,7 +27,6 @@ def run(opts: FoldOptions) -> int:
     manifest = load_set(opts.set_name, opts.patchsets)
     folded = fold.fold_set(manifest, opts.patch_ids)
     findings = [] if opts.dry_run or not folded else fold.write(manifest, folded)
-    rel = {f.id: f.file.relative_to(manifest.base_dir).as_posix() for f in folded}
     if opts.as_json:
         console.emit_json(
             {
@@ -35,15 +34,10 @@ def run(opts: FoldOptions) -> int:
                 "exit_code": 0,
                 "set": manifest.name,
                 "dry_run": opts.dry_run,
-                "folded": [
-                    {"patch": f.id, "file": rel[f.id], "release": str(f.release),
-                     "files": [{"path": x.path, "folds": list(x.folds), "diff": x.diff}
-                               for x in f.files]}
-                    for f in folded
-                ],
+                "folded": [f.to_json(manifest.base_dir) for f in folded],
                 "warnings": [x.message for x in findings],
             }
-        )  # fmt: skip
+        )
         return 0
     for f in folded:
         for x in f.files:
@@ -56,6 +50,7 @@ def run(opts: FoldOptions) -> int:
     if not folded:
         console.err(f"sgpatch fold: {manifest.name}: no patch defines a name twice; nothing to do")
     else:
-        names = ", ".join(sorted(set(rel.values())))
+        rels = {f.file.relative_to(manifest.base_dir).as_posix() for f in folded}
+        names = ", ".join(sorted(rels))
         console.err(f"sgpatch fold: {manifest.name}: {verb} {names}")
     return 0

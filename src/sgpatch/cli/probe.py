@@ -42,9 +42,7 @@ def run(opts: ProbeOptions) -> int:
                 "exit_code": 0,
                 "target": target.to_json(),
                 "set": manifest.name,
-                "untested": None
-                if untested is None
-                else {"version": str(untested.version), "variants_of": str(untested.variants_of)},
+                "untested": None if untested is None else untested.to_json(),
                 "probes": [
                     {
                         "id": p.id,

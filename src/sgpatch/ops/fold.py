@@ -37,6 +37,10 @@ class FoldedFile:
     folds: tuple[str, ...]  # placement.foldtext.Fold.describe() of each
     diff: str
 
+    def to_json(self) -> dict[str, object]:
+        """The file in `fold --json`'s `files` (docs/json.md)."""
+        return {"path": self.path, "folds": list(self.folds), "diff": self.diff}
+
 
 @dataclass(frozen=True)
 class FoldedPatch:
@@ -48,6 +52,16 @@ class FoldedPatch:
     release: Version
     data: bytes
     files: tuple[FoldedFile, ...]
+
+    def to_json(self, set_dir: Path) -> dict[str, object]:
+        """The patch in `fold --json`'s `folded`, its file as the set names it (relative to
+        its folder `set_dir`) (docs/json.md)."""
+        return {
+            "patch": self.id,
+            "file": self.file.relative_to(set_dir).as_posix(),
+            "release": str(self.release),
+            "files": [f.to_json() for f in self.files],
+        }
 
 
 def fold_set(manifest: SetManifest, ids: Sequence[str] = ()) -> tuple[FoldedPatch, ...]:
@@ -164,38 +178,12 @@ def _only_named_once(manifest: SetManifest, spec: PatchSpec, variant: Variant) -
 
 
 def write(manifest: SetManifest, folded: Sequence[FoldedPatch]) -> list:
-    """Stage the set with the folded files, load and lint it on each release folded, then
-    replace the patch files; any error writes nothing. Lint's warnings are returned."""
-    import shutil
+    """Replace the folded patch files once the set holding them passes lint on each release
+    folded (ops.gate); any error writes nothing. Lint's warnings are returned."""
+    from sgpatch.ops.gate import write_linted
 
-    from sgpatch.ops import lint, matrix
-    from sgpatch.patchset.manifest import load_manifest
-
-    base = manifest.base_dir
-    with tempfile.TemporaryDirectory(prefix="sgpatch-fold-") as tmp:
-        staged = Path(tmp) / base.name
-        shutil.copytree(base, staged, symlinks=True)
-        for f in folded:
-            (staged / f.file.relative_to(base)).write_bytes(f.data)
-        edited = load_manifest(staged / manifest.path.name)
-        rows = matrix.compute(edited, sorted({f.release for f in folded}), workers=1)
-        findings = lint.check(edited, rows)
-        errors = [x for x in findings if x.level == "error"]
-        if errors:
-            first = errors[0]
-            raise SgpatchError(
-                f"the folded set fails lint on sglang {first.release}: {first.patch}: "
-                f"{first.message}; nothing written",
-                ExitCode.CONFLICT,
-            )
-        from sgpatch.state.folder import write_state
-
-        for f in folded:
-            write_state(f.file, f.data, None)  # unpredictable temp name, never through a link
-    staged_dir = str(Path(tmp) / base.name)
-    from dataclasses import replace
-
-    return [replace(x, message=x.message.replace(staged_dir, str(base))) for x in findings]
+    files = {f.file: f.data for f in folded}
+    return write_linted(manifest, files, [f.release for f in folded], "folded")
 
 
 __all__ = ["FoldedFile", "FoldedPatch", "fold_set", "write"]

@@ -82,13 +82,11 @@ def pristine(version: Version, rel: str) -> bytes | None:
 
 @functools.lru_cache(maxsize=16)
 def executables(version: Version) -> frozenset[str]:
-    """The release's package-relative files its wheel marks executable."""
-    from sgpatch.releases import cache as releases
+    """The release's package-relative files its wheel marks executable (cached: the overlay
+    asks for every file's mode)."""
+    from sgpatch.ops.refresh import executables as release_executables
 
-    prefix = f"{releases.PACKAGE}/"
-    return frozenset(
-        n[len(prefix) :] for n in releases.executables(version) if n.startswith(prefix)
-    )
+    return release_executables(version)
 
 
 @dataclass(frozen=True)

@@ -429,37 +429,13 @@ def _edit(manifest, spec, halves, new_id, summary, by, rest_probe, new_probe) ->
 
 
 def write(manifest: SetManifest, result: SplitResult) -> list:
-    """Stage the edited set in a temporary copy, load and lint it on every variant's release,
-    then replace the set's files (the new patch files, the rewritten ones, the manifest)."""
-    import shutil
+    """Replace the set's files (the new patch files, the rewritten ones, the manifest) once the
+    edited set passes lint on every variant's release (ops.gate); any error writes nothing."""
+    from sgpatch.ops.gate import write_linted
 
-    from sgpatch.ops import lint, matrix
-    from sgpatch.patchset.manifest import load_manifest
-
-    base = manifest.base_dir
-    with tempfile.TemporaryDirectory(prefix="sgpatch-split-") as tmp:
-        staged = Path(tmp) / base.name
-        shutil.copytree(base, staged, symlinks=True)
-        files = {manifest.path: result.manifest.encode("utf-8")}
-        for h in result.halves:
-            assert h.variant.patch is not None
-            files[h.variant.patch] = h.rest
-            files[h.new_file] = h.taken
-        for path, data in files.items():
-            (staged / path.relative_to(base)).write_bytes(data)
-        edited = load_manifest(staged / manifest.path.name)
-        rows = matrix.compute(edited, sorted({h.base for h in result.halves}), workers=1)
-        findings = lint.check(edited, rows)
-        errors = [f for f in findings if f.level == "error"]
-        if errors:
-            first = errors[0]
-            raise SgpatchError(
-                f"the split set fails lint on sglang {first.release}: {first.patch}: "
-                f"{first.message}; nothing written",
-                ExitCode.CONFLICT,
-            )
-        from sgpatch.state.folder import write_state
-
-        for path, data in files.items():
-            write_state(path, data, None)  # unpredictable temp name, never through a link
-    return findings
+    files = {manifest.path: result.manifest.encode("utf-8")}
+    for h in result.halves:
+        assert h.variant.patch is not None
+        files[h.variant.patch] = h.rest
+        files[h.new_file] = h.taken
+    return write_linted(manifest, files, [h.base for h in result.halves], "split")

@@ -158,6 +158,26 @@ class SetManifest:
         known = ", ".join(p.id for p in self.patches)
         raise bad_input(f"patch set {self.name!r} has no patch {patch_id!r} (known: {known})")
 
+    def to_json(self) -> dict[str, object]:
+        """The set in `show --json` (docs/json.md): every patch whole."""
+        return {
+            "name": self.name,
+            "summary": self.summary,
+            "sglang": str(self.sglang),
+            "fuzz": self.fuzz,
+            "patches": [p.to_json(self.base_dir) for p in self.patches],
+        }
+
+    def listed_json(self) -> dict[str, object]:
+        """The set as `list --json` lists it (docs/json.md): patches counted, its folder."""
+        return {
+            "name": self.name,
+            "summary": self.summary,
+            "sglang": str(self.sglang),
+            "patches": len(self.patches),
+            "path": str(self.base_dir),
+        }
+
 
 class AsWritten(SpecifierSet):
     """A SpecifierSet that prints as the manifest wrote it. packaging sorts the clauses, so

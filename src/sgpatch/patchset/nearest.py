@@ -33,6 +33,10 @@ class Basis:
     variants_of: Version
     checked: bool
 
+    def to_json(self) -> dict[str, object]:
+        """An untested version as `probe --json`'s `untested` says it (docs/json.md)."""
+        return {"version": str(self.version), "variants_of": str(self.variants_of)}
+
     def line(self) -> str:
         """The one line that says an untested version is planned with other variants."""
         return (

@@ -29,7 +29,7 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import ClassVar, NoReturn, Protocol, cast
+from typing import ClassVar, NoReturn, Protocol, TypeVar, cast
 
 from sgpatch.errors import bad_input, internal, unsafe
 from sgpatch.tree.files import within
@@ -145,55 +145,55 @@ class SymbolProbe:
 
 
 @dataclass(frozen=True)
-class AllProbe:
+class _ListProbe:
+    """A node over a list of sub-probes: `all` and `any` read, write, list and describe it
+    alike and differ only in their word and in how the children's values combine (a kind is
+    a subclass that adds no field, so it keeps this dataclass's init, equality and hash)."""
+
+    nodes: tuple[ProbeNode, ...]
+
+    WORDS: ClassVar[tuple[str, ...]]
+    FORM: ClassVar[str]
+    COMBINE: ClassVar[Callable[[Iterable[bool]], bool]]
+
+    @classmethod
+    def parse(cls: type[_L], fields: Fields, node: object, field: str, word: str) -> _L:
+        return cls(_parse_list(fields, node, field, word))
+
+    def render(self, indent: int) -> list[str]:
+        return _render_list(self.WORDS[0], self.nodes, indent)
+
+    def files(self) -> list[str]:
+        return [f for n in self.nodes for f in files(n)]
+
+    def describe(self) -> str:
+        return f"{self.WORDS[0]}(" + ", ".join(describe(n) for n in self.nodes) + ")"
+
+    def evaluate(self, ctx: Reader) -> ProbeResult:
+        """Every child is evaluated (no short-circuit) so -v shows the whole picture."""
+        children = tuple(_eval(child, ctx) for child in self.nodes)
+        evidence = tuple(ev for c in children for ev in c.evidence)
+        value = type(self).COMBINE(c.value for c in children)
+        return ProbeResult(value, evidence, cast("AllProbe | AnyProbe", self), children)
+
+
+_L = TypeVar("_L", bound=_ListProbe)
+
+
+class AllProbe(_ListProbe):
     """True when every sub-probe is."""
 
-    nodes: tuple[ProbeNode, ...]
-
-    WORDS: ClassVar[tuple[str, ...]] = ("all",)
-    FORM: ClassVar[str] = "{all}"
-
-    @classmethod
-    def parse(cls, fields: Fields, node: object, field: str, word: str) -> AllProbe:
-        return cls(_parse_list(fields, node, field, word))
-
-    def render(self, indent: int) -> list[str]:
-        return _render_list("all", self.nodes, indent)
-
-    def files(self) -> list[str]:
-        return [f for n in self.nodes for f in files(n)]
-
-    def describe(self) -> str:
-        return "all(" + ", ".join(describe(n) for n in self.nodes) + ")"
-
-    def evaluate(self, ctx: Reader) -> ProbeResult:
-        return _eval_list(self, self.nodes, all, ctx)
+    WORDS = ("all",)
+    FORM = "{all}"
+    COMBINE = all
 
 
-@dataclass(frozen=True)
-class AnyProbe:
+class AnyProbe(_ListProbe):
     """True when at least one sub-probe is."""
 
-    nodes: tuple[ProbeNode, ...]
-
-    WORDS: ClassVar[tuple[str, ...]] = ("any",)
-    FORM: ClassVar[str] = "{any}"
-
-    @classmethod
-    def parse(cls, fields: Fields, node: object, field: str, word: str) -> AnyProbe:
-        return cls(_parse_list(fields, node, field, word))
-
-    def render(self, indent: int) -> list[str]:
-        return _render_list("any", self.nodes, indent)
-
-    def files(self) -> list[str]:
-        return [f for n in self.nodes for f in files(n)]
-
-    def describe(self) -> str:
-        return "any(" + ", ".join(describe(n) for n in self.nodes) + ")"
-
-    def evaluate(self, ctx: Reader) -> ProbeResult:
-        return _eval_list(self, self.nodes, any, ctx)
+    WORDS = ("any",)
+    FORM = "{any}"
+    COMBINE = any
 
 
 @dataclass(frozen=True)
@@ -549,18 +549,6 @@ def evaluate(node: ProbeNode, root: Path, reader: Reader | None = None) -> Probe
 
 def _eval(node: ProbeNode, ctx: Reader) -> ProbeResult:
     return kind_of(node).evaluate(ctx)
-
-
-def _eval_list(
-    node: AllProbe | AnyProbe,
-    nodes: Sequence[ProbeNode],
-    combine: Callable[[Iterable[bool]], bool],
-    ctx: Reader,
-) -> ProbeResult:
-    """all/any: every child is evaluated (no short-circuit) so -v shows the whole picture."""
-    children = tuple(_eval(child, ctx) for child in nodes)
-    evidence = tuple(ev for c in children for ev in c.evidence)
-    return ProbeResult(combine(c.value for c in children), evidence, node, children)
 
 
 def _glob(pattern: str, ctx: Reader) -> list[Path]:

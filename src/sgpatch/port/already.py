@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 from sgpatch.diff.unified import Hunk, strip_eol
 from sgpatch.placement import present
-from sgpatch.placement import scope as sc
 
 _DISTINCT = 10
 
@@ -45,23 +44,17 @@ def _changed(hunk: Hunk) -> tuple[Counter, Counter]:
 
 
 class Files:
-    """The base's and the release's lines of one file, with their def/class blocks read once
-    (tokenizing a 5,000-line file takes tens of milliseconds; a file has many hunks)."""
+    """The base's and the release's lines of one file, with the release's lines counted once
+    (a file has many hunks)."""
 
     def __init__(self, base: Sequence[str], release: Sequence[str]) -> None:
         self.base, self.release = base, release
-        self._blocks: dict[str, tuple[sc.Block, ...]] = {}
 
     def counts(self) -> Counter:
         """Every line of the release's file (as the rule compares them), counted."""
         if not hasattr(self, "_counts"):
             self._counts = Counter(_key(x) for x in self.release)
         return self._counts
-
-    def blocks(self, side: str) -> tuple[sc.Block, ...]:
-        if side not in self._blocks:
-            self._blocks[side] = sc.blocks(self.base if side == "base" else self.release)
-        return self._blocks[side]
 
 
 def already_there(
@@ -74,7 +67,7 @@ def already_there(
 ) -> Evidence | None:
     """Evidence that `release` (lines) already holds the whole change of `hunk`, which places
     on `base` (lines) with its pre-image starting at 0-based line `at`; None if it does not.
-    `files`: the same two files with their blocks, when the caller asks for many hunks.
+    `files`: the same two files, counted once, when the caller asks for many hunks.
     `release` is the pristine release's file: never the workspace, never another hunk's
     result. Python files are judged on code (`present.judge`), others by `present.block_there`;
     where the rule cannot decide, None (the hunk is merged, as git would)."""

@@ -501,7 +501,8 @@ def loop_step(project: str, a: str, b: str) -> dict:
             "plain_conflicts": len(plain.conflicts),
             "plain_hand": len(plain.conflicts | plain.other_bytes),
             "wrong": len(loop.written_wrong(r, plain)), "files": len(r.want), "same": same,
-            "careful": sorted(r.careful), "stack_fixes": r.stack_fixes, "wall": wall,
+            "folds": [f"{k}: {v}" for k, v in sorted(r.folds.items())],
+            "dropped": dropped_hunks(r.docs), "wall": wall,
             "git_conflicts": len(git_conflicts(project, a, b, Path(tmp) / "git")),
             "moved": moved_hunks(r.docs), "stop_lines": list(shown),
         }  # fmt: skip
@@ -514,11 +515,11 @@ def loop_markdown(rows: list[dict]) -> str:
         "`python bench/port.py`, second part: each step of the projects' own chains "
         "(tests/data/stacks: slime 0.5.5.post1 -> ... -> 0.5.15.post1, AReaL 0.5.1.post3 -> "
         "0.5.2), run by the scripted person of tests/real/loop.py: `sgpatch import` of A's "
-        "stack (where import refuses it for a method the release already has, the patch's "
-        "copy deleted from the patch file as the refusal says, then imported again: *stack "
-        "fixes*), `port --to B --no-finish`, at each stop (and once before the set is "
-        "written) the project's own B files written into W, `--continue`, until the set is "
-        "written. *stops*: how many times port stopped (the --no-finish pause not counted); "
+        "stack (as written: no stack needs a fix), `port --to B --no-finish`, at each stop "
+        "(and once before the set is written) the project's own B files written into W (a "
+        "file that defines a name twice folded as a port stop suggests: *folds*), "
+        "`--continue`, until the set is written. *stops*: how many times port stopped (the "
+        "--no-finish pause not counted); "
         "*conflicts*: files port left to a hand (markers or a Python check); *hand files*: "
         "every file the person wrote (the conflicts, and the files the project's own port "
         "changed beyond what port carried); merge-file: the same stack merged file by file "
@@ -530,28 +531,61 @@ def loop_markdown(rows: list[dict]) -> str:
         "",
         MOVED_COLUMNS,
         "",
-        "| stack | A -> B | stack fixes | exit | stops | conflicts | hand files | "
+        "| stack | A -> B | exit | stops | conflicts | hand files | "
         "merge-file conflicts | merge-file hand files | wrong | W = project's | wall | "
-        "git conflicts | moved | lines per stop |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "git conflicts | dropped | folds | moved | lines per stop |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
-            f"| {r['project']} | {r['from']} -> {r['to']} | {len(r['stack_fixes'])} | "
-            f"{r['exit']} | {r['stops']} | "
+            f"| {r['project']} | {r['from']} -> {r['to']} | {r['exit']} | {r['stops']} | "
             f"{r['conflicts']} | {r['hand']} | {r['plain_conflicts']} | {r['plain_hand']} | "
             f"{r['wrong']} | {r['same']} / {r['files']} | {r['wall']:.0f} s | "
-            f"{r['git_conflicts']} | {r['moved']} | {_lines_per_stop(r['stop_lines'])} |"
+            f"{r['git_conflicts']} | {len(r['dropped'])} | {len(r['folds'])} | {r['moved']} | "
+            f"{_lines_per_stop(r['stop_lines'])} |"
         )
     total = {k: sum(r[k] for r in rows) for k in ("conflicts", "hand", "plain_conflicts",
                                                   "plain_hand", "wrong", "stops")}  # fmt: skip
     out.append(
-        f"| all | {len(rows)} steps | | | {total['stops']} | {total['conflicts']} | "
+        f"| all | {len(rows)} steps | | {total['stops']} | {total['conflicts']} | "
         f"{total['hand']} | {total['plain_conflicts']} | {total['plain_hand']} | "
         f"{total['wrong']} | | | {sum(r['git_conflicts'] for r in rows)} | "
+        f"{sum(len(r['dropped']) for r in rows)} | {sum(len(r['folds']) for r in rows)} | "
         f"{sum(r['moved'] for r in rows)} | |"
     )
+    return "\n".join(out) + "\n" + _drops_and_folds(rows)
+
+
+def _drops_and_folds(rows: list[dict]) -> str:
+    """Each hunk dropped as already there, with the statement it matched on B, and each fold,
+    per step (the table counts them)."""
+    out = ["", "Hunks dropped as already there (each with what it matched on pristine B) and "
+           "names folded, per step:", ""]  # fmt: skip
+    for r in rows:
+        step = f"{r['project']} {r['from']} -> {r['to']}"
+        for d in r["dropped"]:
+            out.append(f"- {step}: dropped {d}")
+        for f in r["folds"]:
+            out.append(f"- {step}: folded {f}")
+    if len(out) == 3:
+        out.append("- none")
     return "\n".join(out) + "\n"
+
+
+def dropped_hunks(docs: list[dict]) -> list[str]:
+    """Each hunk dropped as already there over a loop's port documents (each patch's last
+    list), as `ID: FILE hunk #N: STATEMENT; ...` (the statements its evidence names)."""
+    last: dict[str, list[dict]] = {}
+    for doc in docs:
+        for step in doc.get("steps", []):
+            for p in step["patches"]:
+                last[p["id"]] = p.get("hunks_dropped", [])
+    out = []
+    for pid, drops in last.items():
+        for d in drops:
+            said = [e.strip() for e in d["evidence"][1:]] or ["(no statement named)"]
+            out.append(f"{pid}: {d['file']} hunk #{d['hunk']}: {'; '.join(said)}")
+    return out
 
 
 MOVED_COLUMNS = (

@@ -62,6 +62,8 @@ SITES: dict[tuple[str, str], str] = {
     ("port/screen.py", "_last"): f"{HERE}::test_a_port_that_pauses_before_writing",
     ("port/stopreport.py", "<module>"): f"{HERE}::test_a_stopped_port",
     ("cli/port.py", "_interrupted"): f"{HERE}::test_an_interrupted_port",
+    ("cli/port.py", "_folded"): "tests/port/test_folds.py::"
+    "test_a_hand_fix_that_defines_a_name_twice_is_folded_as_the_stop_says",
     ("port/stopped.py", "abort"): f"{HERE}::test_an_abort_over_hand_edits",
     ("port/workspace.py", "check_free"): f"{HERE}::test_a_port_into_a_busy_workspace",
     ("port/workspace.py", "continue_hint"): f"{HERE}::test_a_port_into_a_busy_workspace",

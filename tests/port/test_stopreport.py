@@ -69,7 +69,8 @@ def test_a_conflict_beside_a_dropped_hunk_is_reported_exactly(cache, tmp_path):
               "upstream_label": "sglang 1.0 -> sglang 1.5",
               "where": "sglang 1.0 lines 24-28, in def helper"}  # fmt: skip
     problem = {"file": "srt/mod.py", "why": "1 conflict(s) in the three-way merge of hunk(s) #2",
-               "hunks": [2], "markers": [28, 30, 32, 34], "details": [detail]}  # fmt: skip
+               "hunks": [2], "markers": [28, 30, 32, 34], "details": [detail],
+               "fold": None}  # fmt: skip
     evidence = ["already there on the pristine release:",
                 "  the assignment value in other: line 3 of the release's file",
                 "  the return in other: line 4 of the release's file"]  # fmt: skip

@@ -6,9 +6,9 @@ at each stop writes the project's own published file for B into W (for a stopped
 file: the project's B stack applied up to the same patch; for any other file the project's
 port changed beyond what port carried: its whole B stack), then `--continue`, until the set
 is written. Where the project's own file defines a name twice in one body (the fuzz trap in
-a hand port: the later copy wins silently), the person resolves it as a careful person
-would: the copy that wins at run time is kept and the one it hid is deleted, so the code
-runs as the project's does.
+a hand port: the later copy wins silently), the person takes the fold a port stop suggests
+(the definition Python runs takes the earlier copy's place, the dead one goes), so the code
+runs as the project's does and nothing of its change is dropped.
 
 Counted per step: stops, the files the person wrote (and of them, the files port left in
 conflict), against a plain per-file `git merge-file` of the same stack: the files it leaves
@@ -17,7 +17,6 @@ in conflict, and the files it resolves into something other than the project's o
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import io
 import json
@@ -98,100 +97,21 @@ def project_tree(project: str, version: str, upto: str | None = None) -> dict[st
 
 
 # ---------------------------------------------------------------------------------------------
-# the careful person's resolution of a name defined twice
+# a name defined twice: the fold the port stop suggests
 
 
-def careful(rel: str, data: bytes | None, release: bytes | None) -> tuple[bytes | None, str]:
+def folded(rel: str, data: bytes | None, release: bytes | None) -> tuple[bytes | None, str]:
     """`data`, or, when it defines a def/class twice in one body where the release did not
-    (port's check), `data` with every copy but the last of that name deleted (the last one is
-    what Python uses): (bytes, what was done: "" when nothing)."""
-    from sgpatch.port import merge
+    (port's check), `data` folded as a port stop suggests (sgpatch.port.folds, the code
+    `port --fold` and `sgpatch fold` run): the definition Python runs takes the earlier copy's
+    place and the dead copy goes, so the code runs as the project's does. (bytes, what was
+    folded: "" when nothing)."""
+    from sgpatch.port import folds
 
-    if data is None or merge.python_problem(rel, data, release) is None:
+    got = folds.suggest(rel, data, release)
+    if got is None:
         return data, ""
-    tree = ast.parse(data)
-    lines = data.decode("utf-8").splitlines(keepends=True)
-    drop: list[tuple[int, int, str]] = []
-    for body, scope in _bodies(tree):
-        seen: dict[str, list[ast.stmt]] = {}
-        for st in body:
-            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                seen.setdefault(st.name, []).append(st)
-        for name, defs in seen.items():
-            if len(defs) > 1 and not any(d.decorator_list for d in defs):
-                for d in defs[:-1]:
-                    drop.append((d.lineno - 1, _end(d, lines), f"{scope}{name}"))
-    for start, end, _ in sorted(drop, reverse=True):
-        del lines[start:end]
-    out = "".join(lines).encode("utf-8")
-    what = ", ".join(f"{n} (the copy at line {s + 1} deleted)" for s, _e, n in sorted(drop))
-    return out, f"defined twice: {what}"
-
-
-def _bodies(tree: ast.AST, scope: str = ""):
-    yield tree.body, scope  # type: ignore[attr-defined]
-    for st in tree.body:  # type: ignore[attr-defined]
-        if isinstance(st, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield from _bodies(st, f"{scope}{st.name}.")
-
-
-def _end(node: ast.stmt, lines: list[str]) -> int:
-    """The line after `node`, with the blank lines that follow it."""
-    end = node.end_lineno or node.lineno
-    while end < len(lines) and not lines[end].strip():
-        end += 1
-    return end
-
-
-# ---------------------------------------------------------------------------------------------
-# the careful person's fix of a stack import refuses (a name defined twice)
-
-REFUSED = re.compile(
-    r"(?P<file>\S+): (?P<rel>\S+) hunk #(?P<hunk>\d+): would define (?P<name>\w+) twice in "
-    r"\w+ \w+: .*?\(the copy at line \d+ is sglang \S+'s own"
-)
-
-
-def drop_def(text: str, rel: str, hunk: int, name: str) -> str:
-    """The patch `text` without the lines hunk #`hunk` of `rel` adds for `def name` (up to the
-    next line it adds at that indentation or less, its trailing blank lines too); a hunk left
-    with no change goes, and the file's later hunks move up. What import's refusal says to do
-    when upstream's release already has the method."""
-    import unidiff
-
-    ps = unidiff.PatchSet(text)
-    pf = next(f for f in ps if f.path.endswith(f"sglang/{rel}"))
-    h = pf[hunk - 1]
-    start = next(i for i, ln in enumerate(h) if ln.is_added
-                 and re.match(rf"\s*(async\s+)?def {name}\b", ln.value))  # fmt: skip
-    indent = len(h[start].value) - len(h[start].value.lstrip())
-    end = start + 1
-    while end < len(h) and h[end].is_added:
-        v = h[end].value
-        if v.strip() and len(v) - len(v.lstrip()) <= indent:
-            break
-        end += 1
-    gone = end - start
-    del h[start:end]
-    h.target_length -= gone
-    for later in pf[hunk:]:
-        later.target_start -= gone
-    if not any(ln.is_added or ln.is_removed for ln in h):
-        for later in pf[hunk:]:
-            later.target_start -= h.target_length - h.source_length
-        pf.remove(h)
-    return str(ps)
-
-
-def cut(stack: list[Path], out: str) -> list[str]:
-    """Each copy import's refusal `out` names as a duplicate of upstream's own, deleted from
-    its patch file in `stack` (writable copies): what was done."""
-    done = []
-    for m in REFUSED.finditer(out):
-        f = next(x for x in stack if x.name == Path(m["file"]).name)
-        f.write_text(drop_def(f.read_text(), m["rel"], int(m["hunk"]), m["name"]))
-        done.append(f"{m['name']} dropped from {m['rel']} hunk #{m['hunk']} of {f.name}")
-    return done
+    return got.data, "; ".join(got.folds)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,8 +145,7 @@ class Loop:
     stops: int = 0
     conflicts: set[str] = field(default_factory=set)  # files port left in conflict (any stop)
     hand: set[str] = field(default_factory=set)  # every file the person wrote into W
-    careful: dict[str, str] = field(default_factory=dict)  # file -> what the person resolved
-    stack_fixes: list[str] = field(default_factory=list)  # what the person cut from A's stack
+    folds: dict[str, str] = field(default_factory=dict)  # file -> what the person folded
     docs: list[dict] = field(default_factory=list)  # every port --json step document
     want: dict[str, bytes | None] = field(default_factory=dict)  # the project's own B files
 
@@ -239,22 +158,17 @@ def run(project: str, a: str, b: str, tmp: Path, rounds: int = 8) -> Loop:
     sets = tmp / "sets"
     (tmp / "stack").mkdir(parents=True)
     stack = [Path(shutil.copy(f, tmp / "stack" / f.name)) for f in series(project, a)]
-    fixes: list[str] = []
-    for _ in range(rounds):  # import names one copy per hunk at a time
-        code, out = cli("import", "--name", project, "--sglang-version", a, "--dest", str(sets),
-                        *map(str, stack), "--json")  # fmt: skip
-        if code != 3 or not REFUSED.search(out):
-            break
-        fixes += cut(stack, out)
+    code, out = cli("import", "--name", project, "--sglang-version", a, "--dest", str(sets),
+                    *map(str, stack), "--json")  # fmt: skip
     assert code == 0, out
     w = tmp / "w"
-    loop = Loop(project, a, b, sets / project, w, stack_fixes=fixes)
+    loop = Loop(project, a, b, sets / project, w)
     full = project_tree(project, b)
     union = sorted({r for f in series(project, a) for r in touched(f)} | set(full))
     for r in union:
-        loop.want[r], what = careful(r, full.get(r, release_file(b, r)), release_file(b, r))
+        loop.want[r], what = folded(r, full.get(r, release_file(b, r)), release_file(b, r))
         if what:
-            loop.careful[r] = what
+            loop.folds[r] = what
     code, doc = _port("port", "--set", project, "--patchsets", str(sets), "--to", b,
                       "--offline", "--workspace", str(w), "--no-finish")  # fmt: skip
     loop.docs.append(doc)
@@ -304,14 +218,14 @@ def _fix(loop: Loop, step: dict, union: list[str]) -> None:
             continue
         now = (w / "sglang" / rel).read_bytes() if (w / "sglang" / rel).exists() else None
         if now != loop.want[rel]:
-            _write(loop, rel, loop.want[rel], careful_done=True)
+            _write(loop, rel, loop.want[rel], folded_done=True)
 
 
-def _write(loop: Loop, rel: str, data: bytes | None, careful_done: bool = False) -> None:
-    if not careful_done:
-        data, what = careful(rel, data, release_file(loop.b, rel))
+def _write(loop: Loop, rel: str, data: bytes | None, folded_done: bool = False) -> None:
+    if not folded_done:
+        data, what = folded(rel, data, release_file(loop.b, rel))
         if what:
-            loop.careful[rel] = what
+            loop.folds[rel] = what
     target = loop.workspace / "sglang" / rel
     now = target.read_bytes() if target.exists() else None
     if now == data:

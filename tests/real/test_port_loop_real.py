@@ -20,14 +20,12 @@ from sgpatch.releases import cache as releases
 from . import loop
 
 # Where the project's own B file defines a name twice in one body (the later copy silently
-# replaces upstream's): the careful person keeps the copy that runs and deletes the other.
-CAREFUL = {
+# replaces upstream's): the person takes the fold a port stop suggests (the copy that runs,
+# in the earlier one's place; loop.folded).
+FOLDS = {
     ("slime", "0.5.10.post1", "0.5.12.post1"): {"srt/mem_cache/memory_pool.py"},
     ("slime", "0.5.13", "0.5.15.post1"): {"srt/disaggregation/decode.py"},
 }
-# Stacks import used to refuse (a method upstream's release A already has): import now takes
-# the author's duplicate as written, with a warning (issue 42.2), so none needs a fix.
-STACK_FIXES: dict = {}
 # Where the project changed a file beyond its port and port needed no hand there (AReaL
 # reworded a log line in model_runner.py in its 0.5.2 port): the person edits it after
 # `port --no-finish` and `--continue` gives the edit to the patch that changes that file.
@@ -51,18 +49,16 @@ def test_the_scripted_person_finishes_every_real_step(project, a, b, tmp_path):
     stop the project's own B files written into W and --continue. Outcome: the loop ends with
     the set written (exit 0, never more than 3 stops); lint passes on B; the ported set
     applied to pristine B gives the project's own B files byte for byte (a name the project's
-    file defines twice resolved as the careful person does, CAREFUL; a project's edit port
+    file defines twice folded as a port stop suggests, FOLDS; a project's edit port
     had no stop for, OWN_EDITS, made after --no-finish and taken at --continue); never more
     files left in conflict than a plain `git merge-file` leaves, but for a file whose clean
     merge defines a name twice; no file that port carried by itself had to be rewritten where
-    the plain merge was right. Where import refuses A's stack (a method upstream's A already
-    has), the person deletes the patch's copy from the patch file as the refusal says
-    (STACK_FIXES) and imports again."""
+    the plain merge was right. Import takes every A stack as written (a method upstream's A
+    already has is the author's duplicate, imported with a warning), with no fix."""
     r = loop.run(project, a, b, tmp_path)
-    assert r.stack_fixes == STACK_FIXES.get((project, a), [])
     assert r.exit_code == 0, r.docs[-1]["steps"][-1]["fix"]
     assert r.stops <= 3
-    assert set(r.careful) == CAREFUL.get((project, a, b), set())
+    assert set(r.folds) == FOLDS.get((project, a, b), set())
     m = load_manifest(r.set_dir / "patchset.yaml")
     rows = matrix.compute(m, [Version(b)], workers=1)
     assert [f.message for f in lint.check(m, rows) if f.level == "error"] == []

@@ -27,6 +27,7 @@ from sgpatch.diff.unified import decode, encode, read_patch, split_lines
 from sgpatch.ops import lint, matrix
 from sgpatch.patchset.manifest import bundled_dir, load_manifest, select_variant
 from sgpatch.placement.engine import apply_hunks
+from sgpatch.port import folds as folds_mod
 from sgpatch.port import merge
 from sgpatch.releases import cache as releases
 from sgpatch.state import ledger as ledger_mod
@@ -344,38 +345,24 @@ def stack_set(project: str, version: str, dest: Path) -> Path:
     return d
 
 
-def hand_fix(w: Path, version: str, theirs: dict[str, bytes | None]) -> dict[str, bytes | None]:
-    """The project's own files, except where its file fails port's checks (slime's 0.5.15.post1
-    decode.py defines DecodePreallocQueue.release_memory_occupation twice: the fuzz trap in a
-    real hand port, and port's carry of the 0.5.13 stack does the same, which it reports):
-    there the markers in W are resolved by keeping the release's side, or, if that still
-    defines a name twice, the release's file is kept as it is."""
-    out = {}
-    for rel, data in theirs.items():
-        pristine = releases.read_member(version, rel) if _has(version, rel) else None
-        if data is not None and merge.python_problem(rel, data, pristine) is not None:
-            data = keep_release_side((w / "sglang" / rel).read_bytes())
-            if merge.python_problem(rel, data, pristine) is not None:
-                data = pristine  # the kept hunks add the methods again: drop the file's change
-        out[rel] = data
-    return out
-
-
-def keep_release_side(data: bytes) -> bytes:
-    """Resolve diff3 markers deterministically: keep the `<<<<<<<` (release) side."""
-    out, side = [], None
-    for line in data.decode("utf-8", "surrogateescape").splitlines(keepends=True):
-        if line.startswith("<<<<<<< "):
-            side = "ours"
-        elif line.startswith("||||||| ") and side:
-            side = "base"
-        elif line.rstrip("\r\n") == "=======" and side:
-            side = "theirs"
-        elif line.startswith(">>>>>>> ") and side:
-            side = None
-        elif side in (None, "ours"):
-            out.append(line)
-    return "".join(out).encode("utf-8", "surrogateescape")
+def take_folds(capsys, w: Path, doc: dict) -> list[str]:
+    """At a stop where a file the person wrote defines a name twice in one body (slime's own
+    0.5.15.post1 decode.py defines DecodePreallocQueue.release_memory_occupation twice: the
+    fuzz trap in a real hand port), the person takes the fold the stop suggests, with the
+    command it shows (`port --fold FILE --workspace W`): the definition Python runs replaces
+    the earlier copy in its place, so the code runs as the project's does and nothing of its
+    change is dropped. Returns the files folded."""
+    folded = []
+    for p in doc["steps"][-1]["patches"]:
+        for pr in p["problems"]:
+            if pr.get("fold") is None:
+                continue
+            assert merge.python_problem(pr["file"], (w / "sglang" / pr["file"]).read_bytes(),
+                                        None) is not None  # fmt: skip
+            assert sgpatch("port", "--fold", f"sglang/{pr['file']}", "--workspace", str(w)) == 0
+            capsys.readouterr()
+            folded.append(pr["file"])
+    return folded
 
 
 def _pid(f: Path) -> str:
@@ -413,8 +400,9 @@ def test_port_a_real_stack_to_the_release_its_project_ported_it_to(project, a, b
     by hand). Outcome: every file port carried by itself that a plain `git merge-file`
     resolves is byte-identical to that merge; what needs a hand stops with exit 3 and the set
     unchanged; fixed with the project's own B files (its B stack applied up to the same patch)
-    and --continue'd, the set is written (exit 0) and `sgpatch apply` of it on pristine B
-    writes exactly what the workspace holds."""
+    and --continue'd (where such a file defines a name twice, the fold the stop suggests taken
+    with its command, FOLDS: no file's change is dropped), the set is written (exit 0) and
+    `sgpatch apply` of it on pristine B writes exactly what the workspace holds."""
     sets = tmp_path / "sets"
     set_dir = stack_set(project, a, sets)
     fetch_between(a, b)
@@ -427,6 +415,7 @@ def test_port_a_real_stack_to_the_release_its_project_ported_it_to(project, a, b
     compared = check_against_merge_file(step, w, set_dir, b, tmp_path / "m")
     assert compared > 0
     by_id = {_pid(s): s.name for s in stack_series(project, a)}
+    folds, fixed = 0, {}  # files folded; what the person wrote
     for _round in range(len(by_id) + 1):  # each round fixes what stopped; waiting ones follow
         if code != 3:
             break
@@ -435,12 +424,27 @@ def test_port_a_real_stack_to_the_release_its_project_ported_it_to(project, a, b
         assert {p: p.read_bytes() for p in set_dir.rglob("*") if p.is_file()} == snapshot
         for p in stopped:
             files = [pr["file"] for pr in p["problems"]]
-            fix_with(w, hand_fix(w, b, project_files(project, b, by_id[p["id"]], files)))
+            mine = project_files(project, b, by_id[p["id"]], files)
+            fix_with(w, mine)
+            fixed.update(mine)
         code, doc = continue_json(capsys, w)
+        folded = take_folds(capsys, w, doc) if code == 3 else []
+        for rel in folded:  # the project's own file with the fold's changes, nothing else
+            pristine = releases.read_member(b, rel) if _has(b, rel) else None
+            fold = folds_mod.suggest(rel, fixed[rel], pristine)
+            assert fold is not None and (w / "sglang" / rel).read_bytes() == fold.data, rel
+        if folded:
+            folds += len(folded)
+            code, doc = continue_json(capsys, w)
         assert "steps" in doc, doc
         step = doc["steps"][-1]
     assert code == 0, doc
+    assert folds == FOLDS.get((project, a, b), 0)
     assert_apply_gives_workspace(tmp_path / "ported", set_dir, b, w, project)
+
+
+# Steps where the project's own file defines a name twice, so the person takes the stop's fold
+FOLDS = {("slime", "0.5.13", "0.5.15.post1"): 1}
 
 
 def plain_merges(project: str, a: str, b: str, tmp: Path) -> dict[str, tuple[bytes, bool]]:

@@ -619,6 +619,15 @@ def port_cmd(
             "patch's, where moved code may have gone).",
         ),
     ] = None,
+    fold: Annotated[
+        str | None,
+        typer.Option(
+            "--fold",
+            metavar="FILE",
+            help="With --workspace: fold the names a stopped file defines twice, as the stop "
+            "suggests (the code Python runs stays); then --continue.",
+        ),
+    ] = None,
 ) -> None:
     """Carry a patch set to another SGLang release, like a rebase.
 
@@ -653,6 +662,7 @@ def port_cmd(
                 to_tree,
                 force,
                 show,
+                fold,
             )
         )
     )

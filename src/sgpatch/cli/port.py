@@ -26,6 +26,7 @@ class Args:
     to_tree: Path | None = None
     force: bool = False
     show: str | None = None
+    fold: str | None = None
 
 
 def run(a: Args) -> int:
@@ -74,6 +75,8 @@ def _run(a: Args) -> int:
     w = a.workspace
     if a.show is not None and w is not None:  # _check: --show has --workspace
         return _shown(a, report.show(w, a.show))
+    if a.fold is not None and w is not None:  # _check: --fold has --workspace
+        return _folded(a, w)
     if a.abort and w is not None:  # _check: --abort and --continue have --workspace
         return _aborted(a, resume.abort(w, a.force))
     if a.cont and w is not None:
@@ -94,11 +97,14 @@ def _run(a: Args) -> int:
 def _check(a: Args) -> None:
     from sgpatch.errors import bad_input
 
-    if a.show is not None:
+    for flag, value in (("--show", a.show), ("--fold", a.fold)):
+        if value is None:
+            continue
         if a.workspace is None:
-            raise bad_input("--show FILE needs --workspace W (the stopped port's workspace)")
-        if a.cont or a.abort or a.set_name or a.to or a.step or a.to_tree or a.force:
-            raise bad_input("--show FILE takes only --workspace (it reads the stop there)")
+            raise bad_input(f"{flag} FILE needs --workspace W (the stopped port's workspace)")
+        others = (a.cont, a.abort, a.set_name, a.to, a.step, a.to_tree, a.force)
+        if any(others) or (a.show is not None and a.fold is not None):
+            raise bad_input(f"{flag} FILE takes only --workspace (it works on the stop there)")
         return
     if a.cont and a.abort:
         raise bad_input("--continue and --abort: choose one")
@@ -161,6 +167,25 @@ def _shown(a: Args, got) -> int:
         return 0
     for ln in got.lines:
         console.out(ln)
+    return 0
+
+
+def _folded(a: Args, w: Path) -> int:
+    """`--fold FILE`: the fold written into W; the diff on stdout, the next command after."""
+    from sgpatch.port.resume import fold
+
+    assert a.fold is not None
+    got = fold(w, a.fold)
+    top = shlex.quote(str(w.absolute()))
+    if a.as_json:
+        console.emit_json({"command": "port", "exit_code": 0, **got.to_json()})
+        return 0
+    for ln in got.diff:
+        console.out(ln)
+    console.err(
+        f"sgpatch port: folded sglang/{got.file} ({'; '.join(got.folds)}); then "
+        f"`sgpatch port --continue --workspace {top}`"
+    )
     return 0
 
 

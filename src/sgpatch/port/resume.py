@@ -1,4 +1,4 @@
-"""--continue and --abort as commands: W's lock held, the state read once (port.state) and
+"""--continue, --abort and --fold as commands: W's lock held, the state read once (port.state) and
 handed from step to step; what --continue does first is the workspace's phase
 (docs/porting.md). The steps themselves (reopen, unresolved, take_fixed, the removal of W)
 are port.stopped's.
@@ -14,6 +14,7 @@ from sgpatch.port.report import Report, build
 from sgpatch.port.statefiles import FINISHING_CHANGES, FINISHING_WARNINGS, FIX
 
 if TYPE_CHECKING:
+    from sgpatch.port.folds import Suggested
     from sgpatch.port.sequencer import Context
     from sgpatch.port.state import PortState
 
@@ -75,6 +76,40 @@ def _left_fix(ctx: Context, state: PortState, left: list[str]) -> list[str]:
     with ctx.ws.step("fix"):
         ctx.ws.put_lines(FIX, fix)
     return fix
+
+
+def fold(workspace: Path, file: str) -> Suggested:
+    """`port --fold FILE --workspace W`: W's file folded as the stop suggests, written as the
+    person's own edit (under W's lock); --continue then takes it. FILE: `sglang/srt/x.py`,
+    `srt/x.py`, or its path in W (the fold: port.folds)."""
+    import os
+
+    from sgpatch.errors import bad_input
+    from sgpatch.port.folds import at_stop
+    from sgpatch.port.sequencer import stopped_of
+    from sgpatch.port.stopreport import kind
+    from sgpatch.port.workspace import PKG, existing, locked, shown
+
+    ws = existing(workspace)
+    with locked(ws.top):
+        full = os.path.abspath(file)
+        rel = full[len(str(ws.root)) + 1 :] if full.startswith(f"{ws.root}/") else file
+        rel = rel.removeprefix(f"{PKG}/")
+        found = [(o.id, p.file) for o in stopped_of(ws) for p in o.problems if kind(p) == "file"]
+        owners = [pid for pid, f in found if f == rel]
+        if ws.phase != "stopped" or not owners:
+            names = sorted({f"{PKG}/{f}" for _pid, f in found})
+            raise bad_input(f"--fold {file}: not a file to fix in {ws.top} (the files to fix: "
+                            f"{shown(names) if names else 'none'})")  # fmt: skip
+        got = at_stop(ws, owners[0], rel)
+        if got is None:
+            raise bad_input(
+                f"--fold {file}: {PKG}/{rel} defines no name twice in one body that the file "
+                "it was carried onto did not (or it does not parse yet: conflict markers?); "
+                "nothing to fold"
+            )
+        ws.write(f"{PKG}/{rel}", got.data, ws.mode_pkg(rel))
+    return got
 
 
 def abort(workspace: Path, force: bool = False):

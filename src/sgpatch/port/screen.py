@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sgpatch.port.folds import SCREEN_DIFF
 from sgpatch.port.stopreport import MOVED
 
 if TYPE_CHECKING:
@@ -201,9 +202,10 @@ def _stop(rep: Report) -> list[Part]:
     if rep.left:
         head = f"  left to fix in W (then `sgpatch port --continue --workspace {w}`):"
         rows = tuple((f"    {x}",) for x in rep.left)
+        rows += tuple(_fold_rows(rep.workspace, f) for _pid, f in files if f.fold is not None)
     elif files:
         head = f"  files to fix in W (then `sgpatch port --continue --workspace {w}`):"
-        rows = tuple(tuple(_file_rows(pid, f)) for pid, f in files)
+        rows = tuple(tuple(_file_rows(pid, f, rep.workspace)) for pid, f in files)
     if rows:
         parts.append(Part((head,), rows, lambda n: f"    ... and {n} more files ({more})"))
     return parts + _others(rep)
@@ -223,9 +225,10 @@ def _next(rep: Report) -> str:
     )
 
 
-def _file_rows(pid: str, f: FileStop) -> list[str]:
+def _file_rows(pid: str, f: FileStop, top: str) -> list[str]:
     """One stopped file in a line (file, markers, patch, hunks, why), and where the code of
-    the hunks whose code moved went, in a second."""
+    the hunks whose code moved went, in a second; a file that defines a name twice, its fold
+    (the command, the diff)."""
     p = f.problem
     marks = ", ".join(map(str, f.markers[:MARKERS]))
     if len(f.markers) > MARKERS:
@@ -236,7 +239,15 @@ def _file_rows(pid: str, f: FileStop) -> list[str]:
     went = [_went(d.hunk, d.where, d.evidence or ()) for d in f.details if d.status == MOVED]
     if went:
         out.append("      " + "; ".join(went))
-    return out
+    return out + (list(_fold_rows(top, f)[1:]) if f.fold is not None else [])
+
+
+def _fold_rows(top: str, f: FileStop) -> tuple[str, ...]:
+    """The fold suggested for a file (its name, then what is folded, the command, the diff's
+    first lines): the resolution that keeps the code Python runs."""
+    assert f.fold is not None
+    rows = f.fold.lines(top, SCREEN_DIFF)
+    return (f"    sglang/{f.problem.file}:", *(f"      {ln}" for ln in rows))
 
 
 def _went(hunk: int, scope: str | None, evidence: Sequence[str]) -> str:

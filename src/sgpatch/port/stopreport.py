@@ -35,6 +35,7 @@ from sgpatch.port.workspace import Workspace
 from sgpatch.state.folder import parse_json
 
 if TYPE_CHECKING:
+    from sgpatch.port.folds import Suggested
     from sgpatch.port.moved import Move
 
 PROBE, LINT = "probe: ", "lint: "
@@ -86,14 +87,16 @@ class FileStop:
     problem: Problem
     markers: tuple[int, ...]
     details: tuple[HunkDetail, ...]
+    fold: Suggested | None = None  # W's file defines a name twice: the fold suggested
 
     def to_json(self) -> dict:
         """One file problem of `port --json` (docs/json.md): the file, why, the patch's hunks
-        there, W's markers now, each hunk's detail."""
-        p = self.problem
+        there, W's markers now, each hunk's detail, the fold suggested (null: none)."""
+        p, f = self.problem, self.fold
+        fold = None if f is None else {"folds": list(f.folds), "diff": list(f.diff)}
         return {"file": p.file, "why": p.why, "hunks": list(p.hunks),
                 "markers": list(self.markers),
-                "details": [detail_json(d) for d in self.details]}  # fmt: skip
+                "details": [detail_json(d) for d in self.details], "fold": fold}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -228,6 +231,8 @@ def file_entry(ws: Workspace, pid: str, p: Problem) -> list[str]:
     out = [f"  {PKG}/{p.file}{where}: {pid} hunk(s) {hunks}: {p.why}"]
     for d in stop.details:
         out += ["    " + ln for ln in render_detail(d)]
+    if stop.fold is not None:
+        out += ["    " + ln for ln in stop.fold.lines(ws.top)]
     return out
 
 
@@ -323,8 +328,13 @@ def side_by_side(left: Sequence[str], right: Sequence[str], gap: str = " | ") ->
 
 
 def file_stop(ws: Workspace, pid: str, p: Problem) -> FileStop:
-    """A file problem of `pid` as W shows it now (the person may have fixed some markers)."""
-    return FileStop(p, marker_lines(ws.read_pkg(p.file)), tuple(details(ws, pid, p.file)))
+    """A file problem of `pid` as W shows it now (the person may have fixed some markers; a
+    file that defines a name twice now has its fold suggested, port.folds)."""
+    from sgpatch.port.folds import at_stop
+
+    marks = marker_lines(ws.read_pkg(p.file))
+    fold = None if marks else at_stop(ws, pid, p.file)
+    return FileStop(p, marks, tuple(details(ws, pid, p.file)), fold)
 
 
 def probe_stop(ws: Workspace, pid: str, problems: Sequence[Problem]) -> ProbeStop | None:

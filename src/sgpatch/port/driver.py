@@ -54,7 +54,8 @@ def port(
     import tempfile
 
     from sgpatch.port import sequencer
-    from sgpatch.port.workspace import KEPT_ASIDE, check_free, locked, make_top
+    from sgpatch.port.statefiles import KEPT_ASIDE
+    from sgpatch.port.workspace import check_free, locked, make_top
     from sgpatch.releases import cache as releases
 
     with releases.cache_only(offline):

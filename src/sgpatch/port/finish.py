@@ -30,7 +30,18 @@ from sgpatch.port import edits, probes
 from sgpatch.port import source as src
 from sgpatch.port.sequencer import Context, Outcome
 from sgpatch.port.state import Options, PortState
-from sgpatch.port.workspace import NA_PREFIX, digest, write
+from sgpatch.port.statefiles import (
+    FINISHED,
+    FINISHING_CHANGES,
+    FINISHING_LIST,
+    FINISHING_SET,
+    FINISHING_SHA256,
+    FINISHING_WARNINGS,
+    finishing_file,
+    na_of,
+    patch_of,
+)
+from sgpatch.port.workspace import digest, write
 
 if TYPE_CHECKING:  # lint (and the matrix under it) is imported when --continue lints
     from sgpatch.ops.lint import Finding
@@ -76,12 +87,12 @@ def finish(ctx: Context, state: PortState) -> Finished:
                      f"{ws.abort_hint()}")  # fmt: skip
     with ws.step("stage the set"):
         for rel, data in files.items():
-            ws.put_bytes(f"finishing/files/{rel}", data)
-        ws.put_lines("finishing/files.list", files)
-        ws.put_bytes("finishing/patchset.yaml", new_text.encode("utf-8"))
-        ws.put("finishing/sha256", digest(new_text.encode("utf-8")) + "\n")
-        ws.put_lines("finishing/changes", changes)
-        ws.put_lines("finishing/warnings", out.warnings)
+            ws.put_bytes(finishing_file(rel), data)
+        ws.put_lines(FINISHING_LIST, files)
+        ws.put_bytes(FINISHING_SET, new_text.encode("utf-8"))
+        ws.put(FINISHING_SHA256, digest(new_text.encode("utf-8")) + "\n")
+        ws.put_lines(FINISHING_CHANGES, changes)
+        ws.put_lines(FINISHING_WARNINGS, out.warnings)
         ws.set_phase("finishing")
     out.written = write_staged(ctx, state.options)
     return out
@@ -94,23 +105,23 @@ def write_staged(ctx: Context, options: Options) -> list[str]:
     ws, base = ctx.ws, ctx.manifest.base_dir
     manifest = ctx.manifest.path
     written = []
-    for rel in ws.lines("finishing/files.list"):
-        data = ws.get_bytes(f"finishing/files/{rel}")
+    for rel in ws.lines(FINISHING_LIST):
+        data = ws.get_bytes(finishing_file(rel))
         if data is None:
-            raise ws.damaged(f"finishing/files/{rel}", "missing")
+            raise ws.damaged(finishing_file(rel), "missing")
         if (base / rel).is_file() and (base / rel).read_bytes() != data:
             raise unsafe(f"{base / rel}: changed while the port wrote the set; {ws.abort_hint()}")
         write(base, rel, data)
         written.append(str(base / rel))
-    new = ws.get_bytes("finishing/patchset.yaml")
+    new = ws.get_bytes(FINISHING_SET)
     if new is None:
-        raise ws.damaged("finishing/patchset.yaml", "missing")
+        raise ws.damaged(FINISHING_SET, "missing")
     if digest(new) != options.set_sha256:  # the port changes the manifest
         if manifest.read_bytes() != new:  # else written already, before a kill
             write(base, manifest.name, new)
         written.append(str(manifest))
     with ws.step("finished"):
-        ws.put_lines("finished", written or ["nothing to write"])
+        ws.put_lines(FINISHED, written or ["nothing to write"])
         ws.set_phase("finished")
     return written
 
@@ -187,7 +198,7 @@ def _carried(ctx: Context, spec, o: Outcome, text: str, files: dict, changes: li
         return manifest_text.insert_first_variant(
             text, path, spec.id, edits.exact(to), old_rel, str(sorc.base)
         )
-    data = ctx.ws.get_bytes(f"patches/{spec.id}.patch")
+    data = ctx.ws.get_bytes(patch_of(spec.id))
     if data is None:
         raise SgpatchError(f"workspace: patches/{spec.id}.patch is missing", ExitCode.BAD_INPUT)
     if b"\n@@ " not in data and b"\ndiff --git " not in data:  # every hunk already upstream
@@ -215,9 +226,9 @@ def _not_applicable(ctx: Context, spec: PatchSpec, text: str, changes: list) -> 
     na = src.not_applicable(spec, to, ctx.known, created)
     if select_variant(spec, to) is not None:
         return text
-    said = (ctx.ws.get(f"{NA_PREFIX}{spec.id}") or "").strip()
+    said = (ctx.ws.get(na_of(spec.id)) or "").strip()
     if na is not None and not na.here_too and said:  # the person says: n/a on V too
-        changes.append(f"{spec.id}: n/a on {to} (as {NA_PREFIX}{spec.id} says): new variant "
+        changes.append(f"{spec.id}: n/a on {to} (as {na_of(spec.id)} says): new variant "
                        f"'=={to}'")  # fmt: skip
         return manifest_text.insert_first_na_variant(text, path, spec.id, edits.exact(to), said)
     if na is None or not na.here_too:

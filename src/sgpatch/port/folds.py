@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sgpatch.diff.canonical import SYMLINK
+from sgpatch.port.statefiles import BEFORE
 from sgpatch.port.workspace import PKG, Workspace
 
 SCREEN_DIFF = 40  # diff lines a stop prints per fold (the whole diff: `fix`, --json, --show)
@@ -101,7 +102,7 @@ def at_stop(ws: Workspace, pid: str, rel: str) -> Suggested | None:
     data = ws.read_pkg(rel)
     if data is None or marker_lines(data):
         return None  # markers first: a file with them does not parse
-    return suggest(rel, data, snapshots.one(ws, "before", pid, rel))
+    return suggest(rel, data, snapshots.one(ws, BEFORE, pid, rel))
 
 
 __all__ = ["SCREEN_DIFF", "Suggested", "at_stop", "suggest"]

@@ -34,12 +34,12 @@ from sgpatch.patchset.manifest import PatchSpec, load_probe_text, select_variant
 from sgpatch.patchset.probe import ProbeNode, all_of, describe, entries, evaluate
 from sgpatch.port import snapshots
 from sgpatch.port import source as src
-from sgpatch.port.workspace import STATE, Workspace, digest
+from sgpatch.port.statefiles import AFTER, BEFORE, STATE, probe_of
+from sgpatch.port.workspace import Workspace, digest
 
 if TYPE_CHECKING:
     from sgpatch.port.sequencer import Context, Outcome
 
-DIR = "probes"
 Reader = Callable[[str], "bytes | None"]
 
 
@@ -55,11 +55,11 @@ class Kept:
 
 
 def file_of(ws: Workspace, pid: str) -> Path:
-    return ws.top / STATE / DIR / f"{pid}.yaml"
+    return ws.top / STATE / probe_of(pid)
 
 
 def shown(ws: Workspace, pid: str) -> str:
-    return f"{ws.top}/{STATE}/{DIR}/{pid}.yaml"
+    return f"{ws.top}/{STATE}/{probe_of(pid)}"
 
 
 def render(pid: str, to: Version, probe: ProbeNode | None, suggested: bool, note: str) -> str:
@@ -84,8 +84,8 @@ def keep(
 ) -> None:
     """Write the probe file and remember its digest (an edit is told by it)."""
     data = render(pid, to, probe, suggested, note).encode("utf-8")
-    ws.put_editable(f"{DIR}/{pid}.yaml", data)  # a person's edit of it is kept by --abort
-    ws.put(f"{DIR}/{pid}.sha256", digest(data) + "\n")
+    ws.put_editable(probe_of(pid), data)  # a person's edit of it is kept by --abort
+    ws.put(probe_of(pid, "sha256"), digest(data) + "\n")
 
 
 def kept(ws: Workspace, pid: str) -> Kept | None:
@@ -99,7 +99,7 @@ def kept(ws: Workspace, pid: str) -> Kept | None:
         return Kept(None, False, True, e.message)
     if data is None:
         return None
-    edited = digest(data) != (ws.get(f"{DIR}/{pid}.sha256") or "").strip()
+    edited = digest(data) != (ws.get(probe_of(pid, "sha256")) or "").strip()
     try:
         probe, suggested = load_probe_text(data.decode("utf-8"), file_of(ws, pid))
     except UnicodeDecodeError:
@@ -160,12 +160,12 @@ def states(ctx: Context, pid: str, listing: snapshots.Listing) -> States:
 
     def before(rel: str) -> bytes | None:
         if rel in mine:
-            return snapshots.one(ws, "before", pid, rel)
+            return snapshots.one(ws, BEFORE, pid, rel)
         writers = listing.writers_of(earlier, rel)
-        return snapshots.one(ws, "after", writers[-1], rel) if writers else pristine(rel)
+        return snapshots.one(ws, AFTER, writers[-1], rel) if writers else pristine(rel)
 
     def after(rel: str) -> bytes | None:
-        return snapshots.one(ws, "after", pid, rel) if rel in mine else before(rel)
+        return snapshots.one(ws, AFTER, pid, rel) if rel in mine else before(rel)
 
     return States(pristine, before, after, ws.read_pkg, mine)
 
@@ -305,7 +305,7 @@ def _settle_one(ctx: Context, spec: PatchSpec, listing: snapshots.Listing) -> tu
     ws, pid = ctx.ws, spec.id
     old, old_suggested, _own = carried(spec, _source_release(ctx, spec))
     k = kept(ws, pid)
-    ws.put(f"{DIR}/{pid}.decided", None)
+    ws.put(probe_of(pid, "decided"), None)
     if k is not None and k.error:
         return "", f"{k.error}: fix the file"
     st = states(ctx, pid, listing)
@@ -348,7 +348,7 @@ def _decide(
     covers; else the variant for V only."""
     wrong = elsewhere(ctx, spec, probe) if probe is not None else []
     where = "variant" if wrong or _own_variant(ctx, spec) else "patch"
-    ctx.ws.put_lines(f"{DIR}/{spec.id}.decided", [where, "suggested" if suggested else "edited"])
+    ctx.ws.put_lines(probe_of(spec.id, "decided"), [where, "suggested" if suggested else "edited"])
     keep(ctx.ws, spec.id, ctx.to, probe, suggested, "")
     if where == "variant" and wrong:
         return (f"{spec.id}: the new probe is not right on {'; '.join(wrong)}: written on the "
@@ -362,12 +362,12 @@ def _own_variant(ctx: Context, spec: PatchSpec) -> bool:
 
 def decided(ws: Workspace, pid: str) -> tuple[str, ProbeNode | None, bool] | None:
     """What `settle` decided for the set: (patch | variant, the probe or None, suggested)."""
-    lines = ws.lines(f"{DIR}/{pid}.decided")
+    lines = ws.lines(probe_of(pid, "decided"))
     if not lines:
         return None
     k = kept(ws, pid)
     if k is None or k.error:
-        raise ws.damaged(f"{DIR}/{pid}.yaml", "the decided probe is gone")
+        raise ws.damaged(probe_of(pid), "the decided probe is gone")
     return lines[0], k.probe, lines[1:2] == ["suggested"]
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from sgpatch.port.driver import conclude, load_state
 from sgpatch.port.report import Report, build
+from sgpatch.port.statefiles import FINISHING_CHANGES, FINISHING_WARNINGS, FIX
 
 if TYPE_CHECKING:
     from sgpatch.port.folds import Suggested
@@ -59,8 +60,8 @@ def _finished_again(ctx: Context, state: PortState, notes: list[str]) -> Report:
     written = write_staged(ctx, state.options)
     rep = build(ctx, state, "finished")
     rep.written, rep.notes = written, notes
-    rep.changes = ctx.ws.lines("finishing/changes")
-    rep.warnings = ctx.ws.lines("finishing/warnings")
+    rep.changes = ctx.ws.lines(FINISHING_CHANGES)
+    rep.warnings = ctx.ws.lines(FINISHING_WARNINGS)
     return rep
 
 
@@ -73,7 +74,7 @@ def _left_fix(ctx: Context, state: PortState, left: list[str]) -> list[str]:
     fix = [LEFT_HEAD.format(top=ctx.ws.top), *(f"  {x}" for x in left)]
     fix += fix_lines(ctx.ws, state.queue.stopped, only=files)
     with ctx.ws.step("fix"):
-        ctx.ws.put_lines("fix", fix)
+        ctx.ws.put_lines(FIX, fix)
     return fix
 
 

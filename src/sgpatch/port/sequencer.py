@@ -26,10 +26,41 @@ from sgpatch.patchset.manifest import SetManifest
 from sgpatch.port import snapshots, stopreport
 from sgpatch.port import source as src
 from sgpatch.port.carry import NO_BASE, CarriedPatch, Labels, Reader, carry_patch
+from sgpatch.port.statefiles import (
+    AFTER,
+    BEFORE,
+    CARRIED,
+    COMMAND,
+    CURRENT_FORMAT,
+    DONE,
+    FILES,
+    FIX,
+    FIXING,
+    FORMAT,
+    KNOWN,
+    NEEDS_A_HAND,
+    OFFLINE,
+    ONTO,
+    PARTIAL,
+    REUSED,
+    SET,
+    SET_DIR,
+    SET_NAME,
+    SET_SHA256,
+    STAGE,
+    STATE,
+    TODO,
+    TREE,
+    WITHOUT,
+    listed,
+    merge_input,
+    na_of,
+    patch_of,
+    problem_list,
+)
 from sgpatch.port.stopreport import Problem
-from sgpatch.port.workspace import NA_PREFIX, STATE, Workspace, claim, digest
+from sgpatch.port.workspace import Workspace, claim, digest
 
-FORMAT = "3"  # of the state files: 3 = steps journaled, phase, the set bound by its real path
 # what happened to a patch, as `done`, `partial` and `needs-a-hand` keep it; `waiting` (still on
 # the todo list) is a report's only, never written
 Kept = Literal["carried", "fixed", "upstream", "n/a", "skipped", "conflict"]
@@ -171,16 +202,16 @@ def identity(
              *onto, "--workspace", str(Path(os.path.abspath(top)))]  # fmt: skip
     again += ["--offline"] * offline + [a for pid in without for a in ("--without", pid)]
     return {
-        "command": shlex.join(again),  # first: a kill right after still leaves what to rerun
-        "format": FORMAT,
-        "set": str(path),
-        "set-dir": str(path.parent),
-        "set-name": manifest.name,
-        "set-sha256": digest(path.read_bytes()),
-        "onto": str(to),
-        "offline": "yes" if offline else "no",
-        "known": "".join(f"{v}\n" for v in known) or "\n",  # --continue decides on the same
-        "without": "".join(f"{p}\n" for p in without) or "\n",
+        COMMAND: shlex.join(again),  # first: a kill right after still leaves what to rerun
+        FORMAT: CURRENT_FORMAT,
+        SET: str(path),
+        SET_DIR: str(path.parent),
+        SET_NAME: manifest.name,
+        SET_SHA256: digest(path.read_bytes()),
+        ONTO: str(to),
+        OFFLINE: "yes" if offline else "no",
+        KNOWN: "".join(f"{v}\n" for v in known) or "\n",  # --continue decides on the same
+        WITHOUT: "".join(f"{p}\n" for p in without) or "\n",
     }
 
 
@@ -217,13 +248,13 @@ def lay_out(ctx: Context) -> None:
     lists. Ends with the phase `carry`."""
     ws = ctx.ws
     _lay_tree(ws, ctx.to)
-    without = ws.lines("without")
+    without = ws.lines(WITHOUT)
     done = [_settled(ctx, spec, without) for spec in ctx.manifest.patches]
-    ws.put_lines("done", (o.line() for o in done if o is not None))
-    ws.put_lines("todo", (s.id for s, o in zip(ctx.manifest.patches, done, strict=True)
+    ws.put_lines(DONE, (o.line() for o in done if o is not None))
+    ws.put_lines(TODO, (s.id for s, o in zip(ctx.manifest.patches, done, strict=True)
                           if o is None))  # fmt: skip
-    ws.put_lines("needs-a-hand", [])
-    ws.put_lines("partial", [])
+    ws.put_lines(NEEDS_A_HAND, [])
+    ws.put_lines(PARTIAL, [])
     ws.set_phase("carry")
 
 
@@ -239,13 +270,13 @@ def _lay_tree(ws: Workspace, to: Version) -> None:
     import os
 
     from sgpatch.fs import atomic
-    from sgpatch.port.workspace import REUSED, kill_point, rmtree
+    from sgpatch.port.workspace import kill_point, rmtree
     from sgpatch.releases import cache as releases
 
     tops = {name.split("/", 1)[0] for name in releases.record(to)}
-    if all(os.path.lexists(ws.top / t) for t in tops) and ws.lines("tree"):
+    if all(os.path.lexists(ws.top / t) for t in tops) and ws.lines(TREE):
         return
-    stage = ws.top / STATE / "stage"
+    stage = ws.top / STATE / STAGE
     reused = _reused(ws)
     if reused is not None and stage.is_dir():
         ws.put(REUSED, None)  # from here the stage is no longer that tree
@@ -265,8 +296,6 @@ def _lay_tree(ws: Workspace, to: Version) -> None:
 def _reused(ws: Workspace) -> dict[str, str] | None:
     """The tree the stage holds when it was taken over from a finished port (path -> sha256),
     or None."""
-    from sgpatch.port.workspace import REUSED
-
     return ws.digest_list(REUSED)
 
 
@@ -303,7 +332,7 @@ def _na_note(ctx: Context, spec, created: frozenset[str]) -> str:
     if na.here_too:
         return f"n/a on {na.release}, and none of its files is in {ctx.to} either"
     why = f"{na.present[0]} is in {ctx.to}" if na.present else "the set has no patch file for it"
-    reason = ctx.ws.top / STATE / f"{NA_PREFIX}{spec.id}"
+    reason = ctx.ws.top / STATE / na_of(spec.id)
     return (f"n/a on {na.release}, but {why}: the set needs a variant for {ctx.to}; if the "
             f"patch is n/a there too, write why into {reason} "
             f"and `sgpatch port --continue --workspace {ctx.ws.top}`; else add a variant, "
@@ -328,11 +357,9 @@ class Queue:
     @classmethod
     def load(cls, ws: Workspace, listing: snapshots.Listing) -> Queue:
         """The lists, each patch on them checked against `listing` (its path lists)."""
-        done = [Outcome.parse(ln, ws, "done") for ln in ws.lines("done")]
-        partial = {
-            o.id: o for o in (Outcome.parse(ln, ws, "partial") for ln in ws.lines("partial"))
-        }
-        q = cls(ws.lines("todo"), done, stopped_of(ws), partial)
+        done = [Outcome.parse(ln, ws, DONE) for ln in ws.lines(DONE)]
+        partial = {o.id: o for o in (Outcome.parse(ln, ws, PARTIAL) for ln in ws.lines(PARTIAL))}
+        q = cls(ws.lines(TODO), done, stopped_of(ws), partial)
         for pid in [*q.todo, *(o.id for o in [*q.done, *q.stopped])]:
             snapshots.check(ws, pid, listing)
         return q
@@ -343,14 +370,14 @@ class Queue:
         todo = self.todo if todo is None else todo
         for o in self.stopped:
             lines = (f"{p.file}\t{','.join(map(str, p.hunks))}\t{p.why}" for p in o.problems)
-            ws.put_lines(f"problems/{o.id}", lines)
+            ws.put_lines(problem_list(o.id), lines)
         ws.save_tree()
-        ws.put_lines("done", (o.line() for o in self.done))
-        ws.put_lines("needs-a-hand", (o.line() for o in self.stopped))
-        ws.put_lines("partial", (self.partial[p].line() for p in todo if p in self.partial))
-        ws.put_lines("todo", todo)
+        ws.put_lines(DONE, (o.line() for o in self.done))
+        ws.put_lines(NEEDS_A_HAND, (o.line() for o in self.stopped))
+        ws.put_lines(PARTIAL, (self.partial[p].line() for p in todo if p in self.partial))
+        ws.put_lines(TODO, todo)
         fix = fix_list(ws, self.stopped)
-        ws.put_lines("fix", fix)
+        ws.put_lines(FIX, fix)
         return fix
 
     def reopened(self, problems: Mapping[str, list[Problem]], order: Sequence[str]) -> Queue:
@@ -382,12 +409,12 @@ class Queue:
 def stopped_of(ws: Workspace) -> list[Outcome]:
     """The stopped patches, with their problems (from `problems/<id>`)."""
     out = []
-    for ln in ws.lines("needs-a-hand"):
-        o = Outcome.parse(ln, ws, "needs-a-hand")
-        for p in ws.lines(f"problems/{o.id}"):
+    for ln in ws.lines(NEEDS_A_HAND):
+        o = Outcome.parse(ln, ws, NEEDS_A_HAND)
+        for p in ws.lines(problem_list(o.id)):
             file, hunks, why = ([*p.split("\t"), "", ""])[:3]
             if not all(h.isdigit() and len(h) < 10 for h in hunks.split(",") if h):
-                raise ws.damaged(f"problems/{o.id}", f"line {p[:60]!r}")
+                raise ws.damaged(problem_list(o.id), f"line {p[:60]!r}")
             o.problems.append(Problem(file, why, tuple(int(h) for h in hunks.split(",") if h)))
         out.append(o)
     return out
@@ -462,9 +489,9 @@ def _step(
     touched = set().union(*units)
     recorded = listing.files.get(pid, frozenset())
     if not recorded:
-        listing = listing.with_list("files", pid, touched)
+        listing = listing.with_list(FILES, pid, touched)
     elif not touched <= recorded:  # recorded: these, and edits joined by hand
-        raise ctx.ws.damaged(f"files/{pid}", f"not the files {pid} touches")
+        raise ctx.ws.damaged(listed(FILES, pid), f"not the files {pid} touches")
     out = so_far or Outcome(pid, "carried", _rel(sorc.variant.patch, ctx.manifest.base_dir),
                             str(sorc.release), str(sorc.base), True)  # fmt: skip
     if follows:  # the old file names a path the release lacks: never "serves it as it was"
@@ -478,9 +505,9 @@ def _step(
     if ready:
         out, ready, went, bad = _carry_files(ctx, out, sorc, patch, ready, (follows, blocked))
         if went - listing.files.get(pid, frozenset()):  # files its code moved to join it
-            listing = listing.with_list("files", pid, listing.files.get(pid, frozenset()) | went)
-        listing = listing.with_list("carried", pid, have | ((ready | went) - bad))
-        listing = listing.with_list("fixing", pid, bad)
+            listing = listing.with_list(FILES, pid, listing.files.get(pid, frozenset()) | went)
+        listing = listing.with_list(CARRIED, pid, have | ((ready | went) - bad))
+        listing = listing.with_list(FIXING, pid, bad)
     if out.outcome != "conflict" and not listing.unfinished(pid):
         write_patch(ctx, pid, listing.files[pid])
     return out, listing
@@ -560,12 +587,12 @@ def _carry_files(ctx: Context, out: Outcome, sorc: src.Source, patch, ready, whe
     if not ready:
         return out, set(), set(), set()
     went = {f.path for f in res.files} - ready
-    snapshots.take(ws, "before", pid, ready | went)
+    snapshots.take(ws, BEFORE, pid, ready | went)
     for f in res.files:
         if f.source is not None:
             ws.write_pkg(f.source, None)
         ws.write_pkg(f.path, f.after, f.mode)
-    snapshots.take(ws, "after", pid, ready | went)
+    snapshots.take(ws, AFTER, pid, ready | went)
     _keep_merge_inputs(ws, res)
     stopreport.keep_hunks(ws, pid, res.files)
     stopreport.keep_moves(ws, pid, res.files)
@@ -618,7 +645,7 @@ def _carried(ctx: Context, pid: str, sorc: src.Source, patch, ready, where: tupl
 def package_files(ws: Workspace) -> frozenset[str]:
     """The package's files in W as sgpatch wrote them (its `tree`, package-relative): what
     the import check of a carried file reads W's modules from."""
-    from sgpatch.port.wsfiles import PKG
+    from sgpatch.port.statefiles import PKG
 
     return frozenset(p[len(PKG) + 1 :] for p in ws.tree() if p.startswith(f"{PKG}/"))
 
@@ -665,12 +692,12 @@ def write_patch(ctx: Context, pid: str, files: Iterable[str]) -> None:
     ws, spec = ctx.ws, ctx.manifest.patch(pid)
     sorc, patch = _source(ctx, spec)
     rels = sorted(files)
-    befores = snapshots.get(ws, "before", pid, rels)
-    afters = snapshots.get(ws, "after", pid, rels)
-    modes = {p: (snapshots.mode(ws, "before", pid, p), snapshots.mode(ws, "after", pid, p))
+    befores = snapshots.get(ws, BEFORE, pid, rels)
+    afters = snapshots.get(ws, AFTER, pid, rels)
+    modes = {p: (snapshots.mode(ws, BEFORE, pid, p), snapshots.mode(ws, AFTER, pid, p))
              for p in rels}  # fmt: skip
     patch_file = render_patch(ctx, patch.header, sorc, befores, afters, modes)
-    ws.put_bytes(f"patches/{pid}.patch", patch_file)
+    ws.put_bytes(patch_of(pid), patch_file)
 
 
 def render_patch(
@@ -695,9 +722,9 @@ def _keep_merge_inputs(ws: Workspace, res: CarriedPatch) -> None:
     """The inputs of each merge, for the person who fixes it."""
     for f in res.files:
         if f.base is not None:
-            ws.put_bytes(f"merge/{res.id}/{f.path}.base", f.base)
+            ws.put_bytes(merge_input(res.id, f.path, "base"), f.base)
         if f.theirs is not None:
-            ws.put_bytes(f"merge/{res.id}/{f.path}.theirs", f.theirs)
+            ws.put_bytes(merge_input(res.id, f.path, "theirs"), f.theirs)
 
 
 def problems_of(res: CarriedPatch) -> list[Problem]:

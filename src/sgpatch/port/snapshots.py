@@ -18,11 +18,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from sgpatch.diff.canonical import EXECUTABLE, REGULAR, SYMLINK
+from sgpatch.port.statefiles import (
+    AFTER,
+    BEFORE,
+    CARRIED,
+    FILES,
+    FIXING,
+    absent_list,
+    listed,
+    modes_list,
+    snapshot_of,
+)
 from sgpatch.port.workspace import Workspace
 
 Files = Mapping[str, "bytes | None"]
 Paths = Mapping[str, frozenset[str]]
-LISTS = ("files", "carried", "fixing")  # Listing's fields: the state files `NAME/ID`
+LISTS = (FILES, CARRIED, FIXING)  # Listing's fields, named as their state files `NAME/ID`
 
 
 @dataclass(frozen=True)
@@ -39,8 +50,8 @@ class Listing:
     @classmethod
     def load(cls, ws: Workspace, ids: Iterable[str]) -> Listing:
         ids = list(ids)
-        got = {n: {p: frozenset(ws.lines(f"{n}/{p}")) for p in ids} for n in LISTS}
-        return cls(got["files"], got["carried"], got["fixing"])
+        got = {n: {p: frozenset(ws.lines(listed(n, p))) for p in ids} for n in LISTS}
+        return cls(got[FILES], got[CARRIED], got[FIXING])
 
     def unfinished(self, pid: str) -> frozenset[str]:
         """Files of `pid` not carried yet: waiting, or to be fixed."""
@@ -67,7 +78,7 @@ class Listing:
         if lists[name].get(pid, frozenset()) == new:
             return self
         lists[name] = {**lists[name], pid: new}
-        return Listing(**lists, changed=self.changed | {f"{name}/{pid}"})
+        return Listing(**lists, changed=self.changed | {listed(name, pid)})
 
     def save(self, ws: Workspace) -> Listing:
         """Write the changed files (inside the caller's step); the listing as saved."""
@@ -83,16 +94,16 @@ def put(
     """Record `files` as patch `pid`'s `side` (before | after), next to what is recorded,
     each of git mode `modes[rel]` (100644 when not named); `modes` None: the modes recorded
     for them stay (a file recorded absent has none)."""
-    name = f"{side}/{pid}.absent"
+    name = absent_list(side, pid)
     absent = set(absent_of(ws, side, pid))
     kinds = dict(modes_of(ws, side, pid))
     for rel, data in files.items():
         if data is None:
             absent.add(rel)
-            ws.put_bytes(f"{side}/{pid}/{rel}", None)
+            ws.put_bytes(snapshot_of(side, pid, rel), None)
         else:
             absent.discard(rel)
-            ws.put_bytes(f"{side}/{pid}/{rel}", data)
+            ws.put_bytes(snapshot_of(side, pid, rel), data)
         if data is None or (modes is not None and modes.get(rel, REGULAR) == REGULAR):
             kinds.pop(rel, None)
         elif modes is not None:
@@ -126,7 +137,7 @@ def mode_in(ws: Workspace, rel: str) -> int:
 def modes_of(ws: Workspace, side: str, pid: str) -> dict[str, int]:
     """The git modes recorded for patch `pid`'s `side` that are not 100644 (`SIDE/ID.modes`,
     read once per run, as the absent lists are)."""
-    name = f"{side}/{pid}.modes"
+    name = modes_list(side, pid)
     if name not in ws.absent:
         ws.absent[name] = frozenset(ws.lines(name))
     out = {}
@@ -143,7 +154,7 @@ _MODES = {f"{EXECUTABLE:o}": EXECUTABLE, f"{SYMLINK:o}": SYMLINK}
 
 def _put_modes(ws: Workspace, side: str, pid: str, kinds: Mapping[str, int]) -> None:
     """Write `SIDE/ID.modes` when it changes (most patches never have one)."""
-    name = f"{side}/{pid}.modes"
+    name = modes_list(side, pid)
     lines = frozenset(f"{m:o} {rel}" for rel, m in kinds.items())
     if lines != ws.absent.get(name, frozenset()):
         if lines:
@@ -156,13 +167,13 @@ def _put_modes(ws: Workspace, side: str, pid: str, kinds: Mapping[str, int]) -> 
 def get(ws: Workspace, side: str, pid: str, rels: Iterable[str]) -> dict[str, bytes | None]:
     """Patch `pid`'s recorded `side` of each file (None: absent on that side)."""
     absent = absent_of(ws, side, pid)
-    return {r: None if r in absent else ws.get_bytes(f"{side}/{pid}/{r}") for r in rels}
+    return {r: None if r in absent else ws.get_bytes(snapshot_of(side, pid, r)) for r in rels}
 
 
 def absent_of(ws: Workspace, side: str, pid: str) -> frozenset[str]:
     """The files absent on patch `pid`'s `side` (`SIDE/ID.absent`), read once per run: a step
     reads each list when it checks the patch, records its files and takes its diff."""
-    name = f"{side}/{pid}.absent"
+    name = absent_list(side, pid)
     if name not in ws.absent:
         ws.absent[name] = frozenset(ws.lines(name))
     return ws.absent[name]
@@ -183,16 +194,16 @@ def check(ws: Workspace, pid: str, listing: Listing) -> None:
     lists): package paths, and every file it carried, is fixing or has recorded as absent
     among its files. Else the workspace is damaged."""
     mine = listing.files.get(pid, frozenset())
-    lists = {f"{n}/{pid}": getattr(listing, n).get(pid, frozenset()) for n in LISTS}
-    for side in ("before", "after"):
-        lists[f"{side}/{pid}.absent"] = absent_of(ws, side, pid)
-        lists[f"{side}/{pid}.modes"] = frozenset(modes_of(ws, side, pid))
+    lists = {listed(n, pid): getattr(listing, n).get(pid, frozenset()) for n in LISTS}
+    for side in (BEFORE, AFTER):
+        lists[absent_list(side, pid)] = absent_of(ws, side, pid)
+        lists[modes_list(side, pid)] = frozenset(modes_of(ws, side, pid))
     for name, rels in lists.items():
         for rel in sorted(rels):
             parts = rel.split("/")
             if rel.startswith("/") or "" in parts or ".." in parts or "\t" in rel:
                 raise ws.damaged(name, f"line {rel[:60]!r}")
-            if not name.startswith("files/") and rel not in mine:
+            if not name.startswith(f"{FILES}/") and rel not in mine:
                 raise ws.damaged(name, f"{rel[:60]!r} is not one of {pid}'s files")
 
 

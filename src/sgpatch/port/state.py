@@ -9,7 +9,7 @@ each of those files once; the steps of --continue take a PortState and return th
 and `save` writes it back inside the step (`Workspace.step` journals it), so a kill leaves the
 files as the last whole step left them. The carry (`sequencer.run_todo`) works on the same
 queue and listing and writes them at each patch's step end. The files stay small named ones
-a person can `cat` (workspace.py lists them); the before/after bytes of each file are read
+a person can `cat` (port.statefiles declares them); the before/after bytes of each file are read
 when needed (snapshots.get), never all at once.
 """
 
@@ -22,8 +22,20 @@ from pathlib import Path
 from packaging.version import Version
 
 from sgpatch.errors import bad_input
-from sgpatch.port.sequencer import FORMAT, Carried, Queue
+from sgpatch.port.sequencer import Carried, Queue
 from sgpatch.port.snapshots import Listing
+from sgpatch.port.statefiles import (
+    CURRENT_FORMAT,
+    FIX,
+    FORMAT,
+    KNOWN,
+    OFFLINE,
+    ONTO,
+    SET,
+    SET_DIR,
+    SET_NAME,
+    SET_SHA256,
+)
 from sgpatch.port.stopreport import Problem
 from sgpatch.port.workspace import Phase, Workspace
 
@@ -44,22 +56,22 @@ class Options:
     @classmethod
     def load(cls, ws: Workspace) -> Options:
         """Each file read once; a release or a list of them that is not one is damaged."""
-        got = {n: (ws.get(n) or "").strip() for n in ("set", "set-dir", "set-name", "set-sha256")}
+        got = {n: (ws.get(n) or "").strip() for n in (SET, SET_DIR, SET_NAME, SET_SHA256)}
         try:
-            onto = Version((ws.get("onto") or "").strip())
+            onto = Version((ws.get(ONTO) or "").strip())
         except ValueError:  # InvalidVersion, or digits past int()'s limit
-            raise ws.damaged("onto", "not a version") from None
+            raise ws.damaged(ONTO, "not a version") from None
         try:
-            known = tuple(sorted(Version(v) for v in ws.lines("known")))
+            known = tuple(sorted(Version(v) for v in ws.lines(KNOWN)))
         except ValueError:  # InvalidVersion, or digits past int()'s limit
-            raise ws.damaged("known", "not a list of versions") from None
-        return cls(Path(got["set"]), got["set-dir"], got["set-name"], got["set-sha256"], onto,
-                   (ws.get("offline") or "").strip() == "yes", known)  # fmt: skip
+            raise ws.damaged(KNOWN, "not a list of versions") from None
+        return cls(Path(got[SET]), got[SET_DIR], got[SET_NAME], got[SET_SHA256], onto,
+                   (ws.get(OFFLINE) or "").strip() == "yes", known)  # fmt: skip
 
 
 def check_format(ws: Workspace) -> None:
     """State files of another sgpatch's format are never continued (exit 2)."""
-    if (ws.get("format") or "").strip() != FORMAT:
+    if (ws.get(FORMAT) or "").strip() != CURRENT_FORMAT:
         raise bad_input(
             f"--workspace {ws.top}: made by an older sgpatch (its state cannot be continued); "
             f"{ws.abort_hint()}"
@@ -86,7 +98,7 @@ class PortState:
         `phase`: when the caller has read them already)."""
         listing = Listing.load(ws, ids)
         return cls(options or Options.load(ws), phase or ws.phase, Queue.load(ws, listing),
-                   listing, tuple(ws.lines("fix")))  # fmt: skip
+                   listing, tuple(ws.lines(FIX)))  # fmt: skip
 
     def save(self, ws: Workspace, phase: Phase | None = None) -> PortState:
         """Write the lists, the listing's changed files and (given) the new phase, inside the

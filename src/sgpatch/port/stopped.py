@@ -24,6 +24,7 @@ from sgpatch.port.merge import import_problem, marker_lines, merge_file, python_
 from sgpatch.port.sequencer import Context, Queue, write_patch
 from sgpatch.port.snapshots import Listing
 from sgpatch.port.state import Options, PortState, check_format
+from sgpatch.port.statefiles import AFTER, BEFORE, CARRIED, FILES, FINISHING_SHA256, FIXING
 from sgpatch.port.workspace import (
     PKG,
     Phase,
@@ -80,7 +81,7 @@ def bound_set(ws: Workspace, opts: Options, phase: Phase) -> Path:
         raise refused(f"{path}, the set the port began on, is gone")
     allowed = {opts.set_sha256}
     if phase == "finishing":
-        allowed.add((ws.get("finishing/sha256") or "").strip())
+        allowed.add((ws.get(FINISHING_SHA256) or "").strip())
     if digest(path.read_bytes()) not in allowed:
         raise refused(f"{path}: the set changed since the port began")
     if load_manifest(path).name != opts.set_name:
@@ -98,7 +99,7 @@ def unresolved(ctx: Context, state: PortState) -> list[str]:
     check = _Check(f"sglang {ctx.to}", ws, waiting)
     for o in stopped:
         for rel in sorted(f for f, w in writers.items() if w == o.id):
-            before = snapshots.get(ws, "before", o.id, [rel])[rel]
+            before = snapshots.get(ws, BEFORE, o.id, [rel])[rel]
             out += _problems(rel, _text(ws, rel), before, check)
     for rel in _edited(ctx, stopped, writers):
         out += _problems(rel, _text(ws, rel), _wrote(ctx, state.listing, rel), check)
@@ -176,7 +177,7 @@ def _wrote(ctx: Context, listing: Listing, rel: str, writers: list[str] | None =
     if writers is None:
         writers = listing.writers_of([s.id for s in ctx.manifest.patches], rel)
     if writers:
-        return snapshots.one(ctx.ws, "after", writers[-1], rel)
+        return snapshots.one(ctx.ws, AFTER, writers[-1], rel)
     return src.pristine(ctx.to)(rel)
 
 
@@ -197,10 +198,10 @@ def _take_fixes(ctx: Context, state: PortState, joins: dict, order: list[str]):
     listing, rewrite, notes = _take_edits(ctx, q, state.listing, joins)
     writers = _last_writers(ctx, replace(state, listing=listing))  # fixing -> carried below
     for o in q.stopped:
-        now = snapshots.take(ws, "after", o.id, [f for f, w in writers.items() if w == o.id])
+        now = snapshots.take(ws, AFTER, o.id, [f for f, w in writers.items() if w == o.id])
         _remember(ws, now)
         carried = listing.carried.get(o.id, frozenset()) | listing.fixing.get(o.id, frozenset())
-        listing = listing.with_list("carried", o.id, carried).with_list("fixing", o.id, ())
+        listing = listing.with_list(CARRIED, o.id, carried).with_list(FIXING, o.id, ())
         o.outcome, o.as_is, o.problems = "fixed", False, []
         if listing.unfinished(o.id):
             q.partial[o.id] = o
@@ -247,7 +248,7 @@ def _owner_join(ctx: Context, listing: Listing, rel: str, order: list[str]):
             f"{ctx.ws.abort_hint()}",
             ExitCode.CONFLICT,
         )
-    return writers[0], [("after", writers[0], ctx.ws.read_pkg(rel))], []
+    return writers[0], [(AFTER, writers[0], ctx.ws.read_pkg(rel))], []
 
 
 def _take_edits(ctx: Context, q: Queue, listing: Listing, joins: dict):
@@ -260,12 +261,12 @@ def _take_edits(ctx: Context, q: Queue, listing: Listing, joins: dict):
     moved: set[str] = set()
     for rel, (pid, puts, later) in joins.items():
         for side, who, data in puts:
-            last = side == "after" and who == pid and not later  # W's file is its after
+            last = side == AFTER and who == pid and not later  # W's file is its after
             kind = {rel: snapshots.mode_in(ws, rel)} if last else None
             snapshots.put(ws, side, who, {rel: data}, kind)
-        listing = listing.with_list("files", pid, listing.files.get(pid, frozenset()) | {rel})
+        listing = listing.with_list(FILES, pid, listing.files.get(pid, frozenset()) | {rel})
         if pid in stopped:
-            listing = listing.with_list("fixing", pid, listing.fixing.get(pid, frozenset()) | {rel})
+            listing = listing.with_list(FIXING, pid, listing.fixing.get(pid, frozenset()) | {rel})
         else:
             moved.add(pid)
         _remember(ws, {rel: ws.read_pkg(rel)})
@@ -307,17 +308,17 @@ def _join(ctx: Context, listing: Listing, pid: str, rel: str, order: list[str]):
     earlier = [w for w in writers if order.index(w) < order.index(pid)]
     now, wrote = ws.read_pkg(rel), _wrote(ctx, listing, rel, writers)
     if pid in writers:
-        at = snapshots.one(ws, "after", pid, rel)
+        at = snapshots.one(ws, AFTER, pid, rel)
     elif earlier:
-        at = snapshots.one(ws, "after", earlier[-1], rel)
+        at = snapshots.one(ws, AFTER, earlier[-1], rel)
     else:
-        at = snapshots.one(ws, "before", later[0], rel) if later else wrote
+        at = snapshots.one(ws, BEFORE, later[0], rel) if later else wrote
     who = ", ".join(later)  # the edit must go under all of them: name them all
     puts = [(side, w, _moved(rel, wrote, now, snapshots.one(ws, side, w, rel), who))
-            for w in later for side in ("before", "after")]  # fmt: skip
+            for w in later for side in (BEFORE, AFTER)]  # fmt: skip
     if pid not in writers:
-        puts.append(("before", pid, at))
-    puts.append(("after", pid, _moved(rel, wrote, now, at, who) if later else now))
+        puts.append((BEFORE, pid, at))
+    puts.append((AFTER, pid, _moved(rel, wrote, now, at, who) if later else now))
     return puts, later
 
 

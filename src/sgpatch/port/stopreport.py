@@ -23,7 +23,15 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from sgpatch.port.merge import marker_lines
-from sgpatch.port.workspace import PKG, STATE, Workspace
+from sgpatch.port.statefiles import (
+    PKG,
+    STATE,
+    dropped_of,
+    hunks_of,
+    moved_of,
+    probe_of,
+)
+from sgpatch.port.workspace import Workspace
 from sgpatch.state.folder import parse_json
 
 if TYPE_CHECKING:
@@ -166,7 +174,7 @@ def fix_lines(ws: Workspace, stopped: Sequence, only: set[str] | None = None) ->
         has = has_probe(ws, o.id)
         if has is not None and o.id not in asked:
             what = "its probe" if has else "no probe: write one there if it needs one"
-            probes.append(f"  {o.id}: {ws.top}/{STATE}/probes/{o.id}.yaml ({what}; checked at "
+            probes.append(f"  {o.id}: {ws.top}/{STATE}/{probe_of(o.id)} ({what}; checked at "
                           "--continue)")  # fmt: skip
     out: list[str] = []
     for head, body in ((FILES_HEAD.format(top=ws.top), files), (PROBES_HEAD, probes),
@@ -187,7 +195,7 @@ def has_probe(ws: Workspace, pid: str) -> bool | None:
         data = probe_file(ws, pid)
         if data is None:
             return None
-        probe, _ = load_probe_text(data.decode("utf-8"), ws.top / STATE / f"probes/{pid}.yaml")
+        probe, _ = load_probe_text(data.decode("utf-8"), ws.top / STATE / probe_of(pid))
     except (SgpatchError, UnicodeDecodeError):
         return True
     return probe is not None
@@ -201,7 +209,7 @@ def probe_file(ws: Workspace, pid: str) -> bytes | None:
     MAX_PROBE_FILE is bad input, neither read nor parsed (10 MB cost --continue 8.7 s)."""
     from sgpatch.errors import bad_input
 
-    name = f"probes/{pid}.yaml"
+    name = probe_of(pid)
     try:
         size = (ws.top / STATE / name).lstat().st_size
     except (OSError, ValueError):
@@ -278,17 +286,17 @@ def _lines(row: dict, key: str) -> tuple[str, ...] | None:
 
 def put_details(ws: Workspace, pid: str, rel: str, rows: Sequence[HunkDetail]) -> None:
     rows_json = (json.dumps(detail_json(r), sort_keys=True) for r in rows)
-    ws.put_lines(f"hunks/{pid}/{rel}.jsonl", rows_json)
+    ws.put_lines(hunks_of(pid, rel), rows_json)
 
 
 def details(ws: Workspace, pid: str, rel: str) -> list[HunkDetail]:
     """The per-hunk details recorded for a stopped file (empty when none were)."""
     out = []
-    for ln in ws.lines(f"hunks/{pid}/{rel}.jsonl"):
+    for ln in ws.lines(hunks_of(pid, rel)):
         try:
             out.append(detail_of(parse_json(ln.encode())))
         except ValueError:  # not JSON (nested too deeply too), or not a row sgpatch writes
-            raise ws.damaged(f"hunks/{pid}/{rel}.jsonl", f"line {ln[:60]!r}") from None
+            raise ws.damaged(hunks_of(pid, rel), f"line {ln[:60]!r}") from None
     return out
 
 
@@ -331,11 +339,11 @@ def file_stop(ws: Workspace, pid: str, p: Problem) -> FileStop:
 
 def probe_stop(ws: Workspace, pid: str, problems: Sequence[Problem]) -> ProbeStop | None:
     """A patch's probe at a stop: its file in W, and why it stops the patch (None: neither)."""
-    has_file = ws.get_bytes(f"probes/{pid}.yaml") is not None
+    has_file = ws.get_bytes(probe_of(pid)) is not None
     why = [p.why[len(PROBE) :] for p in problems if kind(p) == "probe"]
     if not has_file and not why:
         return None
-    return ProbeStop(f"{ws.top}/{STATE}/probes/{pid}.yaml" if has_file else None,
+    return ProbeStop(f"{ws.top}/{STATE}/{probe_of(pid)}" if has_file else None,
                      why[0] if why else None)  # fmt: skip
 
 
@@ -355,7 +363,7 @@ def keep_hunks(ws: Workspace, pid: str, files: Sequence) -> None:
     (`hunks/ID/FILE.jsonl`) and the hunks dropped as already there (`dropped/ID`)."""
     rows = [f"{d.file}\t{d.hunk}\t{' / '.join(d.evidence)}" for f in files for d in f.dropped]
     if rows:
-        ws.put_lines(f"dropped/{pid}", [*ws.lines(f"dropped/{pid}"), *rows])
+        ws.put_lines(dropped_of(pid), [*ws.lines(dropped_of(pid)), *rows])
     for f in files:
         if f.details:
             put_details(ws, pid, f.path, f.details)
@@ -367,7 +375,7 @@ def keep_moves(ws: Workspace, pid: str, files: Sequence) -> None:
     rows = [f"{m.old}\t{m.hunk}\t{m.scope}\t{m.target}\t{m.line}\t{m.how}\t{m.conflicts}"
             for f in files for m in f.moves]  # fmt: skip
     if rows:
-        ws.put_lines(f"moved/{pid}", [*ws.lines(f"moved/{pid}"), *rows])
+        ws.put_lines(moved_of(pid), [*ws.lines(moved_of(pid)), *rows])
 
 
 def moves(ws: Workspace, pid: str) -> tuple[Move, ...]:
@@ -375,10 +383,10 @@ def moves(ws: Workspace, pid: str) -> tuple[Move, ...]:
     from sgpatch.port.moved import Move
 
     out = []
-    for ln in ws.lines(f"moved/{pid}"):
+    for ln in ws.lines(moved_of(pid)):
         parts = ln.split("\t")
         if len(parts) != 7 or not all(_count(x) for x in (parts[1], parts[4], parts[6])):
-            raise ws.damaged(f"moved/{pid}", f"line {ln[:60]!r}")
+            raise ws.damaged(moved_of(pid), f"line {ln[:60]!r}")
         old, hunk, scope, target, line, how, bad = parts
         out.append(Move(int(hunk), old, scope, target, int(line), how, int(bad)))
     return tuple(out)
@@ -391,10 +399,10 @@ def _count(text: str) -> bool:
 def dropped(ws: Workspace, pid: str) -> tuple[Dropped, ...]:
     """The hunks of `pid` dropped as already there (`dropped/ID`), in the order recorded."""
     out = []
-    for ln in ws.lines(f"dropped/{pid}"):
+    for ln in ws.lines(dropped_of(pid)):
         parts = ln.split("\t")
         if len(parts) != 3 or not parts[1].isdigit() or len(parts[1]) > 9:
-            raise ws.damaged(f"dropped/{pid}", f"line {ln[:60]!r}")
+            raise ws.damaged(dropped_of(pid), f"line {ln[:60]!r}")
         out.append(Dropped(parts[0], int(parts[1]), tuple(parts[2].split(" / "))))
     return tuple(out)
 

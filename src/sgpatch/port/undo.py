@@ -23,9 +23,15 @@ from pathlib import Path
 from sgpatch.diff.canonical import EXECUTABLE, REGULAR, SYMLINK
 from sgpatch.errors import SgpatchError, unsafe
 from sgpatch.fs.journal import Damaged, Entry, Store, entry_lines, head, parse, wrote_line
-from sgpatch.port.wsfiles import (
+from sgpatch.port.statefiles import (
+    JOURNAL,
+    JOURNAL_INDEX,
+    JOURNAL_ORIGINALS,
+    JOURNAL_STEP,
     PKG,
     STATE,
+)
+from sgpatch.port.wsfiles import (
     append,
     digest,
     entry_digest,
@@ -37,9 +43,9 @@ from sgpatch.port.wsfiles import (
     write,
 )
 
-DIR = f"{STATE}/journal"
-INDEX = f"{DIR}/index"
-ORIGINALS = f"{DIR}/originals"
+DIR = f"{STATE}/{JOURNAL}"
+INDEX = f"{STATE}/{JOURNAL_INDEX}"
+ORIGINALS = f"{STATE}/{JOURNAL_ORIGINALS}"
 
 
 @dataclass
@@ -53,7 +59,7 @@ class Journal:
 
     def __post_init__(self) -> None:
         recover(self.top)  # a kill's leftovers first, never mixed with this step's
-        write(self.top, f"{DIR}/step", f"{self.name}\n".encode())
+        write(self.top, f"{STATE}/{JOURNAL_STEP}", f"{self.name}\n".encode())
         write(self.top, INDEX, head(os.getpid()).encode())
 
     def note(self, rel: str, data: bytes | None, mode: int = REGULAR) -> None:

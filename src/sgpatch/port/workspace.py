@@ -1,45 +1,7 @@
 """The port workspace W: a full tree of the target release (`W/sglang/...`) and the sequencer's
 state as small named files in `W/.sgpatch-port/` that a person can `cat` (as git keeps a rebase
-in `.git/rebase-merge/`):
-
-    marker        this is a workspace sgpatch made (nothing else is ever cleared or removed)
-    format        the state files' format (--continue refuses another)
-    set, set-dir, set-name, set-sha256
-                  the manifest being ported (its real path), the real path of its folder, the
-                  set's name and the manifest's digest when the port began: --continue writes
-                  to that set only (docs/porting.md)
-    onto          the target release; offline: whether releases come from the cache only
-    known         the releases port knew when it began (--continue decides on the same)
-    without       the patches left out with --without; made: whether sgpatch made W itself
-    command       the port command that began it (for the hints that say "port again")
-    phase         start | carry | stopped | planned | finishing | finished: what the next
-                  --continue does first
-    reused        while W is laid out from the tree of the port it finished before: that tree
-                  (sha256 and path), moved into `stage/` whole (docs/porting.md)
-    stage/        the release's top folders while they are laid out, renamed into W whole
-    journal/      present while a step writes: the journal (`index`, the format of fs.journal)
-                  and what each file held before (`originals/`; `undo.py`)
-    todo          patches still to carry (or with files still waiting), in order
-    partial       what the patches on todo with some files carried have so far
-    done          carried patches: id, outcome, where from
-    needs-a-hand  patches stopped on a conflict; problems/<id>: their files, hunks, why
-    fix           the short list of what to fix (file: lines, patch, hunks, why)
-    tree          sha256 and path of every file sgpatch wrote into W
-    files/<id>    the files a patch touches; carried/<id>: those carried (or fixed) so far;
-                  fixing/<id>: a stopped patch's files that need a hand
-    before/<id>/, after/<id>/
-                  each carried file as W held it before and after the patch (absent ones
-                  listed in before/<id>.absent, after/<id>.absent): its new file is their diff
-    patches/      the new patch file of each finished patch
-    merge/<id>/   the merge inputs of a patch's merged files (<file>.base, <file>.theirs)
-    moved/<id>    the hunks carried into the file their code moved to (port.moved)
-    finishing/    the set's new files while --continue writes them into the set
-    na-<id>       written by the person: why a patch n/a on the nearest release is n/a on V
-                  too (--continue then writes a `==V` n/a variant with that reason); it and
-                  any other name sgpatch does not write (OURS_IN_STATE) --abort keeps aside,
-                  as does a new port that clears a finished W (`keep_own_aside`)
-    kept-aside    the line saying where this port copied those files of the port before
-    finished      present once the set was written
+in `.git/rebase-merge/`). Each state file is declared once, with what it holds and what it
+means after a crash, in port.statefiles; this module reads and writes them.
 
 `W/.sgpatch-port.lock` is the workspace's lock: one writer at a time (`locked`).
 
@@ -62,9 +24,25 @@ from sgpatch.errors import SgpatchError, bad_input, unsafe
 from sgpatch.fs import atomic
 from sgpatch.fs.atomic import TMP_SUFFIX
 from sgpatch.port import undo
-from sgpatch.port.wsfiles import (
+from sgpatch.port.statefiles import (
+    COMMAND,
+    FINISHED,
+    KEPT_ASIDE,
+    LOCK,
+    MADE,
+    MARKER,
+    NEW_STATE,
+    OLD_STATE,
+    ONTO,
+    OURS_IN_STATE,
+    PHASE,
     PKG,
+    REUSED,
+    STAGE,
     STATE,
+    TREE,
+)
+from sgpatch.port.wsfiles import (
     digest,
     digests,
     entry_digest,
@@ -89,22 +67,7 @@ __all__ = [
     "write",
 ]
 
-LOCK = ".sgpatch-port.lock"
-NEW_STATE = ".sgpatch-port.new-"  # the state folder being made (renamed to STATE whole)
-OLD_STATE = ".sgpatch-port.old-"  # the state folder being removed (renamed from STATE whole)
-REUSED = "reused"  # the tree the stage holds, taken over from the finished port before
-NA_PREFIX = "na-"  # na-<id>: the person's reason a patch is n/a on V too
-KEPT_ASIDE = "kept-aside"  # the line saying where a new port copied the last one's own files
-OURS_AT_TOP = (STATE, LOCK)  # names in W that are sgpatch's own, never a person's
-# the names sgpatch writes in the state folder (the list above): anything else there, na-<id>
-# included, is a person's, and --abort keeps it aside (`own_files`)
-_STATE_NAMES = """
-    marker format set set-dir set-name set-sha256 onto offline known without made command phase
-    reused stage journal todo partial done needs-a-hand fix tree files carried fixing before
-    after patches merge problems probes hunks dropped moved finishing finished kept-aside
-"""
-OURS_IN_STATE = frozenset(_STATE_NAMES.split())
-MARKER = "sgpatch port workspace\n"
+MARKER_TEXT = "sgpatch port workspace\n"
 # what the next --continue does first (docs/porting.md)
 Phase = Literal["start", "carry", "stopped", "planned", "finishing", "finished"]
 PHASES: tuple[Phase, ...] = get_args(Phase)
@@ -180,7 +143,7 @@ class Workspace:
 
     def abort_hint(self) -> str:
         """What to type to drop this workspace and begin again."""
-        again = self.get_raw("command")
+        again = self.get_raw(COMMAND)
         then = f", then `{again.strip()}`" if again else " and port again"
         return f"`sgpatch port --abort --workspace {shlex.quote(str(self.top))}`{then}"
 
@@ -221,14 +184,14 @@ class Workspace:
 
     @property
     def phase(self) -> Phase:
-        word = (self.get("phase") or "").strip()
+        word = (self.get(PHASE) or "").strip()
         for phase in PHASES:
             if word == phase:
                 return phase
-        raise self.damaged("phase", f"not one of {', '.join(PHASES)}")
+        raise self.damaged(PHASE, f"not one of {', '.join(PHASES)}")
 
     def set_phase(self, phase: Phase) -> None:
-        self.put("phase", f"{phase}\n")
+        self.put(PHASE, f"{phase}\n")
 
     # the tree ----------------------------------------------------------------------------
     def read_pkg(self, rel: str) -> bytes | None:
@@ -254,7 +217,7 @@ class Workspace:
         line is refused, but `lenient` (--abort, which must drop W whatever the list says)
         leaves it out: what it names is never followed."""
         if self._tree is None:
-            self._tree = self.digest_list("tree", lenient) or {}
+            self._tree = self.digest_list(TREE, lenient) or {}
         return self._tree
 
     def digest_list(self, name: str, lenient: bool = False) -> dict[str, str] | None:
@@ -276,13 +239,13 @@ class Workspace:
     def save_tree(self, tree: dict[str, str] | None = None) -> None:
         if tree is not None:
             self._tree = dict(tree)
-        self.put("tree", digest_text(self.tree()))
+        self.put(TREE, digest_text(self.tree()))
 
     def is_ours(self) -> bool:
-        return self.get("marker") == MARKER
+        return self.get(MARKER) == MARKER_TEXT
 
     def is_live(self) -> bool:
-        return self.is_ours() and self.get("finished") is None
+        return self.is_ours() and self.get(FINISHED) is None
 
 
 def digest_text(files: dict[str, str]) -> str:
@@ -350,7 +313,7 @@ def check_free(top: Path, edits: bool = True) -> None:
     if not ws.is_ours():
         raise bad_input(f"--workspace {top}: exists and is not a port workspace; give a new folder")
     if ws.is_live():
-        onto = (ws.get_raw("onto") or "?").strip()
+        onto = (ws.get_raw(ONTO) or "?").strip()
         raise unsafe(
             f"--workspace {top}: a port is in progress there ({onto}); "
             f"finish it with {ws.continue_hint()} or drop it with "
@@ -409,12 +372,12 @@ def claim(top: Path, made: bool, identity: dict[str, str]) -> Workspace:
             rmtree(ws.top / name)
     reused = reusable(ws) if _others(ws.top) else None
     if reused is not None:
-        made = (ws.get_raw("made") or "").strip() == "yes" or made
+        made = (ws.get_raw(MADE) or "").strip() == "yes" or made
     elif _others(ws.top):  # a finished workspace of ours, not whole as sgpatch left it
         made = remove(ws, keep_top=True) or made
     new = ws.top / f"{NEW_STATE}{secrets.token_hex(4)}"
     os.mkdir(new, 0o755)
-    files = {**identity, "made": "yes" if made else "no", "phase": "start", "marker": MARKER}
+    files = {**identity, MADE: "yes" if made else "no", PHASE: "start", MARKER: MARKER_TEXT}
     if reused is not None:
         files[REUSED] = digest_text(reused)
     if kept is not None:
@@ -460,10 +423,10 @@ def hand_over(ws: Workspace, new: Path, reused: dict[str, str]) -> None:
     its stage, one rename per top folder, then the old state folder out of the way: a kill
     leaves W the finished workspace (its tree partly in a hidden folder the next port clears)
     or holding only hidden folders, never a tree without a state that says whose it is."""
-    os.mkdir(new / "stage", 0o755)
+    os.mkdir(new / STAGE, 0o755)
     for t in sorted({p.split("/", 1)[0] for p in reused}):
         kill_point()
-        atomic.rename_path(ws.top / t, new / "stage" / t)
+        atomic.rename_path(ws.top / t, new / STAGE / t)
     kill_point()
     atomic.rename_path(ws.top / STATE, ws.top / f"{OLD_STATE}{secrets.token_hex(4)}")
 
@@ -485,7 +448,7 @@ def _begun(top: Path) -> str:
             if name.startswith(OLD_STATE):
                 return " (an --abort was interrupted there; run the port again, or remove W)"
             if name.startswith(NEW_STATE):
-                command = read(top / name, "command")
+                command = read(top / name, COMMAND)
                 again = f": `{command.decode('utf-8', 'replace').strip()}`" if command else ""
                 return f" (a port was interrupted before it began there; run it again{again})"
     return ""
@@ -560,7 +523,7 @@ def remove(ws: Workspace, keep_top: bool = False) -> bool:
     leaves empty; files someone else put there stay. W itself goes only when sgpatch made it
     and nothing is left (never a folder the user made), and never with `keep_top`. Symlinks
     are unlinked, never followed. Returns whether sgpatch had made W."""
-    made = (ws.get_raw("made") or "").strip() == "yes"
+    made = (ws.get_raw(MADE) or "").strip() == "yes"
     for path in set(ws.tree()):
         try:
             write(ws.top, path, None)

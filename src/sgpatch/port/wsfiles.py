@@ -23,9 +23,8 @@ from pathlib import Path, PurePosixPath
 from sgpatch.diff.canonical import EXECUTABLE, REGULAR, SYMLINK
 from sgpatch.errors import SgpatchError, unsafe
 from sgpatch.fs import atomic, steps
+from sgpatch.port.statefiles import STATE
 
-STATE = ".sgpatch-port"
-PKG = "sglang"
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 
 

@@ -265,3 +265,25 @@ def test_a_hunk_is_labelled_by_the_def_it_is_in_not_the_one_above(tmp_path):
     top = text + "\nLIMIT = 3\n"
     (hunk,) = read_patch_text(port_diff(text, top, "srt/args.py")).files[0].hunks
     assert hunk_scope(lines, hunk, hunk.source_start - 1).label == "module level"
+
+
+def test_a_rewrite_names_the_folder_its_code_went_to():
+    """Input: a file rewritten upstream whose code went to three files shown and 85 more, all
+    in one folder (as server_args.py went to arg_groups/ in 0.5.20); then 85 spread over two
+    folders and a lone file. Outcome: the line names the folder (`85 more files in
+    srt/args/arg_groups/`), else each folder with its count and the rest `elsewhere`; never a
+    bare count when a folder holds them."""
+    from sgpatch.port.moved import Rewrite
+
+    went = (("srt/args/core.py", 400), ("srt/args/arg_groups/a.py", 90), ("srt/b.py", 50))
+    rest = tuple(f"srt/args/arg_groups/g{i}.py" for i in range(85))
+    line = Rewrite(3000, 200, 0.07, went, rest).text("sglang 0.5.19", "sglang 0.5.20")
+    assert line.endswith("srt/b.py (50 lines) and 85 more files in srt/args/arg_groups/")
+    mixed = rest[:80] + tuple(f"srt/layers/l{i}.py" for i in range(4)) + ("srt/x.py",)
+    line = Rewrite(3000, 200, 0.07, went, mixed).text("a", "b")
+    assert line.endswith(
+        "and 85 more files (80 in srt/args/arg_groups/, 4 in srt/layers/, 1 elsewhere)"
+    )
+    assert (
+        Rewrite(3000, 200, 0.07, went, ("srt/x.py",)).text("a", "b").endswith("and 1 more file(s)")
+    )

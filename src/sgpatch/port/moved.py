@@ -20,6 +20,7 @@ better than a guess. Nothing here writes: the caller carries what `sort_out` ret
 
 from __future__ import annotations
 
+import posixpath
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -37,6 +38,7 @@ SHOWN = 3  # candidates listed per hunk (and files a rewritten file's code went 
 COMMON = 20  # a def name held by more defs of the release tells nothing (`__init__`, `forward`)
 CLOSE = 0.25  # a def of the same name sharing this much of the old one's lines is a candidate
 MANY = 10  # a file holding this many of a rewritten file's lines is one its code went to
+FOLDERS = 2  # folders named for the further files a rewritten file's code went to
 
 Reader = Callable[[str], "bytes | None"]
 
@@ -142,14 +144,31 @@ class Rewrite:
     new_lines: int
     kept: float  # share of the base's distinctive lines still in the file
     went: tuple[tuple[str, int], ...]  # the files most of the rest went to, with how many
-    more: int  # further files that got MANY of them or more
+    rest: tuple[str, ...] = ()  # further files that got MANY of them or more
 
     def text(self, base: str, to: str) -> str:
         where = ", ".join(f"{f} ({n} lines)" for f, n in self.went)
-        more = f" and {self.more} more file(s)" if self.more else ""
-        went = f"; its code went to {where}{more}" if where else "; its code is nowhere else"
+        went = f"; its code went to {where}{_more(self.rest)}" if where else ""
         return (f"rewritten upstream ({self.old_lines:,} lines on {base} -> {self.new_lines:,} "
-                f"on {to}, {self.kept:.0%} of its lines still there){went}")  # fmt: skip
+                f"on {to}, {self.kept:.0%} of its lines still there)"
+                f"{went or '; its code is nowhere else'}")  # fmt: skip
+
+
+def _more(rest: Sequence[str]) -> str:
+    """The further files a rewritten file's code went to, by the folders that hold them (a
+    file split into a package of many modules is that folder, not a count): `and 85 more
+    files in srt/server_args/arg_groups/`, or the FOLDERS biggest named with their counts."""
+    if not rest:
+        return ""
+    by = Counter(posixpath.dirname(f) for f in rest)
+    named = [(d, n) for d, n in by.most_common(FOLDERS) if n >= 2]
+    if not named:
+        return f" and {len(rest)} more file(s)"
+    if len(named) == 1 and named[0][1] == len(rest):
+        return f" and {len(rest)} more files in {named[0][0]}/"
+    others = len(rest) - sum(n for _d, n in named)
+    parts = [f"{n} in {d}/" for d, n in named] + ([f"{others} elsewhere"] if others else [])
+    return f" and {len(rest)} more files ({', '.join(parts)})"
 
 
 @dataclass(frozen=True)
@@ -470,8 +489,8 @@ def rewritten(
         return None
     went = index_of(where.version).where_lines_went(old - have, path)
     top = tuple(went.most_common(SHOWN))
-    more = sum(1 for _f, n in went.most_common()[SHOWN:] if n >= MANY)
-    return Rewrite(len(base), len(ours), kept, top, more)
+    rest = tuple(f for f, n in went.most_common()[SHOWN:] if n >= MANY)
+    return Rewrite(len(base), len(ours), kept, top, rest)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,7 +20,6 @@ better than a guess. Nothing here writes: the caller carries what `sort_out` ret
 
 from __future__ import annotations
 
-import posixpath
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -39,6 +38,7 @@ COMMON = 20  # a def name held by more defs of the release tells nothing (`__ini
 CLOSE = 0.25  # a def of the same name sharing this much of the old one's lines is a candidate
 MANY = 10  # a file holding this many of a rewritten file's lines is one its code went to
 FOLDERS = 2  # folders named for the further files a rewritten file's code went to
+SHARE = 4  # ... each holding at least a quarter of them
 
 Reader = Callable[[str], "bytes | None"]
 
@@ -155,20 +155,37 @@ class Rewrite:
 
 
 def _more(rest: Sequence[str]) -> str:
-    """The further files a rewritten file's code went to, by the folders that hold them (a
-    file split into a package of many modules is that folder, not a count): `and 85 more
-    files in srt/server_args/arg_groups/`, or the FOLDERS biggest named with their counts."""
+    """The further files a rewritten file's code went to, by the folder that holds many of
+    them (a file split into a package of modules is that folder, not a count): `and 85 more
+    files in srt/arg_groups/`, or `... (31 in srt/arg_groups/)` when others hold a few
+    lines each. A folder is named with its subfolders, the deepest of equal count, when it
+    holds a SHARE of them; a top folder (`srt/`, which holds nearly all) never."""
     if not rest:
         return ""
-    by = Counter(posixpath.dirname(f) for f in rest)
-    named = [(d, n) for d, n in by.most_common(FOLDERS) if n >= 2]
+    by = Counter(d for f in rest for d in _folders(f))
+    ranked = sorted(by.items(), key=lambda dn: (-dn[1], -dn[0].count("/")))
+    named: list[tuple[str, int]] = []
+    for d, n in ranked:
+        if len(named) == FOLDERS or n < 2 or n * SHARE < len(rest):
+            break
+        if not any(_nested(d, e) for e, _n in named):
+            named.append((d, n))
     if not named:
         return f" and {len(rest)} more file(s)"
-    if len(named) == 1 and named[0][1] == len(rest):
+    if named[0][1] == len(rest):
         return f" and {len(rest)} more files in {named[0][0]}/"
-    others = len(rest) - sum(n for _d, n in named)
-    parts = [f"{n} in {d}/" for d, n in named] + ([f"{others} elsewhere"] if others else [])
-    return f" and {len(rest)} more files ({', '.join(parts)})"
+    where = " and ".join(f"{n} in {d}/" for d, n in named)
+    return f" and {len(rest)} more files ({where})"
+
+
+def _folders(rel: str) -> list[str]:
+    """The folders `rel` is in, but the top one: `srt/a/b/x.py` -> srt/a, srt/a/b."""
+    parts = rel.split("/")[:-1]
+    return ["/".join(parts[:i]) for i in range(2, len(parts) + 1)]
+
+
+def _nested(a: str, b: str) -> bool:
+    return a == b or a.startswith(f"{b}/") or b.startswith(f"{a}/")
 
 
 @dataclass(frozen=True)

@@ -583,7 +583,8 @@ def dropped_hunks(docs: list[dict]) -> list[str]:
     out = []
     for pid, drops in last.items():
         for d in drops:
-            said = [e.strip() for e in d["evidence"][1:]] or ["(no statement named)"]
+            ev = [e.strip() for e in d["evidence"]]
+            said = ev[1:] if ev[:1] == ["already there on the pristine release:"] else ev
             out.append(f"{pid}: {d['file']} hunk #{d['hunk']}: {'; '.join(said)}")
     return out
 

@@ -1173,3 +1173,93 @@ def test_a_header_cut_at_80_bytes_as_git_writes_it_still_names_the_scope():
     (h,) = res.hunks
     assert (h.status, h.line, h.fuzz) == ("applied", 3, 1)
     assert text(res).splitlines()[5] == "    Added,"
+
+
+# issue 42.3: the engine's fuzzy "already applied" is the one rule judged on code
+TOPK_TARGET = (
+    "class Block:\n"
+    "    def __init__(self, config, prefix):\n"
+    "        self.experts = get_moe(\n"
+    "            layer_id=self.layer_id,\n"
+    "            prefix=prefix,\n"
+    "        )(num=1)\n"
+    "        self.x = 1\n"
+    "        self.topk = TopK(\n"
+    "            top_k=self.top_k_new,\n"
+    "            num_experts=n,\n"
+    "            renormalize=config.norm_topk_prob,\n"
+    "        )\n"
+    "        self.y = 2\n"
+)
+TOPK_HUNK = (
+    "--- a/b.py\n+++ b/b.py\n@@ -4,5 +4,7 @@ class Block:\n"
+    "             top_k=self.top_k,\n"
+    "             num_experts=n,\n"
+    "+            layer_id=self.layer_id,\n"
+    "+            prefix=prefix,\n"
+    "             renormalize=config.norm_topk_prob,\n"
+    "         )\n"
+    "         self.y = 2\n"
+)
+
+
+def test_added_lines_found_inside_another_call_of_the_scope_are_no_evidence():
+    """Input: a hunk adding two keywords to `self.topk = TopK(...)` at fuzz 2 (the target's
+    call changed its first argument, the hunk's outer context line); the target's
+    call lacks them, while another call of the same
+    __init__ holds both lines. Outcome: not "already applied" (the text alone would say so):
+    the keywords are added to the TopK call, the other call left as it was."""
+    res = run(TOPK_TARGET, TOPK_HUNK, fuzz=2)
+    assert statuses(res) == ["applied"], res.hunks[0].reason
+    out = text(res)
+    assert out.count("layer_id=self.layer_id,") == 2
+    assert "            num_experts=n,\n            layer_id=self.layer_id,\n" in out
+
+
+def test_the_statement_already_reading_as_the_result_is_already_applied():
+    """Input: the same hunk; the target's TopK call already has both keywords (upstream took
+    the change; its first argument changed). Outcome: already applied at fuzz 2, the
+    file unchanged."""
+    target = TOPK_TARGET.replace(
+        "            num_experts=n,\n",
+        "            num_experts=n,\n            layer_id=self.layer_id,\n"
+        "            prefix=prefix,\n",
+    )
+    res = run(target, TOPK_HUNK, fuzz=2)
+    assert statuses(res) == ["already-applied"], res.hunks[0].reason
+    assert text(res) == target
+
+
+def test_lines_found_inside_the_statement_the_hunk_changes_are_already_applied():
+    """Input: a hunk adding a paragraph (two lines) to a docstring at fuzz 2; the target's
+    docstring has the paragraph with a line of upstream's own above it (so the string is not
+    the hunk's result, but the lines stand inside the very statement the hunk changes), and
+    its outer context line differs. Outcome: already applied, the file unchanged."""
+    target = (
+        "def f():\n"
+        '    """Load it.\n'
+        "\n"
+        "    Upstream's own words.\n"
+        "    # added upstream\n"
+        "    Uses a lock to coordinate\n"
+        "    downloads across processes.\n"
+        "\n"
+        "    Args:\n"
+        "        x: the x\n"
+        '    """\n'
+        "    return 1\n"
+    )
+    hunk = (
+        "--- a/d.py\n+++ b/d.py\n@@ -3,5 +3,8 @@\n"
+        "     The original words.\n"
+        " \n"
+        "+    Uses a lock to coordinate\n"
+        "+    downloads across processes.\n"
+        "+\n"
+        "     Args:\n"
+        "         x: the x\n"
+        '     """\n'
+    )
+    res = run(target, hunk, fuzz=2)
+    assert statuses(res) == ["already-applied"], res.hunks[0].reason
+    assert text(res) == target

@@ -535,23 +535,70 @@ def _there_in_scope(
     already applied when the hunk adds two or more lines; one added line found elsewhere in
     the scope says too little either way, so that hunk is refused. Lines the diff removes
     elsewhere (code it moves) do not count."""
-    from sgpatch.placement.present import already_there, key
+    from sgpatch.placement.present import key, there_rows
     from sgpatch.placement.scope import body_of
 
     added = [ln.text for ln in hunk.lines if ln.kind == "+" and ln.text.strip()]
     if not added or any(key(t) in moving for t in added):
         return None
     lo, hi, where = body_of(idx, _first_change(hunk, place), _indent(added[0]))
-    at = already_there(hunk, idx.lines, lo, hi)
-    if at is None:
+    rows = there_rows(hunk, idx.lines, lo, hi)
+    if not rows:
         return None
-    if len(added) < 2:
+    at = rows[0]
+    there = _judged_there(hunk, idx, place, rows)
+    if there is False:
+        return None  # its statements do not read as its result: the lines found are no evidence
+    if there is None:
+        said = "line is" if len(added) < 2 else "lines are"
         why = (
-            f"its added line is already at line {at + 1} in {where}, and the fuzzy place is "
+            f"its added {said} already at line {at + 1} in {where}, and the fuzzy place is "
             f"line {start(place) + 1}: cannot tell whether it is applied"
         )
         return _Outcome(None, _ambiguous(hunk, level, (start(place) + 1, at + 1), why))
     return _Outcome(place, _in_scope_result(hunk, level, at, where), shown=at)
+
+
+def _judged_there(hunk: Hunk, idx: LineIndex, place: Place, rows: Sequence[int]) -> bool | None:
+    """The one "already there" rule on code (`present.judge`, docs/engine.md), once the
+    hunk's lines were found in its scope (`rows`): the input read as the release, and as the
+    base the input without those lines, the hunk (less the context its place dropped) at its
+    place there. True: every statement it changes has its counterpart in the same def/class
+    reading as its result, or the lines found stand inside the very statement it changes
+    (upstream took the change there, edited); False: not (a line found inside another
+    statement of the scope is no evidence); None: the rule cannot tell (one line found, a
+    counterpart twice). Where
+    there are no statements to read (the file, or the base without those lines, is not
+    Python), the lines found are the evidence: True for two or more, else None."""
+    from sgpatch.placement.present import judge
+
+    gone = set(rows)
+    base = [ln for i, ln in enumerate(idx.lines) if i not in gone]
+    at = place.pos - sum(1 for r in rows if r < place.pos)
+    trimmed = hunk._replace(lines=hunk.lines[place.lead : len(hunk.lines) - place.trail])
+    verdict = judge(trimmed, base, at, idx.lines)
+    if verdict.there is None and "does not parse" in verdict.why:
+        return True if len(rows) >= 2 else None
+    there = verdict.there
+    if there is False and _in_own_statement(hunk, idx, place, rows):
+        there = True  # upstream took the change into that very statement, edited
+    if there is True and len(rows) < 2:
+        return None  # one line says too little either way, even in its own statement
+    return there
+
+
+def _in_own_statement(hunk: Hunk, idx: LineIndex, place: Place, rows: Sequence[int]) -> bool:
+    """Do the lines found all stand inside the one statement the hunk changes at its place
+    (upstream took the change into that statement, edited: a docstring's paragraph with a
+    line of its own inside), rather than in another statement of the scope?"""
+    from sgpatch.placement import statements as st
+
+    iv = st.index("".join(idx.lines))
+    chain = iv.holding(_first_change(hunk, place) + 1) if iv is not None else []
+    if not chain:
+        return False
+    own = chain[-1]
+    return all(own.start <= r + 1 <= own.end for r in rows)
 
 
 def _in_scope_result(hunk: Hunk, level: Level, at: int, where: str) -> HunkResult:
@@ -973,7 +1020,7 @@ def _authored_twice(step: _Step, twice: Twice) -> _Step:
 def _twice_step(idx: LineIndex, step: _Step, twice: Twice, offset: int) -> _Step:
     """The verdict on one hunk that adds a second definition (at row `offset` of its spliced
     post-image): already applied in that scope, or refused naming both places."""
-    from sgpatch.placement.present import already_there
+    from sgpatch.placement.present import there_rows
     from sgpatch.placement.scope import body_of
 
     place, hunk = step.place, step.hunk
@@ -981,10 +1028,10 @@ def _twice_step(idx: LineIndex, step: _Step, twice: Twice, offset: int) -> _Step
     body = [ln for ln in hunk.lines[place.lead : len(hunk.lines) - place.trail] if ln.kind != "-"]
     at_input = _input_row(hunk, place, offset)
     lo, hi, where = body_of(idx, at_input, _indent(body[offset].text))
-    there = already_there(hunk, idx.lines, lo, hi)
+    rows = there_rows(hunk, idx.lines, lo, hi)
     level = step.result.level
-    if there is not None:
-        return _Step(_in_scope_result(hunk, level, there, where), hunk, place, shown=there)
+    if rows and _judged_there(hunk, idx, place, rows) is not False:
+        return _Step(_in_scope_result(hunk, level, rows[0], where), hunk, place, shown=rows[0])
     if twice.existing:
         had = f"the target already has it at line {twice.existing[0]}"
     else:

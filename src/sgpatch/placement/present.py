@@ -59,6 +59,18 @@ def already_there(
 
     A hunk that adds nothing (a pure deletion) is there when every removed line is gone; it is
     then reported at `lo`."""
+    found = there_rows(hunk, lines, lo, hi)
+    if found is None:
+        return None
+    return found[0] if found else lo
+
+
+def there_rows(
+    hunk: Hunk, lines: Sequence[str], lo: int = 0, hi: int | None = None
+) -> list[int] | None:
+    """The 0-based lines of `lines[lo:hi]` holding the hunk's non-blank added lines, in order,
+    when its whole post-image is there by the rule above ([] for a pure deletion whose lines
+    are gone); None otherwise."""
     hi = len(lines) if hi is None else hi
     rows = [i for i in range(lo, hi) if lines[i].strip()]
     keys = [key(lines[i]) for i in rows]
@@ -66,17 +78,17 @@ def already_there(
     removed = {key(ln.text) for ln in hunk.lines if ln.kind == "-" and ln.text.strip()}
     if (removed - kept) & set(keys):
         return None  # a line the hunk removes is still in the scope
-    first: int | None = None
+    out: list[int] = []
     at = 0
     for run in _runs(hunk):
         found = _find_run(keys, run, at)
         if found is None:
             return None
-        first = found if first is None else first
+        out += [rows[found + k] for k in range(len(run))]
         at = found + len(run)
-    if first is None:
-        return lo if removed else None
-    return rows[first]
+    if not out and not removed:
+        return None
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -249,4 +261,4 @@ def block_there(hunk: Hunk, release: Sequence[str]) -> int | None:
     return None
 
 
-__all__ = ["Verdict", "already_there", "block_there", "judge", "key"]
+__all__ = ["Verdict", "already_there", "block_there", "judge", "key", "there_rows"]

@@ -265,3 +265,24 @@ def test_a_hunk_is_labelled_by_the_def_it_is_in_not_the_one_above(tmp_path):
     top = text + "\nLIMIT = 3\n"
     (hunk,) = read_patch_text(port_diff(text, top, "srt/args.py")).files[0].hunks
     assert hunk_scope(lines, hunk, hunk.source_start - 1).label == "module level"
+
+
+def test_a_rewrite_names_the_folder_its_code_went_to():
+    """Input: a file rewritten upstream whose code went to three files shown and 85 more: all
+    in one folder; then 31 in that folder and its subfolder and the rest spread one or two a
+    folder (as server_args.py's went on 0.5.20); then one file. Outcome: the folder is named
+    (`85 more files in srt/arg_groups/`, `(31 in srt/arg_groups/)`), never the top
+    folder, and a bare count only when no folder holds many."""
+    from sgpatch.port.moved import Rewrite
+
+    went = (("srt/arg_groups/core.py", 400), ("srt/arg_groups/a.py", 90), ("srt/b.py", 50))
+    rest = tuple(f"srt/arg_groups/g{i}.py" for i in range(85))
+    line = Rewrite(3000, 200, 0.07, went, rest).text("sglang 0.5.19", "sglang 0.5.20")
+    assert line.endswith("srt/b.py (50 lines) and 85 more files in srt/arg_groups/")
+    spread = tuple(f"srt/f{i // 2}/m{i}.py" for i in range(54))
+    mixed = rest[:20] + tuple(f"srt/arg_groups/fields/f{i}.py" for i in range(11)) + spread
+    line = Rewrite(3000, 200, 0.07, went, mixed).text("a", "b")
+    assert line.endswith("and 85 more files (31 in srt/arg_groups/)")
+    assert (
+        Rewrite(3000, 200, 0.07, went, ("srt/x.py",)).text("a", "b").endswith("and 1 more file(s)")
+    )

@@ -119,7 +119,7 @@ def test_fit_keeps_every_part_under_the_budget_saying_what_it_cut(sizes, rows):
 
 def test_a_step_walk_says_each_release_before_the_stop_in_one_line(cache, tmp_path):
     """Input: `--step --to 1.3` from a set made on 1.0 (1.1 carries, 1.2 stops). Outcome:
-    exit 3; 1.1 in one line (what it wrote, and its patches counted by outcome), then 1.2's
+    exit 3; 1.1 in one line (carried, how many of the set's files were written), then 1.2's
     stop in full: its heading, its patch lines, and the next command last."""
     d = make_set(tmp_path)
     w = tmp_path / "w"
@@ -127,8 +127,29 @@ def test_a_step_walk_says_each_release_before_the_stop_in_one_line(cache, tmp_pa
     code, out, err = run_cli("port", "--offline", *args, "--workspace", str(w))
     lines = err.splitlines()
     assert code == 3 and out == ""
-    assert lines[0].startswith("sgpatch port: demo -> 1.1: wrote ")
-    assert lines[0].endswith(" (workspace kept); patches: 2 carried")
+    assert re.fullmatch(
+        r"sgpatch port --step: demo -> 1\.1: carried, \d+ file\(s\) of the set written "
+        r"\(each step's patches: --json\)",
+        lines[0],
+    )
     assert lines[1] == f"sgpatch port: demo -> 1.2 (workspace {w})"
     assert lines[2].startswith("  first: needs a hand (srt/mod.py)")
     assert lines[-1].startswith("sgpatch port: stopped: fix what is listed above")
+
+
+def test_a_long_walk_fits_one_screen_whatever_its_length():
+    """Input: a --step walk of 20 releases written, then a last step with 300 changes to the
+    set. Outcome: at most MAX_LINES lines in all: the 20 releases in one line (first ... last,
+    counted), the set's files written counted once, the last step cut to what is left."""
+    from sgpatch.port.report import Report
+    from sgpatch.port.screen import MAX_LINES, walk_lines
+
+    before = [Report("s", f"1.{i}", "/w", "finished", written=["/s/patchset.yaml", f"/s/{i}"])
+              for i in range(1, 21)]  # fmt: skip
+    last = Report("s", "1.21", "/w", "finished", changes=[f"p{i}: new variant" for i in range(300)])
+    lines = walk_lines([*before, last])
+    assert len(lines) <= MAX_LINES
+    assert lines[0] == ("sgpatch port --step: s -> 1.1 ... 1.20 (20 releases): carried, 21 file(s) "
+                        "of the set written (each step's patches: --json)")  # fmt: skip
+    assert lines[1] == "sgpatch port: s -> 1.21 (workspace /w)"
+    assert any(ln.startswith("  ... and ") and "changes to the set" in ln for ln in lines)

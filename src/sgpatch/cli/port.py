@@ -230,17 +230,8 @@ def _emit(a: Args, reps, extra: dict | None = None) -> int:
              "steps": [r.to_json() for r in reps]}
         )  # fmt: skip
         return code
-    from sgpatch.port.screen import done_line
+    from sgpatch.port.screen import walk_lines
 
-    for rep in reps[:-1]:  # a --step walk: the releases carried before the last, a line each
-        console.err(done_line(rep))
-    _human(reps[-1])
-    return code
-
-
-def _human(rep) -> None:
-    """One step on the terminal (sgpatch.port.screen: a stop fits one screen)."""
-    from sgpatch.port.screen import step_lines
-
-    for ln in step_lines(rep):
+    for ln in walk_lines(reps):  # one screen, a --step walk's releases before the last included
         console.err(ln)
+    return code

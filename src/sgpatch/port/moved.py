@@ -37,6 +37,8 @@ SHOWN = 3  # candidates listed per hunk (and files a rewritten file's code went 
 COMMON = 20  # a def name held by more defs of the release tells nothing (`__init__`, `forward`)
 CLOSE = 0.25  # a def of the same name sharing this much of the old one's lines is a candidate
 MANY = 10  # a file holding this many of a rewritten file's lines is one its code went to
+FOLDERS = 2  # folders named for the further files a rewritten file's code went to
+SHARE = 4  # ... each holding at least a quarter of them
 
 Reader = Callable[[str], "bytes | None"]
 
@@ -142,14 +144,48 @@ class Rewrite:
     new_lines: int
     kept: float  # share of the base's distinctive lines still in the file
     went: tuple[tuple[str, int], ...]  # the files most of the rest went to, with how many
-    more: int  # further files that got MANY of them or more
+    rest: tuple[str, ...] = ()  # further files that got MANY of them or more
 
     def text(self, base: str, to: str) -> str:
         where = ", ".join(f"{f} ({n} lines)" for f, n in self.went)
-        more = f" and {self.more} more file(s)" if self.more else ""
-        went = f"; its code went to {where}{more}" if where else "; its code is nowhere else"
+        went = f"; its code went to {where}{_more(self.rest)}" if where else ""
         return (f"rewritten upstream ({self.old_lines:,} lines on {base} -> {self.new_lines:,} "
-                f"on {to}, {self.kept:.0%} of its lines still there){went}")  # fmt: skip
+                f"on {to}, {self.kept:.0%} of its lines still there)"
+                f"{went or '; its code is nowhere else'}")  # fmt: skip
+
+
+def _more(rest: Sequence[str]) -> str:
+    """The further files a rewritten file's code went to, by the folder that holds many of
+    them (a file split into a package of modules is that folder, not a count): `and 85 more
+    files in srt/arg_groups/`, or `... (31 in srt/arg_groups/)` when others hold a few
+    lines each. A folder is named with its subfolders, the deepest of equal count, when it
+    holds a SHARE of them; a top folder (`srt/`, which holds nearly all) never."""
+    if not rest:
+        return ""
+    by = Counter(d for f in rest for d in _folders(f))
+    ranked = sorted(by.items(), key=lambda dn: (-dn[1], -dn[0].count("/")))
+    named: list[tuple[str, int]] = []
+    for d, n in ranked:
+        if len(named) == FOLDERS or n < 2 or n * SHARE < len(rest):
+            break
+        if not any(_nested(d, e) for e, _n in named):
+            named.append((d, n))
+    if not named:
+        return f" and {len(rest)} more file(s)"
+    if named[0][1] == len(rest):
+        return f" and {len(rest)} more files in {named[0][0]}/"
+    where = " and ".join(f"{n} in {d}/" for d, n in named)
+    return f" and {len(rest)} more files ({where})"
+
+
+def _folders(rel: str) -> list[str]:
+    """The folders `rel` is in, but the top one: `srt/a/b/x.py` -> srt/a, srt/a/b."""
+    parts = rel.split("/")[:-1]
+    return ["/".join(parts[:i]) for i in range(2, len(parts) + 1)]
+
+
+def _nested(a: str, b: str) -> bool:
+    return a == b or a.startswith(f"{b}/") or b.startswith(f"{a}/")
 
 
 @dataclass(frozen=True)
@@ -470,8 +506,8 @@ def rewritten(
         return None
     went = index_of(where.version).where_lines_went(old - have, path)
     top = tuple(went.most_common(SHOWN))
-    more = sum(1 for _f, n in went.most_common()[SHOWN:] if n >= MANY)
-    return Rewrite(len(base), len(ours), kept, top, more)
+    rest = tuple(f for f, n in went.most_common()[SHOWN:] if n >= MANY)
+    return Rewrite(len(base), len(ours), kept, top, rest)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ MAX_LINES = 100  # a stop never prints more (issue 44: 5,529 lines was one real 
 PATCH_ROWS = 30  # patches past which the quiet ones are summed up
 MOVE_ROWS = 5  # moved-code lines per patch
 MARKERS = 6  # marker lines named per file
+WALKED = 4  # releases a --step walk names before its last step (a longer run: first ... last)
 
 
 @dataclass(frozen=True)
@@ -67,9 +68,9 @@ def fit(parts: Sequence[Part], budget: int) -> list[str]:
     return [ln for p, k in zip(parts, keep, strict=True) for ln in p.lines(k)]
 
 
-def step_lines(rep: Report) -> list[str]:
+def step_lines(rep: Report, budget: int = MAX_LINES) -> list[str]:
     """The lines of one step, in order: the heading, the patches, what --continue noted,
-    what was written or what is left to fix, and the last line; never more than MAX_LINES."""
+    what was written or what is left to fix, and the last line; never more than `budget`."""
     parts = [
         Part((f"sgpatch port: {rep.set} -> {rep.to} (workspace {rep.workspace})",), (), _none),
         _patches(rep.patches),
@@ -79,15 +80,26 @@ def step_lines(rep: Report) -> list[str]:
     ]
     if rep.state == "stopped":
         parts += _stop(rep)
-    return [*fit(parts, MAX_LINES - 1), _last(rep)]
+    return [*fit(parts, budget - 1), _last(rep)]
 
 
-def done_line(rep: Report) -> str:
-    """A finished step of a `--step` walk before its last, in one line (each patch's line
-    is in --json): the last step, stopped or not, is the one on the screen."""
-    counts = Counter(r.outcome.outcome for r in rep.patches)
-    parts = ", ".join(f"{n} {what}" for what, n in sorted(counts.items()))
-    return f"{_last(rep)}; patches: {parts or 'none'}"
+def walk_lines(reps: Sequence[Report]) -> list[str]:
+    """A `--step` walk on the terminal, one screen in all: the releases carried and written
+    before the last step in one line (each step's patches are in --json), then the last step,
+    stopped or not, within what is left of MAX_LINES."""
+    *before, last = reps
+    head = [_walked(before)] if before else []
+    return [*head, *step_lines(last, MAX_LINES - len(head))]
+
+
+def _walked(before: Sequence[Report]) -> str:
+    """The steps of a walk before its last, in one line: the releases (the first and last of
+    a long run) and how many of the set's files they wrote."""
+    tos = [r.to for r in before]
+    span = ", ".join(tos) if len(tos) <= WALKED else f"{tos[0]} ... {tos[-1]} ({len(tos)} releases)"
+    written = {f for r in before for f in r.written}
+    return (f"sgpatch port --step: {before[0].set} -> {span}: carried, {len(written)} file(s) "
+            "of the set written (each step's patches: --json)")  # fmt: skip
 
 
 def _none(_n: int) -> str:
@@ -276,4 +288,4 @@ def _others(rep: Report) -> list[Part]:
     return parts
 
 
-__all__ = ["MAX_LINES", "Part", "done_line", "fit", "line", "step_lines"]
+__all__ = ["MAX_LINES", "Part", "fit", "line", "step_lines", "walk_lines"]

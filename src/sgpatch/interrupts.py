@@ -7,11 +7,18 @@ library would turn KeyboardInterrupt into a silent exit 130, while `Interrupted`
 BaseException like it, still unwinds through the writer's rollback (which catches
 BaseException) up to `cli.main`, which prints the line.
 
-Only `_signal` and `os` are imported, the C module behind `signal`: `signal` itself imports
+Only `_signal`, `sys` and `os` are imported, the C module behind `signal`: `signal` itself imports
 enum, which would be ~6 ms of start-up during which Ctrl-C was not ours yet.
 """
 
 import _signal
+import sys
+
+TYPE_CHECKING = False  # typing's, without importing typing at start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    Hook = Callable[[sys.UnraisableHookArgs], object]
 
 EXIT = 130  # 128 + SIGINT, what a shell reports for a process Ctrl-C stopped
 MESSAGE = "sgpatch: interrupted; nothing is left half-written (status shows the tree)"
@@ -36,6 +43,28 @@ def _raise(signum: int, frame: object) -> None:
     raise Interrupted()
 
 
+def _resend(signum: int, frame: object) -> None:
+    """SIGALRM: the Ctrl-C a callback swallowed, sent again now that the callback is over."""
+    _signal.raise_signal(_signal.SIGINT)
+
+
+def _swallowed(previous: "Hook") -> "Hook":
+    """A `sys.unraisablehook` for Ctrl-C in a callback. A handler runs in whatever frame is
+    current, and that can be a weakref callback (importlib's, dropping a module lock, while a
+    lazy import is in flight) or a `__del__`: the interpreter only prints what is raised there
+    and carries on, so the Ctrl-C would be lost under a traceback. Here it is sent again 1 ms
+    later (and again, should that land in a callback too); other reports go to `previous`."""
+
+    def hook(unraisable: "sys.UnraisableHookArgs") -> None:
+        if not isinstance(unraisable.exc_value, Interrupted):
+            previous(unraisable)
+            return
+        _signal.signal(_signal.SIGALRM, _resend)
+        _signal.setitimer(_signal.ITIMER_REAL, 0.001)
+
+    return hook
+
+
 class raising:  # a lowercase name: read as `with interrupts.raising():`
     """Within the block, Ctrl-C raises `Interrupted`; the previous handler comes back after.
     Only the main thread can set handlers: elsewhere (a test calling the CLI from a thread)
@@ -43,10 +72,17 @@ class raising:  # a lowercase name: read as `with interrupts.raising():`
 
     def __enter__(self) -> "raising":
         self.previous = install(_raise)
+        if self.previous is not None:
+            self.alarm = _signal.getsignal(_signal.SIGALRM)
+            self.unraisable = sys.unraisablehook
+            sys.unraisablehook = _swallowed(self.unraisable)
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.previous is not None:
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
+            _signal.signal(_signal.SIGALRM, self.alarm)
+            sys.unraisablehook = self.unraisable
             _signal.signal(_signal.SIGINT, self.previous)
 
 

@@ -39,16 +39,20 @@ def cached_release(version: str) -> Release:
 
 
 def tree_release(root: Path) -> Release:
-    """A tree's package (`root`, the package root), read from the disk."""
+    """A tree's package (`root`, the package root), read from the disk through the one
+    regular-file reader (fs.regular)."""
+    from sgpatch.fs import regular
     from sgpatch.releases.snapshot import tree_files
 
     files = tree_files(root)
 
     def read(rel: str) -> bytes | None:
+        """The file as the listing saw it: one swapped since for a link, a FIFO or nothing
+        reads as absent (never followed, never waited on)."""
         path = files.get(rel)
         try:
-            return path.read_bytes() if path is not None else None
-        except OSError:
+            return regular.read(path) if path is not None else None
+        except (OSError, regular.OddFile):
             return None
 
     def everything() -> Mapping[str, bytes]:

@@ -577,7 +577,7 @@ def _judged_there(hunk: Hunk, idx: LineIndex, place: Place, rows: Sequence[int])
     at = place.pos - sum(1 for r in rows if r < place.pos)
     trimmed = hunk._replace(lines=hunk.lines[place.lead : len(hunk.lines) - place.trail])
     verdict = judge(trimmed, base, at, idx.lines)
-    if verdict.there is None and "does not parse" in verdict.why:
+    if not verdict.parsed:
         return True if len(rows) >= 2 else None
     there = verdict.there
     if there is False and _in_own_statement(hunk, idx, place, rows):

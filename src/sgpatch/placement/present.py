@@ -103,6 +103,7 @@ class Verdict:
     there: bool | None
     matched: tuple[str, ...] = ()
     why: str = ""
+    parsed: bool = True  # False: a side is not Python that parses, so no statement was read
 
 
 NOT_THERE = Verdict(False)
@@ -177,7 +178,8 @@ def judge(hunk: Hunk, base: Sequence[str], at: int, release: Sequence[str]) -> V
     after, added, removed, maps = _images(hunk, base, at)
     ib, ia, iv = (st.index("".join(x)) for x in (base, after, release))
     if ib is None or ia is None or iv is None:
-        return Verdict(None, why="the file is not Python on every side (it does not parse)")
+        why = "the file is not Python on every side (it does not parse)"
+        return Verdict(None, why=why, parsed=False)
     checks: list[tuple[Stmt, str]] = []  # (after-side statement | base-side gone one, mode)
     for s, whole in _units(after, ia, added):
         checks.append((s, "whole" if whole else ("header" if _is_header(s, added) else "full")))
